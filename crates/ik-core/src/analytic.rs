@@ -1,0 +1,1 @@
+//! TODO(analytic): being written.

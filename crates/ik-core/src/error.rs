@@ -1,0 +1,7 @@
+//! The error types of every module in one place: each module owns one `#[non_exhaustive]`
+//! enum; this module re-exports them so `ik_core::SkeletonError` etc. work.
+//!
+//! Errors are only for malformed setup or non-finite input. An unreachable target or a solve
+//! that did not converge is *status* in a solver's report, never an error.
+
+pub use crate::skeleton::SkeletonError;

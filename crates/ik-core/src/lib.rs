@@ -1,0 +1,26 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod analytic;
+pub mod error;
+pub mod humanoid;
+pub mod jacobian;
+pub mod limits;
+pub mod pose;
+pub mod rotation;
+pub mod skeleton;
+
+pub use error::*;
+pub use pose::{BoneTransform, Pose};
+pub use skeleton::{Bone, Chain, Skeleton};
+
+/// Re-export of the glam version this crate uses (the one `bevy_math` 0.18 uses).
+pub use glam;
+
+/// The most used items: `use ik_core::prelude::*;`.
+pub mod prelude {
+    pub use crate::pose::{BoneTransform, Pose};
+    pub use crate::skeleton::{Bone, Chain, Skeleton};
+    pub use glam::{Quat, Vec3};
+}
