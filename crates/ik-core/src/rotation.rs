@@ -106,6 +106,7 @@ pub fn rotation_angle_between(a: Quat, b: Quat) -> f32 {
 }
 
 /// `q` or `−q`, whichever lies in the same hemisphere as `reference` (non-negative dot product).
+/// Only the sign changes: `q` is not normalised, and a non-finite `q` is returned as is.
 ///
 /// Both represent the same rotation; use this before blending or comparing quaternion
 /// components so a sequence of rotations does not flip sign.
@@ -321,19 +322,31 @@ pub fn shortest_arc(from: Vec3, to: Vec3) -> Quat {
 /// (first axis repeated). The names match glam's intrinsic [`glam::EulerRot`] variants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[allow(missing_docs, clippy::upper_case_acronyms)]
+#[allow(clippy::upper_case_acronyms)]
 pub enum EulerOrder {
+    /// `R_x(a) * R_y(b) * R_z(c)` (Tait–Bryan).
     XYZ,
+    /// `R_x(a) * R_z(b) * R_y(c)` (Tait–Bryan).
     XZY,
+    /// `R_y(a) * R_x(b) * R_z(c)` (Tait–Bryan).
     YXZ,
+    /// `R_y(a) * R_z(b) * R_x(c)` (Tait–Bryan).
     YZX,
+    /// `R_z(a) * R_x(b) * R_y(c)` (Tait–Bryan).
     ZXY,
+    /// `R_z(a) * R_y(b) * R_x(c)` (Tait–Bryan).
     ZYX,
+    /// `R_x(a) * R_y(b) * R_x(c)` (proper Euler).
     XYX,
+    /// `R_x(a) * R_z(b) * R_x(c)` (proper Euler).
     XZX,
+    /// `R_y(a) * R_x(b) * R_y(c)` (proper Euler).
     YXY,
+    /// `R_y(a) * R_z(b) * R_y(c)` (proper Euler).
     YZY,
+    /// `R_z(a) * R_x(b) * R_z(c)` (proper Euler).
     ZXZ,
+    /// `R_z(a) * R_y(b) * R_z(c)` (proper Euler).
     ZYZ,
 }
 
@@ -499,7 +512,7 @@ pub fn euler_decompose(order: EulerOrder, q: Quat) -> [f32; 3] {
 /// direction plays the role of +Y (the reference article's bone axis), a chosen forward axis the
 /// role of +Z and `side = along × forward` the role of +X.
 ///
-/// Euler angles "in the frame" ([`BoneFrame::euler`]) are the angles of the rest delta
+/// Euler angles "in the frame" ([`BoneFrame::euler_angles`]) are the angles of the rest delta
 /// rewritten in these axes, so `ZXY` means: about `forward`, then `side`, then `along` (twist),
 /// whatever local axis the rig's bone actually points along.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -519,7 +532,7 @@ pub struct BoneAim {
     pub delta: Quat,
     /// The local rotation relative to the parent: `rest * delta`.
     pub local: Quat,
-    /// Euler angles of `delta` in the frame (see [`BoneFrame::euler`]).
+    /// Euler angles of `delta` in the frame (see [`BoneFrame::euler_angles`]).
     pub angles: [f32; 3],
 }
 
@@ -632,13 +645,13 @@ impl BoneFrame {
     /// [`BoneFrame::delta_to_frame`]. With [`EulerOrder::ZXY`] these are the reference
     /// article's shoulder angles (about forward, then side, then the bone axis).
     #[must_use]
-    pub fn euler(&self, order: EulerOrder, delta: Quat) -> [f32; 3] {
+    pub fn euler_angles(&self, order: EulerOrder, delta: Quat) -> [f32; 3] {
         euler_decompose(order, self.delta_to_frame(delta))
     }
 
-    /// The rest delta for Euler `angles` in this frame (inverse of [`BoneFrame::euler`]).
+    /// The rest delta for Euler `angles` in this frame (inverse of [`BoneFrame::euler_angles`]).
     #[must_use]
-    pub fn from_euler(&self, order: EulerOrder, angles: [f32; 3]) -> Quat {
+    pub fn delta_from_euler(&self, order: EulerOrder, angles: [f32; 3]) -> Quat {
         self.delta_from_frame(euler_compose(order, angles))
     }
 
@@ -666,7 +679,7 @@ impl BoneFrame {
     /// let frame = BoneFrame::try_new(-Vec3::X, Vec3::Z)?;
     /// let rest = Quat::from_rotation_y(0.4); // its bind rotation in the parent
     /// // Shoulder angles θz = 0.3 (about forward), θx = −0.5 (about side), no twist:
-    /// let delta = frame.from_euler(EulerOrder::ZXY, [0.3, -0.5, 0.0]);
+    /// let delta = frame.delta_from_euler(EulerOrder::ZXY, [0.3, -0.5, 0.0]);
     /// let elbow_dir = rest * delta * frame.along(); // parent space, e.g. from FK or FABRIK
     /// let aim = frame.aim(rest, EulerOrder::ZXY, elbow_dir, 0.0);
     /// assert!((aim.angles[0] - 0.3).abs() < 1e-5 && (aim.angles[1] + 0.5).abs() < 1e-5);
@@ -690,7 +703,7 @@ impl BoneFrame {
         BoneAim {
             delta,
             local: (rest * delta).normalize(),
-            angles: self.euler(order, delta),
+            angles: self.euler_angles(order, delta),
         }
     }
 }

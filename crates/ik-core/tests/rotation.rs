@@ -319,8 +319,8 @@ proptest! {
         let mut pose = skel.rest_pose();
         let rest_u = skel.bones()[UPPER].rest.rotation;
         let rest_f = skel.bones()[FORE].rest.rotation;
-        let delta_u = upper.from_euler(EulerOrder::ZXY, shoulder_angles);
-        let delta_f = fore.from_euler(EulerOrder::YXY, elbow_angles);
+        let delta_u = upper.delta_from_euler(EulerOrder::ZXY, shoulder_angles);
+        let delta_f = fore.delta_from_euler(EulerOrder::YXY, elbow_angles);
         pose.rotations[UPPER] = from_rest_delta(rest_u, delta_u);
         pose.rotations[FORE] = from_rest_delta(rest_f, delta_f);
         let model = skel.model_transforms(&pose);
@@ -359,12 +359,12 @@ proptest! {
     ) {
         let Ok(frame) = BoneFrame::try_new(along, hint) else { return Ok(()); };
         let b = if order.is_proper() { t * PI } else { (t - 0.5) * PI };
-        let delta = frame.from_euler(order, [a, b, c]);
-        let e = frame.euler(order, delta);
+        let delta = frame.delta_from_euler(order, [a, b, c]);
+        let e = frame.euler_angles(order, delta);
         for (got, want) in e.iter().zip([a, b, c]) {
             prop_assert!((got - want).abs() < 2e-4, "{order:?}: {e:?} vs {:?}", [a, b, c]);
         }
-        let twist = frame.from_euler(EulerOrder::YXZ, [c, 0.0, 0.0]);
+        let twist = frame.delta_from_euler(EulerOrder::YXZ, [c, 0.0, 0.0]);
         prop_assert!(rotation_angle_between(twist, Quat::from_axis_angle(frame.along(), c)) < 1e-5);
         prop_assert!((twist * frame.along()).distance(frame.along()) < 1e-5);
     }
