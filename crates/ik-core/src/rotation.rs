@@ -22,6 +22,8 @@
 //!
 //! Degenerate input never produces NaN: a zero (or non-finite) quaternion is treated as the
 //! identity, a zero (or non-finite) axis or vector gives the identity rotation / a zero angle.
+//! (The two tiny helpers [`wrap_angle`] and [`normalize_hemisphere`] pass non-finite values
+//! through unchanged.)
 //!
 //! # The arm example (reference article: a right arm holding a pen)
 //!
