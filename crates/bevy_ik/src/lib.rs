@@ -1,4 +1,114 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+pub mod components;
+pub mod error;
+mod limb;
+mod pose_io;
+mod setup;
+mod solver;
+
+pub use components::{BoneRef, IkDisabled, IkLimb, IkStatus};
+pub use error::IkError;
 pub use ik_core;
+
+use bevy::app::{AnimationSystems, App, Plugin, PostUpdate};
+use bevy::ecs::intern::Interned;
+use bevy::ecs::schedule::{IntoScheduleConfigs, ScheduleLabel, SystemSet};
+use bevy::transform::TransformSystems;
+
+/// The most used items: `use bevy_ik::prelude::*;`.
+pub mod prelude {
+    pub use crate::components::{BoneRef, IkDisabled, IkLimb, IkStatus};
+    pub use crate::error::IkError;
+    pub use crate::{IkPlugin, IkSystems};
+}
+
+/// The system sets of [`IkPlugin`], run in this order in its schedule (`PostUpdate` by default).
+///
+/// Order your own systems against them: a system that moves targets must run before
+/// [`IkSystems::Prepare`] (in `Update` it always does); a system that reads the solved pose's
+/// `GlobalTransform` must run after `TransformSystems::Propagate`.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IkSystems {
+    /// Finishes set-up (finds bones by name, builds the cached skeletons and chains when their
+    /// description changed), then reads the bones' current local transforms (as animation left
+    /// them) and the target and pole entities' current global transforms.
+    Prepare,
+    /// Solves every character in parallel on the gathered data; touches no `Transform`.
+    Solve,
+    /// Writes the solved local rotations (and a movable root's translation) back to the bones'
+    /// `Transform`s with `set_if_neq`.
+    Writeback,
+}
+
+/// Inverse kinematics for Bevy: target and pole entities drive the bones of characters.
+///
+/// Add it after `TransformPlugin` (part of `DefaultPlugins`), then put an [`IkLimb`] on an
+/// entity.
+///
+/// ## Systems
+///
+/// All systems run in [`PostUpdate`] (or the schedule given to [`IkPlugin::in_schedule`]):
+///
+/// ```text
+/// AnimationSystems            animation writes the bones' local Transforms
+///   → IkSystems::Prepare      set-up; gather bone poses and target/pole global transforms
+///   → IkSystems::Solve        solve all characters in parallel
+///   → IkSystems::Writeback    write local rotations with set_if_neq
+/// TransformSystems::Propagate Bevy computes GlobalTransform from the written locals
+///   → debug drawing           (feature `debug-draw`) gizmos from the propagated transforms
+/// ```
+///
+/// Targets and poles are read at their *current* global transform, computed from their own and
+/// their ancestors' `Transform`s during [`IkSystems::Prepare`], so a target moved in `Update`
+/// this frame is reached this frame (no one-frame lag through `GlobalTransform`).
+#[derive(Debug, Clone)]
+pub struct IkPlugin {
+    schedule: Interned<dyn ScheduleLabel>,
+}
+
+impl Default for IkPlugin {
+    fn default() -> Self {
+        Self {
+            schedule: PostUpdate.intern(),
+        }
+    }
+}
+
+impl IkPlugin {
+    /// The plugin with its defaults: systems in `PostUpdate`.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Runs the IK systems in another schedule. It must also contain `AnimationSystems` (if
+    /// animation is used) and `TransformSystems::Propagate` for the ordering to hold, as
+    /// `PostUpdate` does.
+    #[must_use]
+    pub fn in_schedule(mut self, schedule: impl ScheduleLabel) -> Self {
+        self.schedule = schedule.intern();
+        self
+    }
+}
+
+impl Plugin for IkPlugin {
+    fn build(&self, app: &mut App) {
+        let schedule = self.schedule;
+        app.register_type::<BoneRef>()
+            .register_type::<IkLimb>()
+            .register_type::<IkDisabled>()
+            .register_type::<IkStatus>()
+            .register_type::<IkError>();
+        app.configure_sets(
+            schedule,
+            (IkSystems::Prepare, IkSystems::Solve, IkSystems::Writeback)
+                .chain()
+                .after(AnimationSystems)
+                .before(TransformSystems::Propagate),
+        );
+        setup::build(app, schedule);
+        limb::build(app, schedule);
+    }
+}

@@ -1,0 +1,272 @@
+//! The components users put on entities: [`IkLimb`] (an analytic two-bone chain driven by a
+//! target entity and an optional pole entity), the [`IkDisabled`] marker and the [`IkStatus`]
+//! the plugin reports into.
+
+use bevy::ecs::component::Component;
+use bevy::ecs::entity::Entity;
+use bevy::ecs::name::Name;
+use bevy::ecs::reflect::ReflectComponent;
+use bevy::math::Vec3;
+use bevy::reflect::prelude::*;
+use ik_core::analytic::LimbSettings;
+
+use crate::error::IkError;
+use crate::limb::LimbCache;
+
+/// A bone, given either as its entity or as its `Name` (looked up among the descendants of the
+/// limb's hierarchy root, which is how glTF bones are found once their scene has spawned).
+#[derive(Debug, Clone, PartialEq, Eq, Reflect)]
+#[reflect(Debug, PartialEq, Clone, Default)]
+#[cfg_attr(
+    feature = "serialize",
+    derive(serde::Serialize, serde::Deserialize),
+    reflect(Serialize, Deserialize)
+)]
+pub enum BoneRef {
+    /// The bone entity itself.
+    Entity(Entity),
+    /// The bone's `Name` (exact match), e.g. `"mixamorig:LeftArm"`.
+    Name(String),
+}
+
+impl Default for BoneRef {
+    fn default() -> Self {
+        Self::Name(String::new())
+    }
+}
+
+impl From<Entity> for BoneRef {
+    fn from(entity: Entity) -> Self {
+        Self::Entity(entity)
+    }
+}
+
+impl From<&str> for BoneRef {
+    fn from(name: &str) -> Self {
+        Self::Name(name.to_owned())
+    }
+}
+
+impl From<String> for BoneRef {
+    fn from(name: String) -> Self {
+        Self::Name(name)
+    }
+}
+
+impl From<&Name> for BoneRef {
+    fn from(name: &Name) -> Self {
+        Self::Name(name.as_str().to_owned())
+    }
+}
+
+/// An analytic two-bone limb (arm or leg): `root` (upper arm / thigh), `mid` (forearm / shin)
+/// and `tip` (hand / foot) reach for the `target` entity, bending toward the `pole` entity.
+///
+/// Put it on any entity: a character can have several limbs, each on its own entity (for
+/// example a child of the character, or the tip bone itself). Bones given by name are searched
+/// among the descendants of [`IkLimb::hierarchy`] (or of the entity holding the `IkLimb` when
+/// that is `None`); set-up completes once they exist, so it works on glTF scenes that spawn
+/// asynchronously. `mid` must be a descendant of `root` and `tip` of `mid`; intermediate bones
+/// between them (twist bones in the chain) are carried along unchanged.
+///
+/// The solved rotations are blended with the animated ones by [`IkLimb::weight`]; with
+/// `rotation_weight > 0` the tip also turns toward the target entity's rotation.
+#[derive(Component, Debug, Clone, PartialEq, Reflect)]
+#[reflect(Component, Default, Debug)]
+#[cfg_attr(
+    feature = "serialize",
+    derive(serde::Serialize, serde::Deserialize),
+    reflect(Serialize, Deserialize)
+)]
+#[require(IkStatus, LimbCache)]
+pub struct IkLimb {
+    /// The limb's first bone (upper arm, thigh).
+    pub root: BoneRef,
+    /// The joint that bends (forearm, shin).
+    pub mid: BoneRef,
+    /// The end effector (hand, foot).
+    pub tip: BoneRef,
+    /// Where bones given by name are searched (among this entity and its descendants); `None`
+    /// means the entity holding this component.
+    pub hierarchy: Option<Entity>,
+    /// The entity whose current global position (and rotation, see `rotation_weight`) the tip
+    /// reaches for. `None`: the limb is not solved and its status says so.
+    pub target: Option<Entity>,
+    /// Optional entity the middle joint bends toward (knee / elbow direction). Without one, the
+    /// limb uses [`IkLimb::swivel`], or else keeps its animated bend plane.
+    pub pole: Option<Entity>,
+    /// Without a pole entity: swivel angle (radians) of the bend plane about the root→target
+    /// line, measured from the rest bend plane. `None` keeps the animated bend plane.
+    pub swivel: Option<f32>,
+    /// How far the bend plane turns from the animated one toward the pole's (0–1).
+    pub pole_weight: f32,
+    /// IK/FK blend: 1 = fully solved, 0 = the animated pose untouched, in between = slerp.
+    pub weight: f32,
+    /// How much the tip takes the target's rotation (0 = keeps its animated orientation
+    /// relative to the forearm, 1 = matches the target entity's global rotation).
+    pub rotation_weight: f32,
+    /// Smallest flex angle of the middle joint, radians (0 = straight).
+    pub flex_min: f32,
+    /// Largest flex angle of the middle joint, radians (π = fully folded).
+    pub flex_max: f32,
+    /// Fraction of the full reach over which the limb eases into full extension instead of
+    /// snapping straight, in `[0, 1)` (0 = off; targets in that band are not quite reached).
+    pub soft_reach: f32,
+    /// Axis the middle joint flexes about, in the limb root's parent space at rest. `None`:
+    /// derived from the rest pose's bend (give it for rigs whose limbs are straight at rest).
+    pub bend_axis: Option<Vec3>,
+}
+
+impl Default for IkLimb {
+    fn default() -> Self {
+        Self {
+            root: BoneRef::default(),
+            mid: BoneRef::default(),
+            tip: BoneRef::default(),
+            hierarchy: None,
+            target: None,
+            pole: None,
+            swivel: None,
+            pole_weight: 1.0,
+            weight: 1.0,
+            rotation_weight: 0.0,
+            flex_min: 0.0,
+            flex_max: core::f32::consts::PI,
+            soft_reach: 0.0,
+            bend_axis: None,
+        }
+    }
+}
+
+impl IkLimb {
+    /// A limb of the three bones, with weight 1 and no target yet.
+    #[must_use]
+    pub fn new(root: impl Into<BoneRef>, mid: impl Into<BoneRef>, tip: impl Into<BoneRef>) -> Self {
+        Self {
+            root: root.into(),
+            mid: mid.into(),
+            tip: tip.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Sets the target entity.
+    #[must_use]
+    pub fn with_target(mut self, target: Entity) -> Self {
+        self.target = Some(target);
+        self
+    }
+
+    /// Sets the pole entity.
+    #[must_use]
+    pub fn with_pole(mut self, pole: Entity) -> Self {
+        self.pole = Some(pole);
+        self
+    }
+
+    /// Sets the IK/FK blend weight (clamped to `[0, 1]` when used).
+    #[must_use]
+    pub fn with_weight(mut self, weight: f32) -> Self {
+        self.weight = weight;
+        self
+    }
+
+    /// Sets how much the tip takes the target's rotation (clamped to `[0, 1]` when used).
+    #[must_use]
+    pub fn with_rotation_weight(mut self, weight: f32) -> Self {
+        self.rotation_weight = weight;
+        self
+    }
+
+    /// Sets the swivel angle used when there is no pole entity.
+    #[must_use]
+    pub fn with_swivel(mut self, angle: f32) -> Self {
+        self.swivel = Some(angle);
+        self
+    }
+
+    /// Limits the middle joint's flex angle to `[min, max]` radians (0 = straight).
+    #[must_use]
+    pub fn with_flex_limits(mut self, min: f32, max: f32) -> Self {
+        self.flex_min = min;
+        self.flex_max = max;
+        self
+    }
+
+    /// Sets the soft-reach fraction (see [`IkLimb::soft_reach`]).
+    #[must_use]
+    pub fn with_soft_reach(mut self, fraction: f32) -> Self {
+        self.soft_reach = fraction;
+        self
+    }
+
+    /// Sets the bend axis (see [`IkLimb::bend_axis`]).
+    #[must_use]
+    pub fn with_bend_axis(mut self, axis: Vec3) -> Self {
+        self.bend_axis = Some(axis);
+        self
+    }
+
+    /// The core solver settings these fields describe.
+    #[must_use]
+    pub fn settings(&self) -> LimbSettings {
+        LimbSettings {
+            flex_min: self.flex_min,
+            flex_max: self.flex_max,
+            soft_reach: self.soft_reach,
+            bend_axis: self.bend_axis,
+        }
+    }
+
+    /// Searches bones given by name among `root` and its descendants (e.g. a `SceneRoot`).
+    #[must_use]
+    pub fn in_hierarchy(mut self, root: Entity) -> Self {
+        self.hierarchy = Some(root);
+        self
+    }
+}
+
+/// Marker: while present, the limb or rig on this entity is not solved and the bones keep
+/// their animated pose (like avian's `RigidBodyDisabled`).
+#[derive(Component, Debug, Clone, Copy, Default, PartialEq, Eq, Reflect)]
+#[reflect(Component, Default, Debug)]
+#[cfg_attr(
+    feature = "serialize",
+    derive(serde::Serialize, serde::Deserialize),
+    reflect(Serialize, Deserialize)
+)]
+pub struct IkDisabled;
+
+/// What happened in the last solve of the limb or rig on this entity. Written by the plugin.
+///
+/// Residuals are in the skeleton's model space (the space of the chain root's parent), which
+/// is world units for an unscaled character.
+#[derive(Component, Debug, Clone, Default, PartialEq, Reflect)]
+#[reflect(Component, Default, Debug)]
+#[cfg_attr(
+    feature = "serialize",
+    derive(serde::Serialize, serde::Deserialize),
+    reflect(Serialize, Deserialize)
+)]
+pub struct IkStatus {
+    /// Set-up is complete: every bone was found and the chain was accepted.
+    pub ready: bool,
+    /// The last frame wrote a solved pose.
+    pub solved: bool,
+    /// Every goal was reached within the solver's tolerance in the last solve.
+    pub converged: bool,
+    /// Solver iterations used in the last solve (1 for the analytic solver).
+    pub iterations: u32,
+    /// Largest distance between an end effector and its target after the last solve (before
+    /// the IK/FK blend).
+    pub position_residual: f32,
+    /// Largest angle (radians) between an end effector's rotation and its target rotation,
+    /// for goals that constrain rotation.
+    pub rotation_residual: f32,
+    /// Per-goal position residuals, in goal order (one entry for a limb).
+    pub residuals: Vec<f32>,
+    /// The problem that stopped the last solve, if any (`None` when it solved).
+    pub last_error: Option<IkError>,
+    /// Bones or goals that set-up could not map (auto-mapping reports names here).
+    pub unmapped: Vec<String>,
+}

@@ -1,0 +1,105 @@
+//! Moving data between the ECS and ik-core's plain arrays: the bones' current local
+//! transforms into a [`Pose`], target/pole entities into model space, solved rotations back into
+//! `Transform`s. No linear algebra beyond changing frames.
+
+use bevy::ecs::entity::Entity;
+use bevy::ecs::system::Query;
+use bevy::math::{Quat, Vec3};
+use bevy::transform::components::{GlobalTransform, Transform};
+use bevy::transform::helper::TransformHelper;
+use ik_core::skeleton::Bone;
+use ik_core::{BoneTransform, Pose};
+
+use crate::error::IkError;
+
+/// A target (or pole) expressed in the skeleton's model space.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct ModelTarget {
+    /// Position in model space.
+    pub position: Vec3,
+    /// Rotation in model space.
+    pub rotation: Quat,
+}
+
+/// The current (this frame) global transform of the model space a skeleton's root bone lives
+/// in: its parent's, or the identity for a root without a parent.
+pub(crate) fn model_space(
+    helper: &TransformHelper,
+    parent: Option<Entity>,
+) -> Result<GlobalTransform, IkError> {
+    match parent {
+        None => Ok(GlobalTransform::IDENTITY),
+        Some(p) => {
+            let g = helper
+                .compute_global_transform(p)
+                .map_err(|_| IkError::MissingBoneEntity(p))?;
+            if g.affine().is_finite() {
+                Ok(g)
+            } else {
+                Err(IkError::NonFinitePose)
+            }
+        }
+    }
+}
+
+/// Why a target could not be read: it is gone, or its transform is not finite.
+pub(crate) enum TargetProblem {
+    Missing,
+    NonFinite,
+}
+
+/// The current global transform of `entity` (from its and its ancestors' `Transform`s this
+/// frame), expressed relative to `model`.
+pub(crate) fn target_in_model_space(
+    helper: &TransformHelper,
+    model: &GlobalTransform,
+    entity: Entity,
+) -> Result<ModelTarget, TargetProblem> {
+    let global = helper
+        .compute_global_transform(entity)
+        .map_err(|_| TargetProblem::Missing)?;
+    if !global.affine().is_finite() {
+        return Err(TargetProblem::NonFinite);
+    }
+    let local = global.reparented_to(model);
+    if !(local.translation.is_finite() && local.rotation.is_finite()) {
+        return Err(TargetProblem::NonFinite);
+    }
+    Ok(ModelTarget {
+        position: local.translation,
+        rotation: local.rotation.normalize(),
+    })
+}
+
+/// Reads the current local transforms of `entities` (parallel to the skeleton's bones) into
+/// `pose`, which must already have one entry per bone.
+pub(crate) fn read_pose(
+    transforms: &Query<&Transform>,
+    entities: &[Entity],
+    pose: &mut Pose,
+) -> Result<(), IkError> {
+    for (i, &e) in entities.iter().enumerate() {
+        let t = transforms
+            .get(e)
+            .map_err(|_| IkError::MissingBoneEntity(e))?;
+        if !(t.translation.is_finite() && t.rotation.is_finite()) {
+            return Err(IkError::NonFinitePose);
+        }
+        pose.rotations[i] = t.rotation;
+        pose.translations[i] = t.translation;
+    }
+    Ok(())
+}
+
+/// An ik-core bone from an entity's current `Transform` (its rest transform for the solver).
+pub(crate) fn bone_from_transform(name: String, parent: Option<usize>, t: &Transform) -> Bone {
+    Bone::new(
+        name,
+        parent,
+        BoneTransform {
+            translation: t.translation,
+            rotation: t.rotation,
+            scale: t.scale,
+        },
+    )
+}
