@@ -3,6 +3,7 @@
 
 pub mod components;
 pub mod error;
+pub mod humanoid;
 mod limb;
 mod pose_io;
 mod setup;
@@ -10,6 +11,7 @@ mod solver;
 
 pub use components::{BoneRef, IkDisabled, IkLimb, IkStatus};
 pub use error::IkError;
+pub use humanoid::{IkHumanoid, IkHumanoidBones, IkHumanoidTargets};
 pub use ik_core;
 
 use bevy::app::{AnimationSystems, App, Plugin, PostUpdate};
@@ -21,6 +23,7 @@ use bevy::transform::TransformSystems;
 pub mod prelude {
     pub use crate::components::{BoneRef, IkDisabled, IkLimb, IkStatus};
     pub use crate::error::IkError;
+    pub use crate::humanoid::{IkHumanoid, IkHumanoidBones, IkHumanoidTargets};
     pub use crate::{IkPlugin, IkSystems};
 }
 
@@ -110,5 +113,6 @@ impl Plugin for IkPlugin {
         );
         setup::build(app, schedule);
         limb::build(app, schedule);
+        humanoid::build(app, schedule);
     }
 }

@@ -102,7 +102,7 @@ struct FrameGoal {
 
 /// Finds the bones of new or changed limbs (and retries incomplete ones when bones may have
 /// appeared), building the cached core chain.
-fn set_up_limbs(
+pub(crate) fn set_up_limbs(
     mut limbs: Query<(Entity, Ref<IkLimb>, &mut LimbCache, &mut IkStatus)>,
     rescan: ResMut<IkRescan>,
     children: Query<&Children>,

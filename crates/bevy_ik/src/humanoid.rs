@@ -1,0 +1,357 @@
+//! Humanoid auto-mapping: [`IkHumanoid`] on a character's root (typically the `SceneRoot` of a
+//! glTF character) recognises its bones by name with ik-core's humanoid mapping (Mixamo, VRM,
+//! `VRoid`, Rigify, Unreal, plain names), spawns target and pole entities at the current hand,
+//! foot, head and pelvis positions and sets up the IK that follows them.
+
+use bevy::app::App;
+use bevy::ecs::change_detection::{DetectChanges, Ref};
+use bevy::ecs::component::Component;
+use bevy::ecs::entity::Entity;
+use bevy::ecs::hierarchy::{ChildOf, Children};
+use bevy::ecs::intern::Interned;
+use bevy::ecs::name::Name;
+use bevy::ecs::reflect::ReflectComponent;
+use bevy::ecs::schedule::{IntoScheduleConfigs, ScheduleLabel};
+use bevy::ecs::system::{Commands, Query, Res};
+use bevy::math::Vec3;
+use bevy::reflect::prelude::*;
+use bevy::transform::components::Transform;
+use ik_core::humanoid::{BodyFrame, HumanoidBone, HumanoidMap};
+use ik_core::{BoneTransform, Skeleton};
+
+use crate::components::{IkLimb, IkStatus};
+use crate::error::IkError;
+use crate::limb::warn_once;
+use crate::pose_io;
+use crate::setup::{IkRescan, SetupSystems};
+
+pub(crate) fn build(app: &mut App, schedule: Interned<dyn ScheduleLabel>) {
+    app.register_type::<IkHumanoid>()
+        .register_type::<IkHumanoidTargets>()
+        .register_type::<IkHumanoidBones>();
+    app.add_systems(
+        schedule,
+        map_humanoids
+            .in_set(SetupSystems)
+            .before(crate::limb::set_up_limbs),
+    );
+}
+
+/// Auto-maps a humanoid character: put it on the character's root entity (e.g. the entity with
+/// the glTF `SceneRoot`). Once the bones exist, the plugin
+///
+/// 1. recognises the humanoid bones by name (case- and separator-insensitive; see
+///    [`ik_core::humanoid`]),
+/// 2. spawns target entities (children of this entity, listed in [`IkHumanoidTargets`]) at the
+///    current pelvis, head, hand and foot positions and pole entities in front of the knees and
+///    behind the elbows,
+/// 3. sets up an [`IkLimb`] per arm and leg following those targets (each on its own child
+///    entity),
+///
+/// and records the role → bone mapping in [`IkHumanoidBones`]. Roles it could not map are listed
+/// in this entity's [`IkStatus::unmapped`]; if a required one is missing, nothing is set up and
+/// [`IkStatus::last_error`] says which.
+#[derive(Component, Debug, Clone, PartialEq, Reflect)]
+#[reflect(Component, Default, Debug)]
+#[cfg_attr(
+    feature = "serialize",
+    derive(serde::Serialize, serde::Deserialize),
+    reflect(Serialize, Deserialize)
+)]
+#[require(IkStatus, HumanoidCache)]
+pub struct IkHumanoid {
+    /// Set up IK for the arms.
+    pub arms: bool,
+    /// Set up IK for the legs.
+    pub legs: bool,
+    /// Spawn pole entities for the elbows and knees (else the limbs keep their animated bend).
+    pub poles: bool,
+    /// IK/FK blend weight given to the limbs it creates.
+    pub weight: f32,
+}
+
+impl Default for IkHumanoid {
+    fn default() -> Self {
+        Self {
+            arms: true,
+            legs: true,
+            poles: true,
+            weight: 1.0,
+        }
+    }
+}
+
+impl IkHumanoid {
+    /// Map everything: arms, legs, poles, weight 1.
+    #[must_use]
+    pub fn auto() -> Self {
+        Self::default()
+    }
+
+    /// Only the legs (e.g. for foot placement on uneven ground).
+    #[must_use]
+    pub fn legs_only() -> Self {
+        Self {
+            arms: false,
+            ..Self::default()
+        }
+    }
+}
+
+/// The entities [`IkHumanoid`] spawned, inserted on the humanoid's entity once set up: move
+/// these to drive the character. Targets are children of the humanoid entity (they move with
+/// it), placed where the bones were at set-up.
+#[derive(Component, Debug, Clone, Default, PartialEq, Reflect)]
+#[reflect(Component, Default, Debug)]
+pub struct IkHumanoidTargets {
+    /// At the hips bone.
+    pub pelvis: Option<Entity>,
+    /// At the head bone.
+    pub head: Option<Entity>,
+    /// At the left hand (wrist) bone.
+    pub left_hand: Option<Entity>,
+    /// At the right hand bone.
+    pub right_hand: Option<Entity>,
+    /// At the left foot (ankle) bone.
+    pub left_foot: Option<Entity>,
+    /// At the right foot bone.
+    pub right_foot: Option<Entity>,
+    /// Behind the left elbow.
+    pub left_elbow_pole: Option<Entity>,
+    /// Behind the right elbow.
+    pub right_elbow_pole: Option<Entity>,
+    /// In front of the left knee.
+    pub left_knee_pole: Option<Entity>,
+    /// In front of the right knee.
+    pub right_knee_pole: Option<Entity>,
+    /// The entities holding the [`IkLimb`]s: left arm, right arm, left leg, right leg (those
+    /// set up).
+    pub limbs: Vec<Entity>,
+}
+
+/// Which bone entity plays each humanoid role, inserted on the humanoid's entity once mapped.
+#[derive(Component, Debug, Clone, Default, PartialEq, Reflect)]
+#[reflect(Component, Default, Debug)]
+pub struct IkHumanoidBones {
+    /// Indexed by `HumanoidBone::index()`.
+    bones: Vec<Option<Entity>>,
+}
+
+impl IkHumanoidBones {
+    /// The bone entity of `role`, if the rig has one.
+    #[must_use]
+    pub fn get(&self, role: HumanoidBone) -> Option<Entity> {
+        self.bones.get(role.index()).copied().flatten()
+    }
+
+    /// Every mapped role and its entity.
+    pub fn iter(&self) -> impl Iterator<Item = (HumanoidBone, Entity)> + '_ {
+        HumanoidBone::ALL
+            .iter()
+            .filter_map(|&r| self.get(r).map(|e| (r, e)))
+    }
+}
+
+/// Per-humanoid set-up state. Internal.
+#[derive(Component, Debug, Default)]
+pub(crate) struct HumanoidCache {
+    done: bool,
+    warned: Vec<IkError>,
+}
+
+/// The hierarchy under `root` (root included) as a core skeleton, parents first, with the
+/// entity of each bone.
+pub(crate) fn hierarchy_skeleton(
+    root: Entity,
+    children: &Query<&Children>,
+    names: &Query<&Name>,
+    transforms: &Query<&Transform>,
+) -> Result<(Skeleton, Vec<Entity>), IkError> {
+    let mut entities = Vec::new();
+    let mut bones = Vec::new();
+    // Depth-first, parents before children; entities without a Transform end their branch.
+    let mut stack = vec![(root, None)];
+    while let Some((e, parent)) = stack.pop() {
+        let Ok(t) = transforms.get(e) else { continue };
+        let index = entities.len();
+        entities.push(e);
+        let name = names.get(e).map_or("", |n| n.as_str()).to_owned();
+        bones.push(pose_io::bone_from_transform(name, parent, t));
+        if let Ok(c) = children.get(e) {
+            stack.extend(c.iter().rev().map(|&child| (child, Some(index))));
+        }
+    }
+    let skeleton = Skeleton::try_new(bones).map_err(|e| IkError::InvalidChain(e.to_string()))?;
+    Ok((skeleton, entities))
+}
+
+/// Maps new humanoids (and retries incomplete ones when bones may have appeared).
+fn map_humanoids(
+    mut commands: Commands,
+    mut humanoids: Query<(Entity, Ref<IkHumanoid>, &mut HumanoidCache, &mut IkStatus)>,
+    rescan: Res<IkRescan>,
+    children: Query<&Children>,
+    names: Query<&Name>,
+    transforms: Query<&Transform>,
+) {
+    for (entity, humanoid, mut cache, mut status) in &mut humanoids {
+        if cache.done || !(rescan.0 || humanoid.is_added()) {
+            continue;
+        }
+        let cache = &mut *cache;
+        if children.get(entity).is_err() {
+            // Nothing spawned under it yet (a glTF scene still loading): wait quietly.
+            status.last_error = Some(IkError::MissingBone(HumanoidBone::Hips.to_string()));
+            continue;
+        }
+        match map_one(
+            entity,
+            &humanoid,
+            &mut commands,
+            &children,
+            &names,
+            &transforms,
+        ) {
+            Ok((unmapped, targets, bones)) => {
+                cache.done = true;
+                status.ready = true;
+                status.last_error = None;
+                status.unmapped = unmapped;
+                commands.entity(entity).insert((targets, bones));
+            }
+            Err((err, unmapped)) => {
+                warn_once(&mut cache.warned, entity, &err);
+                status.ready = false;
+                status.unmapped = unmapped;
+                status.last_error = Some(err);
+            }
+        }
+    }
+}
+
+type Mapped = (Vec<String>, IkHumanoidTargets, IkHumanoidBones);
+
+fn map_one(
+    entity: Entity,
+    humanoid: &IkHumanoid,
+    commands: &mut Commands,
+    children: &Query<&Children>,
+    names: &Query<&Name>,
+    transforms: &Query<&Transform>,
+) -> Result<Mapped, (IkError, Vec<String>)> {
+    let (skeleton, entities) =
+        hierarchy_skeleton(entity, children, names, transforms).map_err(|e| (e, Vec::new()))?;
+    let (map, report) = HumanoidMap::from_skeleton(&skeleton);
+    let unmapped: Vec<String> = report
+        .missing_required
+        .iter()
+        .chain(&report.missing_optional)
+        .map(ToString::to_string)
+        .collect();
+    if let Some(role) = report.missing_required.first() {
+        return Err((IkError::MissingBone(role.to_string()), unmapped));
+    }
+    let mut bones = IkHumanoidBones {
+        bones: vec![None; HumanoidBone::COUNT],
+    };
+    for (role, index) in map.iter() {
+        bones.bones[role.index()] = Some(entities[index]);
+    }
+    let model = skeleton.rest_model_transforms();
+    // Targets are children of the humanoid entity: express model-space poses in its frame.
+    let to_local = model[0].inverse();
+    let local = |role: HumanoidBone| map.get(role).map(|i| to_local.mul_transform(&model[i]));
+    let frame = BodyFrame::from_rest(&skeleton, &map).ok();
+    let commands = core::cell::RefCell::new(commands);
+    let spawn_limb = |label: &str, limb: IkLimb| {
+        commands
+            .borrow_mut()
+            .spawn((Name::new(format!("ik limb {label}")), limb, ChildOf(entity)))
+            .id()
+    };
+    let spawn = |label: &str, t: BoneTransform| {
+        commands
+            .borrow_mut()
+            .spawn((
+                Name::new(format!("ik {label}")),
+                Transform {
+                    translation: t.translation,
+                    rotation: t.rotation,
+                    scale: Vec3::ONE,
+                },
+                ChildOf(entity),
+            ))
+            .id()
+    };
+    let mut targets = IkHumanoidTargets::default();
+    use HumanoidBone as H;
+    targets.pelvis = local(H::Hips).map(|t| spawn("target pelvis", t));
+    targets.head = local(H::Head).map(|t| spawn("target head", t));
+    // (side label, upper, lower, end, is arm)
+    let limbs = [
+        (
+            "left arm",
+            H::LeftUpperArm,
+            H::LeftLowerArm,
+            H::LeftHand,
+            true,
+        ),
+        (
+            "right arm",
+            H::RightUpperArm,
+            H::RightLowerArm,
+            H::RightHand,
+            true,
+        ),
+        (
+            "left leg",
+            H::LeftUpperLeg,
+            H::LeftLowerLeg,
+            H::LeftFoot,
+            false,
+        ),
+        (
+            "right leg",
+            H::RightUpperLeg,
+            H::RightLowerLeg,
+            H::RightFoot,
+            false,
+        ),
+    ];
+    for (i, (label, upper, lower, end, arm)) in limbs.into_iter().enumerate() {
+        if (arm && !humanoid.arms) || (!arm && !humanoid.legs) {
+            continue;
+        }
+        let (Some(u), Some(l), Some(e)) = (map.get(upper), map.get(lower), map.get(end)) else {
+            continue;
+        };
+        let target = spawn(
+            &format!("target {label}"),
+            to_local.mul_transform(&model[e]),
+        );
+        // Poles: knees forward, elbows backward, one upper-bone length from the joint.
+        let pole = match (&frame, humanoid.poles) {
+            (Some(frame), true) => {
+                let reach = model[u].translation.distance(model[l].translation);
+                let dir = if arm { -frame.forward } else { frame.forward };
+                let at = model[l].translation + dir * reach;
+                let t = to_local.mul_transform(&BoneTransform::from_translation(at));
+                Some(spawn(&format!("pole {label}"), t))
+            }
+            _ => None,
+        };
+        let mut limb = IkLimb::new(entities[u], entities[l], entities[e])
+            .with_target(target)
+            .with_weight(humanoid.weight);
+        limb.pole = pole;
+        let limb_entity = spawn_limb(label, limb);
+        targets.limbs.push(limb_entity);
+        match i {
+            0 => (targets.left_hand, targets.left_elbow_pole) = (Some(target), pole),
+            1 => (targets.right_hand, targets.right_elbow_pole) = (Some(target), pole),
+            2 => (targets.left_foot, targets.left_knee_pole) = (Some(target), pole),
+            _ => (targets.right_foot, targets.right_knee_pole) = (Some(target), pole),
+        }
+    }
+    Ok((unmapped, targets, bones))
+}
