@@ -1,6 +1,7 @@
 //! Humanoid rigs: the humanoid bone roles ([`HumanoidBone`]), recognising them from bone names
 //! in common conventions ([`HumanoidMap::from_skeleton`]), anatomical default limits
-//! ([`HumanoidLimits`]) and masses ([`HumanoidMasses`]) derived from the rig, and procedurally
+//! ([`HumanoidLimits`]) and masses ([`HumanoidMasses`]) derived from the rig, the full-body
+//! solver ([`FullBodySolver`], method and measurements in its module docs) and procedurally
 //! built test rigs ([`test_rig`]).
 //!
 //! # Bone names
@@ -47,6 +48,7 @@ mod anatomy;
 mod bones;
 mod map;
 mod names;
+mod solver;
 mod test_rig;
 
 pub use anatomy::{
@@ -55,7 +57,11 @@ pub use anatomy::{
 };
 pub use bones::{HumanoidBone, Side};
 pub use map::{HumanoidMap, MappingReport};
-pub use test_rig::{RestAxes, RigConvention, test_rig};
+pub use solver::{
+    Effector, EffectorGoal, FullBodyGoals, FullBodyReport, FullBodySettings, FullBodySolver,
+    GoalResidual, LookAtGoal, PostureReference,
+};
+pub use test_rig::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
 
 use thiserror::Error;
 
@@ -92,6 +98,9 @@ pub enum HumanoidError {
     /// Hips, head and limbs do not span a body frame (all on one line).
     #[error("the rest pose's hips, head and limbs do not define up/left/forward directions")]
     DegenerateBodyFrame,
+    /// A goal has a NaN or infinite component.
+    #[error("a full-body goal is not finite")]
+    NonFiniteGoal,
     /// A skeleton or pose error.
     #[error(transparent)]
     Skeleton(#[from] SkeletonError),

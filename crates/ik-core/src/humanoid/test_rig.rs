@@ -495,3 +495,50 @@ fn build(spec: &Spec, axes: RestAxes) -> Skeleton {
         Err(e) => unreachable!("test rig is well formed: {e}"),
     }
 }
+
+/// A random pose whose every mapped joint is inside `limits`: ball joints get a swing inside the
+/// ellipse and a twist in range, hinges an angle in range, all shrunk toward the rest pose by
+/// `fraction` (1 = the full range); the hips move up to `0.1 · fraction` model units and turn up
+/// to `0.3 · fraction` radians. `next` must return uniform numbers in `[0, 1)`. Unmapped bones
+/// keep their rest transform.
+#[must_use]
+pub fn random_pose_within_limits(
+    skeleton: &Skeleton,
+    map: &super::HumanoidMap,
+    limits: &super::HumanoidLimits,
+    fraction: f32,
+    next: &mut impl FnMut() -> f32,
+) -> crate::pose::Pose {
+    use crate::limits::JointLimit;
+    let mut pose = skeleton.rest_pose();
+    let mut sym = |half: f32, next: &mut dyn FnMut() -> f32| (next() * 2.0 - 1.0) * half;
+    for (role, b) in map.iter() {
+        let rest = skeleton.bones()[b].rest.rotation;
+        let delta = match limits.get(role) {
+            JointLimit::Hinge { axis, min, max } => {
+                let mid = 0.5 * (min + max);
+                Quat::from_axis_angle(axis, mid + sym(0.5 * (max - min) * fraction, next))
+            }
+            JointLimit::SwingTwist(l) => {
+                let r = next().sqrt() * fraction;
+                let phi = next() * core::f32::consts::TAU;
+                let swing = glam::Vec2::new(
+                    l.swing_half_angles.x * r * phi.cos(),
+                    l.swing_half_angles.y * r * phi.sin(),
+                );
+                let mid = 0.5 * (l.twist_min + l.twist_max);
+                let twist = mid + sym(0.5 * (l.twist_max - l.twist_min) * fraction, next);
+                l.compose(swing, twist)
+            }
+            JointLimit::Free if role == super::HumanoidBone::Hips => {
+                let t = Vec3::new(sym(1.0, next), sym(1.0, next), sym(1.0, next)) * 0.1 * fraction;
+                pose.translations[b] += t;
+                let w = Vec3::new(sym(1.0, next), sym(1.0, next), sym(1.0, next)) * 0.3 * fraction;
+                Quat::from_scaled_axis(w)
+            }
+            _ => Quat::IDENTITY,
+        };
+        pose.rotations[b] = (rest * delta).normalize();
+    }
+    pose
+}
