@@ -212,8 +212,11 @@ pub enum PostureReference {
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct FullBodySettings {
-    /// Jacobian iteration budget per solve.
+    /// Jacobian iteration budget per attempt.
     pub max_iterations: u32,
+    /// Extra attempts from perturbed starts when an attempt does not converge (the best
+    /// result is kept).
+    pub max_restarts: u32,
     /// Success threshold for positions (model units).
     pub position_tolerance: f32,
     /// Success threshold for orientations and the look-at (radians).
@@ -237,7 +240,8 @@ pub struct FullBodySettings {
 impl Default for FullBodySettings {
     fn default() -> Self {
         Self {
-            max_iterations: 60,
+            max_iterations: 30,
+            max_restarts: 3,
             position_tolerance: 1e-4,
             rotation_tolerance: 1e-3,
             damping: 0.02,
@@ -246,7 +250,7 @@ impl Default for FullBodySettings {
             analytic_limbs: true,
             coarse_factor: 100.0,
             reference: PostureReference::Input,
-            posture_gain: 0.05,
+            posture_gain: 0.0,
         }
     }
 }
@@ -275,6 +279,9 @@ pub struct FullBodyReport {
     pub look_at: f32,
     /// Number of joint clamps applied by the last Jacobian step and the limb finish.
     pub limits_hit: u32,
+    /// Every enabled residual divided by its tolerance, summed: the quantity restarts minimise.
+    /// Never larger than the incoming pose's cost for the same goals.
+    pub cost: f32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -315,8 +322,8 @@ pub struct FullBodySolver {
     limbs: Vec<Limb>,
     effector_bones: [usize; 5],
     head: usize,
-    /// The joint bones above the head that the look-at finish turns (neck, upper chest), nearest
-    /// first.
+    /// The joint bones above the head, below the arms, that the look-at finish turns (neck),
+    /// nearest first.
     look_chain: [Option<usize>; 2],
     head_aim: Vec3,
     pelvis_pinned: bool,
@@ -332,6 +339,8 @@ pub struct FullBodySolver {
     z: Vec<f32>,
     saturated: Vec<bool>,
     reference: Pose,
+    start: Pose,
+    best: Pose,
 }
 
 const MAX_ROWS: usize = 5 * 6 + 3;
@@ -471,7 +480,8 @@ impl FullBodySolver {
             if slot == 2 || Some(b) == map.get(B::Hips) {
                 break;
             }
-            if joints.iter().any(|j| j.bone == b) {
+            // Only bones that carry no hand: turning the chest here would undo the arms.
+            if joints.iter().any(|j| j.bone == b && j.affects & 0b11 == 0) {
                 look_chain[slot] = Some(b);
                 slot += 1;
             }
@@ -500,6 +510,8 @@ impl FullBodySolver {
             z: vec![0.0; cols],
             saturated: vec![false; joint_count],
             reference: skeleton.rest_pose(),
+            start: skeleton.rest_pose(),
+            best: skeleton.rest_pose(),
         })
     }
 
@@ -607,13 +619,64 @@ impl FullBodySolver {
             }
         }
         let s = self.settings;
-        let budget = s.max_iterations;
-        let mut report = FullBodyReport::default();
         for j in &self.joints {
             let rest = &skeleton.bones()[j.bone].rest;
             let (r, t) = (&mut pose.rotations[j.bone], &mut pose.translations[j.bone]);
             j.limit.clamp(rest.rotation, rest.translation, r, t);
         }
+        self.start.copy_from(pose);
+        // The incoming pose is the first candidate: a solve never makes things worse, and an
+        // already converged pose comes back bit-identical.
+        skeleton.model_transforms_into(pose, &mut self.model);
+        let mut initial = FullBodyReport::default();
+        initial.converged = self.measure(goals, &mut initial);
+        initial.cost = self.score(&initial);
+        if initial.converged {
+            return Ok(initial);
+        }
+        self.best.copy_from(pose);
+        let mut best = Some((initial.cost, initial));
+        let mut iterations = 0;
+        for attempt in 0..=s.max_restarts {
+            if attempt > 0 {
+                pose.copy_from(&self.start);
+                self.perturb(skeleton, pose, attempt);
+            }
+            let mut report = self.attempt(skeleton, pose, goals);
+            iterations += report.iterations;
+            report.iterations = iterations;
+            let score = self.score(&report);
+            report.cost = score;
+            if best.is_none_or(|(b, _)| score < b) {
+                self.best.copy_from(pose);
+                best = Some((score, report));
+            }
+            if report.converged {
+                break;
+            }
+        }
+        let mut report = best.map_or_else(FullBodyReport::default, |(_, r)| r);
+        report.iterations = iterations;
+        pose.copy_from(&self.best);
+        if !pose.is_finite() {
+            // Never hand back NaN: fall back to the reference (input or rest) pose.
+            pose.copy_from(&self.reference);
+            report.converged = false;
+        }
+        Ok(report)
+    }
+
+    /// One solve attempt from the current pose: pelvis pin, limb pre-pass, then Jacobian rounds
+    /// each followed by the analytic finish.
+    fn attempt(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goals: &FullBodyGoals,
+    ) -> FullBodyReport {
+        let s = self.settings;
+        let budget = s.max_iterations;
+        let mut report = FullBodyReport::default();
         self.pelvis_pinned = self.pin_pelvis(skeleton, pose, goals.get(Effector::Pelvis));
         if s.analytic_limbs {
             // Start the limbs at the right elbow/knee angles: the Jacobian is poor at leaving a
@@ -641,12 +704,40 @@ impl FullBodySolver {
                 break;
             }
         }
-        if !pose.is_finite() {
-            // Never hand back NaN: fall back to the reference (input or rest) pose.
-            pose.copy_from(&self.reference);
-            report.converged = false;
+        report
+    }
+
+    /// Residuals in units of their tolerances, summed (lower is better).
+    fn score(&self, report: &FullBodyReport) -> f32 {
+        let s = &self.settings;
+        let sum: f32 = report
+            .residuals
+            .iter()
+            .map(|r| r.position / s.position_tolerance + r.rotation / s.rotation_tolerance)
+            .sum();
+        let total = sum + report.look_at / s.rotation_tolerance;
+        if total.is_finite() { total } else { f32::MAX }
+    }
+
+    /// A deterministic perturbation of every ball joint for restart `attempt` (up to 0.5 rad),
+    /// clamped to the limits.
+    fn perturb(&self, skeleton: &Skeleton, pose: &mut Pose, attempt: u32) {
+        let mut state = 0x9E37_79B9_u32.wrapping_mul(attempt.wrapping_add(1));
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            (state as f32 / u32::MAX as f32) * 2.0 - 1.0
+        };
+        for j in &self.joints {
+            if !matches!(j.dof, Dof::Ball) {
+                continue;
+            }
+            let v = Vec3::new(next(), next(), next()) * 0.5;
+            let b = j.bone;
+            pose.rotations[b] = (pose.rotations[b] * from_rotation_vector(v)).normalize();
+            clamp_joint(skeleton, pose, j.limit, b);
         }
-        Ok(report)
     }
 
     /// Fills `report`'s residuals from `self.model`; returns whether all are within tolerance.
@@ -1081,7 +1172,6 @@ fn finish_limb(
             .parent(upper)
             .map_or(Quat::IDENTITY, |p| model[p].rotation);
         pose.rotations[upper] = rotate_in_parent_q(parent_rot, q, pose.rotations[upper]);
-        hits += clamp_joint(skeleton, pose, limit_of(joints, upper), upper);
         refresh(skeleton, pose, model, &limb.path);
     }
     if goal.wants_rotation() && goal.wants_position() {
@@ -1131,11 +1221,12 @@ fn finish_limb(
                     let q = Quat::from_axis_angle(axis, best.1);
                     pose.rotations[upper] =
                         rotate_in_parent_q(parent_rot, q, pose.rotations[upper]);
-                    refresh(skeleton, pose, model, &limb.path);
                 }
             }
         }
     }
+    hits += clamp_joint(skeleton, pose, limit_of(joints, upper), upper);
+    refresh(skeleton, pose, model, &limb.path);
     if goal.wants_rotation() {
         // 3. Forearm twist to the in-line twist bone, then the exact end orientation.
         let end_parent = skeleton.parent(end).unwrap_or(end);
@@ -1204,7 +1295,7 @@ fn cholesky(a: &mut [f32], n: usize) -> bool {
         for k in 0..j {
             d -= a[j * n + k] * a[j * n + k];
         }
-        if !(d > 0.0) || !d.is_finite() {
+        if d.is_nan() || d <= 0.0 || !d.is_finite() {
             return false;
         }
         let d = d.sqrt();

@@ -511,7 +511,7 @@ pub fn random_pose_within_limits(
 ) -> crate::pose::Pose {
     use crate::limits::JointLimit;
     let mut pose = skeleton.rest_pose();
-    let mut sym = |half: f32, next: &mut dyn FnMut() -> f32| (next() * 2.0 - 1.0) * half;
+    let sym = |half: f32, next: &mut dyn FnMut() -> f32| (next() * 2.0 - 1.0) * half;
     for (role, b) in map.iter() {
         let rest = skeleton.bones()[b].rest.rotation;
         let delta = match limits.get(role) {
