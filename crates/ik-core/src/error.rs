@@ -5,4 +5,5 @@
 //! that did not converge is *status* in a solver's report, never an error.
 
 pub use crate::jacobian::JacobianError;
+pub use crate::rotation::RotationError;
 pub use crate::skeleton::SkeletonError;
