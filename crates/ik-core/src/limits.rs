@@ -6,7 +6,7 @@
 //! (see [`crate::rotation`]), so a limit means the same thing whatever the rig's bind pose and
 //! bone axes are.
 
-use glam::{Vec2, Vec3};
+use glam::{Quat, Vec2, Vec3};
 
 /// A limit on one joint, relative to the bone's rest transform.
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
@@ -63,4 +63,344 @@ pub struct SwingTwistLimit {
     pub twist_min: f32,
     /// Highest twist angle, radians.
     pub twist_max: f32,
+}
+
+/// How far (radians, or model units for sliders) a joint may sit outside its limit and still
+/// count as inside: the clamps leave such joints untouched, so a clamped pose clamps to itself
+/// bit for bit even though re-decomposing a clamped rotation rounds by about 1e-7.
+pub const LIMIT_SLACK: f32 = 1e-5;
+
+impl JointLimit {
+    /// Whether a bone's local rotation and translation satisfy this limit, relative to the
+    /// bone's rest rotation and translation, allowing `tolerance` (radians for rotations,
+    /// model units for sliders).
+    ///
+    /// [`JointLimit::Locked`] always contains: a lock keeps the *incoming* rotation, which the
+    /// limit does not know (solvers enforce locks by not moving the joint).
+    #[must_use]
+    pub fn contains(
+        &self,
+        rest_rotation: Quat,
+        rest_translation: Vec3,
+        rotation: Quat,
+        translation: Vec3,
+        tolerance: f32,
+    ) -> bool {
+        match *self {
+            Self::Free | Self::Locked => true,
+            Self::Hinge { axis, min, max } => {
+                let (swing, angle) = hinge_parts(rest_rotation.inverse() * rotation, axis);
+                swing <= tolerance && angle >= min - tolerance && angle <= max + tolerance
+            }
+            Self::SwingTwist(limit) => {
+                limit.contains(rest_rotation.inverse() * rotation, tolerance)
+            }
+            Self::Slider { axis, min, max } => {
+                let d = translation - rest_translation;
+                let along = d.dot(axis);
+                (d - axis * along).length() <= tolerance
+                    && along >= min - tolerance
+                    && along <= max + tolerance
+            }
+        }
+    }
+
+    /// Moves a bone's local rotation / translation onto the nearest point inside this limit,
+    /// relative to the rest transform. Returns whether anything changed.
+    ///
+    /// Values inside the limit (within [`LIMIT_SLACK`]) are left bit-identical. A hinge limit
+    /// drops any off-axis rotation and clamps the angle; a swing–twist limit clamps the twist
+    /// to its range and projects the swing onto the ellipse boundary (closest point in the
+    /// swing rotation-vector plane); a slider drops off-axis offset and clamps the distance;
+    /// [`JointLimit::Free`] and [`JointLimit::Locked`] never change anything.
+    pub fn clamp(
+        &self,
+        rest_rotation: Quat,
+        rest_translation: Vec3,
+        rotation: &mut Quat,
+        translation: &mut Vec3,
+    ) -> bool {
+        match *self {
+            Self::Free | Self::Locked => false,
+            Self::Hinge { axis, min, max } => {
+                let delta = rest_rotation.inverse() * *rotation;
+                let (swing, angle) = hinge_parts(delta, axis);
+                if swing <= LIMIT_SLACK && angle >= min - LIMIT_SLACK && angle <= max + LIMIT_SLACK
+                {
+                    return false;
+                }
+                let clamped = clamp_angle(angle, min, max);
+                *rotation = (rest_rotation * Quat::from_axis_angle(axis, clamped)).normalize();
+                true
+            }
+            Self::SwingTwist(limit) => {
+                let delta = rest_rotation.inverse() * *rotation;
+                match limit.clamp_delta(delta) {
+                    Some(d) => {
+                        *rotation = (rest_rotation * d).normalize();
+                        true
+                    }
+                    None => false,
+                }
+            }
+            Self::Slider { axis, min, max } => {
+                let d = *translation - rest_translation;
+                let along = d.dot(axis);
+                if (d - axis * along).length() <= LIMIT_SLACK
+                    && along >= min - LIMIT_SLACK
+                    && along <= max + LIMIT_SLACK
+                {
+                    return false;
+                }
+                *translation = rest_translation + axis * along.clamp(min, max.max(min));
+                true
+            }
+        }
+    }
+}
+
+impl SwingTwistLimit {
+    /// Splits a rest-relative rotation into the swing rotation vector's two components (along
+    /// `swing_axis` and `twist_axis × swing_axis`) and the twist angle in `(−π, π]`.
+    #[must_use]
+    pub fn decompose(&self, delta: Quat) -> (Vec2, f32) {
+        let (swing, twist) = swing_twist(delta, self.twist_axis);
+        let s = swing.to_scaled_axis();
+        let second = self.twist_axis.cross(self.swing_axis);
+        (Vec2::new(s.dot(self.swing_axis), s.dot(second)), twist)
+    }
+
+    /// The rotation with swing components `swing` and twist angle `twist`; inverse of
+    /// [`SwingTwistLimit::decompose`].
+    #[must_use]
+    pub fn compose(&self, swing: Vec2, twist: f32) -> Quat {
+        let second = self.twist_axis.cross(self.swing_axis);
+        let s = Quat::from_scaled_axis(self.swing_axis * swing.x + second * swing.y);
+        s * Quat::from_axis_angle(self.twist_axis, twist)
+    }
+
+    /// Whether a rest-relative rotation is inside the cone and twist range, allowing
+    /// `tolerance` radians.
+    #[must_use]
+    pub fn contains(&self, delta: Quat, tolerance: f32) -> bool {
+        let (s, twist) = self.decompose(delta);
+        if twist < self.twist_min - tolerance || twist > self.twist_max + tolerance {
+            return false;
+        }
+        let c = closest_on_ellipse(s, self.swing_half_angles);
+        s.distance(c) <= tolerance
+    }
+
+    /// The nearest rest-relative rotation inside the limit (twist clamped to its range, swing
+    /// projected onto the ellipse), or `None` when `delta` is already inside (within
+    /// [`LIMIT_SLACK`]).
+    #[must_use]
+    pub fn clamp_delta(&self, delta: Quat) -> Option<Quat> {
+        let (s, twist) = self.decompose(delta);
+        let c = closest_on_ellipse(s, self.swing_half_angles);
+        let twist_in =
+            twist >= self.twist_min - LIMIT_SLACK && twist <= self.twist_max + LIMIT_SLACK;
+        if twist_in && s.distance(c) <= LIMIT_SLACK {
+            return None;
+        }
+        let t = clamp_angle(twist, self.twist_min, self.twist_max);
+        Some(self.compose(c, t).normalize())
+    }
+}
+
+/// Splits `q` as `swing * twist` with `twist` about the unit `axis`; returns the swing and the
+/// twist angle in `(−π, π]`.
+fn swing_twist(q: Quat, axis: Vec3) -> (Quat, f32) {
+    let q = if q.w < 0.0 { -q } else { q };
+    let v = Vec3::new(q.x, q.y, q.z);
+    let p = v.dot(axis);
+    if p.abs() < 1e-12 && q.w.abs() < 1e-12 {
+        // A half-turn swing: no twist.
+        return (q, 0.0);
+    }
+    let angle = 2.0 * p.atan2(q.w);
+    let twist = Quat::from_axis_angle(axis, angle);
+    (q * twist.inverse(), wrap_angle(angle))
+}
+
+/// The twist angle in `(−π, π]` of `q` about the unit `axis` (swing–twist decomposition).
+#[must_use]
+pub(crate) fn twist_angle(q: Quat, axis: Vec3) -> f32 {
+    swing_twist(q, axis).1
+}
+
+/// The swing's rotation angle and the twist angle about `axis` of a rest-relative rotation.
+fn hinge_parts(delta: Quat, axis: Vec3) -> (f32, f32) {
+    let (swing, angle) = swing_twist(delta, axis);
+    let swing = if swing.w < 0.0 { -swing } else { swing };
+    (
+        2.0 * Vec3::new(swing.x, swing.y, swing.z).length().atan2(swing.w),
+        angle,
+    )
+}
+
+fn wrap_angle(a: f32) -> f32 {
+    use core::f32::consts::{PI, TAU};
+    let mut a = a % TAU;
+    if a > PI {
+        a -= TAU;
+    } else if a <= -PI {
+        a += TAU;
+    }
+    a
+}
+
+/// Clamps an angle in `(−π, π]` to `[min, max]`, choosing the nearer end around the circle.
+fn clamp_angle(a: f32, min: f32, max: f32) -> f32 {
+    let max = max.max(min);
+    if a >= min && a <= max {
+        return a;
+    }
+    let to_min = wrap_angle(min - a).abs();
+    let to_max = wrap_angle(a - max).abs();
+    if to_min <= to_max { min } else { max }
+}
+
+/// The point of the filled ellipse `(x/a)² + (y/b)² ≤ 1` nearest to `p` (`p` itself if inside).
+fn closest_on_ellipse(p: Vec2, half: Vec2) -> Vec2 {
+    let a = half.x.max(0.0);
+    let b = half.y.max(0.0);
+    let (x0, y0) = (p.x.abs(), p.y.abs());
+    let inside = |x: f32, y: f32| {
+        let fx = if a > 0.0 {
+            x / a
+        } else if x > 0.0 {
+            f32::INFINITY
+        } else {
+            0.0
+        };
+        let fy = if b > 0.0 {
+            y / b
+        } else if y > 0.0 {
+            f32::INFINITY
+        } else {
+            0.0
+        };
+        fx * fx + fy * fy <= 1.0
+    };
+    if inside(x0, y0) {
+        return p;
+    }
+    let (x, y) = if a <= 0.0 && b <= 0.0 {
+        (0.0, 0.0)
+    } else if a <= 0.0 {
+        (0.0, y0.min(b))
+    } else if b <= 0.0 {
+        (x0.min(a), 0.0)
+    } else {
+        // Closest point: (a²x0/(t+a²), b²y0/(t+b²)) with t ≥ 0 the root of
+        // F(t) = (a x0/(t+a²))² + (b y0/(t+b²))² − 1, convex and decreasing: Newton from
+        // t = 0 converges monotonically. Work in f64 for thin ellipses.
+        let (a, b, x0, y0) = (f64::from(a), f64::from(b), f64::from(x0), f64::from(y0));
+        let (a2, b2) = (a * a, b * b);
+        let mut t = 0.0f64;
+        for _ in 0..64 {
+            let (ex, ey) = (a * x0 / (t + a2), b * y0 / (t + b2));
+            let f = ex * ex + ey * ey - 1.0;
+            if f <= 1e-14 {
+                break;
+            }
+            let df = -2.0 * (ex * ex / (t + a2) + ey * ey / (t + b2));
+            let next = t - f / df;
+            if next <= t || next.is_nan() {
+                break;
+            }
+            t = next;
+        }
+        let (mut x, mut y) = (a2 * x0 / (t + a2), b2 * y0 / (t + b2));
+        // Land exactly on the boundary.
+        let r = ((x / a).powi(2) + (y / b).powi(2)).sqrt();
+        if r > 0.0 {
+            x /= r;
+            y /= r;
+        }
+        (x as f32, y as f32)
+    };
+    Vec2::new(x.copysign(p.x), y.copysign(p.y))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limit() -> SwingTwistLimit {
+        SwingTwistLimit {
+            twist_axis: Vec3::Y,
+            swing_axis: Vec3::X,
+            swing_half_angles: Vec2::new(0.5, 1.0),
+            twist_min: -0.3,
+            twist_max: 0.6,
+        }
+    }
+
+    #[test]
+    fn decompose_compose_round_trip() {
+        let l = limit();
+        let q = l.compose(Vec2::new(0.2, -0.4), 0.5);
+        let (s, t) = l.decompose(q);
+        assert!(s.distance(Vec2::new(0.2, -0.4)) < 1e-5, "{s}");
+        assert!((t - 0.5).abs() < 1e-5, "{t}");
+    }
+
+    #[test]
+    fn swing_twist_clamp_projects_to_ellipse_boundary() {
+        let l = limit();
+        let q = l.compose(Vec2::new(1.0, 1.5), 1.2);
+        assert!(!l.contains(q, 1e-4));
+        let c = l.clamp_delta(q).expect("outside");
+        assert!(l.contains(c, 1e-4));
+        let (s, t) = l.decompose(c);
+        assert!((t - 0.6).abs() < 1e-5);
+        let r = (s.x / 0.5).powi(2) + (s.y / 1.0).powi(2);
+        assert!((r - 1.0).abs() < 1e-4, "on boundary: {r}");
+        // Closest point: the offset is normal to the ellipse, i.e. parallel to its gradient.
+        let off = Vec2::new(1.0, 1.5) - s;
+        let grad = Vec2::new(s.x / 0.25, s.y);
+        assert!(off.perp_dot(grad).abs() < 1e-3 * off.length() * grad.length());
+        // Clamping a clamped rotation changes nothing.
+        assert!(l.clamp_delta(c).is_none());
+        // Inside stays bit-identical.
+        let inside = l.compose(Vec2::new(0.1, 0.2), 0.1);
+        assert!(l.clamp_delta(inside).is_none());
+    }
+
+    #[test]
+    fn hinge_and_slider_clamp() {
+        let rest = Quat::from_rotation_z(0.3);
+        let lim = JointLimit::Hinge {
+            axis: Vec3::X,
+            min: -0.5,
+            max: 1.0,
+        };
+        let mut r = rest * Quat::from_rotation_x(1.4) * Quat::from_rotation_y(0.2);
+        let mut t = Vec3::ZERO;
+        assert!(!lim.contains(rest, Vec3::ZERO, r, t, 1e-4));
+        assert!(lim.clamp(rest, Vec3::ZERO, &mut r, &mut t));
+        assert!(lim.contains(rest, Vec3::ZERO, r, t, 1e-4));
+        assert!((rest * Quat::from_rotation_x(1.0)).angle_between(r) < 1e-4);
+        assert!(!lim.clamp(rest, Vec3::ZERO, &mut r, &mut t));
+        // Wrap-around: −3 rad is nearer to 1.0 going the other way? No: |−3−(−0.5)| = 2.5,
+        // |−3 + 2π − 1| ≈ 2.28, so it goes to max.
+        let mut r = rest * Quat::from_rotation_x(-3.0);
+        assert!(lim.clamp(rest, Vec3::ZERO, &mut r, &mut t));
+        assert!((rest * Quat::from_rotation_x(1.0)).angle_between(r) < 1e-4);
+
+        let s = JointLimit::Slider {
+            axis: Vec3::Z,
+            min: 0.0,
+            max: 0.2,
+        };
+        let rest_t = Vec3::new(1.0, 0.0, 0.0);
+        let mut q = Quat::IDENTITY;
+        let mut t = Vec3::new(1.1, 0.0, 0.5);
+        assert!(s.clamp(Quat::IDENTITY, rest_t, &mut q, &mut t));
+        assert!(t.distance(Vec3::new(1.0, 0.0, 0.2)) < 1e-6);
+        assert!(s.contains(Quat::IDENTITY, rest_t, q, t, 0.0));
+        assert!(JointLimit::Locked.contains(Quat::IDENTITY, Vec3::ZERO, rest, t, 0.0));
+    }
 }
