@@ -1,1 +1,0 @@
-//! TODO(humanoid): being written.

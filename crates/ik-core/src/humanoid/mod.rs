@@ -1,0 +1,107 @@
+//! Humanoid rigs: the humanoid bone roles ([`HumanoidBone`]), recognising them from bone names
+//! in common conventions ([`HumanoidMap::from_skeleton`]), anatomical default limits
+//! ([`HumanoidLimits`]) and masses ([`HumanoidMasses`]) derived from the rig, the full-body
+//! solver ([`FullBodySolver`], method and measurements in its module docs) and procedurally
+//! built test rigs ([`test_rig`]).
+//!
+//! # Bone names
+//!
+//! [`HumanoidBone::from_bone_name`] is case- and separator-insensitive. A name is split into
+//! words at `:` `_` `.` `-` spaces, camelCase humps and letter/digit boundaries; a namespace
+//! before the last `:` and the prefixes `mixamorig`, `DEF-`, `J_Bip_`, `Bip01`, `CC_Base_` are
+//! dropped; `l`/`left`/`r`/`right` (anywhere) give the side and `C` marks the centre line; a
+//! trailing number is kept apart. The remaining words, glued together, must be *exactly* one of:
+//!
+//! | role | centre / per side words |
+//! |---|---|
+//! | hips | `hips` `hip` `pelvis` |
+//! | spine (any number) | `spine` `abdomen` `torso` `waist` |
+//! | chest, upper chest | `chest` `thorax`; `upperchest` |
+//! | neck, head | `neck`; `head` |
+//! | shoulder (clavicle) | `shoulder` `clavicle` `collar` `collarbone` |
+//! | upper arm | `upperarm` `arm` `uparm` |
+//! | lower arm | `lowerarm` `forearm` `elbow` |
+//! | forearm twist | `lowerarmtwist` `forearmtwist` `lowerarmroll` `forearmroll` |
+//! | hand | `hand` `wrist` |
+//! | upper leg | `upperleg` `upleg` `thigh` `hip` (with a side) |
+//! | lower leg | `lowerleg` `leg` `shin` `calf` `knee` |
+//! | foot | `foot` `ankle` |
+//! | toes | `toes` `toe` `toebase` `ball` |
+//!
+//! So `mixamorig:LeftForeArm`, `J_Bip_L_LowerArm`, `DEF-forearm.L`, `lowerarm_l`,
+//! `LeftLowerArm` and `L_Forearm` are all the left lower arm, while `LeftHandIndex1`
+//! (`handindex`), `mixamorig:LeftToe_End` (`toeend`), `upperarm_twist_01_l` and `ORG-hand.L`
+//! are nothing. Mixamo's `LeftLeg` is the lower leg (its thigh is `LeftUpLeg`).
+//!
+//! Spine numbering differs between conventions (Mixamo `Spine`/`Spine1`/`Spine2`, Unreal
+//! `spine_01`…`spine_05`, Rigify `spine` = pelvis and `spine.004` = neck), so the chest and upper
+//! chest are assigned from the hierarchy by [`HumanoidMap::from_skeleton`], never from numbers.
+//!
+//! # Limits and axes
+//!
+//! Limits are relative to each bone's rest rotation (see [`crate::limits`]). Twist axes are rest
+//! bone directions derived from the skeleton; swing and hinge axes come from the [`BodyFrame`]
+//! (up = hips → head, left = right → left limbs, forward = left × up), so the defaults are
+//! anatomical on a rig whose bones point along +Y, +X, −Z or anything else.
+
+mod anatomy;
+mod bones;
+mod map;
+mod names;
+mod solver;
+mod test_rig;
+
+pub use anatomy::{
+    BallRangeDeg, BodyFrame, HumanoidLimits, HumanoidMasses, de_leva_com_ratio, de_leva_fraction,
+    default_ball_range, default_hinge_range,
+};
+pub use bones::{HumanoidBone, Side};
+pub use map::{HumanoidMap, MappingReport};
+pub use solver::{
+    Effector, EffectorGoal, FullBodyGoals, FullBodyReport, FullBodySettings, FullBodySolver,
+    GoalResidual, LookAtGoal, PostureReference,
+};
+pub use test_rig::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
+
+use thiserror::Error;
+
+use crate::skeleton::SkeletonError;
+
+/// Errors from setting up a humanoid rig.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[non_exhaustive]
+pub enum HumanoidError {
+    /// A required role has no bone.
+    #[error("humanoid bone `{0}` is not mapped")]
+    MissingBone(HumanoidBone),
+    /// A mapped bone index is outside the skeleton.
+    #[error("humanoid bone `{role}` maps to index {index}, but the skeleton has {len} bones")]
+    BoneOutOfRange {
+        /// The role.
+        role: HumanoidBone,
+        /// The bad index.
+        index: usize,
+        /// Number of bones.
+        len: usize,
+    },
+    /// A role's bone is not below its parent role's bone.
+    #[error("humanoid bone `{role}` is not a descendant of `{parent}`")]
+    BadHierarchy {
+        /// The role.
+        role: HumanoidBone,
+        /// Its mapped parent role.
+        parent: HumanoidBone,
+    },
+    /// A mapped bone has no usable rest direction (zero length, no child).
+    #[error("humanoid bone `{0}` has zero length in the rest pose")]
+    ZeroLengthBone(HumanoidBone),
+    /// Hips, head and limbs do not span a body frame (all on one line).
+    #[error("the rest pose's hips, head and limbs do not define up/left/forward directions")]
+    DegenerateBodyFrame,
+    /// A goal has a NaN or infinite component.
+    #[error("a full-body goal is not finite")]
+    NonFiniteGoal,
+    /// A skeleton or pose error.
+    #[error(transparent)]
+    Skeleton(#[from] SkeletonError),
+}

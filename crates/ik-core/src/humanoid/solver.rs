@@ -1,0 +1,1330 @@
+//! The full-body humanoid solver ([`FullBodySolver`]) and its goal set ([`FullBodyGoals`]).
+//!
+//! # Method
+//!
+//! One damped-least-squares Jacobian over every humanoid joint (floating pelvis 6, spine, chest,
+//! upper chest, neck, head, clavicles, shoulders, wrists, hips and ankles as 3-DOF balls stepped
+//! by rotation vectors, elbows, knees and forearm twist as 1-DOF hinges: 57 DOF on a full rig)
+//! against the stacked goal rows (pelvis, two hands and two feet 6D, head look-at), with
+//! reference-pose following in the null space and every joint clamped to its limit after each
+//! step. With [`FullBodySettings::analytic_limbs`] (the default) the Jacobian only has to bring
+//! the body *near* the goals (coarse tolerance); each limb is then finished analytically: the
+//! elbow/knee hinge angle is solved in closed form for the exact shoulder–wrist distance, the
+//! upper bone is turned by the shortest arc onto the target (keeping the swivel the Jacobian
+//! chose), forearm twist is handed to a twist bone if the rig has one in line, and the wrist or
+//! ankle takes the exact target orientation; all clamped to their limits. If that leaves a
+//! residual (a limit was in the way), the Jacobian continues at fine tolerance and the limbs are
+//! finished again.
+//!
+//! Why hybrid: measured on the 1.8 m test rig (`benches/full_body.rs`), the analytic finish
+//! removes most of the slow tail of DLS convergence (small residuals near stretched or
+//! limit-bound limbs), so both warm and cold solves need far fewer Jacobian iterations than the
+//! pure Jacobian at the same 1 mm / 1° success criterion; see the crate README for figures.
+//!
+//! Priorities are fixed by this structure rather than configurable levels: the pelvis and limb
+//! goals are met exactly when reachable within limits; the look-at and the posture are met as
+//! far as the remaining freedom allows. Each goal has an enable flag and weights.
+//!
+//! No allocation per solve: all work buffers live in the solver and are sized at construction.
+
+use glam::{Quat, Vec3};
+
+use super::anatomy::role_direction;
+use super::{
+    BodyFrame, HumanoidBone as B, HumanoidError, HumanoidLimits, HumanoidMap, HumanoidMasses, Side,
+};
+use crate::limits::JointLimit;
+use crate::pose::{BoneTransform, Pose};
+use crate::rotation::{angle_about_axis, from_rotation_vector, shortest_arc, to_rotation_vector};
+use crate::skeleton::{Skeleton, SkeletonError};
+
+/// A model-space position and orientation goal for one effector bone's origin and rotation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct EffectorGoal {
+    /// Target position of the bone's origin, model space.
+    pub position: Vec3,
+    /// Target model-space rotation of the bone.
+    pub rotation: Quat,
+    /// Weight of the position rows (0 ignores the position).
+    pub position_weight: f32,
+    /// Weight of the orientation rows (0 ignores the orientation).
+    pub rotation_weight: f32,
+    /// Whether the goal takes part at all.
+    pub enabled: bool,
+}
+
+impl Default for EffectorGoal {
+    fn default() -> Self {
+        Self::DISABLED
+    }
+}
+
+impl EffectorGoal {
+    /// A disabled goal.
+    pub const DISABLED: Self = Self {
+        position: Vec3::ZERO,
+        rotation: Quat::IDENTITY,
+        position_weight: 1.0,
+        rotation_weight: 1.0,
+        enabled: false,
+    };
+
+    /// An enabled 6D goal with unit weights.
+    #[must_use]
+    pub const fn new(position: Vec3, rotation: Quat) -> Self {
+        Self {
+            position,
+            rotation,
+            position_weight: 1.0,
+            rotation_weight: 1.0,
+            enabled: true,
+        }
+    }
+
+    /// An enabled position-only goal.
+    #[must_use]
+    pub const fn position(position: Vec3) -> Self {
+        Self {
+            rotation_weight: 0.0,
+            ..Self::new(position, Quat::IDENTITY)
+        }
+    }
+
+    fn is_finite(&self) -> bool {
+        self.position.is_finite()
+            && self.rotation.is_finite()
+            && self.position_weight.is_finite()
+            && self.rotation_weight.is_finite()
+    }
+
+    fn wants_position(&self) -> bool {
+        self.enabled && self.position_weight > 0.0
+    }
+
+    fn wants_rotation(&self) -> bool {
+        self.enabled && self.rotation_weight > 0.0
+    }
+}
+
+/// Point the head's face direction (the body's forward in the rest pose) at a model-space point.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct LookAtGoal {
+    /// The point to look at, model space.
+    pub target: Vec3,
+    /// Weight of the look-at rows.
+    pub weight: f32,
+    /// Whether the goal takes part.
+    pub enabled: bool,
+}
+
+impl Default for LookAtGoal {
+    fn default() -> Self {
+        Self {
+            target: Vec3::ZERO,
+            weight: 1.0,
+            enabled: false,
+        }
+    }
+}
+
+/// Which effector a residual or goal belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Effector {
+    /// The left hand bone.
+    LeftHand,
+    /// The right hand bone.
+    RightHand,
+    /// The left foot bone.
+    LeftFoot,
+    /// The right foot bone.
+    RightFoot,
+    /// The hips bone.
+    Pelvis,
+}
+
+impl Effector {
+    /// All effectors, in goal order.
+    pub const ALL: [Self; 5] = [
+        Self::LeftHand,
+        Self::RightHand,
+        Self::LeftFoot,
+        Self::RightFoot,
+        Self::Pelvis,
+    ];
+
+    /// The humanoid role of the effector bone.
+    #[must_use]
+    pub const fn bone(self) -> B {
+        match self {
+            Self::LeftHand => B::LeftHand,
+            Self::RightHand => B::RightHand,
+            Self::LeftFoot => B::LeftFoot,
+            Self::RightFoot => B::RightFoot,
+            Self::Pelvis => B::Hips,
+        }
+    }
+}
+
+/// The ready-made full-body goal set: two hands and two feet 6D, the pelvis 6D, a head look-at.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct FullBodyGoals {
+    /// Goals indexed like [`Effector::ALL`] (left hand, right hand, left foot, right foot, pelvis).
+    pub effectors: [EffectorGoal; 5],
+    /// The head look-at.
+    pub look_at: LookAtGoal,
+}
+
+impl FullBodyGoals {
+    /// The goal of one effector.
+    #[must_use]
+    pub fn get(&self, e: Effector) -> &EffectorGoal {
+        &self.effectors[e as usize]
+    }
+
+    /// The goal of one effector, mutably.
+    pub fn get_mut(&mut self, e: Effector) -> &mut EffectorGoal {
+        &mut self.effectors[e as usize]
+    }
+
+    fn is_finite(&self) -> bool {
+        self.effectors.iter().all(EffectorGoal::is_finite)
+            && self.look_at.target.is_finite()
+            && self.look_at.weight.is_finite()
+    }
+}
+
+/// What the posture (null-space) term pulls toward.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum PostureReference {
+    /// The rest pose.
+    Rest,
+    /// The pose passed in to [`FullBodySolver::solve`] (the animated pose).
+    #[default]
+    Input,
+}
+
+/// Solver settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct FullBodySettings {
+    /// Jacobian iteration budget per attempt.
+    pub max_iterations: u32,
+    /// Extra attempts from perturbed starts when an attempt does not converge (the best
+    /// result is kept).
+    pub max_restarts: u32,
+    /// Success threshold for positions (model units).
+    pub position_tolerance: f32,
+    /// Success threshold for orientations and the look-at (radians).
+    pub rotation_tolerance: f32,
+    /// Damping of the least-squares step (model units / radians).
+    pub damping: f32,
+    /// Largest position error fed to one Jacobian step (model units).
+    pub max_position_step: f32,
+    /// Largest rotation error fed to one Jacobian step (radians).
+    pub max_rotation_step: f32,
+    /// Finish limbs analytically (hybrid) instead of iterating the Jacobian to full precision.
+    pub analytic_limbs: bool,
+    /// With `analytic_limbs`, the Jacobian stops at this multiple of the tolerances.
+    pub coarse_factor: f32,
+    /// The posture reference.
+    pub reference: PostureReference,
+    /// Gain of the null-space posture term per iteration (0 disables it).
+    pub posture_gain: f32,
+}
+
+impl Default for FullBodySettings {
+    fn default() -> Self {
+        Self {
+            max_iterations: 30,
+            max_restarts: 3,
+            position_tolerance: 1e-4,
+            rotation_tolerance: 1e-3,
+            damping: 0.02,
+            max_position_step: 0.2,
+            max_rotation_step: 0.6,
+            analytic_limbs: true,
+            coarse_factor: 100.0,
+            reference: PostureReference::Input,
+            posture_gain: 0.0,
+        }
+    }
+}
+
+/// The residual of one goal after a solve.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct GoalResidual {
+    /// Position error (model units), 0 when the position is not a goal.
+    pub position: f32,
+    /// Orientation error (radians), 0 when the orientation is not a goal.
+    pub rotation: f32,
+}
+
+/// What a solve did.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct FullBodyReport {
+    /// Jacobian iterations used.
+    pub iterations: u32,
+    /// Whether every enabled goal is within tolerance.
+    pub converged: bool,
+    /// Residuals indexed like [`Effector::ALL`].
+    pub residuals: [GoalResidual; 5],
+    /// Look-at angle error (radians), 0 when disabled.
+    pub look_at: f32,
+    /// Number of joint clamps applied by the last Jacobian step and the limb finish.
+    pub limits_hit: u32,
+    /// Every enabled residual divided by its tolerance, summed: the quantity restarts minimise.
+    /// Never larger than the incoming pose's cost for the same goals.
+    pub cost: f32,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Dof {
+    Floating,
+    Ball,
+    Hinge(Vec3),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Joint {
+    bone: usize,
+    dof: Dof,
+    col: usize,
+    limit: JointLimit,
+    /// Bit `k` set when effector `k` (0–4, or 5 for the head look-at) is this bone or below it.
+    affects: u8,
+}
+
+#[derive(Clone, Debug)]
+struct Limb {
+    effector: usize,
+    upper: usize,
+    lower: usize,
+    twist: Option<usize>,
+    end: usize,
+    /// Bones from `upper` to `end` inclusive, parents first.
+    path: Vec<usize>,
+}
+
+/// Full-body humanoid IK over a [`HumanoidMap`]: see the [module docs](self).
+#[derive(Clone, Debug)]
+pub struct FullBodySolver {
+    settings: FullBodySettings,
+    limits: HumanoidLimits,
+    masses: HumanoidMasses,
+    joints: Vec<Joint>,
+    limbs: Vec<Limb>,
+    effector_bones: [usize; 5],
+    head: usize,
+    /// The joint bones above the head, below the arms, that the look-at finish turns (neck),
+    /// nearest first.
+    look_chain: [Option<usize>; 2],
+    head_aim: Vec3,
+    pelvis_pinned: bool,
+    bone_count: usize,
+    cols: usize,
+    // Scratch.
+    model: Vec<BoneTransform>,
+    jac: Vec<f32>,
+    a: Vec<f32>,
+    e: Vec<f32>,
+    y: Vec<f32>,
+    dq: Vec<f32>,
+    z: Vec<f32>,
+    saturated: Vec<bool>,
+    reference: Pose,
+    start: Pose,
+    best: Pose,
+}
+
+const MAX_ROWS: usize = 5 * 6 + 3;
+
+/// Column scale of a joint that the previous step drove into its limit.
+const SATURATED_MOBILITY: f32 = 0.2;
+
+impl FullBodySolver {
+    /// Builds the solver for `skeleton` with the anatomical default limits and de Leva masses
+    /// (70 kg).
+    ///
+    /// # Errors
+    /// [`HumanoidMap::validate`]'s errors and [`HumanoidLimits::anatomical`]'s.
+    pub fn new(skeleton: &Skeleton, map: &HumanoidMap) -> Result<Self, HumanoidError> {
+        map.validate(skeleton)?;
+        let limits = HumanoidLimits::anatomical(skeleton, map)?;
+        Self::with_limits(skeleton, map, limits)
+    }
+
+    /// Builds the solver with custom limits (for example [`HumanoidLimits::anatomical`] with
+    /// some roles overridden). A role whose limit is a [`JointLimit::Hinge`] becomes a 1-DOF
+    /// joint about that axis, [`JointLimit::Locked`] removes the joint, anything else is a ball.
+    ///
+    /// # Errors
+    /// [`HumanoidMap::validate`]'s errors, [`HumanoidError::MissingBone`] /
+    /// [`HumanoidError::DegenerateBodyFrame`] from the body frame and
+    /// [`HumanoidError::ZeroLengthBone`] for a head without a direction.
+    pub fn with_limits(
+        skeleton: &Skeleton,
+        map: &HumanoidMap,
+        limits: HumanoidLimits,
+    ) -> Result<Self, HumanoidError> {
+        map.validate(skeleton)?;
+        let model = skeleton.rest_model_transforms();
+        let frame = BodyFrame::from_model(&model, map)?;
+        let req = |r: B| map.get(r).ok_or(HumanoidError::MissingBone(r));
+        let effector_bones = [
+            req(B::LeftHand)?,
+            req(B::RightHand)?,
+            req(B::LeftFoot)?,
+            req(B::RightFoot)?,
+            req(B::Hips)?,
+        ];
+        let head = req(B::Head)?;
+        let head_aim = (model[head].rotation.inverse() * frame.forward).normalize();
+        let mut targets = [0usize; 6];
+        targets[..5].copy_from_slice(&effector_bones);
+        targets[5] = head;
+        let mut joints = Vec::new();
+        let mut cols = 0;
+        // Joints in bone order (parents first), so steps can be applied in one pass.
+        let mut roles: Vec<(usize, B)> = map
+            .iter()
+            .filter(|&(r, _)| !matches!(r, B::LeftToes | B::RightToes))
+            .map(|(r, b)| (b, r))
+            .collect();
+        roles.sort_unstable();
+        for (bone, role) in roles {
+            let limit = limits.get(role);
+            let dof = if role == B::Hips {
+                Dof::Floating
+            } else {
+                match limit {
+                    JointLimit::Locked => continue,
+                    JointLimit::Hinge { axis, .. } => Dof::Hinge(axis),
+                    _ => Dof::Ball,
+                }
+            };
+            let mut affects = 0u8;
+            for (k, &t) in targets.iter().enumerate() {
+                if skeleton.is_ancestor_or_self(bone, t) {
+                    affects |= 1 << k;
+                }
+            }
+            if affects == 0 {
+                continue;
+            }
+            joints.push(Joint {
+                bone,
+                dof,
+                col: cols,
+                limit,
+                affects,
+            });
+            cols += match dof {
+                Dof::Floating => 6,
+                Dof::Ball => 3,
+                Dof::Hinge(_) => 1,
+            };
+        }
+        let mut limbs = Vec::new();
+        for (k, side) in [
+            (0, Side::Left),
+            (1, Side::Right),
+            (2, Side::Left),
+            (3, Side::Right),
+        ] {
+            let (u, l, t, e) = if k < 2 {
+                (
+                    B::LeftUpperArm,
+                    B::LeftLowerArm,
+                    Some(B::LeftLowerArmTwist),
+                    B::LeftHand,
+                )
+            } else {
+                (B::LeftUpperLeg, B::LeftLowerLeg, None, B::LeftFoot)
+            };
+            let (upper, lower, end) = (req(u.on(side))?, req(l.on(side))?, req(e.on(side))?);
+            let twist = t
+                .and_then(|t| map.get(t.on(side)))
+                .filter(|&tb| skeleton.is_ancestor_or_self(tb, end) && tb != end);
+            let hinge = matches!(limits.get(l.on(side)), JointLimit::Hinge { .. });
+            if !hinge {
+                continue;
+            }
+            let mut path: Vec<usize> = skeleton
+                .ancestors_inclusive(end)
+                .take_while(|&b| b != upper)
+                .collect();
+            path.push(upper);
+            path.reverse();
+            limbs.push(Limb {
+                effector: k,
+                upper,
+                lower,
+                twist,
+                end,
+                path,
+            });
+        }
+        if role_direction(skeleton, &model, map, B::Head).is_none() {
+            return Err(HumanoidError::ZeroLengthBone(B::Head));
+        }
+        let mut look_chain = [None; 2];
+        let mut slot = 0;
+        for b in skeleton.ancestors_inclusive(head).skip(1) {
+            if slot == 2 || Some(b) == map.get(B::Hips) {
+                break;
+            }
+            // Only bones that carry no hand: turning the chest here would undo the arms.
+            if joints.iter().any(|j| j.bone == b && j.affects & 0b11 == 0) {
+                look_chain[slot] = Some(b);
+                slot += 1;
+            }
+        }
+        let n = skeleton.len();
+        let joint_count = joints.len();
+        Ok(Self {
+            settings: FullBodySettings::default(),
+            masses: HumanoidMasses::de_leva(70.0, map),
+            limits,
+            joints,
+            limbs,
+            effector_bones,
+            head,
+            look_chain,
+            head_aim,
+            pelvis_pinned: false,
+            bone_count: n,
+            cols,
+            model: Vec::with_capacity(n),
+            jac: vec![0.0; MAX_ROWS * cols],
+            a: vec![0.0; MAX_ROWS * MAX_ROWS],
+            e: vec![0.0; MAX_ROWS],
+            y: vec![0.0; MAX_ROWS],
+            dq: vec![0.0; cols],
+            z: vec![0.0; cols],
+            saturated: vec![false; joint_count],
+            reference: skeleton.rest_pose(),
+            start: skeleton.rest_pose(),
+            best: skeleton.rest_pose(),
+        })
+    }
+
+    /// The settings.
+    #[must_use]
+    pub fn settings(&self) -> &FullBodySettings {
+        &self.settings
+    }
+
+    /// The settings, mutably.
+    pub fn settings_mut(&mut self) -> &mut FullBodySettings {
+        &mut self.settings
+    }
+
+    /// The joint limits in use.
+    #[must_use]
+    pub fn limits(&self) -> &HumanoidLimits {
+        &self.limits
+    }
+
+    /// The segment masses (used by nothing in the solve yet; kept with the rig for callers).
+    #[must_use]
+    pub fn masses(&self) -> &HumanoidMasses {
+        &self.masses
+    }
+
+    /// Overrides the segment masses.
+    pub fn set_masses(&mut self, masses: HumanoidMasses) {
+        self.masses = masses;
+    }
+
+    /// Number of degrees of freedom (columns of the Jacobian).
+    #[must_use]
+    pub fn dof_count(&self) -> usize {
+        self.cols
+    }
+
+    /// The head's face direction in its own local frame (the rest body forward), the axis the
+    /// look-at goal aims.
+    #[must_use]
+    pub fn head_aim_axis(&self) -> Vec3 {
+        self.head_aim
+    }
+
+    /// The head bone index.
+    #[must_use]
+    pub fn head_bone(&self) -> usize {
+        self.head
+    }
+
+    /// The bone of each effector, indexed like [`Effector::ALL`].
+    #[must_use]
+    pub fn effector_bones(&self) -> [usize; 5] {
+        self.effector_bones
+    }
+
+    /// Whether every joint of `pose` satisfies its limit within `tolerance` radians.
+    #[must_use]
+    pub fn pose_within_limits(&self, skeleton: &Skeleton, pose: &Pose, tolerance: f32) -> bool {
+        self.joints.iter().all(|j| {
+            let rest = &skeleton.bones()[j.bone].rest;
+            j.limit.contains(
+                rest.rotation,
+                rest.translation,
+                pose.rotations[j.bone],
+                pose.translations[j.bone],
+                tolerance,
+            )
+        })
+    }
+
+    /// Solves `pose` in place toward `goals`, starting from the pose given (warm start).
+    ///
+    /// Unreachable goals are not errors: the pose gets as close as limits allow and the report
+    /// says so. The returned pose never violates a joint limit.
+    ///
+    /// # Errors
+    /// [`HumanoidError::Skeleton`] when `pose` or `skeleton` does not match the skeleton the
+    /// solver was built for or `pose` is not finite, and [`HumanoidError::NonFiniteGoal`] for a
+    /// NaN/infinite goal; `pose` is untouched then.
+    pub fn solve(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goals: &FullBodyGoals,
+    ) -> Result<FullBodyReport, HumanoidError> {
+        if skeleton.len() != self.bone_count {
+            return Err(SkeletonError::PoseLengthMismatch {
+                expected: self.bone_count,
+                found: skeleton.len(),
+            }
+            .into());
+        }
+        pose.validate(skeleton)?;
+        if !goals.is_finite() {
+            return Err(HumanoidError::NonFiniteGoal);
+        }
+        match self.settings.reference {
+            PostureReference::Input => self.reference.copy_from(pose),
+            PostureReference::Rest => {
+                for (i, b) in skeleton.bones().iter().enumerate() {
+                    self.reference.rotations[i] = b.rest.rotation;
+                    self.reference.translations[i] = b.rest.translation;
+                }
+            }
+        }
+        let s = self.settings;
+        for j in &self.joints {
+            let rest = &skeleton.bones()[j.bone].rest;
+            let (r, t) = (&mut pose.rotations[j.bone], &mut pose.translations[j.bone]);
+            j.limit.clamp(rest.rotation, rest.translation, r, t);
+        }
+        self.start.copy_from(pose);
+        // The incoming pose is the first candidate: a solve never makes things worse, and an
+        // already converged pose comes back bit-identical.
+        skeleton.model_transforms_into(pose, &mut self.model);
+        let mut initial = FullBodyReport::default();
+        initial.converged = self.measure(goals, &mut initial);
+        initial.cost = self.score(&initial);
+        if initial.converged {
+            return Ok(initial);
+        }
+        self.best.copy_from(pose);
+        let mut best = Some((initial.cost, initial));
+        let mut iterations = 0;
+        for attempt in 0..=s.max_restarts {
+            if attempt > 0 {
+                pose.copy_from(&self.start);
+                self.perturb(skeleton, pose, attempt);
+            }
+            let mut report = self.attempt(skeleton, pose, goals);
+            iterations += report.iterations;
+            report.iterations = iterations;
+            let score = self.score(&report);
+            report.cost = score;
+            if best.is_none_or(|(b, _)| score < b) {
+                self.best.copy_from(pose);
+                best = Some((score, report));
+            }
+            if report.converged {
+                break;
+            }
+        }
+        let mut report = best.map_or_else(FullBodyReport::default, |(_, r)| r);
+        report.iterations = iterations;
+        pose.copy_from(&self.best);
+        if !pose.is_finite() {
+            // Never hand back NaN: fall back to the reference (input or rest) pose.
+            pose.copy_from(&self.reference);
+            report.converged = false;
+        }
+        Ok(report)
+    }
+
+    /// One solve attempt from the current pose: pelvis pin, limb pre-pass, then Jacobian rounds
+    /// each followed by the analytic finish.
+    fn attempt(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goals: &FullBodyGoals,
+    ) -> FullBodyReport {
+        let s = self.settings;
+        let budget = s.max_iterations;
+        let mut report = FullBodyReport::default();
+        self.pelvis_pinned = self.pin_pelvis(skeleton, pose, goals.get(Effector::Pelvis));
+        if s.analytic_limbs {
+            // Start the limbs at the right elbow/knee angles: the Jacobian is poor at leaving a
+            // straight (singular, limit-bound) limb.
+            report.limits_hit += self.finish_limbs(skeleton, pose, goals);
+        }
+        self.saturated.fill(false);
+        for round in 0..4 {
+            let coarse = if s.analytic_limbs && round == 0 {
+                s.coarse_factor
+            } else {
+                1.0
+            };
+            let left = budget.saturating_sub(report.iterations);
+            let (iters, hits) = self.jacobian(skeleton, pose, goals, coarse, left);
+            report.iterations += iters;
+            report.limits_hit = hits;
+            if s.analytic_limbs {
+                report.limits_hit += self.finish_limbs(skeleton, pose, goals);
+                report.limits_hit += self.finish_look_at(skeleton, pose, goals);
+            }
+            skeleton.model_transforms_into(pose, &mut self.model);
+            report.converged = self.measure(goals, &mut report);
+            if report.converged || report.iterations >= budget || !s.analytic_limbs {
+                break;
+            }
+        }
+        report
+    }
+
+    /// Residuals in units of their tolerances, summed (lower is better).
+    fn score(&self, report: &FullBodyReport) -> f32 {
+        let s = &self.settings;
+        let sum: f32 = report
+            .residuals
+            .iter()
+            .map(|r| r.position / s.position_tolerance + r.rotation / s.rotation_tolerance)
+            .sum();
+        let total = sum + report.look_at / s.rotation_tolerance;
+        if total.is_finite() { total } else { f32::MAX }
+    }
+
+    /// A deterministic perturbation of every ball joint for restart `attempt` (up to 0.5 rad),
+    /// clamped to the limits.
+    fn perturb(&self, skeleton: &Skeleton, pose: &mut Pose, attempt: u32) {
+        let mut state = 0x9E37_79B9_u32.wrapping_mul(attempt.wrapping_add(1));
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            (state as f32 / u32::MAX as f32) * 2.0 - 1.0
+        };
+        for j in &self.joints {
+            if !matches!(j.dof, Dof::Ball) {
+                continue;
+            }
+            let v = Vec3::new(next(), next(), next()) * 0.5;
+            let b = j.bone;
+            pose.rotations[b] = (pose.rotations[b] * from_rotation_vector(v)).normalize();
+            clamp_joint(skeleton, pose, j.limit, b);
+        }
+    }
+
+    /// Fills `report`'s residuals from `self.model`; returns whether all are within tolerance.
+    fn measure(&self, goals: &FullBodyGoals, report: &mut FullBodyReport) -> bool {
+        let s = &self.settings;
+        let mut ok = true;
+        for (k, g) in goals.effectors.iter().enumerate() {
+            let m = &self.model[self.effector_bones[k]];
+            let mut r = GoalResidual::default();
+            if g.wants_position() {
+                r.position = m.translation.distance(g.position);
+                ok &= r.position <= s.position_tolerance;
+            }
+            if g.wants_rotation() {
+                r.rotation = quat_angle(m.rotation, g.rotation);
+                ok &= r.rotation <= s.rotation_tolerance;
+            }
+            report.residuals[k] = r;
+        }
+        report.look_at = 0.0;
+        if let Some((d, t)) = self.look_dirs(goals) {
+            report.look_at = d.dot(t).clamp(-1.0, 1.0).acos();
+            ok &= report.look_at <= s.rotation_tolerance;
+        }
+        ok
+    }
+
+    /// The head's current aim direction and the wanted one, if the look-at is active.
+    fn look_dirs(&self, goals: &FullBodyGoals) -> Option<(Vec3, Vec3)> {
+        let g = &goals.look_at;
+        if !g.enabled || g.weight <= 0.0 {
+            return None;
+        }
+        let m = &self.model[self.head];
+        let t = (g.target - m.translation).try_normalize()?;
+        Some(((m.rotation * self.head_aim).normalize(), t))
+    }
+
+    /// Damped-least-squares iterations until the residuals are below `coarse` × tolerance or
+    /// `budget` runs out. Returns (iterations, clamps in the last step).
+    fn jacobian(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goals: &FullBodyGoals,
+        coarse: f32,
+        budget: u32,
+    ) -> (u32, u32) {
+        let s = self.settings;
+        let cols = self.cols;
+        let mut hits = 0;
+        for it in 0..budget {
+            skeleton.model_transforms_into(pose, &mut self.model);
+            // Rows: per effector position (3) and rotation (3), then look-at (3).
+            let mut rows = 0;
+            let mut done = true;
+            let mut row_of = [[usize::MAX; 2]; 6];
+            for (k, g) in goals.effectors.iter().enumerate() {
+                let m = self.model[self.effector_bones[k]];
+                if g.wants_position() {
+                    let err = g.position - m.translation;
+                    done &= err.length() <= s.position_tolerance * coarse;
+                    let w = g.position_weight.sqrt();
+                    let err = clamp_len(err, s.max_position_step) * w;
+                    self.e[rows..rows + 3].copy_from_slice(&err.to_array());
+                    row_of[k][0] = rows;
+                    rows += 3;
+                }
+                if g.wants_rotation() {
+                    let err = to_rotation_vector(g.rotation * m.rotation.inverse());
+                    done &= err.length() <= s.rotation_tolerance * coarse;
+                    let w = g.rotation_weight.sqrt();
+                    let err = clamp_len(err, s.max_rotation_step) * w;
+                    self.e[rows..rows + 3].copy_from_slice(&err.to_array());
+                    row_of[k][1] = rows;
+                    rows += 3;
+                }
+            }
+            let look = self.look_dirs(goals);
+            if let Some((d, t)) = look {
+                done &= d.dot(t).clamp(-1.0, 1.0).acos() <= s.rotation_tolerance * coarse;
+                let err = (t - d) * goals.look_at.weight.sqrt();
+                self.e[rows..rows + 3].copy_from_slice(&err.to_array());
+                row_of[5][0] = rows;
+                rows += 3;
+            }
+            if done || rows == 0 {
+                return (it, hits);
+            }
+            if s.posture_gain > 0.0 {
+                self.posture(skeleton, pose);
+            }
+            // Jacobian, row-major rows × cols.
+            let jac = &mut self.jac[..rows * cols];
+            jac.fill(0.0);
+            let look_w = goals.look_at.weight.max(0.0).sqrt();
+            let head_dir = look.map_or(Vec3::ZERO, |(d, _)| d);
+            for (ji, j) in self.joints.iter().enumerate() {
+                if self.pelvis_pinned && matches!(j.dof, Dof::Floating) {
+                    continue;
+                }
+                let m = self.model[j.bone];
+                let pivot = m.translation;
+                // Joints clamped by the last step move less (a soft active set).
+                let mobility = if self.saturated[ji] {
+                    SATURATED_MOBILITY
+                } else {
+                    1.0
+                };
+                let mut axes = [(Vec3::ZERO, false); 6];
+                let n = match j.dof {
+                    Dof::Floating => {
+                        axes = [
+                            (Vec3::X, true),
+                            (Vec3::Y, true),
+                            (Vec3::Z, true),
+                            (Vec3::X, false),
+                            (Vec3::Y, false),
+                            (Vec3::Z, false),
+                        ];
+                        6
+                    }
+                    Dof::Ball => {
+                        axes[..3].copy_from_slice(&[
+                            (Vec3::X, false),
+                            (Vec3::Y, false),
+                            (Vec3::Z, false),
+                        ]);
+                        3
+                    }
+                    Dof::Hinge(h) => {
+                        axes[0] = ((m.rotation * h).normalize(), false);
+                        1
+                    }
+                };
+                for (c, &(axis, translation)) in axes[..n].iter().enumerate() {
+                    let col = j.col + c;
+                    let axis = axis * mobility;
+                    for k in 0..6 {
+                        if j.affects & (1 << k) == 0 {
+                            continue;
+                        }
+                        if k == 5 {
+                            let r = row_of[5][0];
+                            if r != usize::MAX && !translation {
+                                let v = axis.cross(head_dir) * look_w;
+                                set3(jac, r, cols, col, v);
+                            }
+                            continue;
+                        }
+                        let g = &goals.effectors[k];
+                        let [rp, rr] = row_of[k];
+                        if rp != usize::MAX {
+                            let x = self.model[self.effector_bones[k]].translation;
+                            let v = if translation {
+                                axis
+                            } else {
+                                axis.cross(x - pivot)
+                            };
+                            set3(jac, rp, cols, col, v * g.position_weight.sqrt());
+                        }
+                        if rr != usize::MAX && !translation {
+                            set3(jac, rr, cols, col, axis * g.rotation_weight.sqrt());
+                        }
+                    }
+                }
+            }
+            // A = J Jᵀ + λ² I.
+            let err_norm = self.e[..rows].iter().map(|v| v * v).sum::<f32>().sqrt();
+            let lambda2 = s.damping * s.damping * (1.0 + err_norm);
+            let a = &mut self.a[..rows * rows];
+            for r in 0..rows {
+                let jr = &jac[r * cols..(r + 1) * cols];
+                for c in 0..=r {
+                    let jc = &jac[c * cols..(c + 1) * cols];
+                    let v: f32 = jr.iter().zip(jc).map(|(p, q)| p * q).sum();
+                    a[r * rows + c] = v;
+                    a[c * rows + r] = v;
+                }
+                a[r * rows + r] += lambda2;
+            }
+            if !cholesky(a, rows) {
+                return (it + 1, hits);
+            }
+            self.y[..rows].copy_from_slice(&self.e[..rows]);
+            cholesky_solve(a, rows, &mut self.y[..rows]);
+            for c in 0..cols {
+                self.dq[c] = (0..rows).map(|r| jac[r * cols + c] * self.y[r]).sum();
+            }
+            for (ji, j) in self.joints.iter().enumerate() {
+                if self.saturated[ji] {
+                    let n = match j.dof {
+                        Dof::Floating => 6,
+                        Dof::Ball => 3,
+                        Dof::Hinge(_) => 1,
+                    };
+                    for v in &mut self.dq[j.col..j.col + n] {
+                        *v *= SATURATED_MOBILITY;
+                    }
+                }
+            }
+            // Posture in the null space: dq += (I − J⁺J) z, J⁺ = Jᵀ A⁻¹.
+            if s.posture_gain > 0.0 {
+                for r in 0..rows {
+                    self.y[r] = (0..cols).map(|c| jac[r * cols + c] * self.z[c]).sum();
+                }
+                cholesky_solve(a, rows, &mut self.y[..rows]);
+                for c in 0..cols {
+                    let back: f32 = (0..rows).map(|r| jac[r * cols + c] * self.y[r]).sum();
+                    self.dq[c] += self.z[c] - back;
+                }
+            }
+            hits = self.apply(skeleton, pose);
+        }
+        (budget, hits)
+    }
+
+    /// The posture pull `z` (per column, model-space axes) toward the reference pose.
+    fn posture(&mut self, skeleton: &Skeleton, pose: &Pose) {
+        let gain = self.settings.posture_gain;
+        for j in &self.joints {
+            let b = j.bone;
+            let cur = pose.rotations[b];
+            let target = self.reference.rotations[b];
+            match j.dof {
+                Dof::Floating => self.z[j.col..j.col + 6].fill(0.0),
+                Dof::Ball => {
+                    let parent = skeleton
+                        .parent(b)
+                        .map_or(Quat::IDENTITY, |p| self.model[p].rotation);
+                    let v = parent * to_rotation_vector(target * cur.inverse()) * gain;
+                    self.z[j.col..j.col + 3].copy_from_slice(&v.to_array());
+                }
+                Dof::Hinge(h) => {
+                    self.z[j.col] = angle_about_axis(cur.inverse() * target, h) * gain;
+                }
+            }
+        }
+    }
+
+    /// Applies `dq` to the pose and clamps every joint to its limit; returns the clamp count.
+    fn apply(&mut self, skeleton: &Skeleton, pose: &mut Pose) -> u32 {
+        let mut hits = 0;
+        for (ji, j) in self.joints.iter().enumerate() {
+            let b = j.bone;
+            let (parent_rot, parent_scale) =
+                skeleton.parent(b).map_or((Quat::IDENTITY, Vec3::ONE), |p| {
+                    (self.model[p].rotation, self.model[p].scale)
+                });
+            let d = &self.dq[j.col..];
+            match j.dof {
+                Dof::Floating if self.pelvis_pinned => {}
+                Dof::Floating => {
+                    let t = Vec3::new(d[0], d[1], d[2]);
+                    pose.translations[b] += (parent_rot.inverse() * t) / parent_scale;
+                    let w = Vec3::new(d[3], d[4], d[5]);
+                    pose.rotations[b] = rotate_in_parent(parent_rot, w, pose.rotations[b]);
+                }
+                Dof::Ball => {
+                    let w = Vec3::new(d[0], d[1], d[2]);
+                    pose.rotations[b] = rotate_in_parent(parent_rot, w, pose.rotations[b]);
+                }
+                Dof::Hinge(h) => {
+                    let step = d[0].clamp(-0.5, 0.5);
+                    pose.rotations[b] =
+                        (pose.rotations[b] * Quat::from_axis_angle(h, step)).normalize();
+                }
+            }
+            let rest = &skeleton.bones()[b].rest;
+            let (r, t) = (&mut pose.rotations[b], &mut pose.translations[b]);
+            let hit = j.limit.clamp(rest.rotation, rest.translation, r, t);
+            self.saturated[ji] = hit;
+            hits += u32::from(hit);
+        }
+        hits
+    }
+
+    /// Puts the hips exactly on a full 6D pelvis goal (its strict priority); returns whether it
+    /// did (the floating joint then stays out of the Jacobian).
+    fn pin_pelvis(&self, skeleton: &Skeleton, pose: &mut Pose, goal: &EffectorGoal) -> bool {
+        if !(goal.wants_position() && goal.wants_rotation()) {
+            return false;
+        }
+        let hips = self.effector_bones[Effector::Pelvis as usize];
+        let parent = skeleton.parent(hips).map_or(BoneTransform::IDENTITY, |p| {
+            skeleton.model_transform(pose, p)
+        });
+        let inv = parent.inverse();
+        pose.translations[hips] = inv.transform_point(goal.position);
+        pose.rotations[hips] = (parent.rotation.inverse() * goal.rotation).normalize();
+        true
+    }
+
+    /// Turns the head, then the bones above it, then the head again by the shortest arc from
+    /// the current face direction to the look-at target, each clamped. Returns the clamp count.
+    fn finish_look_at(&self, skeleton: &Skeleton, pose: &mut Pose, goals: &FullBodyGoals) -> u32 {
+        let g = &goals.look_at;
+        if !g.enabled || g.weight <= 0.0 {
+            return 0;
+        }
+        let mut hits = 0;
+        let order = [
+            Some(self.head),
+            self.look_chain[0],
+            self.look_chain[1],
+            Some(self.head),
+        ];
+        for b in order.into_iter().flatten() {
+            let head = skeleton.model_transform(pose, self.head);
+            let (Some(t), Some(d)) = (
+                (g.target - head.translation).try_normalize(),
+                (head.rotation * self.head_aim).try_normalize(),
+            ) else {
+                return hits;
+            };
+            if d.dot(t) > 1.0 - 1e-9 {
+                break;
+            }
+            let parent_rot = skeleton.parent(b).map_or(Quat::IDENTITY, |p| {
+                skeleton.model_transform(pose, p).rotation
+            });
+            pose.rotations[b] =
+                rotate_in_parent_q(parent_rot, shortest_arc(d, t), pose.rotations[b]);
+            hits += clamp_joint(skeleton, pose, limit_of(&self.joints, b), b);
+        }
+        hits
+    }
+
+    /// The analytic limb finish (see the module docs). Returns the clamp count.
+    fn finish_limbs(&mut self, skeleton: &Skeleton, pose: &mut Pose, goals: &FullBodyGoals) -> u32 {
+        skeleton.model_transforms_into(pose, &mut self.model);
+        let mut hits = 0;
+        for li in 0..self.limbs.len() {
+            let limb = &self.limbs[li];
+            let goal = goals.effectors[limb.effector];
+            if !goal.enabled {
+                continue;
+            }
+            hits += finish_limb(
+                skeleton,
+                pose,
+                &mut self.model,
+                limb,
+                &goal,
+                &self.limits,
+                &self.joints,
+            );
+        }
+        hits
+    }
+}
+
+fn limit_of(joints: &[Joint], bone: usize) -> JointLimit {
+    joints
+        .iter()
+        .find(|j| j.bone == bone)
+        .map_or(JointLimit::Free, |j| j.limit)
+}
+
+fn refresh(skeleton: &Skeleton, pose: &Pose, model: &mut [BoneTransform], path: &[usize]) {
+    for &b in path {
+        let local = pose.local_transform(skeleton, b);
+        model[b] = match skeleton.parent(b) {
+            Some(p) => model[p].mul_transform(&local),
+            None => local,
+        };
+    }
+}
+
+fn clamp_joint(skeleton: &Skeleton, pose: &mut Pose, limit: JointLimit, b: usize) -> u32 {
+    let rest = &skeleton.bones()[b].rest;
+    let (r, t) = (&mut pose.rotations[b], &mut pose.translations[b]);
+    u32::from(limit.clamp(rest.rotation, rest.translation, r, t))
+}
+
+fn finish_limb(
+    skeleton: &Skeleton,
+    pose: &mut Pose,
+    model: &mut [BoneTransform],
+    limb: &Limb,
+    goal: &EffectorGoal,
+    _limits: &HumanoidLimits,
+    joints: &[Joint],
+) -> u32 {
+    let mut hits = 0;
+    let (upper, lower, end) = (limb.upper, limb.lower, limb.end);
+    let from_lower = limb.path.iter().position(|&b| b == lower).unwrap_or(0);
+    if goal.wants_position() {
+        let lower_limit = limit_of(joints, lower);
+        if let JointLimit::Hinge { axis: h, min, max } = lower_limit {
+            // 1. Hinge angle for the exact root–target distance.
+            let s = model[upper].translation;
+            let e = model[lower].translation;
+            let w = model[end].translation;
+            let a = (model[lower].rotation * h).normalize();
+            let (u, v) = (e - s, w - e);
+            let v_par = a * a.dot(v);
+            let v_perp = v - v_par;
+            let (ca, cb, cc) = (u.dot(v_par), u.dot(v_perp), u.dot(a.cross(v_perp)));
+            let d = goal.position.distance(s);
+            let k = 0.5 * (d * d - u.length_squared() - v.length_squared()) - ca;
+            let r = cb.hypot(cc);
+            if r > 1e-9 {
+                let phi = cc.atan2(cb);
+                let off = (k / r).clamp(-1.0, 1.0).acos();
+                let rest_rot = skeleton.bones()[lower].rest.rotation;
+                let theta0 = angle_about_axis(rest_rot.inverse() * pose.rotations[lower], h);
+                let mut best: Option<(f32, f32)> = None;
+                for cand in [phi + off, phi - off] {
+                    let delta = wrap(cand);
+                    let theta = theta0 + delta;
+                    let clamped = theta.clamp(min, max);
+                    // Prefer in-range solutions, then the smaller move.
+                    let cost = (theta - clamped).abs() * 10.0 + delta.abs();
+                    if best.is_none_or(|(c, _)| cost < c) {
+                        best = Some((cost, clamped - theta0));
+                    }
+                }
+                if let Some((_, delta)) = best {
+                    pose.rotations[lower] =
+                        (pose.rotations[lower] * Quat::from_axis_angle(h, delta)).normalize();
+                    hits += clamp_joint(skeleton, pose, lower_limit, lower);
+                    refresh(skeleton, pose, model, &limb.path[from_lower..]);
+                }
+            }
+        }
+        // 2. Swing the upper bone so the end lands on the target.
+        let s = model[upper].translation;
+        let w = model[end].translation;
+        let q = shortest_arc(w - s, goal.position - s);
+        let parent_rot = skeleton
+            .parent(upper)
+            .map_or(Quat::IDENTITY, |p| model[p].rotation);
+        pose.rotations[upper] = rotate_in_parent_q(parent_rot, q, pose.rotations[upper]);
+        refresh(skeleton, pose, model, &limb.path);
+    }
+    if goal.wants_rotation() && goal.wants_position() {
+        // 2b. Swivel the limb about the root–target axis (the end stays put) to the angle where
+        // the upper joint and the end joint need the least clamping.
+        let s = model[upper].translation;
+        if let Some(axis) = (goal.position - s).try_normalize() {
+            let parent_rot = skeleton
+                .parent(upper)
+                .map_or(Quat::IDENTITY, |p| model[p].rotation);
+            let end_parent = skeleton.parent(end).unwrap_or(end);
+            let (upper_model, end_parent_model) =
+                (model[upper].rotation, model[end_parent].rotation);
+            let (ul, el) = (limit_of(joints, upper), limit_of(joints, end));
+            let (ur, er) = (skeleton.bones()[upper].rest, skeleton.bones()[end].rest);
+            let cost = |psi: f32| {
+                let q = Quat::from_axis_angle(axis, psi);
+                let mut u = (parent_rot.inverse() * q * upper_model).normalize();
+                let mut e = ((q * end_parent_model).inverse() * goal.rotation).normalize();
+                let (u0, e0) = (u, e);
+                let (mut t0, mut t1) = (ur.translation, er.translation);
+                ul.clamp(ur.rotation, ur.translation, &mut u, &mut t0);
+                el.clamp(er.rotation, er.translation, &mut e, &mut t1);
+                quat_angle(u, u0) + quat_angle(e, e0) + psi.abs() * 1e-3
+            };
+            let mut best = (cost(0.0), 0.0f32);
+            if best.0 > 1e-3 + 0.0 {
+                let steps = 24;
+                for i in 1..steps {
+                    let psi = wrap(i as f32 * core::f32::consts::TAU / steps as f32);
+                    let c = cost(psi);
+                    if c < best.0 {
+                        best = (c, psi);
+                    }
+                }
+                let mut h = core::f32::consts::TAU / steps as f32 / 2.0;
+                for _ in 0..6 {
+                    for psi in [best.1 - h, best.1 + h] {
+                        let c = cost(psi);
+                        if c < best.0 {
+                            best = (c, psi);
+                        }
+                    }
+                    h *= 0.5;
+                }
+                if best.1 != 0.0 {
+                    let q = Quat::from_axis_angle(axis, best.1);
+                    pose.rotations[upper] =
+                        rotate_in_parent_q(parent_rot, q, pose.rotations[upper]);
+                }
+            }
+        }
+    }
+    hits += clamp_joint(skeleton, pose, limit_of(joints, upper), upper);
+    refresh(skeleton, pose, model, &limb.path);
+    if goal.wants_rotation() {
+        // 3. Forearm twist to the in-line twist bone, then the exact end orientation.
+        let end_parent = skeleton.parent(end).unwrap_or(end);
+        if let Some(t) = limb.twist
+            && let JointLimit::Hinge { axis: h, .. } = limit_of(joints, t)
+        {
+            let axis_m = (model[t].rotation * h).normalize();
+            let needed = goal.rotation * model[end].rotation.inverse();
+            let tau = angle_about_axis(needed, axis_m);
+            pose.rotations[t] = (pose.rotations[t] * Quat::from_axis_angle(h, tau)).normalize();
+            hits += clamp_joint(skeleton, pose, limit_of(joints, t), t);
+            let from_t = limb.path.iter().position(|&b| b == t).unwrap_or(0);
+            refresh(skeleton, pose, model, &limb.path[from_t..]);
+        }
+        let parent_rot = model[end_parent].rotation;
+        pose.rotations[end] = (parent_rot.inverse() * goal.rotation).normalize();
+        hits += clamp_joint(skeleton, pose, limit_of(joints, end), end);
+        refresh(skeleton, pose, model, &limb.path[limb.path.len() - 1..]);
+    }
+    hits
+}
+
+/// `local` turned by the model-space rotation vector `w` about its own origin.
+fn rotate_in_parent(parent_rot: Quat, w: Vec3, local: Quat) -> Quat {
+    rotate_in_parent_q(parent_rot, from_rotation_vector(w), local)
+}
+
+fn rotate_in_parent_q(parent_rot: Quat, q: Quat, local: Quat) -> Quat {
+    (parent_rot.inverse() * q * parent_rot * local).normalize()
+}
+
+fn set3(jac: &mut [f32], row: usize, cols: usize, col: usize, v: Vec3) {
+    jac[row * cols + col] = v.x;
+    jac[(row + 1) * cols + col] = v.y;
+    jac[(row + 2) * cols + col] = v.z;
+}
+
+fn clamp_len(v: Vec3, max: f32) -> Vec3 {
+    let l = v.length();
+    if l > max { v * (max / l) } else { v }
+}
+
+fn wrap(a: f32) -> f32 {
+    use core::f32::consts::{PI, TAU};
+    let a = a % TAU;
+    if a > PI {
+        a - TAU
+    } else if a <= -PI {
+        a + TAU
+    } else {
+        a
+    }
+}
+
+/// The angle between two rotations, radians in `[0, π]`.
+#[must_use]
+pub(crate) fn quat_angle(a: Quat, b: Quat) -> f32 {
+    let d = a.dot(b).abs().min(1.0);
+    2.0 * d.acos()
+}
+
+/// In-place Cholesky factorisation (lower triangle) of the `n × n` row-major `a`.
+fn cholesky(a: &mut [f32], n: usize) -> bool {
+    for j in 0..n {
+        let mut d = a[j * n + j];
+        for k in 0..j {
+            d -= a[j * n + k] * a[j * n + k];
+        }
+        if d.is_nan() || d <= 0.0 || !d.is_finite() {
+            return false;
+        }
+        let d = d.sqrt();
+        a[j * n + j] = d;
+        for i in j + 1..n {
+            let mut s = a[i * n + j];
+            for k in 0..j {
+                s -= a[i * n + k] * a[j * n + k];
+            }
+            a[i * n + j] = s / d;
+        }
+    }
+    true
+}
+
+/// Solves `L Lᵀ x = b` in place with the factor from [`cholesky`].
+fn cholesky_solve(a: &[f32], n: usize, b: &mut [f32]) {
+    for i in 0..n {
+        let mut s = b[i];
+        for k in 0..i {
+            s -= a[i * n + k] * b[k];
+        }
+        b[i] = s / a[i * n + i];
+    }
+    for i in (0..n).rev() {
+        let mut s = b[i];
+        for k in i + 1..n {
+            s -= a[k * n + i] * b[k];
+        }
+        b[i] = s / a[i * n + i];
+    }
+}

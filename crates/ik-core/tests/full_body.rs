@@ -1,0 +1,172 @@
+//! Full-body solver: goals from forward kinematics of random in-limit poses are met, limits are
+//! never violated, unreachable or degenerate goals never produce NaN.
+
+use glam::{Quat, Vec3};
+use ik_core::humanoid::{
+    Effector, EffectorGoal, FullBodyGoals, FullBodySolver, HumanoidMap, LookAtGoal, RestAxes,
+    RigConvention, random_pose_within_limits, test_rig,
+};
+use ik_core::{HumanoidError, Pose, Skeleton};
+
+/// SplitMix64 → uniform f32 in [0, 1).
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> f32 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
+    }
+}
+
+fn goals_from_pose(s: &Skeleton, solver: &FullBodySolver, pose: &Pose) -> FullBodyGoals {
+    let model = s.model_transforms(pose);
+    let mut goals = FullBodyGoals::default();
+    for (k, &b) in solver.effector_bones().iter().enumerate() {
+        goals.effectors[k] = EffectorGoal::new(model[b].translation, model[b].rotation);
+    }
+    let head = &model[solver.head_bone()];
+    goals.look_at = LookAtGoal {
+        target: head.translation + head.rotation * solver.head_aim_axis() * 1.5,
+        weight: 1.0,
+        enabled: true,
+    };
+    goals
+}
+
+fn success_rate(conv: RigConvention, axes: RestAxes, samples: usize, seed: u64) -> f32 {
+    let s = test_rig(conv, axes);
+    let (map, _) = HumanoidMap::from_skeleton(&s);
+    let mut solver = FullBodySolver::new(&s, &map).unwrap();
+    let mut rng = Rng(seed);
+    let mut ok = 0;
+    let mut worst = (0.0f32, 0.0f32);
+    for _ in 0..samples {
+        let truth = random_pose_within_limits(&s, &map, solver.limits(), 1.0, &mut || rng.next());
+        assert!(solver.pose_within_limits(&s, &truth, 1e-4));
+        let goals = goals_from_pose(&s, &solver, &truth);
+        let mut pose = s.rest_pose();
+        let report = solver.solve(&s, &mut pose, &goals).unwrap();
+        assert!(pose.is_finite());
+        assert!(solver.pose_within_limits(&s, &pose, 1e-4), "limit violated");
+        // Independent check of the residuals from FK of the returned pose.
+        let model = s.model_transforms(&pose);
+        let mut good = true;
+        for (k, &b) in solver.effector_bones().iter().enumerate() {
+            let g = goals.effectors[k];
+            let dp = model[b].translation.distance(g.position);
+            let dr = model[b].rotation.angle_between(g.rotation);
+            worst = (worst.0.max(dp), worst.1.max(dr));
+            good &= dp <= 1e-3 && dr <= 1f32.to_radians();
+        }
+        let head = &model[solver.head_bone()];
+        let aim = head.rotation * solver.head_aim_axis();
+        let want = (goals.look_at.target - head.translation).normalize();
+        good &= aim.angle_between(want) <= 1f32.to_radians();
+        // The report agrees with the independent check.
+        if report.converged {
+            assert!(good, "converged but FK disagrees: {report:?}");
+        }
+        ok += usize::from(good);
+    }
+    eprintln!("{conv:?} {axes:?}: {ok}/{samples}, worst {worst:?}");
+    ok as f32 / samples as f32
+}
+
+#[test]
+fn full_body_fk_goals_are_met() {
+    let rate = success_rate(RigConvention::Mixamo, RestAxes::PlusY, 400, 1);
+    assert!(rate >= 0.99, "success {rate}");
+}
+
+#[test]
+fn converged_pose_is_kept_bit_identical() {
+    let s = test_rig(RigConvention::Mixamo, RestAxes::MinusZ);
+    let (map, _) = HumanoidMap::from_skeleton(&s);
+    let mut solver = FullBodySolver::new(&s, &map).unwrap();
+    let mut rng = Rng(99);
+    let truth = random_pose_within_limits(&s, &map, solver.limits(), 0.7, &mut || rng.next());
+    let goals = goals_from_pose(&s, &solver, &truth);
+    let mut pose = s.rest_pose();
+    assert!(solver.solve(&s, &mut pose, &goals).unwrap().converged);
+    let once = pose.clone();
+    let r = solver.solve(&s, &mut pose, &goals).unwrap();
+    assert!(r.converged && r.iterations == 0);
+    assert_eq!(pose, once);
+}
+
+#[test]
+fn full_body_other_rigs() {
+    for (conv, axes) in [
+        (RigConvention::Unreal, RestAxes::PlusX),
+        (RigConvention::Plain, RestAxes::MinusZ),
+        (RigConvention::Rigify, RestAxes::Identity),
+    ] {
+        let rate = success_rate(conv, axes, 150, 7);
+        assert!(rate >= 0.99, "{conv:?}: success {rate}");
+    }
+}
+
+#[test]
+fn unreachable_and_bad_goals_never_give_nan() {
+    let s = test_rig(RigConvention::Vrm, RestAxes::PlusY);
+    let (map, _) = HumanoidMap::from_skeleton(&s);
+    let mut solver = FullBodySolver::new(&s, &map).unwrap();
+    let mut goals = FullBodyGoals::default();
+    goals.effectors[Effector::LeftHand as usize] =
+        EffectorGoal::new(Vec3::new(5.0, 3.0, 2.0), Quat::from_rotation_z(2.0));
+    goals.effectors[Effector::RightFoot as usize] =
+        EffectorGoal::new(Vec3::new(0.0, -4.0, 0.0), Quat::IDENTITY);
+    // A target right on the shoulder joint and a look-at at the head's own position.
+    let model = s.rest_model_transforms();
+    let shoulder = model[map
+        .get(ik_core::humanoid::HumanoidBone::RightUpperArm)
+        .unwrap()]
+    .translation;
+    goals.effectors[Effector::RightHand as usize] = EffectorGoal::position(shoulder);
+    goals.look_at = LookAtGoal {
+        target: model[solver.head_bone()].translation,
+        weight: 1.0,
+        enabled: true,
+    };
+    let hips = model[map.get(ik_core::humanoid::HumanoidBone::Hips).unwrap()];
+    goals.effectors[Effector::Pelvis as usize] = EffectorGoal::new(hips.translation, hips.rotation);
+    let mut pose = s.rest_pose();
+    let mut last = f32::INFINITY;
+    for _ in 0..5 {
+        let r = solver.solve(&s, &mut pose, &goals).unwrap();
+        assert!(pose.is_finite());
+        assert!(!r.converged);
+        assert!(solver.pose_within_limits(&s, &pose, 1e-4));
+        // Solving again from the result never increases the total error.
+        assert!(
+            r.cost.is_finite() && r.cost <= last,
+            "{} after {last}",
+            r.cost
+        );
+        last = r.cost;
+    }
+    let last = s.model_transforms(&pose)
+        [map.get(ik_core::humanoid::HumanoidBone::LeftHand).unwrap()]
+    .translation
+    .distance(Vec3::new(5.0, 3.0, 2.0));
+    // With the pelvis held, reaching toward (5, 3, 2) brings the hand closer than at rest.
+    let rest_err = model[map.get(ik_core::humanoid::HumanoidBone::LeftHand).unwrap()]
+        .translation
+        .distance(Vec3::new(5.0, 3.0, 2.0));
+    assert!(last < rest_err - 0.1);
+    goals.effectors[0].position.x = f32::NAN;
+    let before = pose.clone();
+    assert_eq!(
+        solver.solve(&s, &mut pose, &goals),
+        Err(HumanoidError::NonFiniteGoal)
+    );
+    assert_eq!(pose, before);
+    let mut short = Pose::default();
+    assert!(
+        solver
+            .solve(&s, &mut short, &FullBodyGoals::default())
+            .is_err()
+    );
+}
