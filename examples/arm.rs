@@ -4,7 +4,7 @@
 //! Run with `cargo run --release --example arm`.
 
 use ik_core::analytic::{LimbGoal, TwoBoneIk};
-use ik_core::glam::{EulerRot, Quat, Vec3};
+use ik_core::glam::{Quat, Vec3};
 use ik_core::{Bone, BoneTransform, Skeleton};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -51,16 +51,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut pose = skeleton.rest_pose();
     let report = arm.solve(&skeleton, &mut pose, &goal)?;
 
-    println!("target {target}, pole {pole}");
+    println!("target {target:.3}, pole {pole:.3}");
     for name in ["upper_arm.L", "forearm.L", "hand.L"] {
         let i = skeleton.index_of(name)?;
-        let (x, y, z) = pose.rotations[i].to_euler(EulerRot::XYZ);
+        let q = pose.rotations[i];
+        let (axis, angle) = if q.w < 0.0 { -q } else { q }.to_axis_angle();
         let at = skeleton.model_transform(&pose, i).translation;
         println!(
-            "{name:>12}: local XYZ euler ({:7.2}°, {:7.2}°, {:7.2}°), at {at}",
-            x.to_degrees(),
-            y.to_degrees(),
-            z.to_degrees()
+            "{name:>12}: local rotation {:6.1}° about {axis:.3}, joint at {at:.3}",
+            angle.to_degrees()
         );
     }
     let hand = skeleton.model_transform(&pose, skeleton.index_of("hand.L")?);
