@@ -16,24 +16,26 @@ use bevy::ecs::system::{Commands, Query, Res};
 use bevy::math::Vec3;
 use bevy::reflect::prelude::*;
 use bevy::transform::components::Transform;
+use ik_core::BoneTransform;
 use ik_core::humanoid::{BodyFrame, HumanoidBone, HumanoidMap};
-use ik_core::{BoneTransform, Skeleton};
 
-use crate::components::{IkLimb, IkStatus};
+use crate::components::{BoneRef, IkLimb, IkStatus};
 use crate::error::IkError;
 use crate::limb::warn_once;
-use crate::pose_io;
-use crate::setup::{IkRescan, SetupSystems};
+use crate::rig::{IkGoal, IkGoalKind, IkJointLimits, IkRig};
+use crate::setup::{IkRescan, SetupSystems, hierarchy_skeleton};
 
 pub(crate) fn build(app: &mut App, schedule: Interned<dyn ScheduleLabel>) {
     app.register_type::<IkHumanoid>()
+        .register_type::<IkHumanoidSolver>()
         .register_type::<IkHumanoidTargets>()
         .register_type::<IkHumanoidBones>();
     app.add_systems(
         schedule,
         map_humanoids
             .in_set(SetupSystems)
-            .before(crate::limb::set_up_limbs),
+            .before(crate::limb::set_up_limbs)
+            .before(crate::setup::clear_rescan),
     );
 }
 
@@ -66,8 +68,29 @@ pub struct IkHumanoid {
     pub legs: bool,
     /// Spawn pole entities for the elbows and knees (else the limbs keep their animated bend).
     pub poles: bool,
-    /// IK/FK blend weight given to the limbs it creates.
+    /// IK/FK blend weight given to the limbs or rig it creates.
     pub weight: f32,
+    /// Which solver drives the character.
+    pub solver: IkHumanoidSolver,
+}
+
+/// The solver [`IkHumanoid`] sets up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Reflect)]
+#[reflect(Debug, PartialEq, Clone, Default)]
+#[cfg_attr(
+    feature = "serialize",
+    derive(serde::Serialize, serde::Deserialize),
+    reflect(Serialize, Deserialize)
+)]
+pub enum IkHumanoidSolver {
+    /// One [`IkRig`] on the humanoid entity: hands (position) and feet (position and rotation)
+    /// at priority 0, pelvis (position; the hips may translate) and head (rotation) at
+    /// priority 1, anatomical joint limits, a posture term toward the animation.
+    #[default]
+    FullBody,
+    /// Four independent analytic [`IkLimb`]s (arms and legs) with elbow and knee poles; the
+    /// pelvis and head targets are spawned but unused.
+    Limbs,
 }
 
 impl Default for IkHumanoid {
@@ -77,6 +100,7 @@ impl Default for IkHumanoid {
             legs: true,
             poles: true,
             weight: 1.0,
+            solver: IkHumanoidSolver::FullBody,
         }
     }
 }
@@ -86,6 +110,15 @@ impl IkHumanoid {
     #[must_use]
     pub fn auto() -> Self {
         Self::default()
+    }
+
+    /// Four analytic limbs instead of the full-body rig (cheaper, exact, no pelvis motion).
+    #[must_use]
+    pub fn limbs() -> Self {
+        Self {
+            solver: IkHumanoidSolver::Limbs,
+            ..Self::default()
+        }
     }
 
     /// Only the legs (e.g. for foot placement on uneven ground).
@@ -159,34 +192,8 @@ pub(crate) struct HumanoidCache {
     warned: Vec<IkError>,
 }
 
-/// The hierarchy under `root` (root included) as a core skeleton, parents first, with the
-/// entity of each bone.
-pub(crate) fn hierarchy_skeleton(
-    root: Entity,
-    children: &Query<&Children>,
-    names: &Query<&Name>,
-    transforms: &Query<&Transform>,
-) -> Result<(Skeleton, Vec<Entity>), IkError> {
-    let mut entities = Vec::new();
-    let mut bones = Vec::new();
-    // Depth-first, parents before children; entities without a Transform end their branch.
-    let mut stack = vec![(root, None)];
-    while let Some((e, parent)) = stack.pop() {
-        let Ok(t) = transforms.get(e) else { continue };
-        let index = entities.len();
-        entities.push(e);
-        let name = names.get(e).map_or("", |n| n.as_str()).to_owned();
-        bones.push(pose_io::bone_from_transform(name, parent, t));
-        if let Ok(c) = children.get(e) {
-            stack.extend(c.iter().rev().map(|&child| (child, Some(index))));
-        }
-    }
-    let skeleton = Skeleton::try_new(bones).map_err(|e| IkError::InvalidChain(e.to_string()))?;
-    Ok((skeleton, entities))
-}
-
 /// Maps new humanoids (and retries incomplete ones when bones may have appeared).
-fn map_humanoids(
+pub(crate) fn map_humanoids(
     mut commands: Commands,
     mut humanoids: Query<(Entity, Ref<IkHumanoid>, &mut HumanoidCache, &mut IkStatus)>,
     rescan: Res<IkRescan>,
@@ -262,32 +269,11 @@ fn map_one(
     let to_local = model[0].inverse();
     let local = |role: HumanoidBone| map.get(role).map(|i| to_local.mul_transform(&model[i]));
     let frame = BodyFrame::from_rest(&skeleton, &map).ok();
-    let commands = core::cell::RefCell::new(commands);
-    let spawn_limb = |label: &str, limb: IkLimb| {
-        commands
-            .borrow_mut()
-            .spawn((Name::new(format!("ik limb {label}")), limb, ChildOf(entity)))
-            .id()
-    };
-    let spawn = |label: &str, t: BoneTransform| {
-        commands
-            .borrow_mut()
-            .spawn((
-                Name::new(format!("ik {label}")),
-                Transform {
-                    translation: t.translation,
-                    rotation: t.rotation,
-                    scale: Vec3::ONE,
-                },
-                ChildOf(entity),
-            ))
-            .id()
-    };
     let mut targets = IkHumanoidTargets::default();
     use HumanoidBone as H;
-    targets.pelvis = local(H::Hips).map(|t| spawn("target pelvis", t));
-    targets.head = local(H::Head).map(|t| spawn("target head", t));
-    // (side label, upper, lower, end, is arm)
+    targets.pelvis = local(H::Hips).map(|t| spawn_marker(commands, entity, "target pelvis", t));
+    targets.head = local(H::Head).map(|t| spawn_marker(commands, entity, "target head", t));
+    // (label, upper, lower, end, is arm)
     let limbs = [
         (
             "left arm",
@@ -318,6 +304,8 @@ fn map_one(
             false,
         ),
     ];
+    let full_body = humanoid.solver == IkHumanoidSolver::FullBody;
+    let mut goals = Vec::new();
     for (i, (label, upper, lower, end, arm)) in limbs.into_iter().enumerate() {
         if (arm && !humanoid.arms) || (!arm && !humanoid.legs) {
             continue;
@@ -325,27 +313,40 @@ fn map_one(
         let (Some(u), Some(l), Some(e)) = (map.get(upper), map.get(lower), map.get(end)) else {
             continue;
         };
-        let target = spawn(
+        let target = spawn_marker(
+            commands,
+            entity,
             &format!("target {label}"),
             to_local.mul_transform(&model[e]),
         );
-        // Poles: knees forward, elbows backward, one upper-bone length from the joint.
-        let pole = match (&frame, humanoid.poles) {
+        // Poles (analytic limbs only): knees forward, elbows backward, one upper-bone length
+        // from the joint.
+        let pole = match (&frame, humanoid.poles && !full_body) {
             (Some(frame), true) => {
                 let reach = model[u].translation.distance(model[l].translation);
                 let dir = if arm { -frame.forward } else { frame.forward };
                 let at = model[l].translation + dir * reach;
                 let t = to_local.mul_transform(&BoneTransform::from_translation(at));
-                Some(spawn(&format!("pole {label}"), t))
+                Some(spawn_marker(commands, entity, &format!("pole {label}"), t))
             }
             _ => None,
         };
-        let mut limb = IkLimb::new(entities[u], entities[l], entities[e])
-            .with_target(target)
-            .with_weight(humanoid.weight);
-        limb.pole = pole;
-        let limb_entity = spawn_limb(label, limb);
-        targets.limbs.push(limb_entity);
+        if full_body {
+            goals.push(if arm {
+                IkGoal::position(entities[e], target)
+            } else {
+                IkGoal::pose(entities[e], target)
+            });
+        } else {
+            let mut limb = IkLimb::new(entities[u], entities[l], entities[e])
+                .with_target(target)
+                .with_weight(humanoid.weight);
+            limb.pole = pole;
+            let limb_entity = commands
+                .spawn((Name::new(format!("ik limb {label}")), limb, ChildOf(entity)))
+                .id();
+            targets.limbs.push(limb_entity);
+        }
         match i {
             0 => (targets.left_hand, targets.left_elbow_pole) = (Some(target), pole),
             1 => (targets.right_hand, targets.right_elbow_pole) = (Some(target), pole),
@@ -353,5 +354,36 @@ fn map_one(
             _ => (targets.right_foot, targets.right_knee_pole) = (Some(target), pole),
         }
     }
+    if full_body {
+        let hips = map.get(H::Hips).map(|i| entities[i]);
+        if let (Some(hips), Some(t)) = (hips, targets.pelvis) {
+            goals.push(IkGoal::position(hips, t).with_priority(1));
+        }
+        if let (Some(head), Some(t)) = (map.get(H::Head), targets.head) {
+            goals.push(IkGoal {
+                kind: IkGoalKind::Rotation,
+                ..IkGoal::position(entities[head], t).with_priority(1)
+            });
+        }
+        let mut rig = IkRig::new(goals).with_limits(IkJointLimits::Humanoid);
+        rig.movable_root = hips.map(BoneRef::Entity);
+        rig.weight = humanoid.weight;
+        commands.entity(entity).insert(rig);
+    }
     Ok((unmapped, targets, bones))
+}
+
+/// Spawns a target or pole entity as a child of `parent` at `t` (in the parent's frame).
+fn spawn_marker(commands: &mut Commands, parent: Entity, label: &str, t: BoneTransform) -> Entity {
+    commands
+        .spawn((
+            Name::new(format!("ik {label}")),
+            Transform {
+                translation: t.translation,
+                rotation: t.rotation,
+                scale: Vec3::ONE,
+            },
+            ChildOf(parent),
+        ))
+        .id()
 }

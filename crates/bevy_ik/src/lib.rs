@@ -6,13 +6,15 @@ pub mod error;
 pub mod humanoid;
 mod limb;
 mod pose_io;
+pub mod rig;
 mod setup;
 mod solver;
 
 pub use components::{BoneRef, IkDisabled, IkLimb, IkStatus};
 pub use error::IkError;
-pub use humanoid::{IkHumanoid, IkHumanoidBones, IkHumanoidTargets};
+pub use humanoid::{IkHumanoid, IkHumanoidBones, IkHumanoidSolver, IkHumanoidTargets};
 pub use ik_core;
+pub use rig::{IkGoal, IkGoalKind, IkJointLimits, IkRig, IkRigSettings};
 
 use bevy::app::{AnimationSystems, App, Plugin, PostUpdate};
 use bevy::ecs::intern::Interned;
@@ -23,7 +25,8 @@ use bevy::transform::TransformSystems;
 pub mod prelude {
     pub use crate::components::{BoneRef, IkDisabled, IkLimb, IkStatus};
     pub use crate::error::IkError;
-    pub use crate::humanoid::{IkHumanoid, IkHumanoidBones, IkHumanoidTargets};
+    pub use crate::humanoid::{IkHumanoid, IkHumanoidBones, IkHumanoidSolver, IkHumanoidTargets};
+    pub use crate::rig::{IkGoal, IkGoalKind, IkJointLimits, IkRig, IkRigSettings};
     pub use crate::{IkPlugin, IkSystems};
 }
 
@@ -114,5 +117,6 @@ impl Plugin for IkPlugin {
         setup::build(app, schedule);
         limb::build(app, schedule);
         humanoid::build(app, schedule);
+        rig::build(app, schedule);
     }
 }

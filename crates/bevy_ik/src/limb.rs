@@ -26,11 +26,12 @@ use crate::setup::{self, IkRescan, SetupSystems};
 use crate::solver::{LimbInput, LimbSolver};
 
 pub(crate) fn build(app: &mut App, schedule: Interned<dyn ScheduleLabel>) {
-    app.configure_sets(schedule, SetupSystems.in_set(IkSystems::Prepare));
     app.add_systems(
         schedule,
         (
-            (set_up_limbs, clear_rescan).chain().in_set(SetupSystems),
+            set_up_limbs
+                .in_set(SetupSystems)
+                .before(setup::clear_rescan),
             collect_limb_poses
                 .in_set(IkSystems::Prepare)
                 .after(SetupSystems),
@@ -63,6 +64,8 @@ struct LimbChain {
     input: Pose,
     /// The solved (and blended) pose.
     solved: Pose,
+    /// Whether `solved` is written (false at weight 0: the animation is left as is).
+    write: bool,
 }
 
 /// Per-limb state the plugin keeps between frames (cache and scratch). Internal.
@@ -164,12 +167,6 @@ pub(crate) fn set_up_limbs(
     }
 }
 
-fn clear_rescan(mut rescan: ResMut<IkRescan>) {
-    if rescan.0 {
-        rescan.0 = false;
-    }
-}
-
 fn build_chain(
     key: &LimbKey,
     settings: LimbSettings,
@@ -209,6 +206,7 @@ fn build_chain(
         solver,
         input,
         solved,
+        write: false,
     })
 }
 
@@ -324,7 +322,8 @@ fn solve_one(
         },
     )?;
     let weight = finite_weight(limb.weight);
-    if weight < 1.0 {
+    chain.write = weight > 0.0;
+    if chain.write && weight < 1.0 {
         // Blend the solved pose with the animated one (a few bones: allocation-free slerps).
         for (q, animated) in chain
             .solved
@@ -348,7 +347,7 @@ fn write_limb_rotations(
     mut transforms: Query<&mut Transform>,
 ) {
     for cache in &limbs {
-        let Some(chain) = cache.chain.as_ref().filter(|_| cache.write) else {
+        let Some(chain) = cache.chain.as_ref().filter(|c| cache.write && c.write) else {
             continue;
         };
         for (&e, &rotation) in chain.entities.iter().zip(&chain.solved.rotations) {

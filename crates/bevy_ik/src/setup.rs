@@ -10,10 +10,13 @@ use bevy::ecs::query::Added;
 use bevy::ecs::resource::Resource;
 use bevy::ecs::schedule::{IntoScheduleConfigs, ScheduleLabel};
 use bevy::ecs::system::{Query, ResMut};
+use bevy::transform::components::Transform;
+use ik_core::Skeleton;
 
 use crate::IkSystems;
 use crate::components::BoneRef;
 use crate::error::IkError;
+use crate::pose_io;
 
 /// Longest parent walk accepted between a chain's root and tip.
 const MAX_CHAIN_DEPTH: usize = 256;
@@ -27,11 +30,15 @@ pub(crate) fn build(app: &mut App, schedule: Interned<dyn ScheduleLabel>) {
     app.init_resource::<IkRescan>();
     #[cfg(feature = "scene")]
     app.add_observer(flag_scene_ready);
+    app.configure_sets(schedule, SetupSystems.in_set(IkSystems::Prepare));
     app.add_systems(
         schedule,
-        flag_new_bones
-            .in_set(IkSystems::Prepare)
-            .before(SetupSystems),
+        (
+            flag_new_bones
+                .in_set(IkSystems::Prepare)
+                .before(SetupSystems),
+            clear_rescan.in_set(SetupSystems),
+        ),
     );
 }
 
@@ -97,4 +104,37 @@ pub(crate) fn bone_name(entity: Entity, names: &Query<&Name>) -> String {
     names
         .get(entity)
         .map_or_else(|_| format!("{entity}"), |n| n.as_str().to_owned())
+}
+
+/// The hierarchy under `root` (root included) as a core skeleton, parents first, with the
+/// entity of each bone.
+pub(crate) fn hierarchy_skeleton(
+    root: Entity,
+    children: &Query<&Children>,
+    names: &Query<&Name>,
+    transforms: &Query<&Transform>,
+) -> Result<(Skeleton, Vec<Entity>), IkError> {
+    let mut entities = Vec::new();
+    let mut bones = Vec::new();
+    // Depth-first, parents before children; entities without a Transform end their branch.
+    let mut stack = vec![(root, None)];
+    while let Some((e, parent)) = stack.pop() {
+        let Ok(t) = transforms.get(e) else { continue };
+        let index = entities.len();
+        entities.push(e);
+        let name = names.get(e).map_or("", |n| n.as_str()).to_owned();
+        bones.push(pose_io::bone_from_transform(name, parent, t));
+        if let Ok(c) = children.get(e) {
+            stack.extend(c.iter().rev().map(|&child| (child, Some(index))));
+        }
+    }
+    let skeleton = Skeleton::try_new(bones).map_err(|e| IkError::InvalidChain(e.to_string()))?;
+    Ok((skeleton, entities))
+}
+
+/// Ends a rescan once every set-up system has seen it.
+pub(crate) fn clear_rescan(mut rescan: ResMut<IkRescan>) {
+    if rescan.0 {
+        rescan.0 = false;
+    }
 }

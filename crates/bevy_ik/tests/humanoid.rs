@@ -14,33 +14,6 @@ struct Convention {
     names: [&'static str; 21],
 }
 
-/// (parent index, T-pose model position) of: hips, spine, chest, neck, head,
-/// L shoulder, L upper arm, L lower arm, L hand, R shoulder, R upper arm, R lower arm, R hand,
-/// L upper leg, L lower leg, L foot, L toes, R upper leg, R lower leg, R foot, R toes.
-const POSITIONS: [(Option<usize>, [f32; 3]); 21] = [
-    (None, [0.0, 1.0, 0.0]),
-    (Some(0), [0.0, 1.1, -0.01]),
-    (Some(1), [0.0, 1.3, -0.02]),
-    (Some(2), [0.0, 1.5, 0.0]),
-    (Some(3), [0.0, 1.6, 0.02]),
-    (Some(2), [0.05, 1.45, 0.02]),
-    (Some(5), [0.17, 1.45, -0.01]),
-    (Some(6), [0.45, 1.44, -0.04]),
-    (Some(7), [0.71, 1.44, 0.0]),
-    (Some(2), [-0.05, 1.45, 0.02]),
-    (Some(9), [-0.17, 1.45, -0.01]),
-    (Some(10), [-0.45, 1.44, -0.04]),
-    (Some(11), [-0.71, 1.44, 0.0]),
-    (Some(0), [0.09, 0.95, 0.0]),
-    (Some(13), [0.09, 0.52, 0.02]),
-    (Some(14), [0.09, 0.08, -0.02]),
-    (Some(15), [0.09, 0.0, 0.12]),
-    (Some(0), [-0.09, 0.95, 0.0]),
-    (Some(17), [-0.09, 0.52, 0.02]),
-    (Some(18), [-0.09, 0.08, -0.02]),
-    (Some(19), [-0.09, 0.0, 0.12]),
-];
-
 const CONVENTIONS: [Convention; 5] = [
     Convention {
         label: "mixamo",
@@ -174,38 +147,20 @@ const CONVENTIONS: [Convention; 5] = [
     },
 ];
 
-/// A rotation that differs per bone, so local axes point every which way.
-fn model_rotation(i: usize) -> Quat {
-    let f = i as f32;
-    Quat::from_euler(EulerRot::XYZ, 0.3 * f, -0.7 + 0.2 * f, 1.1 - 0.15 * f)
-}
-
-/// Spawns the humanoid under `character`; returns the bone entities in `POSITIONS` order.
-fn spawn_humanoid(world: &mut World, character: Entity, names: &[&str; 21]) -> Vec<Entity> {
-    let mut out: Vec<Entity> = Vec::new();
-    for (i, &(parent, p)) in POSITIONS.iter().enumerate() {
-        let (pos, rot) = (Vec3::from(p), model_rotation(i));
-        let (parent_pos, parent_rot, parent_entity) = match parent {
-            Some(j) => (Vec3::from(POSITIONS[j].1), model_rotation(j), out[j]),
-            None => (Vec3::ZERO, Quat::IDENTITY, character),
-        };
-        let local = Transform::from_translation(parent_rot.inverse() * (pos - parent_pos))
-            .with_rotation(parent_rot.inverse() * rot);
-        out.push(
-            world
-                .spawn((
-                    Name::new(names[i].to_owned()),
-                    local,
-                    ChildOf(parent_entity),
-                ))
-                .id(),
-        );
-    }
-    out
+#[test]
+fn every_convention_is_mapped_and_its_limbs_follow_targets() {
+    each_convention_follows_targets(IkHumanoid::limbs(), 1e-4);
 }
 
 #[test]
-fn every_convention_is_mapped_and_its_limbs_follow_targets() {
+fn every_convention_drives_a_full_body_rig() {
+    each_convention_follows_targets(IkHumanoid::auto(), 1e-3);
+}
+
+/// Maps every convention with `humanoid`, moves a hand and a foot target, and checks that the
+/// bones follow within `tolerance`.
+fn each_convention_follows_targets(humanoid: IkHumanoid, tolerance: f32) {
+    let full_body = humanoid.solver == IkHumanoidSolver::FullBody;
     for (c, convention) in CONVENTIONS.iter().enumerate() {
         let mut app = app();
         let character = app
@@ -213,7 +168,7 @@ fn every_convention_is_mapped_and_its_limbs_follow_targets() {
             .spawn((
                 Transform::from_xyz(2.0 * c as f32, 0.0, 1.0)
                     .with_rotation(Quat::from_rotation_y(0.3)),
-                IkHumanoid::auto(),
+                humanoid.clone(),
             ))
             .id();
         let bones = spawn_humanoid(app.world_mut(), character, &convention.names);
@@ -253,7 +208,13 @@ fn every_convention_is_mapped_and_its_limbs_follow_targets() {
             .get::<IkHumanoidTargets>(character)
             .unwrap()
             .clone();
-        assert_eq!(targets.limbs.len(), 4, "{label}");
+        if full_body {
+            assert!(targets.limbs.is_empty(), "{label}");
+            let rig = app.world().get::<IkRig>(character).expect("full-body rig");
+            assert_eq!(rig.goals.len(), 6, "{label}");
+        } else {
+            assert_eq!(targets.limbs.len(), 4, "{label}");
+        }
         // Targets start where the bones are.
         let hand_target = targets.left_hand.unwrap();
         assert!(world_pos(&app, hand_target).distance(world_pos(&app, bones[8])) < 1e-4);
@@ -273,14 +234,37 @@ fn every_convention_is_mapped_and_its_limbs_follow_targets() {
         app.update();
         let hand = world_pos(&app, bones[8]);
         let foot = world_pos(&app, bones[19]);
+        let other_foot = world_pos(&app, bones[15]);
+        let other_foot_target = world_pos(&app, targets.left_foot.unwrap());
         assert!(
-            hand.distance(hand_goal) < 1e-4,
+            hand.distance(hand_goal) < tolerance,
             "{label}: hand {hand} vs {hand_goal}"
         );
         assert!(
-            foot.distance(foot_goal) < 1e-4,
+            foot.distance(foot_goal) < tolerance,
             "{label}: foot {foot} vs {foot_goal}"
         );
+        assert!(
+            other_foot.distance(other_foot_target) < tolerance,
+            "{label}: the other foot stays planted"
+        );
+        if full_body {
+            let s = status(&app, character);
+            assert!(
+                s.solved && s.position_residual < tolerance,
+                "{label}: {s:?}"
+            );
+            assert_eq!(s.residuals.len(), 6, "{label}");
+            // A few more frames: the warm-started solver converges further.
+            for _ in 0..3 {
+                app.update();
+            }
+            let hand = world_pos(&app, bones[8]);
+            assert!(
+                hand.distance(hand_goal) < 1e-4,
+                "{label}: hand {hand} vs {hand_goal}"
+            );
+        }
         for limb in targets.limbs {
             let s = status(&app, limb);
             assert!(s.solved && s.converged, "{label}: {s:?}");

@@ -101,3 +101,85 @@ pub fn reachable_point(app: &App, arm: &Arm, dir: Vec3, fraction: f32) -> Vec3 {
 pub fn status(app: &App, e: Entity) -> IkStatus {
     app.world().get::<IkStatus>(e).unwrap().clone()
 }
+
+/// (parent index, T-pose model position) of: hips, spine, chest, neck, head,
+/// L shoulder, L upper arm, L lower arm, L hand, R shoulder, R upper arm, R lower arm, R hand,
+/// L upper leg, L lower leg, L foot, L toes, R upper leg, R lower leg, R foot, R toes.
+pub const POSITIONS: [(Option<usize>, [f32; 3]); 21] = [
+    (None, [0.0, 1.0, 0.0]),
+    (Some(0), [0.0, 1.1, -0.01]),
+    (Some(1), [0.0, 1.3, -0.02]),
+    (Some(2), [0.0, 1.5, 0.0]),
+    (Some(3), [0.0, 1.6, 0.02]),
+    (Some(2), [0.05, 1.45, 0.02]),
+    (Some(5), [0.17, 1.45, -0.01]),
+    (Some(6), [0.45, 1.44, -0.04]),
+    (Some(7), [0.71, 1.44, 0.0]),
+    (Some(2), [-0.05, 1.45, 0.02]),
+    (Some(9), [-0.17, 1.45, -0.01]),
+    (Some(10), [-0.45, 1.44, -0.04]),
+    (Some(11), [-0.71, 1.44, 0.0]),
+    (Some(0), [0.09, 0.95, 0.0]),
+    (Some(13), [0.09, 0.52, 0.02]),
+    (Some(14), [0.09, 0.08, -0.02]),
+    (Some(15), [0.09, 0.0, 0.12]),
+    (Some(0), [-0.09, 0.95, 0.0]),
+    (Some(17), [-0.09, 0.52, 0.02]),
+    (Some(18), [-0.09, 0.08, -0.02]),
+    (Some(19), [-0.09, 0.0, 0.12]),
+];
+
+/// A rotation that differs per bone, so local axes point every which way.
+pub fn model_rotation(i: usize) -> Quat {
+    let f = i as f32;
+    Quat::from_euler(EulerRot::XYZ, 0.3 * f, -0.7 + 0.2 * f, 1.1 - 0.15 * f)
+}
+
+/// Spawns the humanoid under `character`; returns the bone entities in `POSITIONS` order.
+pub fn spawn_humanoid(world: &mut World, character: Entity, names: &[&str; 21]) -> Vec<Entity> {
+    let mut out: Vec<Entity> = Vec::new();
+    for (i, &(parent, p)) in POSITIONS.iter().enumerate() {
+        let (pos, rot) = (Vec3::from(p), model_rotation(i));
+        let (parent_pos, parent_rot, parent_entity) = match parent {
+            Some(j) => (Vec3::from(POSITIONS[j].1), model_rotation(j), out[j]),
+            None => (Vec3::ZERO, Quat::IDENTITY, character),
+        };
+        let local = Transform::from_translation(parent_rot.inverse() * (pos - parent_pos))
+            .with_rotation(parent_rot.inverse() * rot);
+        out.push(
+            world
+                .spawn((
+                    Name::new(names[i].to_owned()),
+                    local,
+                    ChildOf(parent_entity),
+                ))
+                .id(),
+        );
+    }
+    out
+}
+
+/// VRM humanoid names, in `POSITIONS` order.
+pub const VRM_NAMES: [&str; 21] = [
+    "hips",
+    "spine",
+    "chest",
+    "neck",
+    "head",
+    "leftShoulder",
+    "leftUpperArm",
+    "leftLowerArm",
+    "leftHand",
+    "rightShoulder",
+    "rightUpperArm",
+    "rightLowerArm",
+    "rightHand",
+    "leftUpperLeg",
+    "leftLowerLeg",
+    "leftFoot",
+    "leftToes",
+    "rightUpperLeg",
+    "rightLowerLeg",
+    "rightFoot",
+    "rightToes",
+];
