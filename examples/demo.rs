@@ -32,6 +32,7 @@ use bevy::window::{PrimaryWindow, WindowResolution};
 use bevy_egui::{
     EguiContexts, EguiGlobalSettings, EguiPlugin, EguiPrimaryContextPass, PrimaryEguiContext, egui,
 };
+use bevy_ik::ik_core::humanoid::HumanoidBone;
 use bevy_ik::prelude::*;
 use egui_plot::{Legend, Line, Plot, PlotPoints};
 use serde::{Deserialize, Serialize};
@@ -56,7 +57,9 @@ fn main() -> ExitCode {
     let options = match Options::parse(std::env::args().skip(1)) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("demo: {e}\nusage: demo [--screenshot PATH [--frames N]]");
+            eprintln!(
+                "demo: {e}\nusage: demo [--screenshot PATH [--frames N]] [--solver full-body|limbs] [--yaw DEGREES]"
+            );
             return ExitCode::FAILURE;
         }
     };
@@ -97,6 +100,7 @@ fn main() -> ExitCode {
         })
         .insert_resource(DemoSettings {
             scripted_motion: options.screenshot.is_some(),
+            solver: options.solver.unwrap_or(SolverUi::FullBody),
             ..default()
         })
         .insert_resource(Readouts::default())
@@ -110,6 +114,7 @@ fn main() -> ExitCode {
         .add_systems(
             Update,
             (
+                spawn_character,
                 decorate_targets,
                 keyboard,
                 select_on_click,
@@ -179,6 +184,10 @@ struct Options {
     screenshot: Option<PathBuf>,
     /// Least number of frames to run after the character is set up before the screenshot.
     frames: u32,
+    /// Start with this solver.
+    solver: Option<SolverUi>,
+    /// Start with the camera at this yaw (degrees, 0 = in front of the character).
+    yaw: Option<f32>,
 }
 
 impl Options {
@@ -186,6 +195,8 @@ impl Options {
         let mut options = Self {
             screenshot: None,
             frames: 60,
+            solver: None,
+            yaw: None,
         };
         while let Some(arg) = args.next() {
             match arg.as_str() {
@@ -196,6 +207,21 @@ impl Options {
                 "--frames" => {
                     let n = args.next().ok_or("--frames needs a number")?;
                     options.frames = n.parse().map_err(|_| format!("bad frame count `{n}`"))?;
+                }
+                "--solver" => {
+                    options.solver = Some(match args.next().as_deref() {
+                        Some("full-body") => SolverUi::FullBody,
+                        Some("limbs") => SolverUi::Limbs,
+                        other => {
+                            return Err(format!(
+                                "--solver takes full-body or limbs, not {other:?}"
+                            ));
+                        }
+                    });
+                }
+                "--yaw" => {
+                    let n = args.next().ok_or("--yaw needs degrees")?;
+                    options.yaw = Some(n.parse().map_err(|_| format!("bad yaw `{n}`"))?);
                 }
                 other => return Err(format!("unknown argument `{other}`")),
             }
@@ -254,15 +280,16 @@ fn set_up_scene(
     mut materials: ResMut<Assets<StandardMaterial>>,
     mut graphs: ResMut<Assets<AnimationGraph>>,
     mut egui_settings: ResMut<EguiGlobalSettings>,
+    options: Res<Options>,
 ) {
     // The 3D camera renders into the part of the window right of the panel; egui gets its own
     // camera over the whole window.
     egui_settings.auto_create_primary_context = false;
     let orbit = Orbit {
         focus: Vec3::new(0.0, 0.95, 0.0),
-        yaw: 0.55,
+        yaw: options.yaw.map_or(0.55, f32::to_radians),
         pitch: -0.12,
-        distance: 3.3,
+        distance: 3.0,
     };
     commands.spawn((
         Camera3d::default(),
@@ -321,12 +348,42 @@ fn set_up_scene(
         graph: graphs.add(graph),
         node,
     });
+    commands.insert_resource(CharacterScene(
+        asset_server.load(GltfAssetLabel::Scene(0).from_asset(CHARACTER)),
+    ));
+}
+
+/// The character's glTF scene.
+#[derive(Resource)]
+struct CharacterScene(Handle<Scene>);
+
+/// Spawns the character (again, when the solver changes: [`IkHumanoid`] sets up once).
+fn spawn_character(
+    mut commands: Commands,
+    settings: Res<DemoSettings>,
+    scene: Res<CharacterScene>,
+    characters: Query<(Entity, &IkHumanoid), With<Character>>,
+) {
+    let solver = match settings.solver {
+        SolverUi::FullBody => IkHumanoidSolver::FullBody,
+        SolverUi::Limbs => IkHumanoidSolver::Limbs,
+    };
+    if characters.iter().any(|(_, h)| h.solver == solver) {
+        return;
+    }
+    for (e, _) in &characters {
+        commands.entity(e).despawn();
+    }
+    commands.remove_resource::<Player>();
     commands
         .spawn((
             Name::new("character"),
             Character,
-            SceneRoot(asset_server.load(GltfAssetLabel::Scene(0).from_asset(CHARACTER))),
-            IkHumanoid::auto(),
+            SceneRoot(scene.0.clone()),
+            IkHumanoid {
+                solver,
+                ..IkHumanoid::auto()
+            },
         ))
         .observe(start_animation);
 }
@@ -366,104 +423,197 @@ fn start_animation(
 // ---------------------------------------------------------------------------------------------
 // Targets and poles
 
-/// What a handle drives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum HandleKind {
-    Hand,
-    Foot,
-    Elbow,
-    Knee,
+/// The goals of the character, in the panel's order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+enum Role {
+    LeftHand,
+    RightHand,
+    LeftFoot,
+    RightFoot,
+    Pelvis,
+    Head,
+}
+
+impl Role {
+    const ALL: [Role; 6] = [
+        Role::LeftHand,
+        Role::RightHand,
+        Role::LeftFoot,
+        Role::RightFoot,
+        Role::Pelvis,
+        Role::Head,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Role::LeftHand => "Left hand",
+            Role::RightHand => "Right hand",
+            Role::LeftFoot => "Left foot",
+            Role::RightFoot => "Right foot",
+            Role::Pelvis => "Pelvis",
+            Role::Head => "Head",
+        }
+    }
+
+    /// The analytic limb of this role (index into [`IkHumanoidTargets::limbs`]).
+    fn limb(self) -> Option<usize> {
+        match self {
+            Role::LeftHand => Some(0),
+            Role::RightHand => Some(1),
+            Role::LeftFoot => Some(2),
+            Role::RightFoot => Some(3),
+            Role::Pelvis | Role::Head => None,
+        }
+    }
+
+    fn bone(self) -> HumanoidBone {
+        match self {
+            Role::LeftHand => HumanoidBone::LeftHand,
+            Role::RightHand => HumanoidBone::RightHand,
+            Role::LeftFoot => HumanoidBone::LeftFoot,
+            Role::RightFoot => HumanoidBone::RightFoot,
+            Role::Pelvis => HumanoidBone::Hips,
+            Role::Head => HumanoidBone::Head,
+        }
+    }
+
+    fn target(self, t: &IkHumanoidTargets) -> Option<Entity> {
+        match self {
+            Role::LeftHand => t.left_hand,
+            Role::RightHand => t.right_hand,
+            Role::LeftFoot => t.left_foot,
+            Role::RightFoot => t.right_foot,
+            Role::Pelvis => t.pelvis,
+            Role::Head => t.head,
+        }
+    }
+
+    fn pole(self, t: &IkHumanoidTargets) -> Option<Entity> {
+        match self {
+            Role::LeftHand => t.left_elbow_pole,
+            Role::RightHand => t.right_elbow_pole,
+            Role::LeftFoot => t.left_knee_pole,
+            Role::RightFoot => t.right_knee_pole,
+            Role::Pelvis | Role::Head => None,
+        }
+    }
+
+    fn index(self) -> usize {
+        Role::ALL.iter().position(|&r| r == self).unwrap_or(0)
+    }
 }
 
 /// A draggable target or pole handle.
 #[derive(Component, Clone, Copy, Debug)]
 struct TargetHandle {
-    kind: HandleKind,
-    /// Index of the limb (left arm, right arm, left leg, right leg).
-    limb: usize,
-    /// Where it was spawned (restored by "Reset pose").
+    role: Role,
+    /// An elbow or knee pole rather than the role's target.
+    pole: bool,
+    /// Where it was put at set-up (restored by "Reset pose").
     home: Transform,
     /// Pick radius.
     radius: f32,
-    /// For hands and feet: the direction of the limb's last bone at set-up (mid joint → tip),
-    /// used by the scripted motion to turn the target.
+    /// For hands and feet: the direction of the limb's last bone at set-up, used by the scripted
+    /// motion to turn the target.
     rest_dir: Vec3,
     base_color: Color,
 }
 
-/// Limb labels, in the order of [`IkHumanoidTargets::limbs`] for a full humanoid.
-const LIMBS: [&str; 4] = ["Left arm", "Right arm", "Left leg", "Right leg"];
+/// The head's aiming axis in its own frame (the character's forward at set-up), for the look-at
+/// goal.
+#[derive(Resource, Clone, Copy)]
+struct HeadAxis(Vec3);
 
-/// Gives the targets and poles that [`IkHumanoid`] spawned a visible, pickable handle.
+/// Gives the targets and poles that [`IkHumanoid`] spawned a visible, pickable handle; puts the
+/// head's target in front of the face for the look-at goal.
 fn decorate_targets(
     mut commands: Commands,
-    humanoids: Query<&IkHumanoidTargets, Added<IkHumanoidTargets>>,
-    transforms: Query<&Transform>,
-    limbs: Query<&IkLimb>,
+    humanoids: Query<
+        (&IkHumanoidTargets, &IkHumanoidBones, &GlobalTransform),
+        Added<IkHumanoidTargets>,
+    >,
+    mut transforms: Query<&mut Transform>,
     globals: Query<&GlobalTransform>,
     mut meshes: ResMut<Assets<Mesh>>,
     mut materials: ResMut<Assets<StandardMaterial>>,
 ) {
-    for targets in &humanoids {
-        let handles = [
-            (targets.left_hand, HandleKind::Hand, 0),
-            (targets.right_hand, HandleKind::Hand, 1),
-            (targets.left_foot, HandleKind::Foot, 2),
-            (targets.right_foot, HandleKind::Foot, 3),
-            (targets.left_elbow_pole, HandleKind::Elbow, 0),
-            (targets.right_elbow_pole, HandleKind::Elbow, 1),
-            (targets.left_knee_pole, HandleKind::Knee, 2),
-            (targets.right_knee_pole, HandleKind::Knee, 3),
-        ];
-        for (entity, kind, limb) in handles {
-            let Some(entity) = entity else { continue };
-            let Ok(&home) = transforms.get(entity) else {
-                continue;
-            };
-            let rest_dir = targets
-                .limbs
-                .get(limb)
-                .and_then(|&l| limbs.get(l).ok())
-                .and_then(|l| match (&l.mid, &l.tip) {
-                    (BoneRef::Entity(mid), BoneRef::Entity(tip)) => Some((*mid, *tip)),
-                    _ => None,
-                })
-                .and_then(|(mid, tip)| Some((globals.get(mid).ok()?, globals.get(tip).ok()?)))
-                .and_then(|(mid, tip)| (tip.translation() - mid.translation()).try_normalize())
+    for (targets, bones, root) in &humanoids {
+        let forward = root.rotation() * Vec3::Z;
+        let position = |role: HumanoidBone| bones.get(role).and_then(|e| globals.get(e).ok());
+        for role in Role::ALL {
+            for pole in [false, true] {
+                let entity = if pole {
+                    role.pole(targets)
+                } else {
+                    role.target(targets)
+                };
+                let Some(entity) = entity else { continue };
+                let Ok(mut transform) = transforms.get_mut(entity) else {
+                    continue;
+                };
+                if role == Role::Head
+                    && let Some(head) = position(HumanoidBone::Head)
+                {
+                    // Aim the face: the target goes 0.8 m in front of the head.
+                    let axis = head.rotation().inverse() * forward;
+                    commands.insert_resource(HeadAxis(axis));
+                    transform.translation +=
+                        root.rotation().inverse() * forward * 0.8 + Vec3::Y * 0.08;
+                }
+                let rest_dir = match role {
+                    Role::LeftHand => Some((HumanoidBone::LeftLowerArm, HumanoidBone::LeftHand)),
+                    Role::RightHand => Some((HumanoidBone::RightLowerArm, HumanoidBone::RightHand)),
+                    Role::LeftFoot => Some((HumanoidBone::LeftLowerLeg, HumanoidBone::LeftFoot)),
+                    Role::RightFoot => Some((HumanoidBone::RightLowerLeg, HumanoidBone::RightFoot)),
+                    Role::Pelvis | Role::Head => None,
+                }
+                .and_then(|(a, b)| Some((position(a)?, position(b)?)))
+                .and_then(|(a, b)| (b.translation() - a.translation()).try_normalize())
                 .unwrap_or(Vec3::NEG_Y);
-            let (mesh, radius, color) = match kind {
-                HandleKind::Hand => (
-                    meshes.add(Sphere::new(0.045)),
-                    0.06,
-                    Color::srgb(1.0, 0.72, 0.1),
-                ),
-                HandleKind::Foot => (
-                    meshes.add(Cuboid::new(0.08, 0.05, 0.12)),
-                    0.07,
-                    Color::srgb(1.0, 0.45, 0.15),
-                ),
-                HandleKind::Elbow | HandleKind::Knee => (
-                    meshes.add(Sphere::new(0.028).mesh().uv(12, 8)),
-                    0.045,
-                    Color::srgb(0.75, 0.35, 1.0),
-                ),
-            };
-            commands.entity(entity).insert((
-                Mesh3d(mesh),
-                MeshMaterial3d(materials.add(StandardMaterial {
-                    base_color: color,
-                    unlit: true,
-                    ..default()
-                })),
-                TargetHandle {
-                    kind,
-                    limb,
-                    home,
-                    radius,
-                    rest_dir,
-                    base_color: color,
-                },
-            ));
+                let (mesh, radius, color) = match (role, pole) {
+                    (_, true) => (
+                        meshes.add(Sphere::new(0.028).mesh().uv(12, 8)),
+                        0.045,
+                        Color::srgb(0.75, 0.35, 1.0),
+                    ),
+                    (Role::LeftHand | Role::RightHand, _) => (
+                        meshes.add(Sphere::new(0.045)),
+                        0.06,
+                        Color::srgb(1.0, 0.72, 0.1),
+                    ),
+                    (Role::LeftFoot | Role::RightFoot, _) => (
+                        meshes.add(Cuboid::new(0.08, 0.05, 0.12)),
+                        0.07,
+                        Color::srgb(1.0, 0.45, 0.15),
+                    ),
+                    (Role::Pelvis, _) => (
+                        meshes.add(Cuboid::new(0.2, 0.03, 0.12)),
+                        0.09,
+                        Color::srgb(0.2, 0.85, 0.85),
+                    ),
+                    (Role::Head, _) => (
+                        meshes.add(Sphere::new(0.035)),
+                        0.055,
+                        Color::srgb(0.3, 0.95, 0.5),
+                    ),
+                };
+                commands.entity(entity).insert((
+                    Mesh3d(mesh),
+                    MeshMaterial3d(materials.add(StandardMaterial {
+                        base_color: color,
+                        unlit: true,
+                        ..default()
+                    })),
+                    TargetHandle {
+                        role,
+                        pole,
+                        home: *transform,
+                        radius,
+                        rest_dir,
+                        base_color: color,
+                    },
+                ));
+            }
         }
     }
 }
@@ -632,7 +782,8 @@ fn fit_viewport(
 }
 
 /// Moves the targets along a fixed script (in screenshot mode, or when enabled in the panel):
-/// left hand waving, right hand reaching forward, left foot up on the step.
+/// left hand waving and the head watching it, right hand reaching forward, left foot up on the
+/// step, the pelvis dropping a little.
 fn scripted_motion(
     mut settings: ResMut<DemoSettings>,
     mut handles: Query<(&TargetHandle, &mut Transform, Option<&GizmoTarget>)>,
@@ -657,28 +808,32 @@ fn scripted_motion(
         let x = (t / 2.0).clamp(0.0, 1.0);
         x * x * (3.0 - 2.0 * x)
     };
+    let wave_at = Vec3::new(0.34, 1.58, 0.18)
+        + Vec3::new(0.06 * (t * 3.0).sin(), 0.03 * (t * 6.0).cos(), 0.0);
     for (handle, mut transform, _) in &mut handles {
         let home = handle.home;
         // World-space goal position and turn (applied to the rest rotation) per handle.
-        let (goal, turn) = match (handle.kind, handle.limb) {
-            (HandleKind::Hand, 0) => {
+        let (goal, turn) = match (handle.role, handle.pole) {
+            (_, true) => (home.translation, Quat::IDENTITY),
+            (Role::LeftHand, _) => {
                 // Waving beside the head: fingers up, palm forward.
-                let wave = Vec3::new(0.06 * (t * 3.0).sin(), 0.03 * (t * 6.0).cos(), 0.0);
                 let up = Quat::from_rotation_arc(handle.rest_dir, Vec3::Y);
                 let tilt = Quat::from_rotation_z(-0.35 * (t * 3.0).sin());
-                (
-                    Vec3::new(0.34, 1.58, 0.18) + wave,
-                    tilt * Quat::from_rotation_y(-1.4) * up,
-                )
+                (wave_at, tilt * Quat::from_rotation_y(-1.4) * up)
             }
-            (HandleKind::Hand, _) => {
-                // Reaching forward, palm down.
+            (Role::RightHand, _) => {
+                // Reaching forward.
                 let reach = Vec3::new(0.0, 0.04, 0.03) * (t * 1.3).sin();
                 let forward = Quat::from_rotation_arc(handle.rest_dir, Vec3::Z);
                 (Vec3::new(-0.3, 1.22, 0.42) + reach, forward)
             }
-            (HandleKind::Foot, 2) => (STEP + Vec3::new(0.0, 0.085, -0.07), Quat::IDENTITY),
-            _ => (home.translation, Quat::IDENTITY),
+            (Role::LeftFoot, _) => (STEP + Vec3::new(0.0, 0.085, -0.07), Quat::IDENTITY),
+            (Role::RightFoot, _) => (home.translation, Quat::IDENTITY),
+            (Role::Pelvis, _) => (
+                home.translation + Vec3::new(-0.03, -0.05, 0.02 + 0.01 * (t * 1.3).sin()),
+                Quat::IDENTITY,
+            ),
+            (Role::Head, _) => (wave_at + Vec3::new(0.0, 0.05, 0.15), Quat::IDENTITY),
         };
         let position = home.translation.lerp(goal, ease);
         let rotation = Quat::IDENTITY.slerp(turn, ease) * home.rotation;
@@ -716,7 +871,16 @@ fn highlight_selection(
 // ---------------------------------------------------------------------------------------------
 // Settings (the panel's state; saved and loaded as RON)
 
-/// The tunable settings of one limb.
+/// Which bevy_ik solver drives the character ([`IkHumanoidSolver`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+enum SolverUi {
+    /// One full-body Jacobian [`IkRig`]: hands, feet, pelvis and head goals with priorities.
+    FullBody,
+    /// Four analytic two-bone [`IkLimb`]s with elbow and knee poles.
+    Limbs,
+}
+
+/// The tunable settings of one analytic limb.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 struct LimbUi {
     /// Solve this limb (else it keeps the animated pose: [`IkDisabled`]).
@@ -749,6 +913,75 @@ impl Default for LimbUi {
     }
 }
 
+/// One goal of the full-body rig.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+struct GoalUi {
+    /// The goal follows its target (else it is off).
+    enabled: bool,
+    /// Weight within its priority level.
+    weight: f32,
+    /// Priority level, 0 = highest.
+    priority: u8,
+    /// IK/FK blend of this goal.
+    blend: f32,
+    /// Also match the target's rotation (hands, feet, pelvis).
+    rotation: bool,
+}
+
+/// The full-body rig's settings.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+struct RigUi {
+    /// IK/FK blend of the whole rig.
+    weight: f32,
+    /// Most iterations per frame.
+    max_iterations: u32,
+    /// Position tolerance, millimetres.
+    position_tolerance_mm: f32,
+    /// Angle tolerance, degrees.
+    angle_tolerance_deg: f32,
+    /// Pull toward the animated (reference) pose in the goals' null space.
+    posture_gain: f32,
+    /// Anatomical joint limits (else free ball joints).
+    joint_limits: bool,
+    /// The hips may translate (a movable root).
+    pelvis_translates: bool,
+    /// The head aims its face at its target (else it takes the target's rotation).
+    head_look_at: bool,
+    /// Per goal, in [`Role::ALL`] order.
+    goals: [GoalUi; 6],
+}
+
+impl Default for RigUi {
+    fn default() -> Self {
+        let core = IkRigSettings::default();
+        let goal = |priority, rotation| GoalUi {
+            enabled: true,
+            weight: 1.0,
+            priority,
+            blend: 1.0,
+            rotation,
+        };
+        Self {
+            weight: 1.0,
+            max_iterations: core.max_iterations,
+            position_tolerance_mm: core.position_tolerance * 1000.0,
+            angle_tolerance_deg: core.angle_tolerance.to_degrees(),
+            posture_gain: core.posture_gain,
+            joint_limits: true,
+            pelvis_translates: true,
+            head_look_at: true,
+            goals: [
+                goal(0, false),
+                goal(0, false),
+                goal(0, true),
+                goal(0, true),
+                goal(1, false),
+                goal(1, false),
+            ],
+        }
+    }
+}
+
 /// What the demo draws.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 struct DrawUi {
@@ -772,10 +1005,13 @@ impl Default for DrawUi {
 /// Everything the panel controls.
 #[derive(Resource, Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct DemoSettings {
+    solver: SolverUi,
     /// Play the idle clip under the IK.
     animation: bool,
     /// Move the targets along the built-in script.
     scripted_motion: bool,
+    rig: RigUi,
+    /// Per analytic limb: left arm, right arm, left leg, right leg.
     limbs: [LimbUi; 4],
     draw: DrawUi,
 }
@@ -783,40 +1019,105 @@ struct DemoSettings {
 impl Default for DemoSettings {
     fn default() -> Self {
         Self {
+            solver: SolverUi::FullBody,
             animation: true,
             scripted_motion: false,
+            rig: RigUi::default(),
             limbs: [LimbUi::default(); 4],
             draw: DrawUi::default(),
         }
     }
 }
 
-/// Pushes changed settings into the limbs, handles and the animation player.
+/// The full-body rig as the panel describes it, starting from the rig the plugin set up.
+fn rig_from_ui(
+    current: &IkRig,
+    ui: &RigUi,
+    targets: &IkHumanoidTargets,
+    bones: &IkHumanoidBones,
+    head_axis: Option<Vec3>,
+) -> IkRig {
+    let mut rig = current.clone();
+    rig.weight = ui.weight;
+    rig.settings = IkRigSettings {
+        max_iterations: ui.max_iterations.max(1),
+        position_tolerance: ui.position_tolerance_mm.max(0.001) / 1000.0,
+        angle_tolerance: ui.angle_tolerance_deg.max(0.001).to_radians(),
+        posture_gain: ui.posture_gain,
+    };
+    rig.limits = if ui.joint_limits {
+        IkJointLimits::Humanoid
+    } else {
+        IkJointLimits::Free
+    };
+    rig.movable_root = ui
+        .pelvis_translates
+        .then(|| bones.get(HumanoidBone::Hips).map(BoneRef::Entity))
+        .flatten();
+    for goal in &mut rig.goals {
+        let BoneRef::Entity(bone) = goal.bone else {
+            continue;
+        };
+        let Some(role) = Role::ALL
+            .into_iter()
+            .find(|r| bones.get(r.bone()) == Some(bone))
+        else {
+            continue;
+        };
+        let g = ui.goals[role.index()];
+        goal.target = role.target(targets).filter(|_| g.enabled);
+        goal.weight = g.weight;
+        goal.priority = g.priority;
+        goal.blend = g.blend;
+        goal.kind = match (role, head_axis) {
+            (Role::Head, Some(axis)) if ui.head_look_at => IkGoalKind::LookAt { axis },
+            (Role::Head, _) => IkGoalKind::Rotation,
+            _ if g.rotation => IkGoalKind::PositionRotation,
+            _ => IkGoalKind::Position,
+        };
+    }
+    rig
+}
+
+/// Pushes changed settings into the rig or limbs, the handles and the animation player.
 fn apply_settings(
     settings: Res<DemoSettings>,
-    humanoids: Query<Ref<IkHumanoidTargets>>,
+    humanoids: Query<(Entity, Ref<IkHumanoidTargets>, &IkHumanoidBones)>,
+    mut rigs: Query<&mut IkRig>,
     mut limbs: Query<(&mut IkLimb, Has<IkDisabled>)>,
     mut handles: Query<(&TargetHandle, &mut Visibility)>,
     mut players: Query<&mut AnimationPlayer>,
     player: Option<Res<Player>>,
     rest: Option<Res<RestPose>>,
+    head_axis: Option<Res<HeadAxis>>,
     mut transforms: Query<&mut Transform, Without<TargetHandle>>,
     mut commands: Commands,
-    mut was_animated: Local<Option<bool>>,
+    mut was_animated: Local<Option<(bool, Entity)>>,
 ) {
-    let Ok(targets) = humanoids.single() else {
+    let Ok((character, targets, bones)) = humanoids.single() else {
         return;
     };
-    if !settings.is_changed() && !targets.is_changed() {
+    let head_changed = head_axis.as_ref().is_some_and(|h| h.is_changed());
+    if !settings.is_changed() && !targets.is_changed() && !head_changed {
         return;
     }
-    let poles = [
-        targets.left_elbow_pole,
-        targets.right_elbow_pole,
-        targets.left_knee_pole,
-        targets.right_knee_pole,
-    ];
-    for (i, &limb_entity) in targets.limbs.iter().enumerate().take(4) {
+    if let Ok(mut rig) = rigs.get_mut(character) {
+        let new = rig_from_ui(
+            &rig,
+            &settings.rig,
+            &targets,
+            bones,
+            head_axis.as_ref().map(|h| h.0),
+        );
+        if *rig != new {
+            *rig = new;
+        }
+    }
+    for role in Role::ALL {
+        let Some(i) = role.limb() else { continue };
+        let Some(&limb_entity) = targets.limbs.get(i) else {
+            continue;
+        };
         let ui = settings.limbs[i];
         let Ok((mut limb, disabled)) = limbs.get_mut(limb_entity) else {
             continue;
@@ -829,7 +1130,7 @@ fn apply_settings(
         let mut new = limb.clone();
         new.weight = ui.weight;
         new.rotation_weight = ui.rotation_weight;
-        new.pole = if ui.use_pole { poles[i] } else { None };
+        new.pole = role.pole(&targets).filter(|_| ui.use_pole);
         new.pole_weight = ui.pole_weight;
         new.soft_reach = ui.soft_reach;
         new.flex_min = flex_min;
@@ -848,12 +1149,13 @@ fn apply_settings(
         }
     }
     for (handle, mut visibility) in &mut handles {
-        let ui = settings.limbs[handle.limb];
         let shown = settings.draw.handles
-            && ui.enabled
-            && match handle.kind {
-                HandleKind::Hand | HandleKind::Foot => true,
-                HandleKind::Elbow | HandleKind::Knee => ui.use_pole,
+            && match (settings.solver, handle.role.limb()) {
+                (SolverUi::Limbs, Some(i)) => {
+                    settings.limbs[i].enabled && (!handle.pole || settings.limbs[i].use_pole)
+                }
+                (SolverUi::Limbs, None) => false,
+                (SolverUi::FullBody, _) => settings.rig.goals[handle.role.index()].enabled,
             };
         visibility.set_if_neq(if shown {
             Visibility::Inherited
@@ -861,14 +1163,14 @@ fn apply_settings(
             Visibility::Hidden
         });
     }
-    if *was_animated != Some(settings.animation)
-        && let Some(player) = player
-        && let Ok(mut player) = players.get_mut(player.0)
+    if let Some(player) = player
+        && *was_animated != Some((settings.animation, player.0))
+        && let Ok(mut animation) = players.get_mut(player.0)
     {
         if settings.animation {
-            player.resume_all();
+            animation.resume_all();
         } else {
-            player.pause_all();
+            animation.pause_all();
             // Back to the rest pose, so the IK works on the bind pose alone.
             for (e, t) in rest.iter().flat_map(|r| r.0.iter()) {
                 if let Ok(mut current) = transforms.get_mut(*e) {
@@ -876,7 +1178,7 @@ fn apply_settings(
                 }
             }
         }
-        *was_animated = Some(settings.animation);
+        *was_animated = Some((settings.animation, player.0));
     }
 }
 
@@ -916,28 +1218,55 @@ fn stop_solve_clock(mut clock: ResMut<SolveClock>) {
     }
 }
 
-/// Per-limb status and history for the panel.
+/// One goal's readout: its last residual and its history.
+#[derive(Default)]
+struct GoalReadout {
+    /// "3.2 mm", "off", …
+    text: String,
+    /// Residual per frame (mm, or degrees for rotation-only goals), last [`HISTORY`] frames;
+    /// NaN where the goal was off.
+    history: Vec<f32>,
+    /// Whether `history` is in degrees.
+    degrees: bool,
+}
+
+/// What the panel shows about the solver.
 #[derive(Resource, Default)]
 struct Readouts {
-    status: [Option<IkStatus>; 4],
-    /// Position residual (mm) per limb, last [`HISTORY`] frames.
-    history: [Vec<f32>; 4],
+    /// Per goal, in [`Role::ALL`] order.
+    goals: [GoalReadout; 6],
+    /// Solver iterations per frame (full body), last [`HISTORY`] frames.
+    iterations: Vec<f32>,
+    /// One line about the last solve.
+    summary: String,
+    /// The last problem reported, if any.
+    error: Option<String>,
     /// Solve set time (µs), smoothed.
     solve_micros: f32,
     /// Frame time (ms), smoothed.
     frame_ms: f32,
-    frames: u64,
+}
+
+fn push(history: &mut Vec<f32>, value: f32) {
+    if history.len() >= HISTORY {
+        history.remove(0);
+    }
+    history.push(value);
 }
 
 fn record_readouts(
-    humanoids: Query<&IkHumanoidTargets>,
-    statuses: Query<&IkStatus>,
+    humanoids: Query<(
+        &IkHumanoidTargets,
+        &IkHumanoidBones,
+        &IkStatus,
+        Option<&IkRig>,
+    )>,
+    limbs: Query<(&IkStatus, Has<IkDisabled>)>,
     clock: Res<SolveClock>,
     time: Res<Time>,
     mut readouts: ResMut<Readouts>,
 ) {
     let r = &mut *readouts;
-    r.frames += 1;
     let smooth = |old: f32, new: f32| {
         if old == 0.0 {
             new
@@ -947,21 +1276,85 @@ fn record_readouts(
     };
     r.solve_micros = smooth(r.solve_micros, clock.micros);
     r.frame_ms = smooth(r.frame_ms, time.delta_secs() * 1000.0);
-    let Ok(targets) = humanoids.single() else {
+    let Ok((targets, bones, status, rig)) = humanoids.single() else {
         return;
     };
-    for (i, &limb) in targets.limbs.iter().enumerate().take(4) {
-        let status = statuses.get(limb).ok().cloned();
-        let residual = status
-            .as_ref()
-            .filter(|s| s.solved)
-            .map_or(f32::NAN, |s| s.position_residual * 1000.0);
-        let h = &mut r.history[i];
-        if h.len() >= HISTORY {
-            h.remove(0);
+    let mut values: [(f32, bool, String); 6] =
+        core::array::from_fn(|_| (f32::NAN, false, String::from("—")));
+    r.error = None;
+    if let Some(rig) = rig {
+        for (i, goal) in rig.goals.iter().enumerate() {
+            let BoneRef::Entity(bone) = goal.bone else {
+                continue;
+            };
+            let Some(role) = Role::ALL
+                .into_iter()
+                .find(|r| bones.get(r.bone()) == Some(bone))
+            else {
+                continue;
+            };
+            let degrees = matches!(goal.kind, IkGoalKind::Rotation | IkGoalKind::LookAt { .. });
+            let slot = &mut values[role.index()];
+            slot.1 = degrees;
+            match (goal.target, status.residuals.get(i)) {
+                (None, _) => slot.2 = "off".to_owned(),
+                (Some(_), Some(&v)) if status.solved => {
+                    slot.0 = if degrees { v.to_degrees() } else { v * 1000.0 };
+                    slot.2 = if degrees {
+                        format!("{:.2}°", slot.0)
+                    } else {
+                        format!("{:.2} mm", slot.0)
+                    };
+                }
+                _ => {}
+            }
         }
-        h.push(residual);
-        r.status[i] = status;
+        r.summary = if status.solved {
+            format!(
+                "{} iteration{} · {}",
+                status.iterations,
+                if status.iterations == 1 { "" } else { "s" },
+                if status.converged {
+                    "converged"
+                } else {
+                    "best effort (not all goals reachable)"
+                }
+            )
+        } else {
+            "not solved".to_owned()
+        };
+        push(&mut r.iterations, status.iterations as f32);
+        r.error = status.last_error.as_ref().map(ToString::to_string);
+    } else {
+        let mut reached = 0;
+        for role in Role::ALL {
+            let Some(i) = role.limb() else { continue };
+            let Some((s, disabled)) = targets.limbs.get(i).and_then(|&l| limbs.get(l).ok()) else {
+                continue;
+            };
+            let slot = &mut values[role.index()];
+            if disabled {
+                slot.2 = "off".to_owned();
+            } else if s.solved {
+                slot.0 = s.position_residual * 1000.0;
+                slot.2 = format!(
+                    "{:.2} mm{}",
+                    slot.0,
+                    if s.converged { "" } else { " (out of reach)" }
+                );
+                reached += usize::from(s.converged);
+            }
+            if let Some(e) = &s.last_error {
+                r.error = Some(e.to_string());
+            }
+        }
+        r.summary = format!("analytic: {reached} of 4 limbs on target, 1 iteration each");
+        r.iterations.clear();
+    }
+    for (readout, (value, degrees, text)) in r.goals.iter_mut().zip(values) {
+        readout.text = text;
+        readout.degrees = degrees;
+        push(&mut readout.history, value);
     }
 }
 
@@ -971,7 +1364,7 @@ fn record_readouts(
 fn draw_debug(
     settings: Res<DemoSettings>,
     mut gizmos: Gizmos,
-    humanoids: Query<&IkHumanoidTargets>,
+    humanoids: Query<(&IkHumanoidTargets, Option<&IkRig>)>,
     limbs: Query<(&IkLimb, Has<IkDisabled>)>,
     globals: Query<&GlobalTransform>,
     children: Query<&Children>,
@@ -989,11 +1382,24 @@ fn draw_debug(
             Color::srgba(1.0, 1.0, 1.0, 0.08),
         );
     }
-    let Ok(targets) = humanoids.single() else {
+    let Ok((targets, rig)) = humanoids.single() else {
         return;
     };
     let pos = |e: Entity| globals.get(e).ok().map(GlobalTransform::translation);
+    let bone = |b: &BoneRef| match b {
+        BoneRef::Entity(e) => Some(*e),
+        BoneRef::Name(_) => None,
+    };
+    let goal_color = Color::srgb(1.0, 0.85, 0.2);
+    let pole_color = Color::srgba(0.75, 0.35, 1.0, 0.6);
     if settings.draw.goal_lines {
+        for goal in rig.iter().flat_map(|r| r.goals.iter()) {
+            if let (Some(from), Some(to)) =
+                (bone(&goal.bone).and_then(pos), goal.target.and_then(pos))
+            {
+                gizmos.line(from, to, goal_color);
+            }
+        }
         for &limb_entity in &targets.limbs {
             let Ok((limb, disabled)) = limbs.get(limb_entity) else {
                 continue;
@@ -1001,25 +1407,22 @@ fn draw_debug(
             if disabled {
                 continue;
             }
-            let bone = |b: &BoneRef| match b {
-                BoneRef::Entity(e) => Some(*e),
-                BoneRef::Name(_) => None,
-            };
             if let (Some(tip), Some(target)) =
                 (bone(&limb.tip).and_then(pos), limb.target.and_then(pos))
             {
-                gizmos.line(tip, target, Color::srgb(1.0, 0.85, 0.2));
+                gizmos.line(tip, target, goal_color);
             }
             if let (Some(mid), Some(pole)) =
                 (bone(&limb.mid).and_then(pos), limb.pole.and_then(pos))
             {
-                gizmos.line(mid, pole, Color::srgba(0.75, 0.35, 1.0, 0.6));
+                gizmos.line(mid, pole, pole_color);
             }
         }
     }
     if settings.draw.skeleton
         && let Ok(root) = character.single()
     {
+        let color = Color::srgb(0.3, 1.0, 0.6);
         for e in children.iter_descendants(root) {
             if !names
                 .get(e)
@@ -1030,14 +1433,10 @@ fn draw_debug(
             let Some(p) = pos(e) else { continue };
             for c in children.get(e).into_iter().flatten() {
                 if let Some(q) = pos(*c) {
-                    gizmos.line(p, q, Color::srgb(0.3, 1.0, 0.6));
+                    gizmos.line(p, q, color);
                 }
             }
-            gizmos.sphere(
-                Isometry3d::from_translation(p),
-                0.01,
-                Color::srgb(0.3, 1.0, 0.6),
-            );
+            gizmos.sphere(Isometry3d::from_translation(p), 0.01, color);
         }
     }
 }
@@ -1132,13 +1531,14 @@ fn panel_contents(
     match status {
         Some(s) if s.ready => {
             ui.label(format!(
-                "Humanoid mapped: 4 limbs{}",
+                "Humanoid mapped by name{}",
                 if s.unmapped.is_empty() {
                     String::new()
                 } else {
-                    format!(" ({} optional roles missing)", s.unmapped.len())
+                    format!(" ({} optional roles absent)", s.unmapped.len())
                 }
-            ));
+            ))
+            .on_hover_text(s.unmapped.join(", "));
         }
         Some(s) => {
             ui.label(match &s.last_error {
@@ -1149,6 +1549,17 @@ fn panel_contents(
         None => {
             ui.label("Loading…");
         }
+    }
+    ui.horizontal(|ui| {
+        ui.label("Solver:");
+        ui.radio_value(&mut settings.solver, SolverUi::FullBody, "Full body")
+            .on_hover_text("One Jacobian IkRig: hands, feet, pelvis and head with priorities");
+        ui.radio_value(&mut settings.solver, SolverUi::Limbs, "Analytic limbs")
+            .on_hover_text("Four analytic two-bone IkLimbs with elbow and knee poles");
+    });
+    ui.small(&readouts.summary);
+    if let Some(e) = &readouts.error {
+        ui.colored_label(egui::Color32::LIGHT_RED, e);
     }
     ui.separator();
     ui.horizontal(|ui| {
@@ -1165,6 +1576,12 @@ fn panel_contents(
         if ui.button("Load").on_hover_text(SETTINGS_FILE).clicked() {
             actions.load = true;
         }
+        if ui.button("Defaults").clicked() {
+            *settings = DemoSettings {
+                solver: settings.solver,
+                ..DemoSettings::default()
+            };
+        }
     });
     if !message.is_empty() {
         ui.small(message);
@@ -1179,57 +1596,13 @@ fn panel_contents(
             actions.gizmo_modes = Some(GizmoMode::all_rotate());
         }
     });
-    ui.small("Click a handle to select it · right drag orbit · middle drag pan · wheel zoom");
+    ui.small("Click a handle to select · Esc deselect · L local axes · right drag orbit · middle drag pan · wheel zoom");
     ui.separator();
 
     egui::ScrollArea::vertical().show(ui, |ui| {
-        for (i, name) in LIMBS.iter().enumerate() {
-            let limb = &mut settings.limbs[i];
-            let readout = readouts.status[i].as_ref();
-            let header = match readout {
-                Some(s) if s.solved => format!(
-                    "{name}: {:.1} mm{}",
-                    s.position_residual * 1000.0,
-                    if s.converged { "" } else { " (out of reach)" }
-                ),
-                Some(s) if !s.ready => format!("{name}: not set up"),
-                _ => format!("{name}: off"),
-            };
-            egui::CollapsingHeader::new(header)
-                .id_salt(name)
-                .default_open(i == 0)
-                .show(ui, |ui| {
-                    ui.horizontal(|ui| {
-                        ui.checkbox(&mut limb.enabled, "Solve");
-                        ui.label("Analytic two-bone");
-                    });
-                    ui.add(egui::Slider::new(&mut limb.weight, 0.0..=1.0).text("IK weight"));
-                    ui.add(
-                        egui::Slider::new(&mut limb.rotation_weight, 0.0..=1.0)
-                            .text("Rotation weight"),
-                    );
-                    ui.horizontal(|ui| {
-                        ui.checkbox(&mut limb.use_pole, "Pole");
-                        ui.add_enabled(
-                            limb.use_pole,
-                            egui::Slider::new(&mut limb.pole_weight, 0.0..=1.0).text("weight"),
-                        );
-                    });
-                    ui.add(egui::Slider::new(&mut limb.soft_reach, 0.0..=0.3).text("Soft reach"));
-                    ui.checkbox(&mut limb.flex_limits, "Joint limit (flex 3°–150°)");
-                    if let Some(s) = readout {
-                        ui.small(format!(
-                            "residual {:.2} mm · {:.1}° · {} iteration{}",
-                            s.position_residual * 1000.0,
-                            s.rotation_residual.to_degrees(),
-                            s.iterations,
-                            if s.iterations == 1 { "" } else { "s" }
-                        ));
-                        if let Some(e) = &s.last_error {
-                            ui.colored_label(egui::Color32::LIGHT_RED, e.to_string());
-                        }
-                    }
-                });
+        match settings.solver {
+            SolverUi::FullBody => rig_controls(ui, &mut settings.rig, readouts),
+            SolverUi::Limbs => limb_controls(ui, &mut settings.limbs, readouts),
         }
         ui.separator();
         ui.label("Draw");
@@ -1240,33 +1613,138 @@ fn panel_contents(
             ui.checkbox(&mut settings.draw.grid, "Grid");
         });
         ui.separator();
-        ui.label("Position residual (mm)");
-        let colors = [
-            egui::Color32::from_rgb(255, 184, 28),
-            egui::Color32::from_rgb(80, 200, 255),
-            egui::Color32::from_rgb(255, 110, 60),
-            egui::Color32::from_rgb(120, 230, 120),
-        ];
-        Plot::new("residuals")
-            .height(140.0)
-            .legend(Legend::default())
+        convergence_plots(ui, readouts);
+    });
+}
+
+fn rig_controls(ui: &mut egui::Ui, rig: &mut RigUi, readouts: &Readouts) {
+    ui.add(egui::Slider::new(&mut rig.weight, 0.0..=1.0).text("IK weight"));
+    ui.add(egui::Slider::new(&mut rig.max_iterations, 1..=64).text("Max iterations"));
+    ui.add(
+        egui::Slider::new(&mut rig.position_tolerance_mm, 0.01..=10.0)
+            .logarithmic(true)
+            .text("Tolerance (mm)"),
+    );
+    ui.add(
+        egui::Slider::new(&mut rig.angle_tolerance_deg, 0.01..=5.0)
+            .logarithmic(true)
+            .text("Angle tolerance (°)"),
+    );
+    ui.add(egui::Slider::new(&mut rig.posture_gain, 0.0..=1.0).text("Reference pose"))
+        .on_hover_text("Pull toward the animated pose in the freedom the goals leave");
+    ui.horizontal_wrapped(|ui| {
+        ui.checkbox(&mut rig.joint_limits, "Joint limits");
+        ui.checkbox(&mut rig.pelvis_translates, "Pelvis moves");
+        ui.checkbox(&mut rig.head_look_at, "Head looks at target");
+    });
+    for role in Role::ALL {
+        let g = &mut rig.goals[role.index()];
+        let header = format!(
+            "{}: {}  (P{})",
+            role.label(),
+            readouts.goals[role.index()].text,
+            g.priority
+        );
+        egui::CollapsingHeader::new(header)
+            .id_salt(role.label())
+            .default_open(false)
+            .show(ui, |ui| {
+                ui.horizontal(|ui| {
+                    ui.checkbox(&mut g.enabled, "On");
+                    if role != Role::Head {
+                        ui.checkbox(&mut g.rotation, "Match rotation");
+                    }
+                });
+                ui.add(
+                    egui::Slider::new(&mut g.weight, 0.01..=10.0)
+                        .logarithmic(true)
+                        .text("Weight"),
+                );
+                ui.add(egui::Slider::new(&mut g.priority, 0..=3).text("Priority (0 = first)"));
+                ui.add(egui::Slider::new(&mut g.blend, 0.0..=1.0).text("Blend"));
+            });
+    }
+}
+
+fn limb_controls(ui: &mut egui::Ui, limbs: &mut [LimbUi; 4], readouts: &Readouts) {
+    for role in Role::ALL {
+        let Some(i) = role.limb() else { continue };
+        let limb = &mut limbs[i];
+        let header = format!("{}: {}", role.label(), readouts.goals[role.index()].text);
+        egui::CollapsingHeader::new(header)
+            .id_salt(role.label())
+            .default_open(false)
+            .show(ui, |ui| {
+                ui.checkbox(&mut limb.enabled, "Solve (analytic two-bone)");
+                ui.add(egui::Slider::new(&mut limb.weight, 0.0..=1.0).text("IK weight"));
+                ui.add(
+                    egui::Slider::new(&mut limb.rotation_weight, 0.0..=1.0).text("Rotation weight"),
+                );
+                ui.horizontal(|ui| {
+                    ui.checkbox(&mut limb.use_pole, "Pole");
+                    ui.add_enabled(
+                        limb.use_pole,
+                        egui::Slider::new(&mut limb.pole_weight, 0.0..=1.0).text("weight"),
+                    );
+                });
+                ui.add(egui::Slider::new(&mut limb.soft_reach, 0.0..=0.3).text("Soft reach"));
+                ui.checkbox(&mut limb.flex_limits, "Joint limit (flex 3°–150°)");
+            });
+    }
+}
+
+fn convergence_plots(ui: &mut egui::Ui, readouts: &Readouts) {
+    let colors = [
+        egui::Color32::from_rgb(255, 184, 28),
+        egui::Color32::from_rgb(80, 200, 255),
+        egui::Color32::from_rgb(255, 110, 60),
+        egui::Color32::from_rgb(120, 230, 120),
+        egui::Color32::from_rgb(60, 220, 220),
+        egui::Color32::from_rgb(230, 120, 255),
+    ];
+    ui.label("Residual per goal (mm; head in °)");
+    Plot::new("residuals")
+        .height(130.0)
+        .legend(Legend::default())
+        .include_y(0.0)
+        .include_y(1.0)
+        .allow_scroll(false)
+        .allow_drag(false)
+        .allow_zoom(false)
+        .show(ui, |plot| {
+            for role in Role::ALL {
+                let r = &readouts.goals[role.index()];
+                let points: PlotPoints = r
+                    .history
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, v)| v.is_finite())
+                    .map(|(x, &y)| [x as f64, f64::from(y)])
+                    .collect();
+                if points.points().is_empty() {
+                    continue;
+                }
+                plot.line(Line::new(role.label(), points).color(colors[role.index()]));
+            }
+        });
+    if !readouts.iterations.is_empty() {
+        ui.label("Solver iterations per frame");
+        Plot::new("iterations")
+            .height(80.0)
             .include_y(0.0)
-            .include_y(1.0)
             .allow_scroll(false)
             .allow_drag(false)
             .allow_zoom(false)
             .show(ui, |plot| {
-                for (i, name) in LIMBS.iter().enumerate() {
-                    let points: PlotPoints = readouts.history[i]
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, v)| v.is_finite())
-                        .map(|(x, &y)| [x as f64, f64::from(y)])
-                        .collect();
-                    plot.line(Line::new(*name, points).color(colors[i]));
-                }
+                let points: PlotPoints = readouts
+                    .iterations
+                    .iter()
+                    .enumerate()
+                    .map(|(x, &y)| [x as f64, f64::from(y)])
+                    .collect();
+                plot.line(Line::new("iterations", points).color(egui::Color32::LIGHT_GRAY));
             });
-    });
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1311,7 +1789,7 @@ const MAX_SECONDS: f32 = 720.0;
 fn drive_screenshot(
     options: Res<Options>,
     mut state: ResMut<ScreenshotState>,
-    humanoids: Query<&IkHumanoidTargets>,
+    humanoids: Query<(&IkHumanoidTargets, &IkStatus, Option<&IkRig>)>,
     statuses: Query<&IkStatus>,
     handles: Query<(Entity, &TargetHandle)>,
     window: Single<&Window, With<PrimaryWindow>>,
@@ -1356,11 +1834,15 @@ fn drive_screenshot(
             state.frames_ready
         );
     }
-    let ready = humanoids.single().is_ok_and(|t| {
-        t.limbs.len() == 4
-            && t.limbs
-                .iter()
-                .all(|&l| statuses.get(l).is_ok_and(|s| s.ready && s.solved))
+    let ready = humanoids.single().is_ok_and(|(t, rig_status, rig)| {
+        if rig.is_some() {
+            rig_status.ready && rig_status.solved
+        } else {
+            t.limbs.len() == 4
+                && t.limbs
+                    .iter()
+                    .all(|&l| statuses.get(l).is_ok_and(|s| s.ready && s.solved))
+        }
     });
     if !ready {
         return;
@@ -1375,7 +1857,7 @@ fn drive_screenshot(
                 // Drawn: select the left hand so its gizmo shows, give it time to draw too.
                 if let Some((e, _)) = handles
                     .iter()
-                    .find(|(_, h)| h.kind == HandleKind::Hand && h.limb == 0)
+                    .find(|(_, h)| h.role == Role::LeftHand && !h.pole)
                 {
                     commands.entity(e).insert(GizmoTarget::default());
                 }
