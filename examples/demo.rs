@@ -1,4 +1,4 @@
-//! The bevy_ik demo: a glTF character whose arms and legs follow targets you drag with a gizmo,
+//! The `bevy_ik` demo: a glTF character whose arms and legs follow targets you drag with a gizmo,
 //! over its idle animation, with an egui panel to tune the solver.
 //!
 //! ```text
@@ -9,7 +9,7 @@
 //! * Click a coloured handle to select it; `T` translate, `R` rotate, `L` local/global axes,
 //!   `Esc` deselect. Right mouse drag orbits, middle drag pans, the wheel zooms.
 //! * The character (`assets/character.glb`, made by `examples/make_character.rs`) is set up by
-//!   [`IkHumanoid`]: bevy_ik recognises its bones by name and spawns the targets and poles.
+//!   [`IkHumanoid`]: `bevy_ik` recognises its bones by name and spawns the targets and poles.
 //! * `--screenshot PATH` runs headless-friendly: scripted target motion, waits until the
 //!   character is loaded and actually drawn (pipelines compile asynchronously), saves a PNG and
 //!   exits 0. `--frames N` sets the least number of frames after loading (default 60).
@@ -49,7 +49,7 @@ const PANEL_WIDTH: f32 = 330.0;
 /// Frames of history in the convergence plot.
 const HISTORY: usize = 240;
 /// Top centre of the step the scripted motion puts the left foot on.
-const STEP: Vec3 = Vec3::new(0.15, 0.16, 0.47);
+const STEP: Vec3 = Vec3::new(0.18, 0.12, 0.38);
 /// Background colour (sRGB bytes, also used to tell drawn pixels from cleared ones).
 const CLEAR: [u8; 3] = [38, 41, 48];
 
@@ -58,11 +58,28 @@ fn main() -> ExitCode {
         Ok(o) => o,
         Err(e) => {
             eprintln!(
-                "demo: {e}\nusage: demo [--screenshot PATH [--frames N]] [--solver full-body|limbs] [--yaw DEGREES]"
+                "demo: {e}\nusage: demo [--screenshot PATH [--frames N]] [--solver full-body|limbs] [--settings FILE.ron] [--yaw DEGREES]"
             );
             return ExitCode::FAILURE;
         }
     };
+    let mut settings = match &options.settings {
+        None => DemoSettings::default(),
+        Some(path) => match std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| ron::from_str::<DemoSettings>(&text).map_err(|e| e.to_string()))
+        {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("demo: cannot load settings from {}: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+    if let Some(solver) = options.solver {
+        settings.solver = solver;
+    }
+    settings.scripted_motion |= options.screenshot.is_some();
     let outcome = Arc::new(Mutex::new(None));
     let mut app = App::new();
     app.insert_resource(ClearColor(Color::srgb_u8(CLEAR[0], CLEAR[1], CLEAR[2])))
@@ -98,11 +115,7 @@ fn main() -> ExitCode {
             group_targets: false,
             ..default()
         })
-        .insert_resource(DemoSettings {
-            scripted_motion: options.screenshot.is_some(),
-            solver: options.solver.unwrap_or(SolverUi::FullBody),
-            ..default()
-        })
+        .insert_resource(settings)
         .insert_resource(Readouts::default())
         .insert_resource(SolveClock::default())
         .insert_resource(options.clone())
@@ -188,6 +201,8 @@ struct Options {
     solver: Option<SolverUi>,
     /// Start with the camera at this yaw (degrees, 0 = in front of the character).
     yaw: Option<f32>,
+    /// Start with the panel settings saved in this RON file.
+    settings: Option<PathBuf>,
 }
 
 impl Options {
@@ -197,6 +212,7 @@ impl Options {
             frames: 60,
             solver: None,
             yaw: None,
+            settings: None,
         };
         while let Some(arg) = args.next() {
             match arg.as_str() {
@@ -218,6 +234,10 @@ impl Options {
                             ));
                         }
                     });
+                }
+                "--settings" => {
+                    let path = args.next().ok_or("--settings needs a path")?;
+                    options.settings = Some(PathBuf::from(path));
                 }
                 "--yaw" => {
                     let n = args.next().ok_or("--yaw needs degrees")?;
@@ -287,7 +307,7 @@ fn set_up_scene(
     egui_settings.auto_create_primary_context = false;
     let orbit = Orbit {
         focus: Vec3::new(0.0, 0.95, 0.0),
-        yaw: options.yaw.map_or(0.55, f32::to_radians),
+        yaw: options.yaw.unwrap_or(-45.0).to_radians(),
         pitch: -0.12,
         distance: 3.0,
     };
@@ -331,13 +351,13 @@ fn set_up_scene(
     ));
     // A step to put a foot on.
     commands.spawn((
-        Mesh3d(meshes.add(Cuboid::new(0.3, 0.16, 0.3))),
+        Mesh3d(meshes.add(Cuboid::new(0.3, STEP.y, 0.32))),
         MeshMaterial3d(materials.add(StandardMaterial {
             base_color: Color::srgb(0.55, 0.42, 0.3),
             perceptual_roughness: 0.8,
             ..default()
         })),
-        Transform::from_translation(STEP - Vec3::Y * 0.08),
+        Transform::from_translation(STEP - Vec3::Y * STEP.y * 0.5),
     ));
 
     commands.insert_resource(CharacterFile(asset_server.load(CHARACTER)));
@@ -814,23 +834,23 @@ fn scripted_motion(
         let home = handle.home;
         // World-space goal position and turn (applied to the rest rotation) per handle.
         let (goal, turn) = match (handle.role, handle.pole) {
-            (_, true) => (home.translation, Quat::IDENTITY),
-            (Role::LeftHand, _) => {
+            (Role::LeftHand, false) => {
                 // Waving beside the head: fingers up, palm forward.
                 let up = Quat::from_rotation_arc(handle.rest_dir, Vec3::Y);
                 let tilt = Quat::from_rotation_z(-0.35 * (t * 3.0).sin());
                 (wave_at, tilt * Quat::from_rotation_y(-1.4) * up)
             }
-            (Role::RightHand, _) => {
+            (Role::RightHand, false) => {
                 // Reaching forward.
                 let reach = Vec3::new(0.0, 0.04, 0.03) * (t * 1.3).sin();
                 let forward = Quat::from_rotation_arc(handle.rest_dir, Vec3::Z);
                 (Vec3::new(-0.3, 1.22, 0.42) + reach, forward)
             }
-            (Role::LeftFoot, _) => (STEP + Vec3::new(0.0, 0.085, -0.07), Quat::IDENTITY),
-            (Role::RightFoot, _) => (home.translation, Quat::IDENTITY),
+            (Role::LeftFoot, false) => (STEP + Vec3::new(0.0, 0.085, -0.07), Quat::IDENTITY),
+            // Poles and the right foot stay where they are.
+            (Role::RightFoot, _) | (_, true) => (home.translation, Quat::IDENTITY),
             (Role::Pelvis, _) => (
-                home.translation + Vec3::new(-0.03, -0.05, 0.02 + 0.01 * (t * 1.3).sin()),
+                home.translation + Vec3::new(0.02, -0.03, 0.02 + 0.01 * (t * 1.3).sin()),
                 Quat::IDENTITY,
             ),
             (Role::Head, _) => (wave_at + Vec3::new(0.0, 0.05, 0.15), Quat::IDENTITY),
@@ -871,7 +891,7 @@ fn highlight_selection(
 // ---------------------------------------------------------------------------------------------
 // Settings (the panel's state; saved and loaded as RON)
 
-/// Which bevy_ik solver drives the character ([`IkHumanoidSolver`]).
+/// Which `bevy_ik` solver drives the character ([`IkHumanoidSolver`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 enum SolverUi {
     /// One full-body Jacobian [`IkRig`]: hands, feet, pelvis and head goals with priorities.
@@ -882,6 +902,7 @@ enum SolverUi {
 
 /// The tunable settings of one analytic limb.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 struct LimbUi {
     /// Solve this limb (else it keeps the animated pose: [`IkDisabled`]).
     enabled: bool,
@@ -915,6 +936,7 @@ impl Default for LimbUi {
 
 /// One goal of the full-body rig.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 struct GoalUi {
     /// The goal follows its target (else it is off).
     enabled: bool,
@@ -928,8 +950,21 @@ struct GoalUi {
     rotation: bool,
 }
 
+impl Default for GoalUi {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            weight: 1.0,
+            priority: 0,
+            blend: 1.0,
+            rotation: false,
+        }
+    }
+}
+
 /// The full-body rig's settings.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 struct RigUi {
     /// IK/FK blend of the whole rig.
     weight: f32,
@@ -955,11 +990,9 @@ impl Default for RigUi {
     fn default() -> Self {
         let core = IkRigSettings::default();
         let goal = |priority, rotation| GoalUi {
-            enabled: true,
-            weight: 1.0,
             priority,
-            blend: 1.0,
             rotation,
+            ..GoalUi::default()
         };
         Self {
             weight: 1.0,
@@ -971,11 +1004,12 @@ impl Default for RigUi {
             pelvis_translates: true,
             head_look_at: true,
             goals: [
+                // Hands reach, feet stay planted flat, the pelvis keeps upright.
                 goal(0, false),
                 goal(0, false),
                 goal(0, true),
                 goal(0, true),
-                goal(1, false),
+                goal(1, true),
                 goal(1, false),
             ],
         }
@@ -984,6 +1018,7 @@ impl Default for RigUi {
 
 /// What the demo draws.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 struct DrawUi {
     handles: bool,
     goal_lines: bool,
@@ -1002,8 +1037,9 @@ impl Default for DrawUi {
     }
 }
 
-/// Everything the panel controls.
+/// Everything the panel controls. Missing fields in a settings file take their defaults.
 #[derive(Resource, Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 struct DemoSettings {
     solver: SolverUi,
     /// Play the idle clip under the IK.
@@ -1097,7 +1133,7 @@ fn apply_settings(
     let Ok((character, targets, bones)) = humanoids.single() else {
         return;
     };
-    let head_changed = head_axis.as_ref().is_some_and(|h| h.is_changed());
+    let head_changed = head_axis.as_ref().is_some_and(DetectChanges::is_changed);
     if !settings.is_changed() && !targets.is_changed() && !head_changed {
         return;
     }
@@ -1826,7 +1862,7 @@ fn drive_screenshot(
         exit.write(AppExit::error());
         return;
     }
-    if state.frames % 50 == 0 {
+    if state.frames.is_multiple_of(50) {
         info!(
             "screenshot: frame {}, {:.1} s, {} frames since the character was set up",
             state.frames,
@@ -1885,7 +1921,7 @@ fn drive_screenshot(
     let settle = state.selected_at.map_or(0, |s| s + 20);
     if state.pending
         || state.frames_ready < options.frames.max(settle)
-        || state.frames_ready % 5 != 0
+        || !state.frames_ready.is_multiple_of(5)
     {
         return;
     }
@@ -1955,4 +1991,112 @@ fn probe_image(image: &Image, left: u32) -> Probe {
         }
     }
     probe
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bevy::asset::RenderAssetUsages;
+    use bevy::render::render_resource::{Extent3d, TextureDimension};
+
+    fn args(list: &[&str]) -> impl Iterator<Item = String> {
+        list.iter()
+            .map(|s| (*s).to_owned())
+            .collect::<Vec<_>>()
+            .into_iter()
+    }
+
+    #[test]
+    fn settings_round_trip_through_ron() {
+        let mut settings = DemoSettings {
+            solver: SolverUi::Limbs,
+            animation: false,
+            ..DemoSettings::default()
+        };
+        settings.rig.goals[Role::Head.index()].priority = 2;
+        settings.rig.posture_gain = 0.35;
+        settings.limbs[1].pole_weight = 0.25;
+        let text = ron::ser::to_string_pretty(&settings, ron::ser::PrettyConfig::default())
+            .expect("settings serialise");
+        let back: DemoSettings = ron::from_str(&text).expect("settings parse back");
+        assert_eq!(back, settings);
+    }
+
+    #[test]
+    fn partial_settings_files_take_defaults_for_the_rest() {
+        let loaded: DemoSettings =
+            ron::from_str("(solver: Limbs, rig: (posture_gain: 0.5))").expect("partial file");
+        assert_eq!(loaded.solver, SolverUi::Limbs);
+        assert_eq!(loaded.rig.posture_gain, 0.5);
+        assert_eq!(loaded.rig.goals, RigUi::default().goals);
+        assert_eq!(loaded.limbs, DemoSettings::default().limbs);
+        assert!(ron::from_str::<DemoSettings>("(solver: Fabrik)").is_err());
+    }
+
+    #[test]
+    fn command_line_is_parsed_and_bad_input_rejected() {
+        let o = Options::parse(args(&[
+            "--screenshot",
+            "shot.png",
+            "--frames",
+            "12",
+            "--solver",
+            "limbs",
+            "--yaw",
+            "-30",
+        ]))
+        .expect("valid arguments");
+        assert_eq!(o.screenshot, Some(PathBuf::from("shot.png")));
+        assert_eq!(o.frames, 12);
+        assert_eq!(o.solver, Some(SolverUi::Limbs));
+        assert_eq!(o.yaw, Some(-30.0));
+        assert!(Options::parse(args(&["--frames", "many"])).is_err());
+        assert!(Options::parse(args(&["--solver", "fabrik"])).is_err());
+        assert!(Options::parse(args(&["--screenshot"])).is_err());
+        assert!(Options::parse(args(&["--fullscreen"])).is_err());
+    }
+
+    #[test]
+    fn ray_hits_a_sphere_in_front_and_misses_behind_or_beside() {
+        let hit = ray_sphere(Vec3::ZERO, Vec3::Z, Vec3::new(0.0, 0.0, 5.0), 1.0);
+        assert!(hit.is_some_and(|d| (d - 4.0).abs() < 1e-5), "{hit:?}");
+        assert_eq!(
+            ray_sphere(Vec3::ZERO, Vec3::Z, Vec3::new(0.0, 0.0, -5.0), 1.0),
+            None
+        );
+        assert_eq!(
+            ray_sphere(Vec3::ZERO, Vec3::Z, Vec3::new(2.0, 0.0, 5.0), 1.0),
+            None
+        );
+    }
+
+    #[test]
+    fn probe_counts_character_handle_and_gizmo_pixels_right_of_the_panel() {
+        let shirt = [40, 110, 170, 255];
+        let handle = [250, 190, 40, 255];
+        let gizmo = [20, 220, 110, 255];
+        let clear = [CLEAR[0], CLEAR[1], CLEAR[2], 255];
+        // 4 x 2 pixels; column 0 stands for the panel and is ignored.
+        let pixels = [
+            shirt, shirt, handle, clear, //
+            shirt, gizmo, clear, shirt,
+        ];
+        let image = Image::new(
+            Extent3d {
+                width: 4,
+                height: 2,
+                depth_or_array_layers: 1,
+            },
+            TextureDimension::D2,
+            pixels.concat(),
+            TextureFormat::Rgba8UnormSrgb,
+            RenderAssetUsages::default(),
+        );
+        let p = probe_image(&image, 1);
+        assert_eq!(p.total, 6);
+        assert_eq!(p.character, 2);
+        assert_eq!(p.handles, 1);
+        assert_eq!(p.gizmo, 1);
+        assert_eq!(p.drawn, 4);
+    }
 }
