@@ -705,20 +705,7 @@ fn select_on_click(
     let Some(cursor) = window.cursor_position() else {
         return;
     };
-    let Some(rect) = viewport_rect(camera).filter(|r| r.contains(cursor)) else {
-        return;
-    };
-    let Ok(ray) = camera.viewport_to_world(camera_transform, cursor - rect.min) else {
-        return;
-    };
-    let hit = handles
-        .iter()
-        .filter(|(.., v)| **v != Visibility::Hidden)
-        .filter_map(|(e, t, h, _)| {
-            ray_sphere(ray.origin, *ray.direction, t.translation(), h.radius).map(|d| (d, e))
-        })
-        .min_by(|a, b| a.0.total_cmp(&b.0));
-    if let Some((_, entity)) = hit {
+    if let Some(entity) = pick_handle(camera, camera_transform, cursor, &handles) {
         for (e, _) in &selected {
             if e != entity {
                 commands.entity(e).remove::<GizmoTarget>();
@@ -726,6 +713,28 @@ fn select_on_click(
         }
         commands.entity(entity).insert(GizmoTarget::default());
     }
+}
+
+/// The visible handle under `cursor` (logical window coordinates), nearest first.
+fn pick_handle(
+    camera: &Camera,
+    camera_transform: &GlobalTransform,
+    cursor: Vec2,
+    handles: &Query<(Entity, &GlobalTransform, &TargetHandle, &Visibility)>,
+) -> Option<Entity> {
+    if !viewport_rect(camera).is_some_and(|r| r.contains(cursor)) {
+        return None;
+    }
+    // Window coordinates: the camera accounts for its viewport's offset itself.
+    let ray = camera.viewport_to_world(camera_transform, cursor).ok()?;
+    handles
+        .iter()
+        .filter(|(.., v)| **v != Visibility::Hidden)
+        .filter_map(|(e, t, h, _)| {
+            ray_sphere(ray.origin, *ray.direction, t.translation(), h.radius).map(|d| (d, e))
+        })
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, e)| e)
 }
 
 /// Distance along the ray to the first hit of the sphere, if any.
@@ -1827,7 +1836,8 @@ fn drive_screenshot(
     mut state: ResMut<ScreenshotState>,
     humanoids: Query<(&IkHumanoidTargets, &IkStatus, Option<&IkRig>)>,
     statuses: Query<&IkStatus>,
-    handles: Query<(Entity, &TargetHandle)>,
+    handles: Query<(Entity, &GlobalTransform, &TargetHandle, &Visibility)>,
+    camera: Single<(&Camera, &GlobalTransform), With<Orbit>>,
     window: Single<&Window, With<PrimaryWindow>>,
     asset_server: Res<AssetServer>,
     file: Res<CharacterFile>,
@@ -1890,12 +1900,30 @@ fn drive_screenshot(
         let seen = probe.character * 400 > probe.total && probe.handles > 30;
         match state.selected_at {
             None if seen => {
-                // Drawn: select the left hand so its gizmo shows, give it time to draw too.
-                if let Some((e, _)) = handles
+                // Drawn: "click" the left hand's handle through the same picking as the mouse
+                // (a check of the viewport maths), so its gizmo shows; give that time to draw.
+                let (camera, camera_transform) = *camera;
+                let left_hand = handles
                     .iter()
-                    .find(|(_, h)| h.role == Role::LeftHand && !h.pole)
-                {
-                    commands.entity(e).insert(GizmoTarget::default());
+                    .find(|(_, _, h, _)| h.role == Role::LeftHand && !h.pole)
+                    .map(|(e, t, ..)| (e, t.translation()));
+                let picked = left_hand.and_then(|(_, at)| {
+                    let cursor = camera.world_to_viewport(camera_transform, at).ok()?;
+                    pick_handle(camera, camera_transform, cursor, &handles)
+                });
+                match (left_hand, picked) {
+                    (Some((e, _)), Some(p)) if p == e => {
+                        commands.entity(e).insert(GizmoTarget::default());
+                    }
+                    _ => {
+                        if let Ok(mut o) = state.outcome.lock() {
+                            *o = Some(Err(format!(
+                                "picking the left hand's handle at its projected position gave {picked:?}, expected {:?}",
+                                left_hand.map(|l| l.0)
+                            )));
+                        }
+                        return;
+                    }
                 }
                 state.selected_at = Some(state.frames_ready);
             }
