@@ -8,7 +8,7 @@ use ik_core::humanoid::{
 };
 use ik_core::{HumanoidError, Pose, Skeleton};
 
-/// SplitMix64 → uniform f32 in [0, 1).
+/// `SplitMix64` → uniform `f32` in `[0, 1)`.
 struct Rng(u64);
 impl Rng {
     fn next(&mut self) -> f32 {

@@ -1,0 +1,148 @@
+//! Full-body humanoid IK on the 1.8 m procedural Mixamo-named test rig (bones along +Y with
+//! rolls): cold solves from the rest pose toward goals taken from random in-limit poses, and warm
+//! solves that follow a smooth trajectory frame to frame from the previous solution. The hybrid
+//! (Jacobian + analytic limbs, the default) is compared with the pure Jacobian in the same run.
+
+use core::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use ik_core::Pose;
+use ik_core::Skeleton;
+use ik_core::humanoid::{
+    EffectorGoal, FullBodyGoals, FullBodySolver, HumanoidMap, LookAtGoal, RestAxes, RigConvention,
+    random_pose_within_limits, test_rig,
+};
+
+/// `SplitMix64` → uniform `f32` in `[0, 1)`.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> f32 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
+    }
+}
+
+fn goals_from_pose(s: &Skeleton, solver: &FullBodySolver, pose: &Pose) -> FullBodyGoals {
+    let model = s.model_transforms(pose);
+    let mut goals = FullBodyGoals::default();
+    for (k, &b) in solver.effector_bones().iter().enumerate() {
+        goals.effectors[k] = EffectorGoal::new(model[b].translation, model[b].rotation);
+    }
+    let head = &model[solver.head_bone()];
+    goals.look_at = LookAtGoal {
+        target: head.translation + head.rotation * solver.head_aim_axis() * 1.5,
+        weight: 1.0,
+        enabled: true,
+    };
+    goals
+}
+
+struct Setup {
+    skeleton: Skeleton,
+    solver: FullBodySolver,
+    cold: Vec<FullBodyGoals>,
+    warm: Vec<FullBodyGoals>,
+}
+
+fn setup(analytic: bool) -> Setup {
+    let skeleton = test_rig(RigConvention::Mixamo, RestAxes::PlusY);
+    let (map, _) = HumanoidMap::from_skeleton(&skeleton);
+    let mut solver = FullBodySolver::new(&skeleton, &map).expect("test rig maps");
+    solver.settings_mut().analytic_limbs = analytic;
+    let mut rng = Rng(42);
+    let mut sample = |solver: &FullBodySolver| {
+        random_pose_within_limits(&skeleton, &map, solver.limits(), 1.0, &mut || rng.next())
+    };
+    let cold = (0..256)
+        .map(|_| goals_from_pose(&skeleton, &solver, &sample(&solver)))
+        .collect();
+    // Warm: a smooth trajectory through 8 random key poses (at 70 % of the ranges), 60 frames
+    // between keys (about 1–3 cm and 1–2° per frame), as animation-driven targets move.
+    let keys: Vec<Pose> = (0..9)
+        .map(|_| {
+            random_pose_within_limits(&skeleton, &map, solver.limits(), 0.7, &mut || rng.next())
+        })
+        .collect();
+    let mut warm = Vec::new();
+    for w in keys.windows(2) {
+        for f in 0..60 {
+            let mut p = w[0].clone();
+            p.blend_toward(&w[1], f as f32 / 60.0);
+            warm.push(goals_from_pose(&skeleton, &solver, &p));
+        }
+    }
+    Setup {
+        skeleton,
+        solver,
+        cold,
+        warm,
+    }
+}
+
+fn success(setup: &mut Setup) -> (f32, f32) {
+    let rest = setup.skeleton.rest_pose();
+    let mut pose = rest.clone();
+    let mut ok = 0;
+    for g in &setup.cold {
+        pose.copy_from(&rest);
+        ok += usize::from(
+            setup
+                .solver
+                .solve(&setup.skeleton, &mut pose, g)
+                .is_ok_and(|r| r.converged),
+        );
+    }
+    let cold = ok as f32 / setup.cold.len() as f32;
+    let mut ok = 0;
+    pose.copy_from(&rest);
+    for g in &setup.warm {
+        ok += usize::from(
+            setup
+                .solver
+                .solve(&setup.skeleton, &mut pose, g)
+                .is_ok_and(|r| r.converged),
+        );
+    }
+    (cold, ok as f32 / setup.warm.len() as f32)
+}
+
+fn bench(c: &mut Criterion) {
+    let mut group = c.benchmark_group("full_body");
+    for (name, analytic) in [("hybrid", true), ("pure_jacobian", false)] {
+        let mut s = setup(analytic);
+        let (cold_ok, warm_ok) = success(&mut s);
+        eprintln!(
+            "{name}: {} DOF, success cold {:.1} %, warm {:.1} %",
+            s.solver.dof_count(),
+            cold_ok * 100.0,
+            warm_ok * 100.0
+        );
+        let rest = s.skeleton.rest_pose();
+        let mut pose = rest.clone();
+        let mut i = 0;
+        group.bench_function(format!("{name}/cold"), |b| {
+            b.iter(|| {
+                pose.copy_from(&rest);
+                let g = &s.cold[i % s.cold.len()];
+                i += 1;
+                black_box(s.solver.solve(&s.skeleton, &mut pose, black_box(g)))
+            });
+        });
+        let mut pose = rest.clone();
+        let mut i = 0;
+        group.bench_function(format!("{name}/warm"), |b| {
+            b.iter(|| {
+                let g = &s.warm[i % s.warm.len()];
+                i += 1;
+                black_box(s.solver.solve(&s.skeleton, &mut pose, black_box(g)))
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
