@@ -291,6 +291,34 @@ enum Dof {
     Hinge(Vec3),
 }
 
+impl Dof {
+    const fn count(self) -> usize {
+        match self {
+            Self::Floating => 6,
+            Self::Ball => 3,
+            Self::Hinge(_) => 1,
+        }
+    }
+}
+
+/// The Jacobian rows (ascending) of the effectors in `affects`.
+fn joint_rows(affects: u8, row_of: &[[usize; 2]; 6]) -> ([usize; MAX_ROWS], usize) {
+    let mut idx = [0usize; MAX_ROWS];
+    let mut n = 0;
+    for (k, rows) in row_of.iter().enumerate() {
+        if affects & (1 << k) == 0 {
+            continue;
+        }
+        for &base in rows {
+            if base != usize::MAX {
+                idx[n..n + 3].copy_from_slice(&[base, base + 1, base + 2]);
+                n += 3;
+            }
+        }
+    }
+    (idx, n)
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Joint {
     bone: usize,
@@ -341,6 +369,7 @@ pub struct FullBodySolver {
     reference: Pose,
     start: Pose,
     best: Pose,
+    rest: Pose,
 }
 
 const MAX_ROWS: usize = 5 * 6 + 3;
@@ -512,6 +541,7 @@ impl FullBodySolver {
             reference: skeleton.rest_pose(),
             start: skeleton.rest_pose(),
             best: skeleton.rest_pose(),
+            rest: skeleton.rest_pose(),
         })
     }
 
@@ -638,7 +668,10 @@ impl FullBodySolver {
         let mut best = Some((initial.cost, initial));
         let mut iterations = 0;
         for attempt in 0..=s.max_restarts {
-            if attempt > 0 {
+            if attempt == 1 && self.start != self.rest {
+                // A warm start that got stuck: try from the rest pose first.
+                pose.copy_from(&self.rest);
+            } else if attempt > 0 {
                 pose.copy_from(&self.start);
                 self.perturb(skeleton, pose, attempt);
             }
@@ -759,7 +792,7 @@ impl FullBodySolver {
         }
         report.look_at = 0.0;
         if let Some((d, t)) = self.look_dirs(goals) {
-            report.look_at = d.dot(t).clamp(-1.0, 1.0).acos();
+            report.look_at = vec_angle(d, t);
             ok &= report.look_at <= s.rotation_tolerance;
         }
         ok
@@ -796,6 +829,10 @@ impl FullBodySolver {
             let mut done = true;
             let mut row_of = [[usize::MAX; 2]; 6];
             for (k, g) in goals.effectors.iter().enumerate() {
+                if self.pelvis_pinned && k == Effector::Pelvis as usize {
+                    // Exact already; its rows would be zero.
+                    continue;
+                }
                 let m = self.model[self.effector_bones[k]];
                 if g.wants_position() {
                     let err = g.position - m.translation;
@@ -818,7 +855,7 @@ impl FullBodySolver {
             }
             let look = self.look_dirs(goals);
             if let Some((d, t)) = look {
-                done &= d.dot(t).clamp(-1.0, 1.0).acos() <= s.rotation_tolerance * coarse;
+                done &= vec_angle(d, t) <= s.rotation_tolerance * coarse;
                 let err = (t - d) * goals.look_at.weight.sqrt();
                 self.e[rows..rows + 3].copy_from_slice(&err.to_array());
                 row_of[5][0] = rows;
@@ -908,15 +945,31 @@ impl FullBodySolver {
             // A = J Jᵀ + λ² I.
             let err_norm = self.e[..rows].iter().map(|v| v * v).sum::<f32>().sqrt();
             let lambda2 = s.damping * s.damping * (1.0 + err_norm);
+            // Block-sparse: a column only has rows of the effectors below its joint, so only
+            // those pairs are accumulated (lower triangle; rows are allocated in effector
+            // order, so each joint's row list is ascending).
             let a = &mut self.a[..rows * rows];
-            for r in 0..rows {
-                let jr = &jac[r * cols..(r + 1) * cols];
-                for c in 0..=r {
-                    let jc = &jac[c * cols..(c + 1) * cols];
-                    let v: f32 = jr.iter().zip(jc).map(|(p, q)| p * q).sum();
-                    a[r * rows + c] = v;
-                    a[c * rows + r] = v;
+            a.fill(0.0);
+            for j in &self.joints {
+                if self.pelvis_pinned && matches!(j.dof, Dof::Floating) {
+                    continue;
                 }
+                let (idx, nr) = joint_rows(j.affects, &row_of);
+                for c in j.col..j.col + j.dof.count() {
+                    let mut vals = [0.0f32; MAX_ROWS];
+                    for (v, &r) in vals.iter_mut().zip(&idx[..nr]) {
+                        *v = jac[r * cols + c];
+                    }
+                    for p in 0..nr {
+                        let vp = vals[p];
+                        let row = &mut a[idx[p] * rows..];
+                        for q in 0..=p {
+                            row[idx[q]] += vp * vals[q];
+                        }
+                    }
+                }
+            }
+            for r in 0..rows {
                 a[r * rows + r] += lambda2;
             }
             if !cholesky(a, rows) {
@@ -924,17 +977,22 @@ impl FullBodySolver {
             }
             self.y[..rows].copy_from_slice(&self.e[..rows]);
             cholesky_solve(a, rows, &mut self.y[..rows]);
-            for c in 0..cols {
-                self.dq[c] = (0..rows).map(|r| jac[r * cols + c] * self.y[r]).sum();
+            self.dq.fill(0.0);
+            for j in &self.joints {
+                if self.pelvis_pinned && matches!(j.dof, Dof::Floating) {
+                    continue;
+                }
+                let (idx, nr) = joint_rows(j.affects, &row_of);
+                for c in j.col..j.col + j.dof.count() {
+                    self.dq[c] = idx[..nr]
+                        .iter()
+                        .map(|&r| jac[r * cols + c] * self.y[r])
+                        .sum();
+                }
             }
             for (ji, j) in self.joints.iter().enumerate() {
                 if self.saturated[ji] {
-                    let n = match j.dof {
-                        Dof::Floating => 6,
-                        Dof::Ball => 3,
-                        Dof::Hinge(_) => 1,
-                    };
-                    for v in &mut self.dq[j.col..j.col + n] {
+                    for v in &mut self.dq[j.col..j.col + j.dof.count()] {
                         *v *= SATURATED_MOBILITY;
                     }
                 }
@@ -1284,8 +1342,15 @@ fn wrap(a: f32) -> f32 {
 /// The angle between two rotations, radians in `[0, π]`.
 #[must_use]
 pub(crate) fn quat_angle(a: Quat, b: Quat) -> f32 {
-    let d = a.dot(b).abs().min(1.0);
-    2.0 * d.acos()
+    // atan2 of the relative rotation's parts: acos(|a·b|) has no precision left near 1 in f32
+    // (steps of about 0.04°).
+    let r = a.inverse() * b;
+    2.0 * Vec3::new(r.x, r.y, r.z).length().atan2(r.w.abs())
+}
+
+/// The angle between two unit vectors, precise for small angles.
+fn vec_angle(a: Vec3, b: Vec3) -> f32 {
+    a.cross(b).length().atan2(a.dot(b))
 }
 
 /// In-place Cholesky factorisation (lower triangle) of the `n × n` row-major `a`.
