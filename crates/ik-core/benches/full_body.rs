@@ -97,6 +97,7 @@ struct Stats {
     median_us: f64,
     p90_us: f64,
     iterations: f32,
+    restarted: f32,
 }
 
 fn stats(setup: &mut Setup, warm: bool) -> Stats {
@@ -104,7 +105,7 @@ fn stats(setup: &mut Setup, warm: bool) -> Stats {
     let mut pose = rest.clone();
     let goals = if warm { &setup.warm } else { &setup.cold };
     let mut times = Vec::with_capacity(goals.len());
-    let (mut ok, mut iterations) = (0, 0);
+    let (mut ok, mut iterations, mut restarted) = (0, 0, 0);
     for g in goals {
         if !warm {
             pose.copy_from(&rest);
@@ -115,6 +116,7 @@ fn stats(setup: &mut Setup, warm: bool) -> Stats {
         if let Ok(r) = r {
             ok += usize::from(r.converged);
             iterations += r.iterations;
+            restarted += usize::from(r.restarts > 0);
         }
     }
     times.sort_by(f64::total_cmp);
@@ -123,6 +125,7 @@ fn stats(setup: &mut Setup, warm: bool) -> Stats {
         median_us: times[times.len() / 2],
         p90_us: times[times.len() * 9 / 10],
         iterations: iterations as f32 / goals.len() as f32,
+        restarted: restarted as f32 / goals.len() as f32,
     }
 }
 
@@ -138,13 +141,14 @@ fn bench(c: &mut Criterion) {
             medians[k] = st.median_us;
             eprintln!(
                 "{name}/{}: {} DOF, success {:.1} %, per-solve median {:.1} µs, p90 {:.1} µs, \
-                 mean iterations {:.1}",
+                 mean iterations {:.1}, restarted {:.1} %",
                 if warm { "warm" } else { "cold" },
                 s.solver.dof_count(),
                 st.success * 100.0,
                 st.median_us,
                 st.p90_us,
-                st.iterations
+                st.iterations,
+                st.restarted * 100.0
             );
         }
         let _ = medians;

@@ -282,6 +282,8 @@ pub struct FullBodyReport {
     /// Every enabled residual divided by its tolerance, summed: the quantity restarts minimise.
     /// Never larger than the incoming pose's cost for the same goals.
     pub cost: f32,
+    /// Restarts used (0 when the first attempt converged).
+    pub restarts: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -667,6 +669,7 @@ impl FullBodySolver {
         self.best.copy_from(pose);
         let mut best = Some((initial.cost, initial));
         let mut iterations = 0;
+        let mut restarts = 0;
         for attempt in 0..=s.max_restarts {
             if attempt == 1 && self.start != self.rest {
                 // A warm start that got stuck: try from the rest pose first.
@@ -675,6 +678,7 @@ impl FullBodySolver {
                 pose.copy_from(&self.start);
                 self.perturb(skeleton, pose, attempt);
             }
+            restarts = attempt;
             let mut report = self.attempt(skeleton, pose, goals);
             iterations += report.iterations;
             report.iterations = iterations;
@@ -690,6 +694,7 @@ impl FullBodySolver {
         }
         let mut report = best.map_or_else(FullBodyReport::default, |(_, r)| r);
         report.iterations = iterations;
+        report.restarts = restarts;
         pose.copy_from(&self.best);
         if !pose.is_finite() {
             // Never hand back NaN: fall back to the reference (input or rest) pose.
@@ -727,8 +732,11 @@ impl FullBodySolver {
             let (iters, hits) = self.jacobian(skeleton, pose, goals, coarse, left);
             report.iterations += iters;
             report.limits_hit = hits;
+            // Right after the limb pre-pass with no Jacobian step, the limbs are finished.
             if s.analytic_limbs {
-                report.limits_hit += self.finish_limbs(skeleton, pose, goals);
+                if !(round == 0 && iters == 0) {
+                    report.limits_hit += self.finish_limbs(skeleton, pose, goals);
+                }
                 report.limits_hit += self.finish_look_at(skeleton, pose, goals);
             }
             skeleton.model_transforms_into(pose, &mut self.model);
@@ -1256,24 +1264,30 @@ fn finish_limb(
                 quat_angle(u, u0) + quat_angle(e, e0) + psi.abs() * 1e-3
             };
             let mut best = (cost(0.0), 0.0f32);
-            if best.0 > 1e-3 + 0.0 {
-                let steps = 24;
-                for i in 1..steps {
-                    let psi = wrap(i as f32 * core::f32::consts::TAU / steps as f32);
-                    let c = cost(psi);
-                    if c < best.0 {
-                        best = (c, psi);
-                    }
-                }
-                let mut h = core::f32::consts::TAU / steps as f32 / 2.0;
+            let refine = |best: &mut (f32, f32), mut h: f32| {
                 for _ in 0..6 {
                     for psi in [best.1 - h, best.1 + h] {
+                        let c = cost(psi);
+                        if c < best.0 {
+                            *best = (c, psi);
+                        }
+                    }
+                    h *= 0.5;
+                }
+            };
+            if best.0 > 1e-3 {
+                // Near the current swivel first (frame-to-frame coherence), then everywhere.
+                refine(&mut best, 0.25);
+                if best.0 > 1e-3 {
+                    let steps = 24;
+                    for i in 1..steps {
+                        let psi = wrap(i as f32 * core::f32::consts::TAU / steps as f32);
                         let c = cost(psi);
                         if c < best.0 {
                             best = (c, psi);
                         }
                     }
-                    h *= 0.5;
+                    refine(&mut best, core::f32::consts::TAU / steps as f32 / 2.0);
                 }
                 if best.1 != 0.0 {
                     let q = Quat::from_axis_angle(axis, best.1);
