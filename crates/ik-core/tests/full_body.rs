@@ -170,3 +170,45 @@ fn unreachable_and_bad_goals_never_give_nan() {
             .is_err()
     );
 }
+
+#[test]
+fn centre_of_mass_moves_over_the_support_point() {
+    use ik_core::humanoid::CenterOfMassGoal;
+    let s = test_rig(RigConvention::Vrm, RestAxes::MinusZ);
+    let (map, _) = HumanoidMap::from_skeleton(&s);
+    let mut solver = FullBodySolver::new(&s, &map).unwrap();
+    let rest = s.rest_pose();
+    let model = s.rest_model_transforms();
+    let com0 = solver.center_of_mass(&s, &rest).unwrap();
+    // Near the hips' height, between the feet.
+    assert!(
+        com0.y > 0.8 && com0.y < 1.2 && com0.x.abs() < 0.01,
+        "{com0}"
+    );
+    let mut goals = FullBodyGoals::default();
+    for e in [Effector::LeftFoot, Effector::RightFoot] {
+        let b = solver.effector_bones()[e as usize];
+        *goals.get_mut(e) = EffectorGoal::new(model[b].translation, model[b].rotation);
+    }
+    // Shift the weight 6 cm toward the left foot and 3 cm forward (the height is free).
+    let target = com0 + Vec3::new(0.06, 0.0, 0.03);
+    goals.center_of_mass = CenterOfMassGoal {
+        target,
+        weight: 1.0,
+        enabled: true,
+    };
+    let mut pose = rest.clone();
+    let r = solver.solve(&s, &mut pose, &goals).unwrap();
+    assert!(r.converged, "{r:?}");
+    assert!(solver.pose_within_limits(&s, &pose, 1e-4));
+    let com = solver.center_of_mass(&s, &pose).unwrap();
+    assert!(
+        (com.x - target.x).abs() < 5e-3 && (com.z - target.z).abs() < 5e-3,
+        "{com}"
+    );
+    let after = s.model_transforms(&pose);
+    for e in [Effector::LeftFoot, Effector::RightFoot] {
+        let b = solver.effector_bones()[e as usize];
+        assert!(after[b].translation.distance(model[b].translation) < 1e-3);
+    }
+}

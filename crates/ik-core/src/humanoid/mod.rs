@@ -58,8 +58,8 @@ pub use anatomy::{
 pub use bones::{HumanoidBone, Side};
 pub use map::{HumanoidMap, MappingReport};
 pub use solver::{
-    Effector, EffectorGoal, FullBodyGoals, FullBodyReport, FullBodySettings, FullBodySolver,
-    GoalResidual, LookAtGoal, PostureReference,
+    CenterOfMassGoal, Effector, EffectorGoal, FullBodyGoals, FullBodyReport, FullBodySettings,
+    FullBodySolver, GoalResidual, LookAtGoal, PostureReference,
 };
 pub use test_rig::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
 

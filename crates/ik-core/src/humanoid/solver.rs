@@ -32,6 +32,7 @@ use glam::{Quat, Vec3};
 use super::anatomy::role_direction;
 use super::{
     BodyFrame, HumanoidBone as B, HumanoidError, HumanoidLimits, HumanoidMap, HumanoidMasses, Side,
+    de_leva_com_ratio, de_leva_fraction,
 };
 use crate::limits::JointLimit;
 use crate::pose::{BoneTransform, Pose};
@@ -129,6 +130,30 @@ impl Default for LookAtGoal {
     }
 }
 
+/// Keep the centre of mass over a support point: its projection on the ground plane (normal to
+/// the rest body's up direction) should match `target`'s.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct CenterOfMassGoal {
+    /// The support point (for example between the feet), model space; only its ground-plane
+    /// components matter.
+    pub target: Vec3,
+    /// Weight of the centre-of-mass rows.
+    pub weight: f32,
+    /// Whether the goal takes part.
+    pub enabled: bool,
+}
+
+impl Default for CenterOfMassGoal {
+    fn default() -> Self {
+        Self {
+            target: Vec3::ZERO,
+            weight: 1.0,
+            enabled: false,
+        }
+    }
+}
+
 /// Which effector a residual or goal belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -176,6 +201,8 @@ pub struct FullBodyGoals {
     pub effectors: [EffectorGoal; 5],
     /// The head look-at.
     pub look_at: LookAtGoal,
+    /// The optional balance goal (off by default).
+    pub center_of_mass: CenterOfMassGoal,
 }
 
 impl FullBodyGoals {
@@ -194,6 +221,8 @@ impl FullBodyGoals {
         self.effectors.iter().all(EffectorGoal::is_finite)
             && self.look_at.target.is_finite()
             && self.look_at.weight.is_finite()
+            && self.center_of_mass.target.is_finite()
+            && self.center_of_mass.weight.is_finite()
     }
 }
 
@@ -221,6 +250,8 @@ pub struct FullBodySettings {
     pub position_tolerance: f32,
     /// Success threshold for orientations and the look-at (radians).
     pub rotation_tolerance: f32,
+    /// Success threshold for the centre of mass over its support point (model units).
+    pub com_tolerance: f32,
     /// Damping of the least-squares step (model units / radians).
     pub damping: f32,
     /// Largest position error fed to one Jacobian step (model units).
@@ -244,6 +275,7 @@ impl Default for FullBodySettings {
             max_restarts: 3,
             position_tolerance: 1e-4,
             rotation_tolerance: 1e-3,
+            com_tolerance: 5e-3,
             damping: 0.02,
             max_position_step: 0.2,
             max_rotation_step: 0.6,
@@ -277,6 +309,8 @@ pub struct FullBodyReport {
     pub residuals: [GoalResidual; 5],
     /// Look-at angle error (radians), 0 when disabled.
     pub look_at: f32,
+    /// Ground-plane distance of the centre of mass from its target, 0 when disabled.
+    pub center_of_mass: f32,
     /// Number of joint clamps applied by the last Jacobian step and the limb finish.
     pub limits_hit: u32,
     /// Every enabled residual divided by its tolerance, summed: the quantity restarts minimise.
@@ -304,7 +338,7 @@ impl Dof {
 }
 
 /// The Jacobian rows (ascending) of the effectors in `affects`.
-fn joint_rows(affects: u8, row_of: &[[usize; 2]; 6]) -> ([usize; MAX_ROWS], usize) {
+fn joint_rows(affects: u8, row_of: &[[usize; 2]; 7]) -> ([usize; MAX_ROWS], usize) {
     let mut idx = [0usize; MAX_ROWS];
     let mut n = 0;
     for (k, rows) in row_of.iter().enumerate() {
@@ -321,14 +355,25 @@ fn joint_rows(affects: u8, row_of: &[[usize; 2]; 6]) -> ([usize; MAX_ROWS], usiz
     (idx, n)
 }
 
+/// A mass segment: `role`'s mass sits at `local_point` in `bone`'s frame.
+#[derive(Clone, Copy, Debug)]
+struct Segment {
+    role: B,
+    bone: usize,
+    local_point: Vec3,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Joint {
     bone: usize,
     dof: Dof,
     col: usize,
     limit: JointLimit,
-    /// Bit `k` set when effector `k` (0–4, or 5 for the head look-at) is this bone or below it.
+    /// Bit `k` set when effector `k` (0–4, 5 for the head look-at, 6 for the centre of mass)
+    /// is this bone or below it.
     affects: u8,
+    /// Bit `s` set when segment `s` is this bone or below it.
+    segments: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -356,6 +401,9 @@ pub struct FullBodySolver {
     /// nearest first.
     look_chain: [Option<usize>; 2],
     head_aim: Vec3,
+    /// Rest body up (model space): the normal of the ground plane for the balance goal.
+    up: Vec3,
+    segments: Vec<Segment>,
     pelvis_pinned: bool,
     bone_count: usize,
     cols: usize,
@@ -372,9 +420,10 @@ pub struct FullBodySolver {
     start: Pose,
     best: Pose,
     rest: Pose,
+    segment_pos: Vec<Vec3>,
 }
 
-const MAX_ROWS: usize = 5 * 6 + 3;
+const MAX_ROWS: usize = 5 * 6 + 3 + 3;
 
 /// Column scale of a joint that the previous step drove into its limit.
 const SATURATED_MOBILITY: f32 = 0.2;
@@ -420,6 +469,24 @@ impl FullBodySolver {
         let mut targets = [0usize; 6];
         targets[..5].copy_from_slice(&effector_bones);
         targets[5] = head;
+        let masses = HumanoidMasses::de_leva(70.0, map);
+        let mut segments = Vec::new();
+        for (role, bone) in map.iter() {
+            if de_leva_fraction(role) <= 0.0 && !matches!(role, B::Chest | B::UpperChest | B::Neck)
+            {
+                continue;
+            }
+            let child = segment_child(skeleton, map, role);
+            let local_point = child.map_or(Vec3::ZERO, |c| {
+                model[bone].inverse().transform_point(model[c].translation)
+                    * de_leva_com_ratio(role)
+            });
+            segments.push(Segment {
+                role,
+                bone,
+                local_point,
+            });
+        }
         let mut joints = Vec::new();
         let mut cols = 0;
         // Joints in bone order (parents first), so steps can be applied in one pass.
@@ -446,6 +513,15 @@ impl FullBodySolver {
                     affects |= 1 << k;
                 }
             }
+            let mut seg_mask = 0u32;
+            for (i, seg) in segments.iter().enumerate() {
+                if skeleton.is_ancestor_or_self(bone, seg.bone) {
+                    seg_mask |= 1 << i;
+                }
+            }
+            if seg_mask != 0 {
+                affects |= 1 << 6;
+            }
             if affects == 0 {
                 continue;
             }
@@ -455,6 +531,7 @@ impl FullBodySolver {
                 col: cols,
                 limit,
                 affects,
+                segments: seg_mask,
             });
             cols += match dof {
                 Dof::Floating => 6,
@@ -521,7 +598,10 @@ impl FullBodySolver {
         let joint_count = joints.len();
         Ok(Self {
             settings: FullBodySettings::default(),
-            masses: HumanoidMasses::de_leva(70.0, map),
+            masses,
+            up: frame.up,
+            segment_pos: vec![Vec3::ZERO; segments.len()],
+            segments,
             limits,
             joints,
             limbs,
@@ -756,7 +836,8 @@ impl FullBodySolver {
             .iter()
             .map(|r| r.position / s.position_tolerance + r.rotation / s.rotation_tolerance)
             .sum();
-        let total = sum + report.look_at / s.rotation_tolerance;
+        let total =
+            sum + report.look_at / s.rotation_tolerance + report.center_of_mass / s.com_tolerance;
         if total.is_finite() { total } else { f32::MAX }
     }
 
@@ -798,12 +879,70 @@ impl FullBodySolver {
             }
             report.residuals[k] = r;
         }
+        report.center_of_mass = 0.0;
+        if let Some((err, _)) = self.com_error_from_model(goals) {
+            report.center_of_mass = err.length();
+            ok &= report.center_of_mass <= s.com_tolerance;
+        }
         report.look_at = 0.0;
         if let Some((d, t)) = self.look_dirs(goals) {
             report.look_at = vec_angle(d, t);
             ok &= report.look_at <= s.rotation_tolerance;
         }
         ok
+    }
+
+    /// Updates the segment positions from `self.model` and returns the ground-plane error of the
+    /// centre of mass (target − current) and the total mass, if the goal is active.
+    fn com_error(&mut self, goals: &FullBodyGoals) -> Option<(Vec3, f32)> {
+        let g = &goals.center_of_mass;
+        if !g.enabled || g.weight <= 0.0 {
+            return None;
+        }
+        let (mut total, mut sum) = (0.0f32, Vec3::ZERO);
+        for (i, seg) in self.segments.iter().enumerate() {
+            let p = self.model[seg.bone].transform_point(seg.local_point);
+            self.segment_pos[i] = p;
+            let m = self.masses.get(seg.role);
+            total += m;
+            sum += p * m;
+        }
+        if total <= 0.0 {
+            return None;
+        }
+        let d = g.target - sum / total;
+        Some((d - self.up * d.dot(self.up), total))
+    }
+
+    fn com_error_from_model(&self, goals: &FullBodyGoals) -> Option<(Vec3, f32)> {
+        let g = &goals.center_of_mass;
+        if !g.enabled || g.weight <= 0.0 {
+            return None;
+        }
+        let c = self.com_of_model();
+        let total = self.masses.total();
+        let d = g.target - c?;
+        Some((d - self.up * d.dot(self.up), total))
+    }
+
+    fn com_of_model(&self) -> Option<Vec3> {
+        let (mut total, mut sum) = (0.0f32, Vec3::ZERO);
+        for seg in &self.segments {
+            let m = self.masses.get(seg.role);
+            total += m;
+            sum += self.model[seg.bone].transform_point(seg.local_point) * m;
+        }
+        (total > 0.0).then(|| sum / total)
+    }
+
+    /// The centre of mass of `pose` (model space) from the segment masses; `None` when the
+    /// masses are all zero.
+    ///
+    /// # Panics
+    /// If `pose` does not match `skeleton` (see [`Pose::validate`]).
+    pub fn center_of_mass(&mut self, skeleton: &Skeleton, pose: &Pose) -> Option<Vec3> {
+        skeleton.model_transforms_into(pose, &mut self.model);
+        self.com_of_model()
     }
 
     /// The head's current aim direction and the wanted one, if the look-at is active.
@@ -835,7 +974,7 @@ impl FullBodySolver {
             // Rows: per effector position (3) and rotation (3), then look-at (3).
             let mut rows = 0;
             let mut done = true;
-            let mut row_of = [[usize::MAX; 2]; 6];
+            let mut row_of = [[usize::MAX; 2]; 7];
             for (k, g) in goals.effectors.iter().enumerate() {
                 if self.pelvis_pinned && k == Effector::Pelvis as usize {
                     // Exact already; its rows would be zero.
@@ -869,6 +1008,14 @@ impl FullBodySolver {
                 row_of[5][0] = rows;
                 rows += 3;
             }
+            let com = self.com_error(goals);
+            if let Some((err, _)) = com {
+                done &= err.length() <= s.com_tolerance * coarse;
+                let err = clamp_len(err, s.max_position_step) * goals.center_of_mass.weight.sqrt();
+                self.e[rows..rows + 3].copy_from_slice(&err.to_array());
+                row_of[6][0] = rows;
+                rows += 3;
+            }
             if done || rows == 0 {
                 return (it, hits);
             }
@@ -892,6 +1039,20 @@ impl FullBodySolver {
                 } else {
                     1.0
                 };
+                // Mass and mass-weighted position of the segments this joint carries.
+                let (mut m_sub, mut s_sub) = (0.0f32, Vec3::ZERO);
+                if row_of[6][0] != usize::MAX {
+                    for (i, seg) in self.segments.iter().enumerate() {
+                        if j.segments & (1 << i) != 0 {
+                            let mass = self.masses.get(seg.role);
+                            m_sub += mass;
+                            s_sub += self.segment_pos[i] * mass;
+                        }
+                    }
+                }
+                let com_w = com.map_or(0.0, |(_, total)| {
+                    goals.center_of_mass.weight.max(0.0).sqrt() / total
+                });
                 let mut axes = [(Vec3::ZERO, false); 6];
                 let n = match j.dof {
                     Dof::Floating => {
@@ -921,7 +1082,7 @@ impl FullBodySolver {
                 for (c, &(axis, translation)) in axes[..n].iter().enumerate() {
                     let col = j.col + c;
                     let axis = axis * mobility;
-                    for k in 0..6 {
+                    for k in 0..7 {
                         if j.affects & (1 << k) == 0 {
                             continue;
                         }
@@ -929,6 +1090,20 @@ impl FullBodySolver {
                             let r = row_of[5][0];
                             if r != usize::MAX && !translation {
                                 let v = axis.cross(head_dir) * look_w;
+                                set3(jac, r, cols, col, v);
+                            }
+                            continue;
+                        }
+                        if k == 6 {
+                            let r = row_of[6][0];
+                            if r != usize::MAX {
+                                let v = if translation {
+                                    axis * m_sub
+                                } else {
+                                    axis.cross(s_sub - pivot * m_sub)
+                                };
+                                // Only the ground-plane part of the motion counts.
+                                let v = (v - self.up * v.dot(self.up)) * com_w;
                                 set3(jac, r, cols, col, v);
                             }
                             continue;
@@ -1154,6 +1329,28 @@ impl FullBodySolver {
         }
         hits
     }
+}
+
+/// Where a segment ends: the mapped child role's bone, else the bone's first child.
+fn segment_child(skeleton: &Skeleton, map: &HumanoidMap, role: B) -> Option<usize> {
+    let side = role.side().unwrap_or(Side::Left);
+    let next: &[B] = match role.on(Side::Left) {
+        B::Hips => &[B::Spine],
+        B::Spine => &[B::Chest, B::UpperChest, B::Neck, B::Head],
+        B::Chest => &[B::UpperChest, B::Neck, B::Head],
+        B::UpperChest => &[B::Neck, B::Head],
+        B::Neck => &[B::Head],
+        B::LeftUpperArm => &[B::LeftLowerArm],
+        B::LeftLowerArm => &[B::LeftHand],
+        B::LeftUpperLeg => &[B::LeftLowerLeg],
+        B::LeftLowerLeg => &[B::LeftFoot],
+        B::LeftFoot => &[B::LeftToes],
+        _ => &[],
+    };
+    let bone = map.get(role)?;
+    next.iter()
+        .find_map(|r| map.get(r.on(side)))
+        .or_else(|| skeleton.children(bone).next())
 }
 
 fn limit_of(joints: &[Joint], bone: usize) -> JointLimit {
