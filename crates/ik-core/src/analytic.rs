@@ -365,7 +365,7 @@ fn arc(from: Vec3A, to: Vec3A) -> Quat {
 /// Offset of `end` from the frame (origin, identity rotation, `scale`) through the rigid bones
 /// `between`: returns the offset, the rotation of `end`'s parent relative to the frame (`None`
 /// for identity: no bones between) and the model scale of `end`'s parent.
-#[inline]
+#[inline(always)]
 fn offset_through(
     skeleton: &Skeleton,
     pose: &Pose,
@@ -725,7 +725,8 @@ impl TwoBoneIk {
             }
         }
         let cos_geom = ((dist_eff * dist_eff - l_sq) * inv_2l1l2).clamp(-1.0, 1.0);
-        let cos_phi = cos_geom.clamp(cos_max, cos_min);
+        // (`max`/`min`, not `clamp`: no panic branch for run-time bounds in the hot path.)
+        let cos_phi = cos_geom.max(cos_max).min(cos_min);
         let flex_limited = (cos_phi - cos_geom).abs() > 1e-6;
         let sin_phi = (1.0 - cos_phi * cos_phi).max(0.0).sqrt();
 
@@ -832,7 +833,8 @@ impl TwoBoneIk {
             // (Clamped again: acos near ±1 is coarse in f32.)
             flex_angle: cos_phi
                 .acos()
-                .clamp(self.settings.flex_min, self.settings.flex_max),
+                .max(self.settings.flex_min)
+                .min(self.settings.flex_max),
             flex_limited,
             pole_fallback,
             target_distance: dist,
