@@ -5,4 +5,5 @@
 //! that did not converge is *status* in a solver's report, never an error.
 
 pub use crate::rotation::RotationError;
+pub use crate::analytic::AnalyticError;
 pub use crate::skeleton::SkeletonError;
