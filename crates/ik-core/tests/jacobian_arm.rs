@@ -31,6 +31,7 @@ fn arm_reaches_random_6d_targets_from_rest() {
         let mut iters = 0u32;
         let mut success = false;
         for attempt in 0..=MAX_RESTARTS {
+            scratch.reset();
             if attempt > 0 {
                 pose = random_arm_pose(&skeleton, &mut rng);
                 restarts_used += 1;

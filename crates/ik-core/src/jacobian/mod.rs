@@ -630,6 +630,7 @@ pub struct JacobianScratch {
     pub(crate) r: DVector<f64>,
     pub(crate) tmp: DMatrix<f64>,
     pub(crate) chol: Vec<Cholesky<f64, Dyn>>,
+    pub(crate) chol_proj: Vec<Cholesky<f64, Dyn>>,
     pub(crate) dq: DVector<f64>,
     pub(crate) z: DVector<f64>,
     pub(crate) col_ang: Vec<Vec3>,
@@ -650,9 +651,13 @@ pub struct JacobianScratch {
     pub(crate) ref_trans: Vec<Vec3>,
     pub(crate) saturated: Vec<bool>,
     pub(crate) normal: Vec<[f32; 6]>,
+    pub(crate) saved_saturated: Vec<bool>,
+    pub(crate) saved_normal: Vec<[f32; 6]>,
     pub(crate) limited: Vec<bool>,
     pub(crate) com_mass: Vec<f32>,
     pub(crate) com_moment: Vec<Vec3>,
+    pub(crate) mu: f64,
+    pub(crate) last_converged: bool,
     pub(crate) shape: (usize, usize, usize, usize),
 }
 
@@ -669,6 +674,15 @@ impl JacobianScratch {
     #[must_use]
     pub fn limited_joints(&self) -> &[bool] {
         &self.limited
+    }
+
+    /// Forgets the warm-start state carried from one solve to the next (the damping factor
+    /// and which joints sit on their limits). Call it when the next solve is unrelated to the
+    /// last one (a new target far away, a restart from another pose, a teleport).
+    pub fn reset(&mut self) {
+        self.mu = 1.0;
+        self.last_converged = false;
+        self.saturated.fill(false);
     }
 
     /// Model-space transforms of the bones the solver evaluates (others are stale), after the
@@ -998,6 +1012,11 @@ impl JacobianSolver {
                 .iter()
                 .map(|l| Cholesky::pack_dirty(DMatrix::zeros(l.1, l.1)))
                 .collect(),
+            chol_proj: self
+                .levels
+                .iter()
+                .map(|l| Cholesky::pack_dirty(DMatrix::zeros(l.1, l.1)))
+                .collect(),
             dq: DVector::zeros(n),
             z: DVector::zeros(n),
             col_ang: vec![Vec3::ZERO; n],
@@ -1018,9 +1037,13 @@ impl JacobianSolver {
             ref_trans: vec![Vec3::ZERO; nj],
             saturated: vec![false; nj],
             normal: vec![[0.0; 6]; nj],
+            saved_saturated: vec![false; nj],
+            saved_normal: vec![[0.0; 6]; nj],
             limited: vec![false; nj],
             com_mass: vec![0.0; self.bone_count],
             com_moment: vec![Vec3::ZERO; self.bone_count],
+            mu: 1.0,
+            last_converged: false,
             shape: (n, m, nj, nt),
         }
     }

@@ -16,6 +16,13 @@ use crate::skeleton::Skeleton;
 /// Damping growth beyond which a solve counts as stalled.
 const MAX_MU: f64 = 1e10;
 
+/// Damping of the null-space projectors (normalised units): small enough that a projector
+/// is exact to about 1e-5 in any direction the task can move by more than 0.3 %.
+const PROJECTOR_DAMPING: f64 = 1e-9;
+
+/// Largest damping factor carried into the next solve after a solve that did not converge.
+const MU_CARRY: f64 = 64.0;
+
 impl JacobianSolver {
     /// Solves in place: `pose` is the warm start (the incoming pose) and receives the result.
     ///
@@ -40,39 +47,78 @@ impl JacobianSolver {
         let s = scratch;
         let set = &self.settings;
         self.capture_reference(pose, s);
+        // The active set (saturated joints and their limit normals) and the damping factor
+        // carry over from the previous solve with this scratch: frame-to-frame warm start, and
+        // the reason a converged solve repeats bit for bit.
         s.limited.fill(false);
-        s.saturated.fill(false);
         for j in 0..self.joints.len() {
             if self.movable(j, goals) && self.clamp_joint(j, pose, s) {
                 s.limited[j] = true;
                 s.saturated[j] = true;
             }
         }
-        let mut mu = 1.0f64;
+        let mut mu = if s.last_converged {
+            s.mu
+        } else {
+            s.mu.clamp(1.0, MU_CARRY)
+        };
         let mut iterations = 0u32;
         let mut rejected = 0u32;
         let mut have_prev = false;
         let mut restored = false;
+        let mut correcting = false;
         let mut converged = false;
+        // Posture residual before a step taken with every task met.
+        let mut settle_from: Option<f32> = None;
+        let mut step_mu = mu;
         loop {
             self.forward(skeleton, pose, s);
-            self.evaluate(goals, s);
-            if have_prev && !restored && !self.accept(s) {
-                self.restore(pose, s);
-                s.residuals.copy_from_slice(&s.prev_residuals);
-                mu *= 4.0;
-                rejected += 1;
-                restored = true;
-                if iterations >= set.max_iterations || mu > MAX_MU {
-                    // The pose is the last accepted one; refresh its model transforms.
+            self.evaluate(pose, goals, s);
+            if have_prev && !restored {
+                if let Some(k) = self.rejecting_level(s) {
+                    if !correcting && s.prev_merit[k] <= self.level_allowance(k) {
+                        // A lower level (or the posture term) pushed a level that was met out
+                        // of tolerance by second-order drift: pull it back with a step on
+                        // levels 0..=k (part of the same iteration) before judging the step.
+                        correcting = true;
+                        self.build_jacobian(goals, s);
+                        self.update_active_set(goals, s);
+                        self.solve_levels(mu, s, k + 1, false);
+                        self.clamp_step(s);
+                        self.apply_step(pose, goals, s, false);
+                        continue;
+                    }
+                    self.restore(pose, s);
+                    s.residuals.copy_from_slice(&s.prev_residuals);
+                    mu *= 4.0;
+                    rejected += 1;
+                    restored = true;
+                    correcting = false;
+                    if iterations >= set.max_iterations || mu > MAX_MU {
+                        // The pose is the last accepted one; refresh its model transforms.
+                        self.forward(skeleton, pose, s);
+                        break;
+                    }
+                    continue;
+                }
+                mu = (mu * 0.5).max(1.0);
+                if let (Some(before), Some(p)) = (settle_from, self.posture)
+                    && (before - s.residuals[p]).abs() < set.posture_tolerance
+                    && self.tasks_met(goals, s)
+                {
+                    // The posture term no longer makes progress (what is left of its step
+                    // is damping leakage that the higher levels undo): keep the pose from
+                    // before this step, so a repeated solve returns it bit for bit.
+                    self.restore(pose, s);
+                    s.residuals.copy_from_slice(&s.prev_residuals);
                     self.forward(skeleton, pose, s);
+                    mu = step_mu;
+                    converged = true;
                     break;
                 }
-                continue;
             }
-            if have_prev && !restored {
-                mu = (mu * 0.5).max(1.0);
-            }
+            settle_from = None;
+            correcting = false;
             restored = false;
             have_prev = true;
             s.prev_merit.copy_from_slice(&s.merit);
@@ -87,16 +133,22 @@ impl JacobianSolver {
             }
             self.build_jacobian(goals, s);
             self.update_active_set(goals, s);
-            self.solve_levels(mu, s);
+            self.solve_levels(mu, s, self.levels.len(), self.posture.is_some());
             let posture_step = self.add_posture(pose, goals, mu, s);
             if met && posture_step < set.posture_tolerance {
                 converged = true;
                 break;
             }
+            if met && let Some(p) = self.posture {
+                settle_from = Some(s.residuals[p]);
+            }
+            step_mu = mu;
             self.clamp_step(s);
-            self.apply_step(pose, goals, s);
+            self.apply_step(pose, goals, s, true);
             iterations += 1;
         }
+        s.mu = mu;
+        s.last_converged = converged;
         let mut report = SolveReport {
             iterations,
             rejected_steps: rejected,
@@ -138,7 +190,7 @@ impl JacobianSolver {
     ) -> Result<bool, JacobianError> {
         self.check(skeleton, pose, goals, scratch)?;
         self.forward(skeleton, pose, scratch);
-        self.evaluate(goals, scratch);
+        self.evaluate(pose, goals, scratch);
         Ok(self.tasks_met(goals, scratch))
     }
 
@@ -284,7 +336,7 @@ impl JacobianSolver {
 
     /// Task errors into `s.e` (weighted, normalised rows), residuals, per-level merit and
     /// damping energy, and the per-task geometry the Jacobian needs.
-    fn evaluate(&self, goals: &Goals, s: &mut JacobianScratch) {
+    fn evaluate(&self, pose: &Pose, goals: &Goals, s: &mut JacobianScratch) {
         let inv_len = self.length_scale.recip();
         s.merit.fill(0.0);
         s.level_energy.fill(0.0);
@@ -385,7 +437,10 @@ impl JacobianSolver {
                     s.e[row] = f64::from(w * ch[0] * dx * inv_len);
                     s.e[row + 1] = f64::from(w * ch[1] * dy * inv_len);
                 }
-                TaskKind::Posture { .. } => continue,
+                TaskKind::Posture { .. } => {
+                    s.residuals[t] = self.posture_residual(pose, goals, s);
+                    continue;
+                }
             }
             if !matches!(
                 task.kind,
@@ -415,27 +470,34 @@ impl JacobianSolver {
         })
     }
 
-    /// Lexicographic acceptance: the first level whose merit changed decides.
-    fn accept(&self, s: &JacobianScratch) -> bool {
+    /// Lexicographic acceptance: the first level whose merit changed decides. Returns the
+    /// level that got worse beyond its allowance, if any.
+    fn rejecting_level(&self, s: &JacobianScratch) -> Option<usize> {
         for (k, &new) in s.merit.iter().enumerate() {
             let old = s.prev_merit[k];
-            let allowed: f64 = self.level_tasks[k]
-                .iter()
-                .map(|&t| f64::from(self.tasks[t].weight).powi(2))
-                .sum::<f64>()
-                .max(1.0);
             if new <= old {
                 if new < old * (1.0 - 1e-9) && old > 0.0 {
-                    return true;
+                    return None;
                 }
-            } else if new > allowed.max(old) {
-                return false;
+            } else if new > self.level_allowance(k).max(old) {
+                return Some(k);
             }
         }
-        true
+        None
     }
 
-    fn restore(&self, pose: &mut Pose, s: &JacobianScratch) {
+    /// The merit of level `k` when each of its tasks sits exactly at its tolerance.
+    fn level_allowance(&self, k: usize) -> f64 {
+        self.level_tasks[k]
+            .iter()
+            .map(|&t| f64::from(self.tasks[t].weight).powi(2))
+            .sum::<f64>()
+            .max(1.0)
+    }
+
+    fn restore(&self, pose: &mut Pose, s: &mut JacobianScratch) {
+        s.saturated.copy_from_slice(&s.saved_saturated);
+        s.normal.copy_from_slice(&s.saved_normal);
         for (j, spec) in self.joints.iter().enumerate() {
             if self.col_start[j + 1] > self.col_start[j] {
                 pose.rotations[spec.bone] = s.saved_rot[j];
@@ -652,16 +714,17 @@ impl JacobianSolver {
         }
     }
 
-    fn solve_levels(&self, mu: f64, s: &mut JacobianScratch) {
+    /// The prioritised damped least-squares step of the first `count` levels into `s.dq`.
+    fn solve_levels(&self, mu: f64, s: &mut JacobianScratch, count: usize, with_posture: bool) {
         s.dq.fill(0.0);
         let min_d = f64::from(self.settings.min_damping);
         let err_d = f64::from(self.settings.error_damping);
-        for (k, &(r0, mk)) in self.levels.iter().enumerate() {
+        for (k, &(r0, mk)) in self.levels[..count].iter().enumerate() {
             s.jhat.columns_mut(r0, mk).copy_from(&s.jt.columns(r0, mk));
             for (i, &(q0, mi)) in self.levels[..k].iter().enumerate() {
                 let mut t = s.tmp.view_mut((0, 0), (mi, mk));
                 t.gemm_tr(1.0, &s.jhat.columns(q0, mi), &s.jt.columns(r0, mk), 0.0);
-                s.chol[i].solve_mut(&mut t);
+                s.chol_proj[i].solve_mut(&mut t);
                 let (prev, mut cur) = s.jhat.columns_range_pair_mut(q0..q0 + mi, r0..r0 + mk);
                 cur.gemm(-1.0, &prev, &t, 1.0);
             }
@@ -670,6 +733,20 @@ impl JacobianSolver {
             let mut a = chol.unpack_dirty();
             let jh = s.jhat.columns(r0, mk);
             a.gemm_tr(1.0, &jh, &jh, 0.0);
+            if k + 1 < self.levels.len() || with_posture {
+                // The null-space projector of this level, nearly undamped: a damped projector
+                // leaks lower-level motion into this level's rows to first order.
+                let proj = core::mem::replace(
+                    &mut s.chol_proj[k],
+                    Cholesky::pack_dirty(DMatrix::zeros(0, 0)),
+                );
+                let mut p = proj.unpack_dirty();
+                p.copy_from(&a);
+                for i in 0..mk {
+                    p[(i, i)] += PROJECTOR_DAMPING;
+                }
+                s.chol_proj[k] = Cholesky::new_unchecked(p);
+            }
             let lambda2 = mu * (min_d + err_d * s.level_energy[k]);
             for i in 0..mk {
                 a[(i, i)] += lambda2;
@@ -682,6 +759,57 @@ impl JacobianSolver {
             s.dq.gemv(1.0, &s.jhat.columns(r0, mk), &r, 1.0);
             s.chol[k] = chol;
         }
+    }
+
+    /// Difference from joint `j` to its posture reference in DOF coordinates (radians;
+    /// translations in length-scale units); returns the number of DOF.
+    fn posture_diff(
+        &self,
+        j: usize,
+        pose: &Pose,
+        s: &JacobianScratch,
+        diff: &mut [f32; 6],
+    ) -> usize {
+        let spec = &self.joints[j];
+        let b = spec.bone;
+        let inv_len = self.length_scale.recip();
+        let rot = pose.rotations[b];
+        let tr = pose.translations[b];
+        let (rr, rt) = (s.ref_rot[j], s.ref_trans[j]);
+        match spec.kind {
+            JointKind::Hinge { axis } => {
+                let rest = self.rest[b].rotation.inverse();
+                diff[0] = wrap(twist_angle(rest * rr, axis) - twist_angle(rest * rot, axis));
+                1
+            }
+            JointKind::Ball => {
+                diff[..3].copy_from_slice(&rotation_vector(rot.inverse() * rr).to_array());
+                3
+            }
+            JointKind::Slider { axis } => {
+                diff[0] = (rt - tr).dot(axis) * inv_len;
+                1
+            }
+            JointKind::Floating => {
+                diff[..3].copy_from_slice(&((rt - tr) * inv_len).to_array());
+                diff[3..].copy_from_slice(&rotation_vector(rot.inverse() * rr).to_array());
+                6
+            }
+            JointKind::Fixed => 0,
+        }
+    }
+
+    /// The posture task's residual: the largest remaining difference of a movable joint.
+    fn posture_residual(&self, pose: &Pose, goals: &Goals, s: &JacobianScratch) -> f32 {
+        let mut worst = 0.0f32;
+        let mut diff = [0.0f32; 6];
+        for j in 0..self.joints.len() {
+            if self.movable(j, goals) {
+                let n = self.posture_diff(j, pose, s, &mut diff);
+                worst = diff[..n].iter().fold(worst, |a, d| a.max(d.abs()));
+            }
+        }
+        worst
     }
 
     /// Adds the projected posture term to `s.dq`; returns the largest joint motion it causes
@@ -697,59 +825,27 @@ impl JacobianSolver {
             return 0.0;
         };
         let g = &goals.tasks[p];
-        s.residuals[p] = 0.0;
         if !g.enabled || g.weight <= 0.0 {
             return 0.0;
         }
-        let inv_len = self.length_scale.recip();
         s.z.fill(0.0);
-        let mut worst = 0.0f32;
-        for (j, spec) in self.joints.iter().enumerate() {
+        let mut diff = [0.0f32; 6];
+        for j in 0..self.joints.len() {
             let c0 = self.col_start[j];
-            if !self.movable(j, goals) {
+            if !self.movable(j, goals) || s.saturated[j] {
                 continue;
             }
-            let b = spec.bone;
-            let rot = pose.rotations[b];
-            let tr = pose.translations[b];
-            let (rr, rt) = (s.ref_rot[j], s.ref_trans[j]);
-            let mut diff = [0.0f32; 6];
-            let n = match spec.kind {
-                JointKind::Hinge { axis } => {
-                    let rest = self.rest[b].rotation.inverse();
-                    diff[0] = wrap(twist_angle(rest * rr, axis) - twist_angle(rest * rot, axis));
-                    1
-                }
-                JointKind::Ball => {
-                    diff[..3].copy_from_slice(&rotation_vector(rot.inverse() * rr).to_array());
-                    3
-                }
-                JointKind::Slider { axis } => {
-                    diff[0] = (rt - tr).dot(axis) * inv_len;
-                    1
-                }
-                JointKind::Floating => {
-                    diff[..3].copy_from_slice(&((rt - tr) * inv_len).to_array());
-                    diff[3..].copy_from_slice(&rotation_vector(rot.inverse() * rr).to_array());
-                    6
-                }
-                JointKind::Fixed => 0,
-            };
-            worst = worst.max(diff[..n].iter().fold(0.0f32, |a, d| a.max(d.abs())));
-            if s.saturated[j] {
-                continue;
-            }
+            let n = self.posture_diff(j, pose, s, &mut diff);
             let wj = joint_weights.get(j).copied().unwrap_or(1.0) * gain * g.weight.min(1.0);
             let k = f64::from(wj / self.col_scale[j]) / mu;
             for (i, d) in diff[..n].iter().enumerate() {
                 s.z[c0 + i] = k * f64::from(*d);
             }
         }
-        s.residuals[p] = worst;
         for (i, &(q0, mi)) in self.levels.iter().enumerate() {
             let mut r = s.r.rows_mut(0, mi);
             r.gemv_tr(1.0, &s.jhat.columns(q0, mi), &s.z, 0.0);
-            s.chol[i].solve_mut(&mut r);
+            s.chol_proj[i].solve_mut(&mut r);
             s.z.gemv(-1.0, &s.jhat.columns(q0, mi), &r, 1.0);
         }
         let mut step = 0.0f32;
@@ -791,15 +887,23 @@ impl JacobianSolver {
         }
     }
 
-    fn apply_step(&self, pose: &mut Pose, goals: &Goals, s: &mut JacobianScratch) {
+    /// Applies `s.dq` and clamps every moved joint; `save` keeps the previous pose for a
+    /// rejection (a correction step keeps the pose saved before the step it corrects).
+    fn apply_step(&self, pose: &mut Pose, goals: &Goals, s: &mut JacobianScratch, save: bool) {
+        if save {
+            s.saved_saturated.copy_from_slice(&s.saturated);
+            s.saved_normal.copy_from_slice(&s.normal);
+        }
         for (j, spec) in self.joints.iter().enumerate() {
             let (c0, c1) = (self.col_start[j], self.col_start[j + 1]);
             if c0 == c1 {
                 continue;
             }
             let b = spec.bone;
-            s.saved_rot[j] = pose.rotations[b];
-            s.saved_trans[j] = pose.translations[b];
+            if save {
+                s.saved_rot[j] = pose.rotations[b];
+                s.saved_trans[j] = pose.translations[b];
+            }
             if goals.joints_locked[j] {
                 continue;
             }

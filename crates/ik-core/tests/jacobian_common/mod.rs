@@ -7,7 +7,7 @@ use ik_core::jacobian::{JointSpec, SolverSettings, TaskSpec};
 use ik_core::limits::{JointLimit, SwingTwistLimit};
 use ik_core::{Bone, BoneTransform, Pose, Skeleton};
 
-/// SplitMix64: small, seeded, reproducible.
+/// `SplitMix64`: small, seeded, reproducible.
 pub struct Rng(pub u64);
 
 impl Rng {
@@ -141,4 +141,45 @@ pub fn arm_targets(count: usize, seed: u64) -> Vec<(Vec3, Quat)> {
             (t.translation, t.rotation)
         })
         .collect()
+}
+
+/// Whether every joint of `joints` is inside its limit in `pose` (tolerance 1e-4).
+pub fn limits_respected(
+    skeleton: &Skeleton,
+    joints: &[JointSpec],
+    pose: &Pose,
+) -> Result<(), usize> {
+    for j in joints {
+        let rest = skeleton.bones()[j.bone].rest;
+        if !j.limit.contains(
+            rest.rotation,
+            rest.translation,
+            pose.rotations[j.bone],
+            pose.translations[j.bone],
+            1e-4,
+        ) {
+            return Err(j.bone);
+        }
+    }
+    Ok(())
+}
+
+/// Joint-space distance (sum of rotation angles) between two poses over `bones`.
+pub fn pose_distance(a: &Pose, b: &Pose, bones: &[usize]) -> f32 {
+    bones
+        .iter()
+        .map(|&i| a.rotations[i].angle_between(b.rotations[i]))
+        .sum()
+}
+
+/// Σ |log(aᵢ⁻¹ bᵢ)|² over `bones`: the metric the posture term descends.
+pub fn posture_sq(a: &Pose, b: &Pose, bones: &[usize]) -> f32 {
+    bones
+        .iter()
+        .map(|&i| {
+            let q = a.rotations[i].inverse() * b.rotations[i];
+            let angle = q.angle_between(Quat::IDENTITY);
+            angle * angle
+        })
+        .sum()
 }
