@@ -104,7 +104,7 @@ pub fn arm_tasks() -> Vec<TaskSpec> {
 
 pub fn arm_settings() -> SolverSettings {
     SolverSettings {
-        max_iterations: 60,
+        max_iterations: 25,
         position_tolerance: 5e-5,
         angle_tolerance: 5e-4,
         ..SolverSettings::default()
@@ -182,4 +182,11 @@ pub fn posture_sq(a: &Pose, b: &Pose, bones: &[usize]) -> f32 {
             angle * angle
         })
         .sum()
+}
+
+/// The angle between two rotations, accurate near zero (glam's `angle_between` goes through
+/// `acos` of a dot product and cannot resolve angles below about 5e-4 rad in `f32`).
+pub fn rotation_angle(a: Quat, b: Quat) -> f32 {
+    let d = a.inverse() * b;
+    2.0 * Vec3::new(d.x, d.y, d.z).length().atan2(d.w.abs())
 }
