@@ -721,6 +721,9 @@ pub struct JacobianSolver {
     /// `(first row, rows)` of each level, highest priority first.
     pub(crate) levels: Vec<(usize, usize)>,
     pub(crate) level_tasks: Vec<Vec<usize>>,
+    /// For every pair `(a, b)`, `b ≤ a`, of tasks of a level (level-local indices, pair index
+    /// `a(a+1)/2 + b`), the column ranges both tasks depend on: the sparsity of `J Jᵀ`.
+    pub(crate) pair_ranges: Vec<Vec<(usize, usize)>>,
     pub(crate) rows: usize,
     pub(crate) fk_bones: Vec<usize>,
     pub(crate) posture: Option<usize>,
@@ -884,6 +887,24 @@ impl JacobianSolver {
             level_tasks.push(members);
         }
 
+        let mut pair_ranges = Vec::new();
+        for members in &level_tasks {
+            for (a, &ta) in members.iter().enumerate() {
+                for &tb in &members[..=a] {
+                    let ja = &task_joints[layout[ta].joints.0..layout[ta].joints.1];
+                    let jb = &task_joints[layout[tb].joints.0..layout[tb].joints.1];
+                    let mut ranges: Vec<(usize, usize)> = Vec::new();
+                    for &j in ja.iter().filter(|j| jb.contains(j)) {
+                        let (c0, c1) = (col_start[j], col_start[j + 1]);
+                        match ranges.last_mut() {
+                            Some(last) if last.1 == c0 => last.1 = c1,
+                            _ => ranges.push((c0, c1)),
+                        }
+                    }
+                    pair_ranges.push(ranges);
+                }
+            }
+        }
         let rest_model = skeleton.rest_model_transforms();
         let length_scale = settings.length_scale.unwrap_or_else(|| {
             let origin = joints
@@ -909,6 +930,7 @@ impl JacobianSolver {
             task_joints,
             levels,
             level_tasks,
+            pair_ranges,
             rows: row,
             fk_bones,
             posture,

@@ -731,8 +731,14 @@ impl JacobianSolver {
             let chol =
                 core::mem::replace(&mut s.chol[k], Cholesky::pack_dirty(DMatrix::zeros(0, 0)));
             let mut a = chol.unpack_dirty();
-            let jh = s.jhat.columns(r0, mk);
-            a.gemm_tr(1.0, &jh, &jh, 0.0);
+            if k == 0 {
+                // The first level is not projected: exploit the sparsity of J (a task only
+                // depends on the joints above its bone) and fill the lower triangle only.
+                self.first_level_normal_matrix(s.jt.as_slice(), &mut a);
+            } else {
+                let jh = s.jhat.columns(r0, mk);
+                a.gemm_tr(1.0, &jh, &jh, 0.0);
+            }
             if k + 1 < self.levels.len() || with_posture {
                 // The null-space projector of this level, nearly undamped: a damped projector
                 // leaks lower-level motion into this level's rows to first order.
@@ -810,6 +816,34 @@ impl JacobianSolver {
             }
         }
         worst
+    }
+
+    /// Lower triangle of `J₀ J₀ᵀ` for the first level, from `Jᵀ` (column-major, one task row
+    /// per column of length `dof`), summing only over the columns both rows depend on.
+    fn first_level_normal_matrix(&self, jt: &[f64], a: &mut DMatrix<f64>) {
+        let n = self.dof;
+        let r0 = self.levels[0].0;
+        let members = &self.level_tasks[0];
+        let mut pair = 0;
+        for (ia, &ta) in members.iter().enumerate() {
+            let la = &self.layout[ta];
+            for &tb in &members[..=ia] {
+                let lb = &self.layout[tb];
+                let ranges = &self.pair_ranges[pair];
+                pair += 1;
+                for ra in la.row..la.row + la.rows {
+                    let rb_end = if ta == tb { ra + 1 } else { lb.row + lb.rows };
+                    for rb in lb.row..rb_end {
+                        let mut sum = 0.0;
+                        for &(c0, c1) in ranges {
+                            sum +=
+                                dot(&jt[ra * n + c0..ra * n + c1], &jt[rb * n + c0..rb * n + c1]);
+                        }
+                        a[(ra - r0, rb - r0)] = sum;
+                    }
+                }
+            }
+        }
     }
 
     /// Adds the projected posture term to `s.dq`; returns the largest joint motion it causes
@@ -928,6 +962,24 @@ impl JacobianSolver {
             }
         }
     }
+}
+
+/// Dot product with four accumulators (lets the compiler use SIMD lanes).
+#[inline]
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 4];
+    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
+    let (ta, tb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for i in 0..4 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    let mut sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for (x, y) in ta.iter().zip(tb) {
+        sum += x * y;
+    }
+    sum
 }
 
 /// The rotation vector (axis × angle, angle in `[0, π]`) of `q`.
