@@ -526,6 +526,10 @@ pub struct SolverSettings {
     /// The posture term stops the solve once its step is below this (radians); with a
     /// posture task the solve only ends early when the tasks are met and this holds.
     pub posture_tolerance: f32,
+    /// Stop after this many consecutive iterations in which no level's merit fell by 0.1 %
+    /// (and the posture residual did not move): unreachable goals end early instead of
+    /// spending the whole budget. 0 disables.
+    pub stall_iterations: u32,
     /// Length used to normalise position rows (model units); `None` derives it from the
     /// skeleton's rest extent.
     pub length_scale: Option<f32>,
@@ -542,6 +546,7 @@ impl Default for SolverSettings {
             max_step_angle: 0.5,
             max_step_translation: 0.25,
             posture_tolerance: 1e-4,
+            stall_iterations: 4,
             length_scale: None,
         }
     }

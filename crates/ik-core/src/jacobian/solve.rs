@@ -20,6 +20,13 @@ const MAX_MU: f64 = 1e10;
 /// is exact to about 1e-5 in any direction the task can move by more than 0.3 %.
 const PROJECTOR_DAMPING: f64 = 1e-9;
 
+/// Relative merit decrease below which an iteration counts as no progress.
+const STALL_PROGRESS: f64 = 1e-3;
+
+/// Merit below which a level counts as solved for progress tracking (every task at a
+/// hundredth of its tolerance).
+const SOLVED_MERIT: f64 = 1e-4;
+
 /// Largest damping factor carried into the next solve after a solve that did not converge.
 const MU_CARRY: f64 = 64.0;
 
@@ -71,6 +78,8 @@ impl JacobianSolver {
         // Posture residual before a step taken with every task met.
         let mut settle_from: Option<f32> = None;
         let mut step_mu = mu;
+        // Consecutive iterations without meaningful progress.
+        let mut stalled = 0u32;
         loop {
             self.forward(skeleton, pose, s);
             self.evaluate(pose, goals, s);
@@ -94,7 +103,8 @@ impl JacobianSolver {
                     rejected += 1;
                     restored = true;
                     correcting = false;
-                    if iterations >= set.max_iterations || mu > MAX_MU {
+                    stalled += 1;
+                    if iterations >= set.max_iterations || mu > MAX_MU || self.stalled(stalled) {
                         // The pose is the last accepted one; refresh its model transforms.
                         self.forward(skeleton, pose, s);
                         break;
@@ -102,6 +112,11 @@ impl JacobianSolver {
                     continue;
                 }
                 mu = (mu * 0.5).max(1.0);
+                if self.progress(s, settle_from) {
+                    stalled = 0;
+                } else {
+                    stalled += 1;
+                }
                 if let (Some(before), Some(p)) = (settle_from, self.posture)
                     && (before - s.residuals[p]).abs() < set.posture_tolerance
                     && self.tasks_met(goals, s)
@@ -126,6 +141,10 @@ impl JacobianSolver {
             let met = self.tasks_met(goals, s);
             if met && self.posture.is_none() {
                 converged = true;
+                break;
+            }
+            if self.stalled(stalled) {
+                // Unreachable or conflicting goals: the residuals stopped improving.
                 break;
             }
             if iterations >= set.max_iterations {
@@ -486,6 +505,28 @@ impl JacobianSolver {
         None
     }
 
+    /// Whether the last accepted step made progress: some level's merit fell by more than
+    /// [`STALL_PROGRESS`] (relative), or the posture residual moved by more than its tolerance.
+    fn progress(&self, s: &JacobianScratch, posture_before: Option<f32>) -> bool {
+        let levels = s
+            .merit
+            .iter()
+            .zip(&s.prev_merit)
+            .any(|(&new, &old)| old > SOLVED_MERIT && new < old * (1.0 - STALL_PROGRESS));
+        let posture = match (posture_before, self.posture) {
+            (Some(before), Some(p)) => {
+                (before - s.residuals[p]).abs() >= self.settings.posture_tolerance
+            }
+            // Posture steps taken while the tasks were not met count as progress of the tasks.
+            _ => false,
+        };
+        levels || posture
+    }
+
+    fn stalled(&self, count: u32) -> bool {
+        self.settings.stall_iterations > 0 && count >= self.settings.stall_iterations
+    }
+
     /// The merit of level `k` when each of its tasks sits exactly at its tolerance.
     fn level_allowance(&self, k: usize) -> f64 {
         self.level_tasks[k]
@@ -510,6 +551,7 @@ impl JacobianSolver {
         let len = self.length_scale;
         let inv_len = len.recip();
         s.jt.fill(0.0);
+        let n = self.dof;
         for (j, spec) in self.joints.iter().enumerate() {
             let c0 = self.col_start[j];
             if self.col_start[j + 1] == c0 {
@@ -562,7 +604,8 @@ impl JacobianSolver {
                             let mut row = l.row;
                             for k in 0..3 {
                                 if mask[k] {
-                                    s.jt[(c, row)] = f64::from(w * ch[k] * v[k] * inv_len);
+                                    s.jt.as_mut_slice()[row * n + c] =
+                                        f64::from(w * ch[k] * v[k] * inv_len);
                                     row += 1;
                                 }
                             }
@@ -577,7 +620,7 @@ impl JacobianSolver {
                             let mut row = l.row;
                             for k in 0..3 {
                                 if mask[k] {
-                                    s.jt[(c, row)] = f64::from(w * ch[k] * v[k]);
+                                    s.jt.as_mut_slice()[row * n + c] = f64::from(w * ch[k] * v[k]);
                                     row += 1;
                                 }
                             }
@@ -592,8 +635,9 @@ impl JacobianSolver {
                         for c in self.col_start[j]..self.col_start[j + 1] {
                             let vel = s.col_lin[c] + s.col_ang[c].cross(p - s.col_pivot[c]);
                             let v = s.col_ang[c] + u.cross(vel);
-                            s.jt[(c, l.row)] = f64::from(w * ch[0] * b1.dot(v));
-                            s.jt[(c, l.row + 1)] = f64::from(w * ch[1] * b2.dot(v));
+                            s.jt.as_mut_slice()[l.row * n + c] = f64::from(w * ch[0] * b1.dot(v));
+                            s.jt.as_mut_slice()[(l.row + 1) * n + c] =
+                                f64::from(w * ch[1] * b2.dot(v));
                         }
                     }
                 }
@@ -622,8 +666,9 @@ impl JacobianSolver {
                             let v = (s.col_lin[c] * mass
                                 + s.col_ang[c].cross(moment - s.col_pivot[c] * mass))
                                 * inv_m;
-                            s.jt[(c, l.row)] = f64::from(w * ch[0] * l.plane[0].dot(v) * inv_len);
-                            s.jt[(c, l.row + 1)] =
+                            s.jt.as_mut_slice()[l.row * n + c] =
+                                f64::from(w * ch[0] * l.plane[0].dot(v) * inv_len);
+                            s.jt.as_mut_slice()[(l.row + 1) * n + c] =
                                 f64::from(w * ch[1] * l.plane[1].dot(v) * inv_len);
                         }
                     }
@@ -720,7 +765,12 @@ impl JacobianSolver {
         let min_d = f64::from(self.settings.min_damping);
         let err_d = f64::from(self.settings.error_damping);
         for (k, &(r0, mk)) in self.levels[..count].iter().enumerate() {
-            s.jhat.columns_mut(r0, mk).copy_from(&s.jt.columns(r0, mk));
+            // Level 0 reads `Jᵀ` directly; its copy in `Ĵᵀ` is only needed by the projections
+            // of later levels and of the posture term.
+            let need_jhat = k > 0 || self.levels.len() > 1 || with_posture;
+            if need_jhat {
+                s.jhat.columns_mut(r0, mk).copy_from(&s.jt.columns(r0, mk));
+            }
             for (i, &(q0, mi)) in self.levels[..k].iter().enumerate() {
                 let mut t = s.tmp.view_mut((0, 0), (mi, mk));
                 t.gemm_tr(1.0, &s.jhat.columns(q0, mi), &s.jt.columns(r0, mk), 0.0);
@@ -762,7 +812,8 @@ impl JacobianSolver {
             r.copy_from(&s.e.rows(r0, mk));
             r.gemv_tr(-1.0, &s.jt.columns(r0, mk), &s.dq, 1.0);
             chol.solve_mut(&mut r);
-            s.dq.gemv(1.0, &s.jhat.columns(r0, mk), &r, 1.0);
+            let source = if need_jhat { &s.jhat } else { &s.jt };
+            s.dq.gemv(1.0, &source.columns(r0, mk), &r, 1.0);
             s.chol[k] = chol;
         }
     }
