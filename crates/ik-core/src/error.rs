@@ -5,6 +5,7 @@
 //! that did not converge is *status* in a solver's report, never an error.
 
 pub use crate::humanoid::HumanoidError;
+pub use crate::jacobian::JacobianError;
 pub use crate::rotation::RotationError;
 pub use crate::analytic::AnalyticError;
 pub use crate::skeleton::SkeletonError;

@@ -223,6 +223,12 @@ fn swing_twist(q: Quat, axis: Vec3) -> (Quat, f32) {
     (q * twist.inverse(), wrap_angle(angle))
 }
 
+/// The twist angle in `(−π, π]` of `q` about the unit `axis` (swing–twist decomposition).
+#[must_use]
+pub(crate) fn twist_angle(q: Quat, axis: Vec3) -> f32 {
+    swing_twist(q, axis).1
+}
+
 /// The swing's rotation angle and the twist angle about `axis` of a rest-relative rotation.
 fn hinge_parts(delta: Quat, axis: Vec3) -> (f32, f32) {
     let (swing, angle) = swing_twist(delta, axis);
@@ -301,7 +307,7 @@ fn closest_on_ellipse(p: Vec2, half: Vec2) -> Vec2 {
             }
             let df = -2.0 * (ex * ex / (t + a2) + ey * ey / (t + b2));
             let next = t - f / df;
-            if !(next > t) {
+            if next <= t || next.is_nan() {
                 break;
             }
             t = next;
