@@ -212,3 +212,38 @@ fn centre_of_mass_moves_over_the_support_point() {
         assert!(after[b].translation.distance(model[b].translation) < 1e-3);
     }
 }
+
+#[test]
+fn posture_pulls_free_joints_toward_the_reference_without_hurting_goals() {
+    use ik_core::humanoid::{HumanoidBone, PostureReference};
+    let s = test_rig(RigConvention::Mixamo, RestAxes::PlusY);
+    let (map, _) = HumanoidMap::from_skeleton(&s);
+    let spine = map.get(HumanoidBone::Chest).unwrap();
+    let rest = s.rest_pose();
+    let model = s.rest_model_transforms();
+    // Start with the chest bent; goals: pelvis and feet, the left foot lifted 5 cm.
+    let mut start = rest.clone();
+    start.rotations[spine] = rest.rotations[spine] * Quat::from_rotation_x(0.3);
+    let mut goals = FullBodyGoals::default();
+    for e in [Effector::LeftFoot, Effector::RightFoot, Effector::Pelvis] {
+        let b = map.get(e.bone()).unwrap();
+        *goals.get_mut(e) = EffectorGoal::new(model[b].translation, model[b].rotation);
+    }
+    goals.get_mut(Effector::LeftFoot).position.y += 0.05;
+    let deviation = |gain: f32| {
+        let mut solver = FullBodySolver::new(&s, &map).unwrap();
+        solver.settings_mut().posture_gain = gain;
+        solver.settings_mut().reference = PostureReference::Rest;
+        let mut pose = start.clone();
+        let r = solver.solve(&s, &mut pose, &goals).unwrap();
+        assert!(r.converged, "{r:?}");
+        pose.rotations[spine].angle_between(rest.rotations[spine])
+    };
+    let without = deviation(0.0);
+    let with = deviation(0.3);
+    assert!(
+        (without - 0.3).abs() < 1e-3,
+        "the chest carries no goal: {without}"
+    );
+    assert!(with < without - 0.01, "posture {with} vs none {without}");
+}

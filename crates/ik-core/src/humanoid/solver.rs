@@ -290,7 +290,9 @@ pub struct FullBodySettings {
     pub coarse_factor: f32,
     /// The posture reference.
     pub reference: PostureReference,
-    /// Gain of the null-space posture term per iteration (0 disables it).
+    /// Gain of the null-space posture term per iteration (0, the default, disables it). It
+    /// acts while the solver iterates (at least one step per Jacobian pass when on); a pose that
+    /// already meets every goal is returned unchanged.
     pub posture_gain: f32,
 }
 
@@ -1042,11 +1044,16 @@ impl FullBodySolver {
                 row_of[6][0] = rows;
                 rows += 3;
             }
-            if done || rows == 0 {
-                return (it, hits);
-            }
-            if s.posture_gain > 0.0 {
+            // With posture following on, the first iteration always takes the null-space step
+            // toward the reference (goals already met or not), so animation-driven solves keep
+            // drifting back to the reference frame after frame.
+            let mut posture_step = false;
+            if s.posture_gain > 0.0 && rows > 0 {
                 self.posture(skeleton, pose);
+                posture_step = it == 0 && self.z.iter().any(|v| v.abs() > 1e-6);
+            }
+            if (done && !posture_step) || rows == 0 {
+                return (it, hits);
             }
             // Jacobian, row-major rows × cols.
             let jac = &mut self.jac[..rows * cols];
