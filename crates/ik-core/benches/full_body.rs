@@ -25,21 +25,6 @@ impl Rng {
     }
 }
 
-fn goals_from_pose(s: &Skeleton, solver: &FullBodySolver, pose: &Pose) -> FullBodyGoals {
-    let model = s.model_transforms(pose);
-    let mut goals = FullBodyGoals::default();
-    for (k, &b) in solver.effector_bones().iter().enumerate() {
-        goals.effectors[k] = EffectorGoal::new(model[b].translation, model[b].rotation);
-    }
-    let head = &model[solver.head_bone()];
-    goals.look_at = LookAtGoal {
-        target: head.translation + head.rotation * solver.head_aim_axis() * 1.5,
-        weight: 1.0,
-        enabled: true,
-    };
-    goals
-}
-
 struct Setup {
     skeleton: Skeleton,
     solver: FullBodySolver,
@@ -57,7 +42,7 @@ fn setup(analytic: bool) -> Setup {
         random_pose_within_limits(&skeleton, &map, solver.limits(), 1.0, &mut || rng.next())
     };
     let cold = (0..256)
-        .map(|_| goals_from_pose(&skeleton, &solver, &sample(&solver)))
+        .map(|_| solver.goals_at_pose(&skeleton, &sample(&solver)))
         .collect();
     // Warm: a smooth trajectory through 8 random key poses (at 70 % of the ranges), 60 frames
     // between keys (about 1–3 cm and 1–2° per frame), as animation-driven targets move.
@@ -74,7 +59,7 @@ fn setup(analytic: bool) -> Setup {
             // Blending two in-limit poses can leave a swing cone slightly: keep those frames
             // out so every goal is reachable within the limits.
             if solver.pose_within_limits(&skeleton, &p, 1e-4) {
-                warm.push(goals_from_pose(&skeleton, &solver, &p));
+                warm.push(solver.goals_at_pose(&skeleton, &p));
             }
         }
     }

@@ -20,21 +20,6 @@ impl Rng {
     }
 }
 
-fn goals_from_pose(s: &Skeleton, solver: &FullBodySolver, pose: &Pose) -> FullBodyGoals {
-    let model = s.model_transforms(pose);
-    let mut goals = FullBodyGoals::default();
-    for (k, &b) in solver.effector_bones().iter().enumerate() {
-        goals.effectors[k] = EffectorGoal::new(model[b].translation, model[b].rotation);
-    }
-    let head = &model[solver.head_bone()];
-    goals.look_at = LookAtGoal {
-        target: head.translation + head.rotation * solver.head_aim_axis() * 1.5,
-        weight: 1.0,
-        enabled: true,
-    };
-    goals
-}
-
 fn success_rate(conv: RigConvention, axes: RestAxes, samples: usize, seed: u64) -> f32 {
     let s = test_rig(conv, axes);
     let (map, _) = HumanoidMap::from_skeleton(&s);
@@ -45,7 +30,7 @@ fn success_rate(conv: RigConvention, axes: RestAxes, samples: usize, seed: u64) 
     for _ in 0..samples {
         let truth = random_pose_within_limits(&s, &map, solver.limits(), 1.0, &mut || rng.next());
         assert!(solver.pose_within_limits(&s, &truth, 1e-4));
-        let goals = goals_from_pose(&s, &solver, &truth);
+        let goals = solver.goals_at_pose(&s, &truth);
         let mut pose = s.rest_pose();
         let report = solver.solve(&s, &mut pose, &goals).unwrap();
         assert!(pose.is_finite());
@@ -87,7 +72,7 @@ fn converged_pose_is_kept_bit_identical() {
     let mut solver = FullBodySolver::new(&s, &map).unwrap();
     let mut rng = Rng(99);
     let truth = random_pose_within_limits(&s, &map, solver.limits(), 0.7, &mut || rng.next());
-    let goals = goals_from_pose(&s, &solver, &truth);
+    let goals = solver.goals_at_pose(&s, &truth);
     let mut pose = s.rest_pose();
     assert!(solver.solve(&s, &mut pose, &goals).unwrap().converged);
     let once = pose.clone();
@@ -246,4 +231,46 @@ fn posture_pulls_free_joints_toward_the_reference_without_hurting_goals() {
         "the chest carries no goal: {without}"
     );
     assert!(with < without - 0.01, "posture {with} vs none {without}");
+}
+
+#[test]
+fn setup_errors_are_typed() {
+    use ik_core::humanoid::{HumanoidBone, HumanoidLimits};
+    let s = test_rig(RigConvention::Plain, RestAxes::PlusX);
+    let (mut map, _) = HumanoidMap::from_skeleton(&s);
+    let full = map.clone();
+    map.set(HumanoidBone::LeftHand, None);
+    assert!(matches!(
+        FullBodySolver::new(&s, &map),
+        Err(HumanoidError::MissingBone(HumanoidBone::LeftHand))
+    ));
+    let mut bad = full.clone();
+    bad.set(HumanoidBone::Head, Some(999));
+    assert!(matches!(
+        HumanoidLimits::anatomical(&s, &bad),
+        Err(HumanoidError::BoneOutOfRange { index: 999, .. })
+    ));
+    // The forearm mapped above the upper arm breaks the hierarchy.
+    let mut swapped = full.clone();
+    swapped.set(
+        HumanoidBone::LeftLowerArm,
+        full.get(HumanoidBone::LeftUpperArm),
+    );
+    swapped.set(
+        HumanoidBone::LeftUpperArm,
+        full.get(HumanoidBone::LeftLowerArm),
+    );
+    assert!(matches!(
+        FullBodySolver::new(&s, &swapped),
+        Err(HumanoidError::BadHierarchy { .. })
+    ));
+    // A pose for another skeleton is rejected, not solved.
+    let mut solver = FullBodySolver::new(&s, &full).unwrap();
+    let other = test_rig(RigConvention::Mixamo, RestAxes::PlusX);
+    let mut pose = other.rest_pose();
+    assert!(
+        solver
+            .solve(&other, &mut pose, &FullBodyGoals::default())
+            .is_err()
+    );
 }

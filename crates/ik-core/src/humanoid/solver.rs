@@ -708,6 +708,27 @@ impl FullBodySolver {
         self.effector_bones
     }
 
+    /// Goals that hold `pose` where it is: every effector 6D at its current transform and the
+    /// look-at one model unit ahead of the face; the balance goal stays disabled. A starting
+    /// point for spawning targets at the current hand/foot/head/pelvis positions.
+    ///
+    /// # Panics
+    /// If `pose` does not match `skeleton` (see [`Pose::validate`]).
+    pub fn goals_at_pose(&mut self, skeleton: &Skeleton, pose: &Pose) -> FullBodyGoals {
+        skeleton.model_transforms_into(pose, &mut self.model);
+        let mut goals = FullBodyGoals::default();
+        for (g, &b) in goals.effectors.iter_mut().zip(&self.effector_bones) {
+            *g = EffectorGoal::new(self.model[b].translation, self.model[b].rotation);
+        }
+        let head = self.model[self.head];
+        goals.look_at = LookAtGoal {
+            target: head.translation + head.rotation * self.head_aim,
+            weight: 1.0,
+            enabled: true,
+        };
+        goals
+    }
+
     /// Whether every joint of `pose` satisfies its limit within `tolerance` radians.
     #[must_use]
     pub fn pose_within_limits(&self, skeleton: &Skeleton, pose: &Pose, tolerance: f32) -> bool {
