@@ -9,8 +9,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use ik_core::Pose;
 use ik_core::Skeleton;
 use ik_core::humanoid::{
-    EffectorGoal, FullBodyGoals, FullBodySolver, HumanoidMap, LookAtGoal, RestAxes, RigConvention,
-    random_pose_within_limits, test_rig,
+    FullBodyGoals, FullBodySolver, HumanoidMap, RestAxes, RigConvention, random_pose_within_limits,
+    test_rig,
 };
 
 /// `SplitMix64` → uniform `f32` in `[0, 1)`.

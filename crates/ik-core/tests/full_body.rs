@@ -6,7 +6,7 @@ use ik_core::humanoid::{
     Effector, EffectorGoal, FullBodyGoals, FullBodySolver, HumanoidMap, LookAtGoal, RestAxes,
     RigConvention, random_pose_within_limits, test_rig,
 };
-use ik_core::{HumanoidError, Pose, Skeleton};
+use ik_core::{HumanoidError, Pose};
 
 /// `SplitMix64` → uniform `f32` in `[0, 1)`.
 struct Rng(u64);
