@@ -114,6 +114,7 @@ fn unreachable_and_bad_goals_never_give_nan() {
         target: model[solver.head_bone()].translation,
         weight: 1.0,
         enabled: true,
+        ..LookAtGoal::default()
     };
     let hips = model[map.get(ik_core::humanoid::HumanoidBone::Hips).unwrap()];
     goals.effectors[Effector::Pelvis as usize] = EffectorGoal::new(hips.translation, hips.rotation);
@@ -181,6 +182,7 @@ fn centre_of_mass_moves_over_the_support_point() {
         target,
         weight: 1.0,
         enabled: true,
+        ..CenterOfMassGoal::default()
     };
     let mut pose = rest.clone();
     let r = solver.solve(&s, &mut pose, &goals).unwrap();
@@ -273,4 +275,41 @@ fn setup_errors_are_typed() {
             .solve(&other, &mut pose, &FullBodyGoals::default())
             .is_err()
     );
+}
+
+#[test]
+fn priorities_decide_which_goal_gives_way() {
+    let s = test_rig(RigConvention::Mixamo, RestAxes::PlusY);
+    let (map, _) = HumanoidMap::from_skeleton(&s);
+    let mut solver = FullBodySolver::new(&s, &map).unwrap();
+    let rest = s.rest_pose();
+    let mut goals = solver.goals_at_pose(&s, &rest);
+    goals.get_mut(Effector::Pelvis).enabled = false;
+    goals.get_mut(Effector::RightHand).enabled = false;
+    goals.look_at.enabled = false;
+    // Out of reach for the arm while both feet stay planted.
+    *goals.get_mut(Effector::LeftHand) = EffectorGoal::position(Vec3::new(1.1, 2.3, 0.3));
+    let run = |solver: &mut FullBodySolver, goals: &FullBodyGoals| {
+        let mut pose = rest.clone();
+        let r = solver.solve(&s, &mut pose, goals).unwrap();
+        assert!(pose.is_finite() && solver.pose_within_limits(&s, &pose, 1e-4));
+        r
+    };
+    // Feet first: they stay exact, the hand falls short.
+    goals.get_mut(Effector::LeftHand).priority = 1;
+    let feet_first = run(&mut solver, &goals);
+    for e in [Effector::LeftFoot, Effector::RightFoot] {
+        let r = feet_first.residuals[e as usize];
+        assert!(r.position < 1e-3 && r.rotation < 1e-2, "{e:?} {r:?}");
+    }
+    // Hand first: the feet give way and the hand gets closer.
+    goals.get_mut(Effector::LeftHand).priority = 0;
+    goals.get_mut(Effector::LeftFoot).priority = 1;
+    goals.get_mut(Effector::RightFoot).priority = 1;
+    let hand_first = run(&mut solver, &goals);
+    let (a, b) = (
+        feet_first.residuals[0].position,
+        hand_first.residuals[0].position,
+    );
+    assert!(b < a - 0.02, "hand first {b} vs feet first {a}");
 }

@@ -71,6 +71,7 @@ fn solve_does_not_allocate() {
             target: Vec3::new(0.0, 1.6, 3.0),
             weight: 1.0,
             enabled: true,
+            ..LookAtGoal::default()
         };
         all_goals.push(g);
     }

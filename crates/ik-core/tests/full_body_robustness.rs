@@ -18,15 +18,22 @@ fn quat() -> impl Strategy<Value = Quat> {
 }
 
 fn effector() -> impl Strategy<Value = EffectorGoal> {
-    (vec3(3.0), quat(), 0.0f32..4.0, 0.0f32..4.0, any::<bool>()).prop_map(|(p, q, wp, wr, on)| {
-        EffectorGoal {
+    (
+        vec3(3.0),
+        quat(),
+        0.0f32..4.0,
+        0.0f32..4.0,
+        any::<bool>(),
+        0u8..3,
+    )
+        .prop_map(|(p, q, wp, wr, on, priority)| EffectorGoal {
             position: p + Vec3::Y,
             rotation: q,
             position_weight: wp,
             rotation_weight: wr,
             enabled: on,
-        }
-    })
+            priority,
+        })
 }
 
 fn goals() -> impl Strategy<Value = FullBodyGoals> {
@@ -43,11 +50,13 @@ fn goals() -> impl Strategy<Value = FullBodyGoals> {
                 target: look,
                 weight: 1.0,
                 enabled: look_on,
+                ..LookAtGoal::default()
             },
             center_of_mass: CenterOfMassGoal {
                 target: com,
                 weight: 0.5,
                 enabled: com_on,
+                ..CenterOfMassGoal::default()
             },
         })
 }

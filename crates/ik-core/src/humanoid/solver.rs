@@ -79,6 +79,9 @@ pub struct EffectorGoal {
     pub rotation_weight: f32,
     /// Whether the goal takes part at all.
     pub enabled: bool,
+    /// Priority level, 0 first: a goal never gives way to one with a larger number (strict
+    /// null-space priority in the Jacobian). Equal levels trade off by weight.
+    pub priority: u8,
 }
 
 impl Default for EffectorGoal {
@@ -95,6 +98,7 @@ impl EffectorGoal {
         position_weight: 1.0,
         rotation_weight: 1.0,
         enabled: false,
+        priority: 0,
     };
 
     /// An enabled 6D goal with unit weights.
@@ -106,6 +110,7 @@ impl EffectorGoal {
             position_weight: 1.0,
             rotation_weight: 1.0,
             enabled: true,
+            priority: 0,
         }
     }
 
@@ -144,6 +149,8 @@ pub struct LookAtGoal {
     pub weight: f32,
     /// Whether the goal takes part.
     pub enabled: bool,
+    /// Priority level, as [`EffectorGoal::priority`].
+    pub priority: u8,
 }
 
 impl Default for LookAtGoal {
@@ -152,6 +159,7 @@ impl Default for LookAtGoal {
             target: Vec3::ZERO,
             weight: 1.0,
             enabled: false,
+            priority: 0,
         }
     }
 }
@@ -168,6 +176,8 @@ pub struct CenterOfMassGoal {
     pub weight: f32,
     /// Whether the goal takes part.
     pub enabled: bool,
+    /// Priority level, as [`EffectorGoal::priority`].
+    pub priority: u8,
 }
 
 impl Default for CenterOfMassGoal {
@@ -176,6 +186,7 @@ impl Default for CenterOfMassGoal {
             target: Vec3::ZERO,
             weight: 1.0,
             enabled: false,
+            priority: 0,
         }
     }
 }
@@ -341,8 +352,9 @@ pub struct FullBodyReport {
     pub center_of_mass: f32,
     /// Number of joint clamps applied by the last Jacobian step and the limb finish.
     pub limits_hit: u32,
-    /// Every enabled residual divided by its tolerance, summed: the quantity restarts minimise.
-    /// Never larger than the incoming pose's cost for the same goals.
+    /// Every enabled residual divided by its tolerance and weighted `1000^−priority`, summed:
+    /// the quantity restarts minimise. Never larger than the incoming pose's cost for the same
+    /// goals.
     pub cost: f32,
     /// Restarts used (0 when the first attempt converged).
     pub restarts: u32,
@@ -444,6 +456,9 @@ pub struct FullBodySolver {
     dq: Vec<f32>,
     z: Vec<f32>,
     saturated: Vec<bool>,
+    null: Vec<f32>,
+    jhat: Vec<f32>,
+    w: Vec<f32>,
     reference: Pose,
     start: Pose,
     best: Pose,
@@ -452,6 +467,9 @@ pub struct FullBodySolver {
 }
 
 const MAX_ROWS: usize = 5 * 6 + 3 + 3;
+
+/// Regularisation of the null-space projectors of the priority levels.
+const PROJECTOR_DAMPING: f32 = 1e-6;
 
 /// Column scale of a joint that the previous step drove into its limit.
 const SATURATED_MOBILITY: f32 = 0.2;
@@ -648,6 +666,9 @@ impl FullBodySolver {
             dq: vec![0.0; cols],
             z: vec![0.0; cols],
             saturated: vec![false; joint_count],
+            null: vec![0.0; cols * cols],
+            jhat: vec![0.0; MAX_ROWS * cols],
+            w: vec![0.0; MAX_ROWS * cols],
             reference: skeleton.rest_pose(),
             start: skeleton.rest_pose(),
             best: skeleton.rest_pose(),
@@ -723,8 +744,8 @@ impl FullBodySolver {
         let head = self.model[self.head];
         goals.look_at = LookAtGoal {
             target: head.translation + head.rotation * self.head_aim,
-            weight: 1.0,
             enabled: true,
+            ..LookAtGoal::default()
         };
         goals
     }
@@ -791,7 +812,7 @@ impl FullBodySolver {
         skeleton.model_transforms_into(pose, &mut self.model);
         let mut initial = FullBodyReport::default();
         initial.converged = self.measure(goals, &mut initial);
-        initial.cost = self.score(&initial);
+        initial.cost = self.score(&initial, goals);
         if initial.converged {
             return Ok(initial);
         }
@@ -811,7 +832,7 @@ impl FullBodySolver {
             let mut report = self.attempt(skeleton, pose, goals);
             iterations += report.iterations;
             report.iterations = iterations;
-            let score = self.score(&report);
+            let score = self.score(&report, goals);
             report.cost = score;
             if best.is_none_or(|(b, _)| score < b) {
                 self.best.copy_from(pose);
@@ -878,15 +899,22 @@ impl FullBodySolver {
     }
 
     /// Residuals in units of their tolerances, summed (lower is better).
-    fn score(&self, report: &FullBodyReport) -> f32 {
+    fn score(&self, report: &FullBodyReport, goals: &FullBodyGoals) -> f32 {
         let s = &self.settings;
+        // Each priority level counts 1000× less than the one above it.
+        let w = |p: u8| 1e-3f32.powi(i32::from(p.min(6)));
         let sum: f32 = report
             .residuals
             .iter()
-            .map(|r| r.position / s.position_tolerance + r.rotation / s.rotation_tolerance)
+            .zip(&goals.effectors)
+            .map(|(r, g)| {
+                (r.position / s.position_tolerance + r.rotation / s.rotation_tolerance)
+                    * w(g.priority)
+            })
             .sum();
-        let total =
-            sum + report.look_at / s.rotation_tolerance + report.center_of_mass / s.com_tolerance;
+        let total = sum
+            + report.look_at / s.rotation_tolerance * w(goals.look_at.priority)
+            + report.center_of_mass / s.com_tolerance * w(goals.center_of_mass.priority);
         if total.is_finite() { total } else { f32::MAX }
     }
 
@@ -1024,6 +1052,7 @@ impl FullBodySolver {
             let mut rows = 0;
             let mut done = true;
             let mut row_of = [[usize::MAX; 2]; 7];
+            let mut row_level = [0u8; MAX_ROWS];
             for (k, g) in goals.effectors.iter().enumerate() {
                 if self.pelvis_pinned && k == Effector::Pelvis as usize {
                     // Exact already; its rows would be zero.
@@ -1037,6 +1066,7 @@ impl FullBodySolver {
                     let err = clamp_len(err, s.max_position_step) * w;
                     self.e[rows..rows + 3].copy_from_slice(&err.to_array());
                     row_of[k][0] = rows;
+                    row_level[rows..rows + 3].fill(g.priority);
                     rows += 3;
                 }
                 if g.wants_rotation() {
@@ -1046,6 +1076,7 @@ impl FullBodySolver {
                     let err = clamp_len(err, s.max_rotation_step) * w;
                     self.e[rows..rows + 3].copy_from_slice(&err.to_array());
                     row_of[k][1] = rows;
+                    row_level[rows..rows + 3].fill(g.priority);
                     rows += 3;
                 }
             }
@@ -1055,6 +1086,7 @@ impl FullBodySolver {
                 let err = (t - d) * goals.look_at.weight.sqrt();
                 self.e[rows..rows + 3].copy_from_slice(&err.to_array());
                 row_of[5][0] = rows;
+                row_level[rows..rows + 3].fill(goals.look_at.priority);
                 rows += 3;
             }
             let com = self.com_error(goals);
@@ -1063,6 +1095,7 @@ impl FullBodySolver {
                 let err = clamp_len(err, s.max_position_step) * goals.center_of_mass.weight.sqrt();
                 self.e[rows..rows + 3].copy_from_slice(&err.to_array());
                 row_of[6][0] = rows;
+                row_level[rows..rows + 3].fill(goals.center_of_mass.priority);
                 rows += 3;
             }
             // With posture following on, the first iteration always takes the null-space step
@@ -1179,9 +1212,15 @@ impl FullBodySolver {
                     }
                 }
             }
-            // A = J Jᵀ + λ² I.
             let err_norm = self.e[..rows].iter().map(|v| v * v).sum::<f32>().sqrt();
             let lambda2 = s.damping * s.damping * (1.0 + err_norm);
+            let first = row_level[0];
+            if row_level[..rows].iter().any(|&l| l != first) {
+                self.prioritized_step(rows, &row_level, lambda2);
+                hits = self.apply(skeleton, pose);
+                continue;
+            }
+            // A = J Jᵀ + λ² I.
             // Block-sparse: a column only has rows of the effectors below its joint, so only
             // those pairs are accumulated (lower triangle; rows are allocated in effector
             // order, so each joint's row list is ascending).
@@ -1248,6 +1287,107 @@ impl FullBodySolver {
             hits = self.apply(skeleton, pose);
         }
         (budget, hits)
+    }
+
+    /// The step for goals on several priority levels: recursive null-space projection
+    /// (Siciliano–Slotine), each level damped, posture in the last null space. Dense; only used
+    /// when the goals do not share one level.
+    fn prioritized_step(&mut self, rows: usize, row_level: &[u8; MAX_ROWS], lambda2: f32) {
+        let n = self.cols;
+        let jac = &self.jac[..rows * n];
+        let null = &mut self.null[..n * n];
+        null.fill(0.0);
+        for i in 0..n {
+            null[i * n + i] = 1.0;
+        }
+        self.dq.fill(0.0);
+        let mut level = row_level[..rows].iter().copied().min().unwrap_or(0);
+        loop {
+            let mut sel = [0usize; MAX_ROWS];
+            let mut m = 0;
+            for r in 0..rows {
+                if row_level[r] == level {
+                    sel[m] = r;
+                    m += 1;
+                }
+            }
+            let sel = &sel[..m];
+            // Ĵ = J_L N, residual r = e_L − J_L dq.
+            let jhat = &mut self.jhat[..m * n];
+            for (i, &r) in sel.iter().enumerate() {
+                let jr = &jac[r * n..(r + 1) * n];
+                for c in 0..n {
+                    jhat[i * n + c] = (0..n).map(|k| jr[k] * null[k * n + c]).sum();
+                }
+                self.y[i] = self.e[r] - jr.iter().zip(&self.dq).map(|(a, b)| a * b).sum::<f32>();
+            }
+            let a = &mut self.a[..m * m];
+            let gram = |a: &mut [f32], damping: f32| {
+                for p in 0..m {
+                    for q in 0..=p {
+                        let v: f32 = (0..n).map(|c| jhat[p * n + c] * jhat[q * n + c]).sum();
+                        a[p * m + q] = v;
+                        a[q * m + p] = v;
+                    }
+                    a[p * m + p] += damping;
+                }
+            };
+            gram(a, lambda2);
+            if !cholesky(a, m) {
+                return;
+            }
+            cholesky_solve(a, m, &mut self.y[..m]);
+            for c in 0..n {
+                self.dq[c] += (0..m).map(|i| jhat[i * n + c] * self.y[i]).sum::<f32>();
+            }
+            // N ← N − Ĵᵀ (Ĵ Ĵᵀ + ε I)⁻¹ Ĵ with a tiny ε: a damped projector would let the
+            // lower levels leak into this one.
+            gram(a, PROJECTOR_DAMPING);
+            if !cholesky(a, m) {
+                gram(a, lambda2);
+                if !cholesky(a, m) {
+                    return;
+                }
+            }
+            let w = &mut self.w[..m * n];
+            w.copy_from_slice(jhat);
+            let mut col = [0.0f32; MAX_ROWS];
+            for c in 0..n {
+                for i in 0..m {
+                    col[i] = w[i * n + c];
+                }
+                cholesky_solve(a, m, &mut col[..m]);
+                for i in 0..m {
+                    w[i * n + c] = col[i];
+                }
+            }
+            for k in 0..n {
+                for c in 0..n {
+                    null[k * n + c] -= (0..m).map(|i| jhat[i * n + k] * w[i * n + c]).sum::<f32>();
+                }
+            }
+            match row_level[..rows]
+                .iter()
+                .copied()
+                .filter(|&l| l > level)
+                .min()
+            {
+                Some(next) => level = next,
+                None => break,
+            }
+        }
+        if self.settings.posture_gain > 0.0 {
+            for k in 0..n {
+                self.dq[k] += (0..n).map(|c| null[k * n + c] * self.z[c]).sum::<f32>();
+            }
+        }
+        for (ji, j) in self.joints.iter().enumerate() {
+            if self.saturated[ji] {
+                for v in &mut self.dq[j.col..j.col + j.dof.count()] {
+                    *v *= SATURATED_MOBILITY;
+                }
+            }
+        }
     }
 
     /// The posture pull `z` (per column, model-space axes) toward the reference pose.
