@@ -1305,8 +1305,8 @@ impl FullBodySolver {
         loop {
             let mut sel = [0usize; MAX_ROWS];
             let mut m = 0;
-            for r in 0..rows {
-                if row_level[r] == level {
+            for (r, &l) in row_level[..rows].iter().enumerate() {
+                if l == level {
                     sel[m] = r;
                     m += 1;
                 }
