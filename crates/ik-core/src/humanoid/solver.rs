@@ -47,9 +47,13 @@
 //! The optional balance goal ([`CenterOfMassGoal`]) adds the ground-plane centre of mass of the
 //! de Leva segments ([`HumanoidMasses`]) as rows of the same Jacobian.
 //!
-//! Priorities are fixed by this structure rather than configurable levels: the pelvis and limb
-//! goals are met exactly when reachable within limits; the look-at and the posture are met as
-//! far as the remaining freedom allows. Each goal has an enable flag and weights.
+//! Priorities: every goal has a weight, an enable flag and a priority level
+//! ([`EffectorGoal::priority`], 0 first). Goals on one level trade off by weight (the fast
+//! block-sparse path); goals on several levels use strict recursive null-space projection
+//! (Siciliano–Slotine; each level damped, the projectors nearly undamped so lower levels do not
+//! leak upward), and restarts compare results level by level. A full 6D pelvis goal is always
+//! met first, and the analytic finish only moves each limb's own joints, so it never costs
+//! another limb's goal.
 //!
 //! No allocation per solve: all work buffers live in the solver and are sized at construction.
 
