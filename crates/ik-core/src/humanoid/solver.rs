@@ -26,17 +26,18 @@
 //! test rig (55 DOF; 256 cold goal sets from random poses over the full limit ranges, solved from
 //! the rest pose; 480 warm frames along a smooth trajectory, each solved from the previous
 //! solution; success = every goal within 0.1 mm / 0.06°; per-solve times on the shared 2-core dev
-//! machine under a load average of about 10, so absolute figures are pessimistic):
+//! machine under a load average of 4–6 from other builds, so absolute figures are pessimistic):
 //!
 //! | | cold success | cold median (p90) | warm success | warm median (p90) |
 //! |---|---|---|---|---|
-//! | hybrid (default) | 99.6 % | 69 µs (139 µs) | 100 % | 6 µs (22 µs) |
-//! | pure Jacobian | 85.9 % | 110 µs (933 µs) | 100 % | 15 µs (23 µs) |
+//! | hybrid (default) | 99.6 % | 73 µs (155 µs) | 100 % | 6.3 µs (23 µs) |
+//! | pure Jacobian | 84.4 % | 113 µs (919 µs) | 100 % | 15 µs (22 µs) |
 //!
-//! The pure Jacobian stalls on limit-bound and stretched limbs (36 iterations on average cold,
-//! restarts in 31 % of solves); the analytic pre-pass and finish need 5.6 iterations cold and 0.3
-//! warm. Criterion's means over the same sets (tails and restarts included): hybrid cold 212 µs,
-//! warm 25 µs; pure Jacobian cold 715 µs, warm 50 µs.
+//! The pure Jacobian stalls on limit-bound and stretched limbs (37 iterations on average cold,
+//! restarts in 31 % of solves); the analytic pre-pass and finish need 5.7 iterations cold and 0.3
+//! warm (restarts in 3.5 % of cold solves, none warm). Criterion's means over the same sets
+//! (tails and restarts included): hybrid cold 108 µs, warm 16 µs; pure Jacobian cold 473 µs,
+//! warm 24 µs.
 //!
 //! Restarts: an attempt that does not converge is repeated from the rest pose (for a warm start)
 //! or from deterministic perturbations of the start, up to [`FullBodySettings::max_restarts`];
