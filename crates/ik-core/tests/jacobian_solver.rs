@@ -684,3 +684,55 @@ fn bad_setups_and_inputs_are_typed_errors() {
         Err(JacobianError::GoalsMismatch { .. })
     ));
 }
+
+#[test]
+fn degenerate_setups_solve_without_panic() {
+    let skeleton = arm_skeleton();
+    // No tasks at all: trivially converged.
+    let solver =
+        JacobianSolver::try_new(&skeleton, arm_joints(), vec![], SolverSettings::default())
+            .unwrap();
+    let mut pose = skeleton.rest_pose();
+    let report = solver
+        .solve(&skeleton, &mut pose, &solver.goals(), &mut solver.scratch())
+        .unwrap();
+    assert!(report.converged);
+    assert_eq!(pose, skeleton.rest_pose());
+    // Every joint locked: no columns; the task cannot move and the solve stops, unconverged.
+    let locked: Vec<JointSpec> = arm_joints()
+        .into_iter()
+        .map(|j| j.with_locked(true))
+        .collect();
+    let solver = JacobianSolver::try_new(
+        &skeleton,
+        locked,
+        vec![TaskSpec::position(TIP, Vec3::ZERO)],
+        SolverSettings::default(),
+    )
+    .unwrap();
+    assert_eq!(solver.dof(), 0);
+    let mut goals = solver.goals();
+    goals.tasks[0].point = Vec3::new(0.0, 1.0, 0.0);
+    let report = solver
+        .solve(&skeleton, &mut pose, &goals, &mut solver.scratch())
+        .unwrap();
+    assert!(!report.converged);
+    assert_eq!(pose, skeleton.rest_pose());
+    // Posture only: no rows, the pose goes to the reference.
+    let solver = JacobianSolver::try_new(
+        &skeleton,
+        arm_joints(),
+        vec![TaskSpec::posture(PostureReference::Rest, 0.5)],
+        SolverSettings {
+            max_iterations: 100,
+            ..SolverSettings::default()
+        },
+    )
+    .unwrap();
+    let mut pose = random_arm_pose(&skeleton, &mut Rng(9));
+    let report = solver
+        .solve(&skeleton, &mut pose, &solver.goals(), &mut solver.scratch())
+        .unwrap();
+    assert!(report.converged, "{report:?}");
+    assert!(posture_sq(&pose, &skeleton.rest_pose(), &[UPPER, FORE, HAND]) < 1e-6);
+}
