@@ -9,8 +9,8 @@ use super::{
     Goals, JacobianError, JacobianScratch, JacobianSolver, JointKind, PostureReference,
     SolveReport, TaskKind,
 };
-use crate::limits::twist_angle;
 use crate::pose::{BoneTransform, Pose};
+use crate::rotation::{to_rotation_vector as rotation_vector, twist_angle, wrap_angle as wrap};
 use crate::skeleton::Skeleton;
 
 /// Damping growth beyond which a solve counts as stalled.
@@ -1031,29 +1031,6 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
         sum += x * y;
     }
     sum
-}
-
-/// The rotation vector (axis × angle, angle in `[0, π]`) of `q`.
-fn rotation_vector(q: Quat) -> Vec3 {
-    let q = if q.w < 0.0 { -q } else { q };
-    let v = Vec3::new(q.x, q.y, q.z);
-    let s = v.length();
-    if s < 1e-12 {
-        return v * 2.0;
-    }
-    v * (2.0 * s.atan2(q.w) / s)
-}
-
-fn wrap(a: f32) -> f32 {
-    use core::f32::consts::{PI, TAU};
-    let a = a % TAU;
-    if a > PI {
-        a - TAU
-    } else if a <= -PI {
-        a + TAU
-    } else {
-        a
-    }
 }
 
 /// The ground-plane point the centre of mass should move to: the support point, or the
