@@ -6,4 +6,5 @@
 
 pub use crate::jacobian::JacobianError;
 pub use crate::rotation::RotationError;
+pub use crate::analytic::AnalyticError;
 pub use crate::skeleton::SkeletonError;

@@ -425,7 +425,8 @@ impl Skeleton {
         let rest = self.rest_model_transforms();
         for w in bones.windows(2) {
             let len = rest[w[1]].translation.distance(rest[w[0]].translation);
-            if !(len > MIN_BONE_LENGTH) {
+            // NaN lengths fail this test too.
+            if len.is_nan() || len <= MIN_BONE_LENGTH {
                 return Err(SkeletonError::ZeroLengthBone {
                     bone: self.bones[w[0]].name.clone(),
                 });
@@ -582,9 +583,9 @@ mod tests {
         let mut pose = s.rest_pose();
         pose.rotations[2] = Quat::from_rotation_x(0.7);
         let all = s.model_transforms(&pose);
-        for i in 0..s.len() {
+        for (i, model) in all.iter().enumerate() {
             let one = s.model_transform(&pose, i);
-            assert!(one.translation.distance(all[i].translation) < 1e-6);
+            assert!(one.translation.distance(model.translation) < 1e-6);
         }
         // upper is rotated 0.5 about Z, so lower sits at (−sin .5, cos .5)·0.3 above (0,1,0).
         let expected = Vec3::new(-0.5f32.sin() * 0.3, 1.0 + 0.5f32.cos() * 0.3, 0.0);
