@@ -4,7 +4,7 @@
 //! Errors are only for malformed setup or non-finite input. An unreachable target or a solve
 //! that did not converge is *status* in a solver's report, never an error.
 
+pub use crate::analytic::AnalyticError;
 pub use crate::jacobian::JacobianError;
 pub use crate::rotation::RotationError;
-pub use crate::analytic::AnalyticError;
 pub use crate::skeleton::SkeletonError;
