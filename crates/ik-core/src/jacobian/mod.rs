@@ -420,8 +420,8 @@ pub enum TaskKind {
         up: Vec3,
     },
     /// Pull every joint toward a reference pose in the null space of all row tasks (the
-    /// redundancy term `(I − J⁺J)z`, `z = gain · weight_j · (q_ref − q)`). At most one per
-    /// solver; its level is ignored. No rows.
+    /// redundancy term `(I − J⁺J)z`, `z = gain · weight_j · (q_ref − q)`, scaled by the goal's
+    /// weight capped at 1). At most one per solver; its level is ignored. No rows.
     Posture {
         /// Rest pose or incoming pose.
         reference: PostureReference,
@@ -705,8 +705,10 @@ pub struct JacobianScratch {
 
 impl JacobianScratch {
     /// Residual of each task after the last solve, in task order: model units for position
-    /// and centre-of-mass tasks, radians for orientation and look-at, the largest remaining
-    /// joint difference (radians) for a posture task; 0 for disabled tasks.
+    /// and centre-of-mass tasks, radians for orientation and look-at (over the masked-in
+    /// channels whose blend weight is non-zero), the largest remaining joint difference
+    /// (radians, translations as fractions of the length scale) for a posture task; 0 for
+    /// disabled tasks.
     #[must_use]
     pub fn residuals(&self) -> &[f32] {
         &self.residuals
