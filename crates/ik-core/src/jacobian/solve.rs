@@ -154,6 +154,17 @@ impl JacobianSolver {
             self.update_active_set(goals, s);
             self.solve_levels(mu, s, self.levels.len(), self.posture.is_some());
             let posture_step = self.add_posture(pose, goals, mu, s);
+            if !s.dq.iter().all(|v| v.is_finite()) {
+                // Cannot happen with λ² > 0 and finite inputs; never let it reach the pose.
+                mu *= 4.0;
+                rejected += 1;
+                iterations += 1;
+                restored = true;
+                if mu > MAX_MU {
+                    break;
+                }
+                continue;
+            }
             if met && posture_step < set.posture_tolerance {
                 converged = true;
                 break;
