@@ -17,7 +17,7 @@
 mod jacobian_common;
 
 use std::hint::black_box;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use ik_core::glam::{Quat, Vec3};
@@ -186,28 +186,37 @@ fn arm_vs_k(c: &mut Criterion) {
     let karm = KArm::new();
     let mut pose = ours.rest.clone();
 
-    // Success rates and wall-clock over the whole set (one pass each).
-    let start = Instant::now();
+    // Success rates and wall-clock over the whole set, the two solvers interleaved target by
+    // target so load changes on the machine hit both alike.
     let mut ours_ok = 0;
+    let mut k_ok = 0;
+    let mut ours_time = Duration::ZERO;
+    let mut k_time = Duration::ZERO;
+    let mut ours_each = Vec::with_capacity(targets.len());
     for &(p, q) in &targets {
+        let start = Instant::now();
         ours.solve(p, q, &mut pose);
+        let took = start.elapsed();
+        ours_time += took;
+        ours_each.push(took);
         let t = ours.skeleton.model_transform(&pose, TIP);
         ours_ok += usize::from(reached((t.translation, t.rotation), p, q));
+        let start = Instant::now();
+        let tip = karm.solve(p, q);
+        k_time += start.elapsed();
+        k_ok += usize::from(reached(tip, p, q));
     }
-    let ours_time = start.elapsed();
-    let start = Instant::now();
-    let mut k_ok = 0;
-    for &(p, q) in &targets {
-        k_ok += usize::from(reached(karm.solve(p, q), p, q));
-    }
-    let k_time = start.elapsed();
+    ours_each.sort_unstable();
     let n = targets.len() as f64;
     println!(
-        "arm_vs_k: {} targets; ours {:.2} % in {:.1} µs/target; k {:.2} % in {:.1} µs/target; \
-         k/ours time ratio {:.1}×",
+        "arm_vs_k: {} targets; ours {:.2} % in {:.1} µs/target (median {:.1}, 99th percentile \
+         {:.1}, worst {:.1} µs); k {:.2} % in {:.1} µs/target; k/ours time ratio {:.1}×",
         targets.len(),
         100.0 * ours_ok as f64 / n,
         ours_time.as_secs_f64() * 1e6 / n,
+        ours_each[ours_each.len() / 2].as_secs_f64() * 1e6,
+        ours_each[ours_each.len() * 99 / 100].as_secs_f64() * 1e6,
+        ours_each[ours_each.len() - 1].as_secs_f64() * 1e6,
         100.0 * k_ok as f64 / n,
         k_time.as_secs_f64() * 1e6 / n,
         k_time.as_secs_f64() / ours_time.as_secs_f64()

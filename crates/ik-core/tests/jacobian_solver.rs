@@ -684,3 +684,105 @@ fn bad_setups_and_inputs_are_typed_errors() {
         Err(JacobianError::GoalsMismatch { .. })
     ));
 }
+
+#[test]
+fn degenerate_setups_solve_without_panic() {
+    let skeleton = arm_skeleton();
+    // No tasks at all: trivially converged.
+    let solver =
+        JacobianSolver::try_new(&skeleton, arm_joints(), vec![], SolverSettings::default())
+            .unwrap();
+    let mut pose = skeleton.rest_pose();
+    let report = solver
+        .solve(&skeleton, &mut pose, &solver.goals(), &mut solver.scratch())
+        .unwrap();
+    assert!(report.converged);
+    assert_eq!(pose, skeleton.rest_pose());
+    // Every joint locked: no columns; the task cannot move and the solve stops, unconverged.
+    let locked: Vec<JointSpec> = arm_joints()
+        .into_iter()
+        .map(|j| j.with_locked(true))
+        .collect();
+    let solver = JacobianSolver::try_new(
+        &skeleton,
+        locked,
+        vec![TaskSpec::position(TIP, Vec3::ZERO)],
+        SolverSettings::default(),
+    )
+    .unwrap();
+    assert_eq!(solver.dof(), 0);
+    let mut goals = solver.goals();
+    goals.tasks[0].point = Vec3::new(0.0, 1.0, 0.0);
+    let report = solver
+        .solve(&skeleton, &mut pose, &goals, &mut solver.scratch())
+        .unwrap();
+    assert!(!report.converged);
+    assert_eq!(pose, skeleton.rest_pose());
+    // Posture only: no rows, the pose goes to the reference.
+    let solver = JacobianSolver::try_new(
+        &skeleton,
+        arm_joints(),
+        vec![TaskSpec::posture(PostureReference::Rest, 0.5)],
+        SolverSettings {
+            max_iterations: 100,
+            ..SolverSettings::default()
+        },
+    )
+    .unwrap();
+    let mut pose = random_arm_pose(&skeleton, &mut Rng(9));
+    let report = solver
+        .solve(&skeleton, &mut pose, &solver.goals(), &mut solver.scratch())
+        .unwrap();
+    assert!(report.converged, "{report:?}");
+    assert!(posture_sq(&pose, &skeleton.rest_pose(), &[UPPER, FORE, HAND]) < 1e-6);
+}
+
+#[test]
+fn channel_blend_weights_and_enabled_flags_act_per_solve() {
+    let (skeleton, solver) = arm_solver(
+        vec![
+            TaskSpec::position(TIP, Vec3::ZERO),
+            TaskSpec::orientation(TIP).with_enabled(false),
+        ],
+        SolverSettings {
+            max_iterations: 100,
+            ..arm_settings()
+        },
+    );
+    let mut goals = solver.goals();
+    let mut scratch = solver.scratch();
+    assert!(!goals.tasks[1].enabled);
+    // Y is blended out: X and Z are reached, Y is left wherever the arm ends up.
+    goals.tasks[0].point = Vec3::new(0.5, 5.0, 0.3);
+    goals.tasks[0].channel_weights = Vec3::new(1.0, 0.0, 1.0);
+    let mut pose = skeleton.rest_pose();
+    pose.rotations[FORE] = Quat::from_rotation_z(0.5);
+    let report = solver
+        .solve(&skeleton, &mut pose, &goals, &mut scratch)
+        .unwrap();
+    assert!(report.converged, "{report:?}");
+    let tip = skeleton.model_transform(&pose, TIP).translation;
+    assert!(
+        (tip.x - 0.5).abs() <= 1e-4 && (tip.z - 0.3).abs() <= 1e-4,
+        "{tip}"
+    );
+    assert!(tip.y < 1.0, "the unreachable Y was ignored");
+    // Enabling the orientation task at run time makes it act.
+    let mut reach = skeleton.rest_pose();
+    reach.rotations[UPPER] = Quat::from_rotation_z(0.3);
+    reach.rotations[FORE] = Quat::from_rotation_z(0.8);
+    reach.rotations[HAND] = Quat::from_rotation_y(0.2);
+    let target = skeleton.model_transform(&reach, TIP);
+    goals.tasks[1].enabled = true;
+    goals.tasks[1].rotation = target.rotation;
+    goals.tasks[0].channel_weights = Vec3::ONE;
+    goals.tasks[0].point = target.translation;
+    let mut pose = skeleton.rest_pose();
+    pose.rotations[FORE] = Quat::from_rotation_z(0.5);
+    let report = solver
+        .solve(&skeleton, &mut pose, &goals, &mut scratch)
+        .unwrap();
+    assert!(report.converged, "{report:?}");
+    let tip = skeleton.model_transform(&pose, TIP);
+    assert!(rotation_angle(tip.rotation, goals.tasks[1].rotation) <= 1e-3);
+}

@@ -10,7 +10,10 @@
 //!   (1 DOF translation), [`JointKind::Floating`] (3 translation + 3 rotation: a movable root)
 //!   or [`JointKind::Fixed`]. Each joint has a [`JointLimit`] (relative to the bone's rest
 //!   transform), a stiffness (the weighted pseudo-inverse uses `W = diag(stiffness)`: a stiffer
-//!   joint moves less) and a lock.
+//!   joint moves less) and a lock (also switchable per solve in [`Goals::joints_locked`]).
+//!   A hinge axis is given in the bone's rest local frame — the frame of the rest-relative
+//!   rotation `rest⁻¹ · local`, the same frame as [`JointLimit::Hinge`]'s axis — so one axis
+//!   describes both the joint and its limit; a slider axis is in the parent's frame.
 //! * A [`TaskSpec`] is a block of rows of the stacked Jacobian: the position of a bone point
 //!   (cross-product form, with a per-axis [`AxisMask`]), the orientation of a bone, look-at (a
 //!   bone-local axis points at a model-space point; 2 rows), the centre of mass over a support
@@ -21,37 +24,71 @@
 //! * [`JacobianSolver::try_new`] validates everything and maps joints to columns and tasks to
 //!   rows once. [`Goals`] carries the per-solve targets, weights, per-channel blend weights and
 //!   enabled flags; [`JacobianScratch`] holds every buffer. [`JacobianSolver::solve`] does not
-//!   allocate.
+//!   allocate (a test counts allocations).
 //!
 //! # Algorithm
 //!
-//! Each iteration runs forward kinematics over the bones that matter (ancestors of task bones,
-//! in the skeleton's flat order), evaluates the task errors, and — unless every task is within
-//! tolerance — builds the Jacobian. Position rows are divided by a length scale (the skeleton's
-//! size) so damping and tolerances do not depend on the rig's units; columns are scaled by
-//! `1/√stiffness` (weighted pseudo-inverse). Levels are solved in order with the recursive
-//! null-space projection of Siciliano–Slotine:
+//! Each iteration runs forward kinematics over the bones that matter (ancestors of task and
+//! joint bones, in the skeleton's flat order), evaluates the task errors and — unless every
+//! task is within tolerance — builds the Jacobian. Position rows are divided by a length scale
+//! (the skeleton's size) so damping and tolerances do not depend on the rig's units; columns
+//! are scaled by `1/√stiffness` (weighted pseudo-inverse). Levels are solved in order with the
+//! recursive null-space projection of Siciliano–Slotine:
 //!
 //! ```text
-//! Ĵₖ = Jₖ Pₖ₋₁,   Δq ← Δq + Ĵₖᵀ (Ĵₖ Ĵₖᵀ + λₖ² I)⁻¹ (eₖ − Jₖ Δq),   Pₖ = Pₖ₋₁ − Ĵₖᵀ (Ĵₖ Ĵₖᵀ + λₖ² I)⁻¹ Ĵₖ
+//! Ĵₖ = Jₖ Pₖ₋₁,   Δq ← Δq + Ĵₖᵀ (Ĵₖ Ĵₖᵀ + λₖ² I)⁻¹ (eₖ − Jₖ Δq),   Pₖ = Pₖ₋₁ − Ĵₖᵀ (Ĵₖ Ĵₖᵀ + ε I)⁻¹ Ĵₖ
 //! ```
 //!
 //! Only rows×rows systems are factorised (Cholesky); `P` is never formed — it is applied as
-//! `v − Σ Ĵⱼᵀ Aⱼ⁻¹ Ĵⱼ v`. The damping is adaptive (Levenberg–Marquardt after Sugihara):
-//! `λₖ² = μ (λ_min² + c · ½|eₖ|²)`, bounded below so a stretched arm stays finite, and `μ`
-//! grows when a step is rejected: a step is kept only if it does not make the merit of the
-//! highest level that changed worse (lexicographic over levels), so residuals decrease
-//! monotonically. The step is clamped per iteration. Joint limits: after every step each joint
-//! is clamped ([`JointLimit::clamp`]); a clamped joint is *saturated* and its columns are
-//! removed from the following steps until the descent direction of the task error points back
-//! inside the limit. The returned pose therefore never violates a limit.
+//! `v − Σ Ĵⱼᵀ (Ĵⱼ Ĵⱼᵀ + ε I)⁻¹ Ĵⱼ v`. The step uses the adaptive damping
+//! `λₖ² = μ (λ_min² + c · ½|eₖ|²)` (Levenberg–Marquardt after Sugihara), bounded below so a
+//! stretched arm stays finite; the projectors use a tiny fixed `ε` instead, because a damped
+//! projector leaks lower-priority motion into higher-priority rows to first order.
 //!
-//! # Dense algebra
+//! A step is kept only if it does not make the merit of the highest level that changed worse
+//! (lexicographic over levels); otherwise `μ` grows and the pose is restored, so residuals never
+//! increase. When a lower level (or the posture term) pushes a level that was within tolerance
+//! out of it by second-order drift, a correction step on the higher levels alone is taken
+//! before the step is judged. The step is clamped per iteration; the solve ends when every
+//! task is within tolerance (and the posture term has settled), after `max_iterations`, or
+//! after `stall_iterations` iterations without progress (unreachable goals).
 //!
-//! `nalgebra` 0.34 `DMatrix<f64>` buffers preallocated in the scratch (`Jᵀ` stored column-major
-//! so every task row is a contiguous column; `gemm_tr`/`gemv` and an in-place `Cholesky`).
-//! Kinematics stay in `f32` glam; the linear algebra runs in `f64` because the normal equations
-//! square the condition number.
+//! Joint limits: after every step each joint is clamped ([`JointLimit::clamp`]); a clamped
+//! joint is *saturated* and the outward normal of its limit is removed from its columns, so it
+//! can still slide along the limit (a ball joint on its cone keeps two of three DOF); it is
+//! released when the task-space descent direction points back inside. The returned pose
+//! therefore never violates a limit.
+//!
+//! # Warm start
+//!
+//! The input pose is the starting point, and the scratch carries the damping factor and the
+//! active set of saturated joints from one solve to the next (frame to frame). Hence a solve
+//! whose goals are already met returns the pose bit for bit. Call [`JacobianScratch::reset`]
+//! before a solve that is unrelated to the previous one (a restart from another pose).
+//!
+//! # Dense algebra and performance
+//!
+//! `nalgebra` 0.34 `DMatrix<f64>` buffers preallocated in the scratch: `Jᵀ` is stored
+//! column-major so each task row is one contiguous column; residuals and steps use
+//! `gemv`/`gemv_tr`, later levels' projections `gemm`/`gemm_tr`, the factorisations
+//! `Cholesky::new_unchecked` in place (moved out of and back into the scratch). Kinematics stay
+//! in `f32` glam; the linear algebra runs in `f64` because the normal equations square the
+//! condition number.
+//!
+//! One hand kernel replaces `nalgebra` where it measured ≥ 2× faster: the first level's
+//! `J Jᵀ`, which is sparse (a task row is non-zero only in the columns of the joints above its
+//! bone; set-up records, for each pair of tasks, the column ranges they share) and symmetric
+//! (Cholesky reads the lower triangle only). Measured on a 57-DOF, 29-row humanoid-shaped rig
+//! (hands and feet 6D, look-at, pelvis position), 20 000 cold solves, `perf` samples in the
+//! kernel: 1 031 for this kernel against 3 536 for `gemm_tr` (3.4×); whole cold solve 99 µs
+//! against 173 µs in the same criterion run.
+//!
+//! # Hybrid use
+//!
+//! A solver can own any subset of the skeleton's joints: e.g. a Jacobian pass over pelvis
+//! and spine with hand/foot position tasks, followed by analytic limbs on the result. Bones
+//! without a joint keep their incoming transform; [`JacobianScratch::model_transforms`] gives
+//! the model-space transforms of the last evaluated pose.
 
 mod solve;
 
@@ -383,8 +420,8 @@ pub enum TaskKind {
         up: Vec3,
     },
     /// Pull every joint toward a reference pose in the null space of all row tasks (the
-    /// redundancy term `(I − J⁺J)z`, `z = gain · weight_j · (q_ref − q)`). At most one per
-    /// solver; its level is ignored. No rows.
+    /// redundancy term `(I − J⁺J)z`, `z = gain · weight_j · (q_ref − q)`, scaled by the goal's
+    /// weight capped at 1). At most one per solver; its level is ignored. No rows.
     Posture {
         /// Rest pose or incoming pose.
         reference: PostureReference,
@@ -668,8 +705,10 @@ pub struct JacobianScratch {
 
 impl JacobianScratch {
     /// Residual of each task after the last solve, in task order: model units for position
-    /// and centre-of-mass tasks, radians for orientation and look-at, the largest remaining
-    /// joint difference (radians) for a posture task; 0 for disabled tasks.
+    /// and centre-of-mass tasks, radians for orientation and look-at (over the masked-in
+    /// channels whose blend weight is non-zero), the largest remaining joint difference
+    /// (radians, translations as fractions of the length scale) for a posture task; 0 for
+    /// disabled tasks.
     #[must_use]
     pub fn residuals(&self) -> &[f32] {
         &self.residuals

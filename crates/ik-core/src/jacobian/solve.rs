@@ -9,8 +9,8 @@ use super::{
     Goals, JacobianError, JacobianScratch, JacobianSolver, JointKind, PostureReference,
     SolveReport, TaskKind,
 };
-use crate::limits::twist_angle;
 use crate::pose::{BoneTransform, Pose};
+use crate::rotation::{to_rotation_vector as rotation_vector, twist_angle, wrap_angle as wrap};
 use crate::skeleton::Skeleton;
 
 /// Damping growth beyond which a solve counts as stalled.
@@ -154,6 +154,17 @@ impl JacobianSolver {
             self.update_active_set(goals, s);
             self.solve_levels(mu, s, self.levels.len(), self.posture.is_some());
             let posture_step = self.add_posture(pose, goals, mu, s);
+            if !s.dq.iter().all(|v| v.is_finite()) {
+                // Cannot happen with λ² > 0 and finite inputs; never let it reach the pose.
+                mu *= 4.0;
+                rejected += 1;
+                iterations += 1;
+                restored = true;
+                if mu > MAX_MU {
+                    break;
+                }
+                continue;
+            }
             if met && posture_step < set.posture_tolerance {
                 converged = true;
                 break;
@@ -550,7 +561,8 @@ impl JacobianSolver {
     fn build_jacobian(&self, goals: &Goals, s: &mut JacobianScratch) {
         let len = self.length_scale;
         let inv_len = len.recip();
-        s.jt.fill(0.0);
+        // Slice fill: a memset (nalgebra's element-wise `fill` was most of this function).
+        s.jt.as_mut_slice().fill(0.0);
         let n = self.dof;
         for (j, spec) in self.joints.iter().enumerate() {
             let c0 = self.col_start[j];
@@ -761,7 +773,7 @@ impl JacobianSolver {
 
     /// The prioritised damped least-squares step of the first `count` levels into `s.dq`.
     fn solve_levels(&self, mu: f64, s: &mut JacobianScratch, count: usize, with_posture: bool) {
-        s.dq.fill(0.0);
+        s.dq.as_mut_slice().fill(0.0);
         let min_d = f64::from(self.settings.min_damping);
         let err_d = f64::from(self.settings.error_damping);
         for (k, &(r0, mk)) in self.levels[..count].iter().enumerate() {
@@ -769,7 +781,9 @@ impl JacobianSolver {
             // of later levels and of the posture term.
             let need_jhat = k > 0 || self.levels.len() > 1 || with_posture;
             if need_jhat {
-                s.jhat.columns_mut(r0, mk).copy_from(&s.jt.columns(r0, mk));
+                let n = self.dof;
+                s.jhat.as_mut_slice()[r0 * n..(r0 + mk) * n]
+                    .copy_from_slice(&s.jt.as_slice()[r0 * n..(r0 + mk) * n]);
             }
             for (i, &(q0, mi)) in self.levels[..k].iter().enumerate() {
                 let mut t = s.tmp.view_mut((0, 0), (mi, mk));
@@ -797,7 +811,7 @@ impl JacobianSolver {
                     Cholesky::pack_dirty(DMatrix::zeros(0, 0)),
                 );
                 let mut p = proj.unpack_dirty();
-                p.copy_from(&a);
+                p.as_mut_slice().copy_from_slice(a.as_slice());
                 for i in 0..mk {
                     p[(i, i)] += PROJECTOR_DAMPING;
                 }
@@ -913,7 +927,7 @@ impl JacobianSolver {
         if !g.enabled || g.weight <= 0.0 {
             return 0.0;
         }
-        s.z.fill(0.0);
+        s.z.as_mut_slice().fill(0.0);
         let mut diff = [0.0f32; 6];
         for j in 0..self.joints.len() {
             let c0 = self.col_start[j];
@@ -1031,29 +1045,6 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
         sum += x * y;
     }
     sum
-}
-
-/// The rotation vector (axis × angle, angle in `[0, π]`) of `q`.
-fn rotation_vector(q: Quat) -> Vec3 {
-    let q = if q.w < 0.0 { -q } else { q };
-    let v = Vec3::new(q.x, q.y, q.z);
-    let s = v.length();
-    if s < 1e-12 {
-        return v * 2.0;
-    }
-    v * (2.0 * s.atan2(q.w) / s)
-}
-
-fn wrap(a: f32) -> f32 {
-    use core::f32::consts::{PI, TAU};
-    let a = a % TAU;
-    if a > PI {
-        a - TAU
-    } else if a <= -PI {
-        a + TAU
-    } else {
-        a
-    }
 }
 
 /// The ground-plane point the centre of mass should move to: the support point, or the
