@@ -698,7 +698,7 @@ impl FullBodySolver {
         &self.limits
     }
 
-    /// The segment masses (used by nothing in the solve yet; kept with the rig for callers).
+    /// The segment masses (used by the centre-of-mass goal and [`FullBodySolver::center_of_mass`]).
     #[must_use]
     pub fn masses(&self) -> &HumanoidMasses {
         &self.masses
@@ -740,6 +740,7 @@ impl FullBodySolver {
     ///
     /// # Panics
     /// If `pose` does not match `skeleton` (see [`Pose::validate`]).
+    #[must_use]
     pub fn goals_at_pose(&mut self, skeleton: &Skeleton, pose: &Pose) -> FullBodyGoals {
         skeleton.model_transforms_into(pose, &mut self.model);
         let mut goals = FullBodyGoals::default();
@@ -1022,6 +1023,7 @@ impl FullBodySolver {
     ///
     /// # Panics
     /// If `pose` does not match `skeleton` (see [`Pose::validate`]).
+    #[must_use]
     pub fn center_of_mass(&mut self, skeleton: &Skeleton, pose: &Pose) -> Option<Vec3> {
         skeleton.model_transforms_into(pose, &mut self.model);
         self.com_of_model()
