@@ -120,7 +120,15 @@ fn crowd(n: usize, humanoid: &IkHumanoid) -> App {
         .add_systems(Update, move_targets);
     let side = (n as f32).sqrt().ceil() as usize;
     for i in 0..n {
-        let at = Vec3::new((i % side) as f32 * 2.0, 0.0, (i / side) as f32 * 2.0);
+        let spacing = std::env::var("IK_SPACING")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(2.0);
+        let at = Vec3::new(
+            (i % side) as f32 * spacing,
+            0.0,
+            (i / side) as f32 * spacing,
+        );
         spawn_character(app.world_mut(), at, humanoid.clone());
     }
     app.update();
@@ -151,6 +159,14 @@ fn crowd(n: usize, humanoid: &IkHumanoid) -> App {
         }
     }
     app.update();
+    if std::env::var("IK_BASELINE").is_ok() {
+        // Everything but the solve: IK disabled on every character.
+        let mut q = app.world_mut().query_filtered::<Entity, With<IkStatus>>();
+        let all: Vec<Entity> = q.iter(app.world()).collect();
+        for e in all {
+            app.world_mut().entity_mut(e).insert(IkDisabled);
+        }
+    }
     app
 }
 
@@ -172,10 +188,25 @@ fn bench_crowd(c: &mut Criterion) {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1000);
-    let modes = [
-        ("full_body", IkHumanoid::auto()),
-        ("limbs", IkHumanoid::limbs()),
-    ];
+    let env = |name: &str| std::env::var(name).ok().and_then(|s| s.parse::<f32>().ok());
+    let mut full_body = IkHumanoid::auto();
+    if let Some(v) = env("IK_ITERS") {
+        full_body.full_body_settings.max_iterations = v as u32;
+    }
+    if let Some(v) = env("IK_TOL") {
+        full_body.full_body_settings.position_tolerance = v;
+        full_body.full_body_settings.rotation_tolerance = v * 10.0;
+    }
+    if let Some(v) = env("IK_RESTARTS") {
+        full_body.full_body_settings.max_restarts = v as u32;
+    }
+    if let Some(v) = env("IK_HEAD") {
+        full_body.head = v > 0.0;
+    }
+    if let Some(v) = env("IK_POSTURE") {
+        full_body.full_body_settings.posture_gain = v;
+    }
+    let modes = [("full_body", full_body), ("limbs", IkHumanoid::limbs())];
     let mut group = c.benchmark_group("crowd");
     group.sample_size(20);
     group.measurement_time(Duration::from_secs(8));
@@ -191,15 +222,31 @@ fn bench_crowd(c: &mut Criterion) {
         medians.push((label, median_frame(&mut app, 30)));
         // Report how well the crowd is tracking.
         let mut q = app.world_mut().query::<&IkStatus>();
-        let (mut solved, mut worst) = (0usize, 0f32);
+        let (mut solved, mut converged, mut iterations, mut worst) = (0usize, 0usize, 0u32, 0f32);
+        if std::env::var("IK_DEBUG").is_ok() {
+            for s in q
+                .iter(app.world())
+                .filter(|s| s.position_residual > 1e-3)
+                .take(5)
+            {
+                println!(
+                    "{:?} it {} res {:?}",
+                    s.converged, s.iterations, s.residuals
+                );
+            }
+        }
         for s in q.iter(app.world()) {
             if s.solved {
                 solved += 1;
+                converged += usize::from(s.converged);
+                iterations += s.iterations;
                 worst = worst.max(s.position_residual);
             }
         }
         println!(
-            "crowd {label}/{n}: {solved} solved statuses, worst position residual {worst:.2e}"
+            "crowd {label}/{n}: {solved} solved, {converged} converged, mean iterations {:.1}, \
+             worst position residual {worst:.2e}",
+            iterations as f32 / solved.max(1) as f32
         );
     }
     group.finish();

@@ -5,6 +5,7 @@ pub mod components;
 #[cfg(feature = "debug-draw")]
 pub mod debug_draw;
 pub mod error;
+mod full_body;
 pub mod humanoid;
 mod limb;
 mod pose_io;
@@ -132,6 +133,7 @@ impl Plugin for IkPlugin {
         limb::build(app, schedule);
         humanoid::build(app, schedule);
         rig::build(app, schedule);
+        full_body::build(app, schedule);
         #[cfg(feature = "debug-draw")]
         debug_draw::build(app, schedule);
     }

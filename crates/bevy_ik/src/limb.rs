@@ -242,7 +242,7 @@ fn gather(
     helper: &TransformHelper,
 ) -> Result<FrameGoal, IkError> {
     let target = limb.target.ok_or(IkError::NoTarget)?;
-    pose_io::read_pose(transforms, &chain.entities, &mut chain.input)?;
+    pose_io::read_pose(transforms, &chain.entities, &mut chain.input, 0)?;
     let model = pose_io::model_space(helper, chain.parent)?;
     let target = pose_io::target_in_model_space(helper, &model, target).map_err(|p| match p {
         TargetProblem::Missing => IkError::MissingTarget(target),

@@ -199,7 +199,8 @@ pub struct IkRigSettings {
     /// Angle tolerance, radians.
     pub angle_tolerance: f32,
     /// Gain of the null-space term pulling toward the animated pose (0 = off): keeps the
-    /// animation's style in the freedom the goals leave.
+    /// animation's style in the freedom the goals leave. Off by default: with it the solver
+    /// keeps iterating until the posture settles, which costs most of the iteration budget.
     pub posture_gain: f32,
 }
 
@@ -210,7 +211,7 @@ impl Default for IkRigSettings {
             max_iterations: 16,
             position_tolerance: core.position_tolerance,
             angle_tolerance: core.angle_tolerance,
-            posture_gain: 0.1,
+            posture_gain: 0.0,
         }
     }
 }
@@ -321,7 +322,8 @@ pub(crate) struct GoalTasks {
 #[derive(Debug)]
 pub(crate) struct RigData {
     pub(crate) entities: Vec<Entity>,
-    pub(crate) parent: Option<Entity>,
+    /// The rig entity: its global transform is the model space.
+    pub(crate) frame: Entity,
     pub(crate) skeleton: Skeleton,
     pub(crate) solver: JacobianSolver,
     pub(crate) goals: Goals,
@@ -459,6 +461,9 @@ fn build_rig(
         } else {
             parents.get(e).ok().and_then(|c| index_of(c.parent()))
         };
+        // Model space is the rig entity's own frame: bone 0 is the identity there (so the
+        // solver's length scale and precision do not depend on where the character stands).
+        let t = if i == 0 { &Transform::IDENTITY } else { t };
         bones.push(pose_io::bone_from_transform(
             setup::bone_name(e, names),
             parent,
@@ -543,7 +548,7 @@ fn build_rig(
     let mut model = Vec::with_capacity(skeleton.len());
     skeleton.model_transforms_into(&input, &mut model);
     Ok(RigData {
-        parent: parents.get(entity).ok().map(ChildOf::parent),
+        frame: entity,
         solved: input.clone(),
         input,
         model,
@@ -597,8 +602,9 @@ fn gather(
     transforms: &Query<&Transform>,
     helper: &TransformHelper,
 ) -> Result<(), IkError> {
-    pose_io::read_pose(transforms, &data.entities, &mut data.input)?;
-    let model = pose_io::model_space(helper, data.parent)?;
+    // Bone 0 (the rig entity) stays the identity: model space is its global frame.
+    pose_io::read_pose(transforms, &data.entities[1..], &mut data.input, 1)?;
+    let model = pose_io::model_space(helper, Some(data.frame))?;
     for (slot, goal) in data.targets.iter_mut().zip(&rig.goals) {
         *slot = match goal.target {
             None => None,
