@@ -17,12 +17,14 @@ use bevy::math::Vec3;
 use bevy::reflect::prelude::*;
 use bevy::transform::components::Transform;
 use ik_core::BoneTransform;
-use ik_core::humanoid::{BodyFrame, HumanoidBone, HumanoidMap};
+use ik_core::humanoid::{
+    BodyFrame, Effector, FullBodySettings, FullBodySolver, HumanoidBone, HumanoidMap,
+};
 
-use crate::components::{BoneRef, IkLimb, IkStatus};
+use crate::components::{IkLimb, IkStatus};
 use crate::error::IkError;
+use crate::full_body::HumanoidRig;
 use crate::limb::warn_once;
-use crate::rig::{IkGoal, IkGoalKind, IkJointLimits, IkRig};
 use crate::setup::{IkRescan, SetupSystems, hierarchy_skeleton};
 
 pub(crate) fn build(app: &mut App, schedule: Interned<dyn ScheduleLabel>) {
@@ -66,12 +68,18 @@ pub struct IkHumanoid {
     pub arms: bool,
     /// Set up IK for the legs.
     pub legs: bool,
-    /// Spawn pole entities for the elbows and knees (else the limbs keep their animated bend).
+    /// Spawn pole entities for the elbows and knees (analytic limbs; else the limbs keep
+    /// their animated bend).
     pub poles: bool,
+    /// Turn the head toward its look-at target (full body).
+    pub head: bool,
     /// IK/FK blend weight given to the limbs or rig it creates.
     pub weight: f32,
     /// Which solver drives the character.
     pub solver: IkHumanoidSolver,
+    /// Settings of ik-core's full-body solver (with [`IkHumanoidSolver::FullBody`]).
+    #[reflect(ignore)]
+    pub full_body_settings: FullBodySettings,
 }
 
 /// The solver [`IkHumanoid`] sets up.
@@ -83,9 +91,9 @@ pub struct IkHumanoid {
     reflect(Serialize, Deserialize)
 )]
 pub enum IkHumanoidSolver {
-    /// One [`IkRig`] on the humanoid entity: hands (position) and feet (position and rotation)
-    /// at priority 0, pelvis (position; the hips may translate) and head (rotation) at
-    /// priority 1, anatomical joint limits, a posture term toward the animation.
+    /// ik-core's hybrid full-body solver (a Jacobian over every humanoid joint with anatomical
+    /// limits, each limb finished analytically): hands and feet (position and rotation), the
+    /// pelvis (position; the hips translate) and the head look-at, on one priority level.
     #[default]
     FullBody,
     /// Four independent analytic [`IkLimb`]s (arms and legs) with elbow and knee poles; the
@@ -99,8 +107,10 @@ impl Default for IkHumanoid {
             arms: true,
             legs: true,
             poles: true,
+            head: true,
             weight: 1.0,
             solver: IkHumanoidSolver::FullBody,
+            full_body_settings: FullBodySettings::default(),
         }
     }
 }
@@ -269,6 +279,11 @@ fn map_one(
     let to_local = model[0].inverse();
     let local = |role: HumanoidBone| map.get(role).map(|i| to_local.mul_transform(&model[i]));
     let frame = BodyFrame::from_rest(&skeleton, &map).ok();
+    if humanoid.solver == IkHumanoidSolver::FullBody {
+        let targets = set_up_full_body(entity, humanoid, commands, skeleton, &map, entities)
+            .map_err(|e| (e, unmapped.clone()))?;
+        return Ok((unmapped, targets, bones));
+    }
     let mut targets = IkHumanoidTargets::default();
     use HumanoidBone as H;
     targets.pelvis = local(H::Hips).map(|t| spawn_marker(commands, entity, "target pelvis", t));
@@ -304,8 +319,6 @@ fn map_one(
             false,
         ),
     ];
-    let full_body = humanoid.solver == IkHumanoidSolver::FullBody;
-    let mut goals = Vec::new();
     for (i, (label, upper, lower, end, arm)) in limbs.into_iter().enumerate() {
         if (arm && !humanoid.arms) || (!arm && !humanoid.legs) {
             continue;
@@ -319,9 +332,9 @@ fn map_one(
             &format!("target {label}"),
             to_local.mul_transform(&model[e]),
         );
-        // Poles (analytic limbs only): knees forward, elbows backward, one upper-bone length
+        // Poles: knees forward, elbows backward, one upper-bone length
         // from the joint.
-        let pole = match (&frame, humanoid.poles && !full_body) {
+        let pole = match (&frame, humanoid.poles) {
             (Some(frame), true) => {
                 let reach = model[u].translation.distance(model[l].translation);
                 let dir = if arm { -frame.forward } else { frame.forward };
@@ -331,44 +344,20 @@ fn map_one(
             }
             _ => None,
         };
-        if full_body {
-            goals.push(if arm {
-                IkGoal::position(entities[e], target)
-            } else {
-                IkGoal::pose(entities[e], target)
-            });
-        } else {
-            let mut limb = IkLimb::new(entities[u], entities[l], entities[e])
-                .with_target(target)
-                .with_weight(humanoid.weight);
-            limb.pole = pole;
-            let limb_entity = commands
-                .spawn((Name::new(format!("ik limb {label}")), limb, ChildOf(entity)))
-                .id();
-            targets.limbs.push(limb_entity);
-        }
+        let mut limb = IkLimb::new(entities[u], entities[l], entities[e])
+            .with_target(target)
+            .with_weight(humanoid.weight);
+        limb.pole = pole;
+        let limb_entity = commands
+            .spawn((Name::new(format!("ik limb {label}")), limb, ChildOf(entity)))
+            .id();
+        targets.limbs.push(limb_entity);
         match i {
             0 => (targets.left_hand, targets.left_elbow_pole) = (Some(target), pole),
             1 => (targets.right_hand, targets.right_elbow_pole) = (Some(target), pole),
             2 => (targets.left_foot, targets.left_knee_pole) = (Some(target), pole),
             _ => (targets.right_foot, targets.right_knee_pole) = (Some(target), pole),
         }
-    }
-    if full_body {
-        let hips = map.get(H::Hips).map(|i| entities[i]);
-        if let (Some(hips), Some(t)) = (hips, targets.pelvis) {
-            goals.push(IkGoal::position(hips, t).with_priority(1));
-        }
-        if let (Some(head), Some(t)) = (map.get(H::Head), targets.head) {
-            goals.push(IkGoal {
-                kind: IkGoalKind::Rotation,
-                ..IkGoal::position(entities[head], t).with_priority(1)
-            });
-        }
-        let mut rig = IkRig::new(goals).with_limits(IkJointLimits::Humanoid);
-        rig.movable_root = hips.map(BoneRef::Entity);
-        rig.weight = humanoid.weight;
-        commands.entity(entity).insert(rig);
     }
     Ok((unmapped, targets, bones))
 }
@@ -386,4 +375,80 @@ fn spawn_marker(commands: &mut Commands, parent: Entity, label: &str, t: BoneTra
             ChildOf(parent),
         ))
         .id()
+}
+
+/// Full-body set-up: builds ik-core's hybrid [`FullBodySolver`] on the whole hierarchy, spawns
+/// targets where the effectors are (and the look-at target ahead of the face) and inserts the
+/// cached rig.
+fn set_up_full_body(
+    entity: Entity,
+    humanoid: &IkHumanoid,
+    commands: &mut Commands,
+    skeleton: ik_core::Skeleton,
+    map: &HumanoidMap,
+    entities: Vec<Entity>,
+) -> Result<IkHumanoidTargets, IkError> {
+    let mut solver =
+        FullBodySolver::new(&skeleton, map).map_err(|e| IkError::InvalidChain(e.to_string()))?;
+    *solver.settings_mut() = humanoid.full_body_settings;
+    let rest = skeleton.rest_pose();
+    let mut goals = solver.goals_at_pose(&skeleton, &rest);
+    let mut targets = IkHumanoidTargets::default();
+    let mut effector_targets = [None; 5];
+    let labels = [
+        "left hand",
+        "right hand",
+        "left foot",
+        "right foot",
+        "pelvis",
+    ];
+    for (i, (goal, label)) in goals.effectors.iter_mut().zip(labels).enumerate() {
+        let limb_on = match Effector::ALL[i] {
+            Effector::LeftHand | Effector::RightHand => humanoid.arms,
+            Effector::LeftFoot | Effector::RightFoot => humanoid.legs,
+            Effector::Pelvis => true,
+        };
+        if !limb_on {
+            goal.enabled = false;
+            continue;
+        }
+        if Effector::ALL[i] == Effector::Pelvis {
+            // The pelvis follows its target's position only (the hips keep turning freely).
+            // All goals share one priority level: the solver's fast path; the limbs are
+            // finished analytically afterwards, so hands and feet stay exact when reachable.
+            goal.rotation_weight = 0.0;
+        }
+        let t = spawn_marker(
+            commands,
+            entity,
+            &format!("target {label}"),
+            BoneTransform::from_translation_rotation(goal.position, goal.rotation),
+        );
+        effector_targets[i] = Some(t);
+    }
+    [
+        targets.left_hand,
+        targets.right_hand,
+        targets.left_foot,
+        targets.right_foot,
+        targets.pelvis,
+    ] = effector_targets;
+    goals.look_at.enabled &= humanoid.head;
+    targets.head = goals.look_at.enabled.then(|| {
+        spawn_marker(
+            commands,
+            entity,
+            "target head (look at)",
+            BoneTransform::from_translation(goals.look_at.target),
+        )
+    });
+    commands.entity(entity).insert(HumanoidRig::new(
+        entities,
+        skeleton,
+        solver,
+        goals,
+        effector_targets,
+        targets.head,
+    ));
+    Ok(targets)
 }

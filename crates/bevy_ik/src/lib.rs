@@ -2,7 +2,10 @@
 #![forbid(unsafe_code)]
 
 pub mod components;
+#[cfg(feature = "debug-draw")]
+pub mod debug_draw;
 pub mod error;
+mod full_body;
 pub mod humanoid;
 mod limb;
 mod pose_io;
@@ -11,6 +14,8 @@ mod setup;
 mod solver;
 
 pub use components::{BoneRef, IkDisabled, IkLimb, IkStatus};
+#[cfg(feature = "debug-draw")]
+pub use debug_draw::IkDebugDraw;
 pub use error::IkError;
 pub use humanoid::{IkHumanoid, IkHumanoidBones, IkHumanoidSolver, IkHumanoidTargets};
 pub use ik_core;
@@ -24,6 +29,8 @@ use bevy::transform::TransformSystems;
 /// The most used items: `use bevy_ik::prelude::*;`.
 pub mod prelude {
     pub use crate::components::{BoneRef, IkDisabled, IkLimb, IkStatus};
+    #[cfg(feature = "debug-draw")]
+    pub use crate::debug_draw::IkDebugDraw;
     pub use crate::error::IkError;
     pub use crate::humanoid::{IkHumanoid, IkHumanoidBones, IkHumanoidSolver, IkHumanoidTargets};
     pub use crate::rig::{IkGoal, IkGoalKind, IkJointLimits, IkRig, IkRigSettings};
@@ -58,17 +65,25 @@ pub enum IkSystems {
 /// All systems run in [`PostUpdate`] (or the schedule given to [`IkPlugin::in_schedule`]):
 ///
 /// ```text
-/// AnimationSystems            animation writes the bones' local Transforms
-///   → IkSystems::Prepare      set-up; gather bone poses and target/pole global transforms
-///   → IkSystems::Solve        solve all characters in parallel
-///   → IkSystems::Writeback    write local rotations with set_if_neq
-/// TransformSystems::Propagate Bevy computes GlobalTransform from the written locals
-///   → debug drawing           (feature `debug-draw`) gizmos from the propagated transforms
+/// AnimationSystems              animation writes the bones' local Transforms
+/// IkSystems::Prepare
+///   set-up (only when needed)   map_humanoids, set_up_limbs, set_up_rigs: find bones by Name,
+///                               build the cached core skeletons / chains / solvers
+///   collect_limb_poses,         read the bones' current local Transforms and the targets'
+///   collect_rig_poses           and poles' current global transforms (parallel)
+/// IkSystems::Solve              solve_limbs, solve_full_body (parallel over characters)
+/// IkSystems::Writeback          write_limb_rotations, write_rig_pose (set_if_neq)
+/// TransformSystems::Propagate   Bevy computes GlobalTransform from the written locals
+/// draw_ik_gizmos                (feature `debug-draw`) gizmos from the propagated transforms
 /// ```
 ///
 /// Targets and poles are read at their *current* global transform, computed from their own and
 /// their ancestors' `Transform`s during [`IkSystems::Prepare`], so a target moved in `Update`
 /// this frame is reached this frame (no one-frame lag through `GlobalTransform`).
+///
+/// Limbs and rigs are solved independently of each other against the animated pose: two
+/// [`IkLimb`]s on the same character must not share bones, and a limb below a bone that an
+/// [`IkRig`] moves sees that bone's animated (not solved) transform.
 #[derive(Debug, Clone)]
 pub struct IkPlugin {
     schedule: Interned<dyn ScheduleLabel>,
@@ -118,5 +133,8 @@ impl Plugin for IkPlugin {
         limb::build(app, schedule);
         humanoid::build(app, schedule);
         rig::build(app, schedule);
+        full_body::build(app, schedule);
+        #[cfg(feature = "debug-draw")]
+        debug_draw::build(app, schedule);
     }
 }

@@ -2,7 +2,7 @@
 //! gather their pose and target each frame, solve them in parallel, write the rotations back.
 
 use bevy::app::App;
-use bevy::ecs::change_detection::{DetectChanges, DetectChangesMut, Ref};
+use bevy::ecs::change_detection::{DetectChanges, DetectChangesMut, Mut, Ref};
 use bevy::ecs::component::Component;
 use bevy::ecs::entity::Entity;
 use bevy::ecs::hierarchy::{ChildOf, Children};
@@ -76,11 +76,20 @@ pub(crate) struct LimbCache {
     /// The set-up problem, if set-up failed (retried when bones may have appeared).
     setup_error: Option<IkError>,
     /// This frame's gathered goal (or the problem that prevents solving).
-    frame: Result<FrameGoal, IkError>,
+    /// `Err(None)`: not set up (the set-up problem is in the status already).
+    frame: Result<FrameGoal, Option<IkError>>,
     /// Whether `chain.solved` holds a pose to write this frame.
     write: bool,
     /// Problems already logged (each is logged once).
     warned: Vec<IkError>,
+}
+
+impl LimbCache {
+    /// The chain's bone entities, root first, once set up (for debug drawing).
+    #[cfg_attr(not(feature = "debug-draw"), allow(dead_code))]
+    pub(crate) fn chain_entities(&self) -> Option<&[Entity]> {
+        self.chain.as_ref().map(|c| c.entities.as_slice())
+    }
 }
 
 impl Default for LimbCache {
@@ -89,7 +98,7 @@ impl Default for LimbCache {
             key: None,
             chain: None,
             setup_error: None,
-            frame: Err(IkError::NoTarget),
+            frame: Err(None),
             write: false,
             warned: Vec::new(),
         }
@@ -220,9 +229,8 @@ fn collect_limb_poses(
         let cache = &mut *cache;
         cache.write = false;
         cache.frame = match (&cache.setup_error, cache.chain.as_mut()) {
-            (Some(err), _) => Err(err.clone()),
-            (None, Some(chain)) => gather(limb, chain, &transforms, &helper),
-            (None, None) => Err(IkError::NotAChain),
+            (None, Some(chain)) => gather(limb, chain, &transforms, &helper).map_err(Some),
+            _ => Err(None),
         };
     });
 }
@@ -234,7 +242,7 @@ fn gather(
     helper: &TransformHelper,
 ) -> Result<FrameGoal, IkError> {
     let target = limb.target.ok_or(IkError::NoTarget)?;
-    pose_io::read_pose(transforms, &chain.entities, &mut chain.input)?;
+    pose_io::read_pose(transforms, &chain.entities, &mut chain.input, 0)?;
     let model = pose_io::model_space(helper, chain.parent)?;
     let target = pose_io::target_in_model_space(helper, &model, target).map_err(|p| match p {
         TargetProblem::Missing => IkError::MissingTarget(target),
@@ -263,9 +271,9 @@ fn solve_limbs(
         .for_each(|(entity, limb, mut cache, mut status)| {
             let cache = &mut *cache;
             let outcome = match (&cache.frame, cache.chain.as_mut()) {
-                (Ok(goal), Some(chain)) => solve_one(limb, goal, chain),
+                (Ok(goal), Some(chain)) => solve_one(limb, goal, chain).map_err(Some),
                 (Err(err), _) => Err(err.clone()),
-                (Ok(_), None) => Err(IkError::NotAChain),
+                (Ok(_), None) => Err(None),
             };
             match outcome {
                 Ok(report) => {
@@ -285,12 +293,7 @@ fn solve_limbs(
                 }
                 Err(err) => {
                     cache.write = false;
-                    warn_once(&mut cache.warned, entity, &err);
-                    if status.solved || status.last_error.as_ref() != Some(&err) {
-                        status.solved = false;
-                        status.converged = false;
-                        status.last_error = Some(err);
-                    }
+                    record_problem(&mut cache.warned, entity, &mut status, err);
                 }
             }
         });
@@ -355,6 +358,26 @@ fn write_limb_rotations(
                 let solved = Transform { rotation, ..*t };
                 t.set_if_neq(solved);
             }
+        }
+    }
+}
+
+/// Records a frame's problem in the status (only touching it when something changed) and
+/// logs it once. `None`: a set-up problem, already recorded by set-up.
+pub(crate) fn record_problem(
+    warned: &mut Vec<IkError>,
+    entity: Entity,
+    status: &mut Mut<IkStatus>,
+    err: Option<IkError>,
+) {
+    if status.solved || status.converged {
+        status.solved = false;
+        status.converged = false;
+    }
+    if let Some(err) = err {
+        warn_once(warned, entity, &err);
+        if status.last_error.as_ref() != Some(&err) {
+            status.last_error = Some(err);
         }
     }
 }

@@ -71,14 +71,17 @@ pub(crate) fn target_in_model_space(
     })
 }
 
-/// Reads the current local transforms of `entities` (parallel to the skeleton's bones) into
-/// `pose`, which must already have one entry per bone.
+/// Reads the current local transforms of `entities` into `pose`, starting at bone `first`
+/// (entities are parallel to the skeleton's bones from there; `pose` already has one entry per
+/// bone).
 pub(crate) fn read_pose(
     transforms: &Query<&Transform>,
     entities: &[Entity],
     pose: &mut Pose,
+    first: usize,
 ) -> Result<(), IkError> {
     for (i, &e) in entities.iter().enumerate() {
+        let i = i + first;
         let t = transforms
             .get(e)
             .map_err(|_| IkError::MissingBoneEntity(e))?;

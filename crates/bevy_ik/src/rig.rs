@@ -28,7 +28,7 @@ use ik_core::{BoneTransform, Pose, Skeleton};
 use crate::IkSystems;
 use crate::components::{BoneRef, IkDisabled, IkStatus};
 use crate::error::IkError;
-use crate::limb::{finite_weight, warn_once};
+use crate::limb::{finite_weight, record_problem, warn_once};
 use crate::pose_io::{self, ModelTarget, TargetProblem};
 use crate::setup::{self, IkRescan, SetupSystems};
 
@@ -199,7 +199,8 @@ pub struct IkRigSettings {
     /// Angle tolerance, radians.
     pub angle_tolerance: f32,
     /// Gain of the null-space term pulling toward the animated pose (0 = off): keeps the
-    /// animation's style in the freedom the goals leave.
+    /// animation's style in the freedom the goals leave. Off by default: with it the solver
+    /// keeps iterating until the posture settles, which costs most of the iteration budget.
     pub posture_gain: f32,
 }
 
@@ -210,7 +211,7 @@ impl Default for IkRigSettings {
             max_iterations: 16,
             position_tolerance: core.position_tolerance,
             angle_tolerance: core.angle_tolerance,
-            posture_gain: 0.1,
+            posture_gain: 0.0,
         }
     }
 }
@@ -312,30 +313,31 @@ impl RigKey {
 
 /// Where a goal's rows are in the solver.
 #[derive(Debug, Clone, Copy)]
-struct GoalTasks {
-    bone: usize,
+pub(crate) struct GoalTasks {
+    pub(crate) bone: usize,
     position: Option<usize>,
     rotation: Option<usize>,
 }
 
 #[derive(Debug)]
-struct RigData {
-    entities: Vec<Entity>,
-    parent: Option<Entity>,
-    skeleton: Skeleton,
-    solver: JacobianSolver,
-    goals: Goals,
-    scratch: JacobianScratch,
-    goal_tasks: Vec<GoalTasks>,
+pub(crate) struct RigData {
+    pub(crate) entities: Vec<Entity>,
+    /// The rig entity: its global transform is the model space.
+    pub(crate) frame: Entity,
+    pub(crate) skeleton: Skeleton,
+    pub(crate) solver: JacobianSolver,
+    pub(crate) goals: Goals,
+    pub(crate) scratch: JacobianScratch,
+    pub(crate) goal_tasks: Vec<GoalTasks>,
     /// Bones the solver may change (joint bones), and whether each may translate.
-    written: Vec<(usize, bool)>,
-    input: Pose,
-    solved: Pose,
-    model: Vec<BoneTransform>,
+    pub(crate) written: Vec<(usize, bool)>,
+    pub(crate) input: Pose,
+    pub(crate) solved: Pose,
+    pub(crate) model: Vec<BoneTransform>,
     /// This frame's model-space target per goal (`None`: goal off this frame).
-    targets: Vec<Option<ModelTarget>>,
+    pub(crate) targets: Vec<Option<ModelTarget>>,
     /// Whether the solved pose is written (false at weight 0: the animation is left as is).
-    write: bool,
+    pub(crate) write: bool,
 }
 
 /// Per-rig state (cache and scratch). Internal.
@@ -344,9 +346,18 @@ pub(crate) struct RigCache {
     key: Option<RigKey>,
     data: Option<RigData>,
     setup_error: Option<IkError>,
-    frame: Result<(), IkError>,
+    /// `Err(None)`: not set up (the set-up problem is in the status already).
+    frame: Result<(), Option<IkError>>,
     write: bool,
     warned: Vec<IkError>,
+}
+
+impl RigCache {
+    /// The set-up rig, if any (for debug drawing).
+    #[cfg_attr(not(feature = "debug-draw"), allow(dead_code))]
+    pub(crate) fn data(&self) -> Option<&RigData> {
+        self.data.as_ref()
+    }
 }
 
 impl Default for RigCache {
@@ -355,7 +366,7 @@ impl Default for RigCache {
             key: None,
             data: None,
             setup_error: None,
-            frame: Err(IkError::NoTarget),
+            frame: Err(None),
             write: false,
             warned: Vec::new(),
         }
@@ -450,6 +461,9 @@ fn build_rig(
         } else {
             parents.get(e).ok().and_then(|c| index_of(c.parent()))
         };
+        // Model space is the rig entity's own frame: bone 0 is the identity there (so the
+        // solver's length scale and precision do not depend on where the character stands).
+        let t = if i == 0 { &Transform::IDENTITY } else { t };
         bones.push(pose_io::bone_from_transform(
             setup::bone_name(e, names),
             parent,
@@ -534,7 +548,7 @@ fn build_rig(
     let mut model = Vec::with_capacity(skeleton.len());
     skeleton.model_transforms_into(&input, &mut model);
     Ok(RigData {
-        parent: parents.get(entity).ok().map(ChildOf::parent),
+        frame: entity,
         solved: input.clone(),
         input,
         model,
@@ -576,9 +590,8 @@ fn collect_rig_poses(
         let cache = &mut *cache;
         cache.write = false;
         cache.frame = match (&cache.setup_error, cache.data.as_mut()) {
-            (Some(err), _) => Err(err.clone()),
-            (None, Some(data)) => gather(rig, data, &transforms, &helper),
-            (None, None) => Err(IkError::NotAChain),
+            (None, Some(data)) => gather(rig, data, &transforms, &helper).map_err(Some),
+            _ => Err(None),
         };
     });
 }
@@ -589,8 +602,9 @@ fn gather(
     transforms: &Query<&Transform>,
     helper: &TransformHelper,
 ) -> Result<(), IkError> {
-    pose_io::read_pose(transforms, &data.entities, &mut data.input)?;
-    let model = pose_io::model_space(helper, data.parent)?;
+    // Bone 0 (the rig entity) stays the identity: model space is its global frame.
+    pose_io::read_pose(transforms, &data.entities[1..], &mut data.input, 1)?;
+    let model = pose_io::model_space(helper, Some(data.frame))?;
     for (slot, goal) in data.targets.iter_mut().zip(&rig.goals) {
         *slot = match goal.target {
             None => None,
@@ -612,14 +626,14 @@ fn solve_full_body(
         .for_each(|(entity, rig, mut cache, mut status)| {
             let cache = &mut *cache;
             let outcome = match (&cache.frame, cache.data.as_mut()) {
-                (Ok(()), Some(data)) => solve_one(rig, data),
+                (Ok(()), Some(data)) => solve_one(rig, data).map_err(Some),
                 (Err(err), _) => Err(err.clone()),
-                (Ok(()), None) => Err(IkError::NotAChain),
+                (Ok(()), None) => Err(None),
             };
-            let status = &mut *status;
             match outcome {
                 Ok(report) => {
                     cache.write = true;
+                    let status = &mut *status;
                     status.ready = true;
                     status.solved = true;
                     status.converged = report.converged;
@@ -636,14 +650,13 @@ fn solve_full_body(
                                 .unwrap_or(0.0)
                         }));
                     }
-                    status.last_error = None;
+                    if status.last_error.is_some() {
+                        status.last_error = None;
+                    }
                 }
                 Err(err) => {
                     cache.write = false;
-                    warn_once(&mut cache.warned, entity, &err);
-                    status.solved = false;
-                    status.converged = false;
-                    status.last_error = Some(err);
+                    record_problem(&mut cache.warned, entity, &mut status, err);
                 }
             }
         });

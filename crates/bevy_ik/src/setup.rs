@@ -106,8 +106,8 @@ pub(crate) fn bone_name(entity: Entity, names: &Query<&Name>) -> String {
         .map_or_else(|_| format!("{entity}"), |n| n.as_str().to_owned())
 }
 
-/// The hierarchy under `root` (root included) as a core skeleton, parents first, with the
-/// entity of each bone.
+/// The hierarchy under `root` (root included, as the identity: model space is `root`'s own
+/// frame) as a core skeleton, parents first, with the entity of each bone.
 pub(crate) fn hierarchy_skeleton(
     root: Entity,
     children: &Query<&Children>,
@@ -123,6 +123,12 @@ pub(crate) fn hierarchy_skeleton(
         let index = entities.len();
         entities.push(e);
         let name = names.get(e).map_or("", |n| n.as_str()).to_owned();
+        // The root is the identity: model space is the root entity's own frame.
+        let t = if parent.is_none() {
+            &Transform::IDENTITY
+        } else {
+            t
+        };
         bones.push(pose_io::bone_from_transform(name, parent, t));
         if let Ok(c) = children.get(e) {
             stack.extend(c.iter().rev().map(|&child| (child, Some(index))));

@@ -363,22 +363,18 @@ fn arc(from: Vec3A, to: Vec3A) -> Quat {
 }
 
 /// Offset of `end` from the frame (origin, identity rotation, `scale`) through the rigid bones
-/// `between`: returns the offset, the rotation of `end`'s parent relative to the frame and the
-/// model scale of `end`'s parent.
-#[inline]
+/// `between`: returns the offset, the rotation of `end`'s parent relative to the frame (`None`
+/// for identity: no bones between) and the model scale of `end`'s parent.
+#[inline(always)]
 fn offset_through(
     skeleton: &Skeleton,
     pose: &Pose,
     between: &[usize],
     scale: Vec3,
     end: usize,
-) -> (Vec3A, Quat, Vec3) {
+) -> (Vec3A, Option<Quat>, Vec3) {
     if between.is_empty() {
-        return (
-            Vec3A::from(scale * pose.translations[end]),
-            Quat::IDENTITY,
-            scale,
-        );
+        return (Vec3A::from(scale * pose.translations[end]), None, scale);
     }
     let bones = skeleton.bones();
     let mut t = Vec3A::ZERO;
@@ -389,7 +385,7 @@ fn offset_through(
         r *= pose.rotations[i];
         s *= bones[i].rest.scale;
     }
-    (t + r * Vec3A::from(s * pose.translations[end]), r, s)
+    (t + r * Vec3A::from(s * pose.translations[end]), Some(r), s)
 }
 
 /// Distance from the root to the tip for a flex angle with cosine `cos`.
@@ -666,7 +662,10 @@ impl TwoBoneIk {
         let s_mid = s_mid_parent * bones[self.mid].rest.scale;
         let (u2, q_mt, _) = offset_through(skeleton, pose, &self.lower_between, s_mid, self.tip);
         let (l1, l2) = (u1.length(), u2.length());
-        let m_cur = q_rm * q_mid;
+        // Rotation of the mid bone in the root frame; `then_mt` appends the rigid bones between
+        // mid and tip. (Skipped multiplications when there are none: the common case.)
+        let m_cur = q_rm.map_or(q_mid, |r| r * q_mid);
+        let then_mt = |q: Quat| q_mt.map_or(q, |r| q * r);
         let b_cur = m_cur * u2;
         let tip_in = || p_root + root_rot * (u1 + b_cur);
         let lengths_ok = l1 > MIN_BONE_LENGTH * 1e-3 && l2 > MIN_BONE_LENGTH * 1e-3;
@@ -726,7 +725,8 @@ impl TwoBoneIk {
             }
         }
         let cos_geom = ((dist_eff * dist_eff - l_sq) * inv_2l1l2).clamp(-1.0, 1.0);
-        let cos_phi = cos_geom.clamp(cos_max, cos_min);
+        // (`max`/`min`, not `clamp`: no panic branch for run-time bounds in the hot path.)
+        let cos_phi = cos_geom.max(cos_max).min(cos_min);
         let flex_limited = (cos_phi - cos_geom).abs() > 1e-6;
         let sin_phi = (1.0 - cos_phi * cos_phi).max(0.0).sqrt();
 
@@ -796,7 +796,7 @@ impl TwoBoneIk {
             }
         };
         let m_new = delta * m_cur;
-        let new_mid = (q_rm.inverse() * m_new).normalize();
+        let new_mid = q_rm.map_or(m_new, |r| r.inverse() * m_new).normalize();
         let new_root = (q_parent.inverse() * new_root_rot).normalize();
         let new_tip = match goal.orientation {
             Some(o) if w_rot > 0.0 => {
@@ -805,18 +805,18 @@ impl TwoBoneIk {
                     o
                 } else {
                     let q_tip = pose.rotations[self.tip];
-                    (root_rot * m_cur * q_mt * q_tip)
+                    (then_mt(root_rot * m_cur) * q_tip)
                         .normalize()
                         .slerp(o, w_rot)
                 };
-                let frame = new_root_rot * m_new * q_mt;
+                let frame = then_mt(new_root_rot * m_new);
                 (frame.inverse() * tip_model).normalize()
             }
             Some(_) => {
                 // Keep the tip's incoming model rotation.
                 let q_tip = pose.rotations[self.tip];
-                let tip_model = root_rot * m_cur * q_mt * q_tip;
-                ((new_root_rot * m_new * q_mt).inverse() * tip_model).normalize()
+                let tip_model = then_mt(root_rot * m_cur) * q_tip;
+                (then_mt(new_root_rot * m_new).inverse() * tip_model).normalize()
             }
             None => pose.rotations[self.tip],
         };
@@ -833,7 +833,8 @@ impl TwoBoneIk {
             // (Clamped again: acos near ±1 is coarse in f32.)
             flex_angle: cos_phi
                 .acos()
-                .clamp(self.settings.flex_min, self.settings.flex_max),
+                .max(self.settings.flex_min)
+                .min(self.settings.flex_max),
             flex_limited,
             pole_fallback,
             target_distance: dist,

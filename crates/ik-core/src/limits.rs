@@ -8,6 +8,8 @@
 
 use glam::{Quat, Vec2, Vec3};
 
+use crate::rotation;
+
 /// A limit on one joint, relative to the bone's rest transform.
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -164,10 +166,12 @@ impl SwingTwistLimit {
     /// `swing_axis` and `twist_axis × swing_axis`) and the twist angle in `(−π, π]`.
     #[must_use]
     pub fn decompose(&self, delta: Quat) -> (Vec2, f32) {
-        let (swing, twist) = swing_twist(delta, self.twist_axis);
-        let s = swing.to_scaled_axis();
+        let s = rotation::swing_vector(delta, self.twist_axis);
         let second = self.twist_axis.cross(self.swing_axis);
-        (Vec2::new(s.dot(self.swing_axis), s.dot(second)), twist)
+        (
+            Vec2::new(s.dot(self.swing_axis), s.dot(second)),
+            rotation::twist_angle(delta, self.twist_axis),
+        )
     }
 
     /// The rotation with swing components `swing` and twist angle `twist`; inverse of
@@ -175,8 +179,11 @@ impl SwingTwistLimit {
     #[must_use]
     pub fn compose(&self, swing: Vec2, twist: f32) -> Quat {
         let second = self.twist_axis.cross(self.swing_axis);
-        let s = Quat::from_scaled_axis(self.swing_axis * swing.x + second * swing.y);
-        s * Quat::from_axis_angle(self.twist_axis, twist)
+        rotation::from_swing_vector_twist(
+            self.swing_axis * swing.x + second * swing.y,
+            self.twist_axis,
+            twist,
+        )
     }
 
     /// Whether a rest-relative rotation is inside the cone and twist range, allowing
@@ -208,46 +215,13 @@ impl SwingTwistLimit {
     }
 }
 
-/// Splits `q` as `swing * twist` with `twist` about the unit `axis`; returns the swing and the
-/// twist angle in `(−π, π]`.
-fn swing_twist(q: Quat, axis: Vec3) -> (Quat, f32) {
-    let q = if q.w < 0.0 { -q } else { q };
-    let v = Vec3::new(q.x, q.y, q.z);
-    let p = v.dot(axis);
-    if p.abs() < 1e-12 && q.w.abs() < 1e-12 {
-        // A half-turn swing: no twist.
-        return (q, 0.0);
-    }
-    let angle = 2.0 * p.atan2(q.w);
-    let twist = Quat::from_axis_angle(axis, angle);
-    (q * twist.inverse(), wrap_angle(angle))
-}
-
-/// The twist angle in `(−π, π]` of `q` about the unit `axis` (swing–twist decomposition).
-#[must_use]
-pub(crate) fn twist_angle(q: Quat, axis: Vec3) -> f32 {
-    swing_twist(q, axis).1
-}
-
-/// The swing's rotation angle and the twist angle about `axis` of a rest-relative rotation.
+/// The swing's rotation angle and the twist angle about `axis` of a rest-relative rotation
+/// (swing–twist helpers from [`crate::rotation`]).
 fn hinge_parts(delta: Quat, axis: Vec3) -> (f32, f32) {
-    let (swing, angle) = swing_twist(delta, axis);
-    let swing = if swing.w < 0.0 { -swing } else { swing };
     (
-        2.0 * Vec3::new(swing.x, swing.y, swing.z).length().atan2(swing.w),
-        angle,
+        rotation::swing_vector(delta, axis).length(),
+        rotation::twist_angle(delta, axis),
     )
-}
-
-fn wrap_angle(a: f32) -> f32 {
-    use core::f32::consts::{PI, TAU};
-    let mut a = a % TAU;
-    if a > PI {
-        a -= TAU;
-    } else if a <= -PI {
-        a += TAU;
-    }
-    a
 }
 
 /// Clamps an angle in `(−π, π]` to `[min, max]`, choosing the nearer end around the circle.
@@ -256,8 +230,8 @@ fn clamp_angle(a: f32, min: f32, max: f32) -> f32 {
     if a >= min && a <= max {
         return a;
     }
-    let to_min = wrap_angle(min - a).abs();
-    let to_max = wrap_angle(a - max).abs();
+    let to_min = rotation::wrap_angle(min - a).abs();
+    let to_max = rotation::wrap_angle(a - max).abs();
     if to_min <= to_max { min } else { max }
 }
 

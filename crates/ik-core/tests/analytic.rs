@@ -191,9 +191,11 @@ fn elbow_side(l: &Limb, target: Vec3) -> Vec3 {
     e - dir * e.dot(dir)
 }
 
+/// Angle of the rotation between `a` and `b`, accurate near zero (unlike `2 acos |a·b|`, which
+/// is coarse in f32 there).
 fn quat_angle(a: Quat, b: Quat) -> f32 {
-    let d = a.normalize().dot(b.normalize()).abs().min(1.0);
-    2.0 * d.acos()
+    let d = a.normalize().inverse() * b.normalize();
+    2.0 * d.xyz().length().atan2(d.w.abs())
 }
 
 /// A pose of `rig` with flex `flex` (about the rest bend normal), the given shoulder and wrist
@@ -227,7 +229,8 @@ fn assert_finite(pose: &Pose) {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 256,
+        // 256 by default; `PROPTEST_CASES=N` to stress.
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256),
         failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
             "proptest-regressions/analytic.txt",
         ))),

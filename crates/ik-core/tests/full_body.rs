@@ -6,9 +6,9 @@ use ik_core::humanoid::{
     Effector, EffectorGoal, FullBodyGoals, FullBodySolver, HumanoidMap, LookAtGoal, RestAxes,
     RigConvention, random_pose_within_limits, test_rig,
 };
-use ik_core::{HumanoidError, Pose, Skeleton};
+use ik_core::{HumanoidError, Pose};
 
-/// SplitMix64 → uniform f32 in [0, 1).
+/// `SplitMix64` → uniform `f32` in `[0, 1)`.
 struct Rng(u64);
 impl Rng {
     fn next(&mut self) -> f32 {
@@ -18,21 +18,6 @@ impl Rng {
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
     }
-}
-
-fn goals_from_pose(s: &Skeleton, solver: &FullBodySolver, pose: &Pose) -> FullBodyGoals {
-    let model = s.model_transforms(pose);
-    let mut goals = FullBodyGoals::default();
-    for (k, &b) in solver.effector_bones().iter().enumerate() {
-        goals.effectors[k] = EffectorGoal::new(model[b].translation, model[b].rotation);
-    }
-    let head = &model[solver.head_bone()];
-    goals.look_at = LookAtGoal {
-        target: head.translation + head.rotation * solver.head_aim_axis() * 1.5,
-        weight: 1.0,
-        enabled: true,
-    };
-    goals
 }
 
 fn success_rate(conv: RigConvention, axes: RestAxes, samples: usize, seed: u64) -> f32 {
@@ -45,7 +30,7 @@ fn success_rate(conv: RigConvention, axes: RestAxes, samples: usize, seed: u64) 
     for _ in 0..samples {
         let truth = random_pose_within_limits(&s, &map, solver.limits(), 1.0, &mut || rng.next());
         assert!(solver.pose_within_limits(&s, &truth, 1e-4));
-        let goals = goals_from_pose(&s, &solver, &truth);
+        let goals = solver.goals_at_pose(&s, &truth);
         let mut pose = s.rest_pose();
         let report = solver.solve(&s, &mut pose, &goals).unwrap();
         assert!(pose.is_finite());
@@ -87,7 +72,7 @@ fn converged_pose_is_kept_bit_identical() {
     let mut solver = FullBodySolver::new(&s, &map).unwrap();
     let mut rng = Rng(99);
     let truth = random_pose_within_limits(&s, &map, solver.limits(), 0.7, &mut || rng.next());
-    let goals = goals_from_pose(&s, &solver, &truth);
+    let goals = solver.goals_at_pose(&s, &truth);
     let mut pose = s.rest_pose();
     assert!(solver.solve(&s, &mut pose, &goals).unwrap().converged);
     let once = pose.clone();
@@ -129,6 +114,7 @@ fn unreachable_and_bad_goals_never_give_nan() {
         target: model[solver.head_bone()].translation,
         weight: 1.0,
         enabled: true,
+        ..LookAtGoal::default()
     };
     let hips = model[map.get(ik_core::humanoid::HumanoidBone::Hips).unwrap()];
     goals.effectors[Effector::Pelvis as usize] = EffectorGoal::new(hips.translation, hips.rotation);
@@ -169,4 +155,161 @@ fn unreachable_and_bad_goals_never_give_nan() {
             .solve(&s, &mut short, &FullBodyGoals::default())
             .is_err()
     );
+}
+
+#[test]
+fn centre_of_mass_moves_over_the_support_point() {
+    use ik_core::humanoid::CenterOfMassGoal;
+    let s = test_rig(RigConvention::Vrm, RestAxes::MinusZ);
+    let (map, _) = HumanoidMap::from_skeleton(&s);
+    let mut solver = FullBodySolver::new(&s, &map).unwrap();
+    let rest = s.rest_pose();
+    let model = s.rest_model_transforms();
+    let com0 = solver.center_of_mass(&s, &rest).unwrap();
+    // Near the hips' height, between the feet.
+    assert!(
+        com0.y > 0.8 && com0.y < 1.2 && com0.x.abs() < 0.01,
+        "{com0}"
+    );
+    let mut goals = FullBodyGoals::default();
+    for e in [Effector::LeftFoot, Effector::RightFoot] {
+        let b = solver.effector_bones()[e as usize];
+        *goals.get_mut(e) = EffectorGoal::new(model[b].translation, model[b].rotation);
+    }
+    // Shift the weight 6 cm toward the left foot and 3 cm forward (the height is free).
+    let target = com0 + Vec3::new(0.06, 0.0, 0.03);
+    goals.center_of_mass = CenterOfMassGoal {
+        target,
+        weight: 1.0,
+        enabled: true,
+        ..CenterOfMassGoal::default()
+    };
+    let mut pose = rest.clone();
+    let r = solver.solve(&s, &mut pose, &goals).unwrap();
+    assert!(r.converged, "{r:?}");
+    assert!(solver.pose_within_limits(&s, &pose, 1e-4));
+    let com = solver.center_of_mass(&s, &pose).unwrap();
+    assert!(
+        (com.x - target.x).abs() < 5e-3 && (com.z - target.z).abs() < 5e-3,
+        "{com}"
+    );
+    let after = s.model_transforms(&pose);
+    for e in [Effector::LeftFoot, Effector::RightFoot] {
+        let b = solver.effector_bones()[e as usize];
+        assert!(after[b].translation.distance(model[b].translation) < 1e-3);
+    }
+}
+
+#[test]
+fn posture_pulls_free_joints_toward_the_reference_without_hurting_goals() {
+    use ik_core::humanoid::{HumanoidBone, PostureReference};
+    let s = test_rig(RigConvention::Mixamo, RestAxes::PlusY);
+    let (map, _) = HumanoidMap::from_skeleton(&s);
+    let spine = map.get(HumanoidBone::Chest).unwrap();
+    let rest = s.rest_pose();
+    let model = s.rest_model_transforms();
+    // Start with the chest bent; goals: pelvis and feet, the left foot lifted 5 cm.
+    let mut start = rest.clone();
+    start.rotations[spine] = rest.rotations[spine] * Quat::from_rotation_x(0.3);
+    let mut goals = FullBodyGoals::default();
+    for e in [Effector::LeftFoot, Effector::RightFoot, Effector::Pelvis] {
+        let b = map.get(e.bone()).unwrap();
+        *goals.get_mut(e) = EffectorGoal::new(model[b].translation, model[b].rotation);
+    }
+    goals.get_mut(Effector::LeftFoot).position.y += 0.05;
+    let deviation = |gain: f32| {
+        let mut solver = FullBodySolver::new(&s, &map).unwrap();
+        solver.settings_mut().posture_gain = gain;
+        solver.settings_mut().reference = PostureReference::Rest;
+        let mut pose = start.clone();
+        let r = solver.solve(&s, &mut pose, &goals).unwrap();
+        assert!(r.converged, "{r:?}");
+        pose.rotations[spine].angle_between(rest.rotations[spine])
+    };
+    let without = deviation(0.0);
+    let with = deviation(0.3);
+    assert!(
+        (without - 0.3).abs() < 1e-3,
+        "the chest carries no goal: {without}"
+    );
+    assert!(with < without - 0.01, "posture {with} vs none {without}");
+}
+
+#[test]
+fn setup_errors_are_typed() {
+    use ik_core::humanoid::{HumanoidBone, HumanoidLimits};
+    let s = test_rig(RigConvention::Plain, RestAxes::PlusX);
+    let (mut map, _) = HumanoidMap::from_skeleton(&s);
+    let full = map.clone();
+    map.set(HumanoidBone::LeftHand, None);
+    assert!(matches!(
+        FullBodySolver::new(&s, &map),
+        Err(HumanoidError::MissingBone(HumanoidBone::LeftHand))
+    ));
+    let mut bad = full.clone();
+    bad.set(HumanoidBone::Head, Some(999));
+    assert!(matches!(
+        HumanoidLimits::anatomical(&s, &bad),
+        Err(HumanoidError::BoneOutOfRange { index: 999, .. })
+    ));
+    // The forearm mapped above the upper arm breaks the hierarchy.
+    let mut swapped = full.clone();
+    swapped.set(
+        HumanoidBone::LeftLowerArm,
+        full.get(HumanoidBone::LeftUpperArm),
+    );
+    swapped.set(
+        HumanoidBone::LeftUpperArm,
+        full.get(HumanoidBone::LeftLowerArm),
+    );
+    assert!(matches!(
+        FullBodySolver::new(&s, &swapped),
+        Err(HumanoidError::BadHierarchy { .. })
+    ));
+    // A pose for another skeleton is rejected, not solved.
+    let mut solver = FullBodySolver::new(&s, &full).unwrap();
+    let other = test_rig(RigConvention::Mixamo, RestAxes::PlusX);
+    let mut pose = other.rest_pose();
+    assert!(
+        solver
+            .solve(&other, &mut pose, &FullBodyGoals::default())
+            .is_err()
+    );
+}
+
+#[test]
+fn priorities_decide_which_goal_gives_way() {
+    let s = test_rig(RigConvention::Mixamo, RestAxes::PlusY);
+    let (map, _) = HumanoidMap::from_skeleton(&s);
+    let mut solver = FullBodySolver::new(&s, &map).unwrap();
+    let rest = s.rest_pose();
+    let mut goals = solver.goals_at_pose(&s, &rest);
+    goals.get_mut(Effector::Pelvis).enabled = false;
+    goals.get_mut(Effector::RightHand).enabled = false;
+    goals.look_at.enabled = false;
+    // Out of reach for the arm while both feet stay planted.
+    *goals.get_mut(Effector::LeftHand) = EffectorGoal::position(Vec3::new(1.1, 2.3, 0.3));
+    let run = |solver: &mut FullBodySolver, goals: &FullBodyGoals| {
+        let mut pose = rest.clone();
+        let r = solver.solve(&s, &mut pose, goals).unwrap();
+        assert!(pose.is_finite() && solver.pose_within_limits(&s, &pose, 1e-4));
+        r
+    };
+    // Feet first: they stay exact, the hand falls short.
+    goals.get_mut(Effector::LeftHand).priority = 1;
+    let feet_first = run(&mut solver, &goals);
+    for e in [Effector::LeftFoot, Effector::RightFoot] {
+        let r = feet_first.residuals[e as usize];
+        assert!(r.position < 1e-3 && r.rotation < 1e-2, "{e:?} {r:?}");
+    }
+    // Hand first: the feet give way and the hand gets closer.
+    goals.get_mut(Effector::LeftHand).priority = 0;
+    goals.get_mut(Effector::LeftFoot).priority = 1;
+    goals.get_mut(Effector::RightFoot).priority = 1;
+    let hand_first = run(&mut solver, &goals);
+    let (a, b) = (
+        feet_first.residuals[0].position,
+        hand_first.residuals[0].position,
+    );
+    assert!(b < a - 0.02, "hand first {b} vs feet first {a}");
 }

@@ -1,7 +1,7 @@
 //! Humanoid rigs: the humanoid bone roles ([`HumanoidBone`]), recognising them from bone names
 //! in common conventions ([`HumanoidMap::from_skeleton`]), anatomical default limits
 //! ([`HumanoidLimits`]) and masses ([`HumanoidMasses`]) derived from the rig, the full-body
-//! solver ([`FullBodySolver`], method and measurements in its module docs) and procedurally
+//! solver ([`FullBodySolver`]; method, hybrid-vs-Jacobian measurements: [`solver`]) and procedurally
 //! built test rigs ([`test_rig`]).
 //!
 //! # Bone names
@@ -48,7 +48,7 @@ mod anatomy;
 mod bones;
 mod map;
 mod names;
-mod solver;
+pub mod solver;
 mod test_rig;
 
 pub use anatomy::{
@@ -58,8 +58,8 @@ pub use anatomy::{
 pub use bones::{HumanoidBone, Side};
 pub use map::{HumanoidMap, MappingReport};
 pub use solver::{
-    Effector, EffectorGoal, FullBodyGoals, FullBodyReport, FullBodySettings, FullBodySolver,
-    GoalResidual, LookAtGoal, PostureReference,
+    CenterOfMassGoal, Effector, EffectorGoal, FullBodyGoals, FullBodyReport, FullBodySettings,
+    FullBodySolver, GoalResidual, LookAtGoal, PostureReference,
 };
 pub use test_rig::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
 

@@ -10,7 +10,10 @@
 //!   (1 DOF translation), [`JointKind::Floating`] (3 translation + 3 rotation: a movable root)
 //!   or [`JointKind::Fixed`]. Each joint has a [`JointLimit`] (relative to the bone's rest
 //!   transform), a stiffness (the weighted pseudo-inverse uses `W = diag(stiffness)`: a stiffer
-//!   joint moves less) and a lock.
+//!   joint moves less) and a lock (also switchable per solve in [`Goals::joints_locked`]).
+//!   A hinge axis is given in the bone's rest local frame — the frame of the rest-relative
+//!   rotation `rest⁻¹ · local`, the same frame as [`JointLimit::Hinge`]'s axis — so one axis
+//!   describes both the joint and its limit; a slider axis is in the parent's frame.
 //! * A [`TaskSpec`] is a block of rows of the stacked Jacobian: the position of a bone point
 //!   (cross-product form, with a per-axis [`AxisMask`]), the orientation of a bone, look-at (a
 //!   bone-local axis points at a model-space point; 2 rows), the centre of mass over a support
@@ -21,37 +24,71 @@
 //! * [`JacobianSolver::try_new`] validates everything and maps joints to columns and tasks to
 //!   rows once. [`Goals`] carries the per-solve targets, weights, per-channel blend weights and
 //!   enabled flags; [`JacobianScratch`] holds every buffer. [`JacobianSolver::solve`] does not
-//!   allocate.
+//!   allocate (a test counts allocations).
 //!
 //! # Algorithm
 //!
-//! Each iteration runs forward kinematics over the bones that matter (ancestors of task bones,
-//! in the skeleton's flat order), evaluates the task errors, and — unless every task is within
-//! tolerance — builds the Jacobian. Position rows are divided by a length scale (the skeleton's
-//! size) so damping and tolerances do not depend on the rig's units; columns are scaled by
-//! `1/√stiffness` (weighted pseudo-inverse). Levels are solved in order with the recursive
-//! null-space projection of Siciliano–Slotine:
+//! Each iteration runs forward kinematics over the bones that matter (ancestors of task and
+//! joint bones, in the skeleton's flat order), evaluates the task errors and — unless every
+//! task is within tolerance — builds the Jacobian. Position rows are divided by a length scale
+//! (the skeleton's size) so damping and tolerances do not depend on the rig's units; columns
+//! are scaled by `1/√stiffness` (weighted pseudo-inverse). Levels are solved in order with the
+//! recursive null-space projection of Siciliano–Slotine:
 //!
 //! ```text
-//! Ĵₖ = Jₖ Pₖ₋₁,   Δq ← Δq + Ĵₖᵀ (Ĵₖ Ĵₖᵀ + λₖ² I)⁻¹ (eₖ − Jₖ Δq),   Pₖ = Pₖ₋₁ − Ĵₖᵀ (Ĵₖ Ĵₖᵀ + λₖ² I)⁻¹ Ĵₖ
+//! Ĵₖ = Jₖ Pₖ₋₁,   Δq ← Δq + Ĵₖᵀ (Ĵₖ Ĵₖᵀ + λₖ² I)⁻¹ (eₖ − Jₖ Δq),   Pₖ = Pₖ₋₁ − Ĵₖᵀ (Ĵₖ Ĵₖᵀ + ε I)⁻¹ Ĵₖ
 //! ```
 //!
 //! Only rows×rows systems are factorised (Cholesky); `P` is never formed — it is applied as
-//! `v − Σ Ĵⱼᵀ Aⱼ⁻¹ Ĵⱼ v`. The damping is adaptive (Levenberg–Marquardt after Sugihara):
-//! `λₖ² = μ (λ_min² + c · ½|eₖ|²)`, bounded below so a stretched arm stays finite, and `μ`
-//! grows when a step is rejected: a step is kept only if it does not make the merit of the
-//! highest level that changed worse (lexicographic over levels), so residuals decrease
-//! monotonically. The step is clamped per iteration. Joint limits: after every step each joint
-//! is clamped ([`JointLimit::clamp`]); a clamped joint is *saturated* and its columns are
-//! removed from the following steps until the descent direction of the task error points back
-//! inside the limit. The returned pose therefore never violates a limit.
+//! `v − Σ Ĵⱼᵀ (Ĵⱼ Ĵⱼᵀ + ε I)⁻¹ Ĵⱼ v`. The step uses the adaptive damping
+//! `λₖ² = μ (λ_min² + c · ½|eₖ|²)` (Levenberg–Marquardt after Sugihara), bounded below so a
+//! stretched arm stays finite; the projectors use a tiny fixed `ε` instead, because a damped
+//! projector leaks lower-priority motion into higher-priority rows to first order.
 //!
-//! # Dense algebra
+//! A step is kept only if it does not make the merit of the highest level that changed worse
+//! (lexicographic over levels); otherwise `μ` grows and the pose is restored, so residuals never
+//! increase. When a lower level (or the posture term) pushes a level that was within tolerance
+//! out of it by second-order drift, a correction step on the higher levels alone is taken
+//! before the step is judged. The step is clamped per iteration; the solve ends when every
+//! task is within tolerance (and the posture term has settled), after `max_iterations`, or
+//! after `stall_iterations` iterations without progress (unreachable goals).
 //!
-//! `nalgebra` 0.34 `DMatrix<f64>` buffers preallocated in the scratch (`Jᵀ` stored column-major
-//! so every task row is a contiguous column; `gemm_tr`/`gemv` and an in-place `Cholesky`).
-//! Kinematics stay in `f32` glam; the linear algebra runs in `f64` because the normal equations
-//! square the condition number.
+//! Joint limits: after every step each joint is clamped ([`JointLimit::clamp`]); a clamped
+//! joint is *saturated* and the outward normal of its limit is removed from its columns, so it
+//! can still slide along the limit (a ball joint on its cone keeps two of three DOF); it is
+//! released when the task-space descent direction points back inside. The returned pose
+//! therefore never violates a limit.
+//!
+//! # Warm start
+//!
+//! The input pose is the starting point, and the scratch carries the damping factor and the
+//! active set of saturated joints from one solve to the next (frame to frame). Hence a solve
+//! whose goals are already met returns the pose bit for bit. Call [`JacobianScratch::reset`]
+//! before a solve that is unrelated to the previous one (a restart from another pose).
+//!
+//! # Dense algebra and performance
+//!
+//! `nalgebra` 0.34 `DMatrix<f64>` buffers preallocated in the scratch: `Jᵀ` is stored
+//! column-major so each task row is one contiguous column; residuals and steps use
+//! `gemv`/`gemv_tr`, later levels' projections `gemm`/`gemm_tr`, the factorisations
+//! `Cholesky::new_unchecked` in place (moved out of and back into the scratch). Kinematics stay
+//! in `f32` glam; the linear algebra runs in `f64` because the normal equations square the
+//! condition number.
+//!
+//! One hand kernel replaces `nalgebra` where it measured ≥ 2× faster: the first level's
+//! `J Jᵀ`, which is sparse (a task row is non-zero only in the columns of the joints above its
+//! bone; set-up records, for each pair of tasks, the column ranges they share) and symmetric
+//! (Cholesky reads the lower triangle only). Measured on a 57-DOF, 29-row humanoid-shaped rig
+//! (hands and feet 6D, look-at, pelvis position), 20 000 cold solves, `perf` samples in the
+//! kernel: 1 031 for this kernel against 3 536 for `gemm_tr` (3.4×); whole cold solve 99 µs
+//! against 173 µs in the same criterion run.
+//!
+//! # Hybrid use
+//!
+//! A solver can own any subset of the skeleton's joints: e.g. a Jacobian pass over pelvis
+//! and spine with hand/foot position tasks, followed by analytic limbs on the result. Bones
+//! without a joint keep their incoming transform; [`JacobianScratch::model_transforms`] gives
+//! the model-space transforms of the last evaluated pose.
 
 mod solve;
 
@@ -383,8 +420,8 @@ pub enum TaskKind {
         up: Vec3,
     },
     /// Pull every joint toward a reference pose in the null space of all row tasks (the
-    /// redundancy term `(I − J⁺J)z`, `z = gain · weight_j · (q_ref − q)`). At most one per
-    /// solver; its level is ignored. No rows.
+    /// redundancy term `(I − J⁺J)z`, `z = gain · weight_j · (q_ref − q)`, scaled by the goal's
+    /// weight capped at 1). At most one per solver; its level is ignored. No rows.
     Posture {
         /// Rest pose or incoming pose.
         reference: PostureReference,
@@ -526,6 +563,10 @@ pub struct SolverSettings {
     /// The posture term stops the solve once its step is below this (radians); with a
     /// posture task the solve only ends early when the tasks are met and this holds.
     pub posture_tolerance: f32,
+    /// Stop after this many consecutive iterations in which no level's merit fell by 0.1 %
+    /// (and the posture residual did not move): unreachable goals end early instead of
+    /// spending the whole budget. 0 disables.
+    pub stall_iterations: u32,
     /// Length used to normalise position rows (model units); `None` derives it from the
     /// skeleton's rest extent.
     pub length_scale: Option<f32>,
@@ -542,6 +583,7 @@ impl Default for SolverSettings {
             max_step_angle: 0.5,
             max_step_translation: 0.25,
             posture_tolerance: 1e-4,
+            stall_iterations: 4,
             length_scale: None,
         }
     }
@@ -630,6 +672,7 @@ pub struct JacobianScratch {
     pub(crate) r: DVector<f64>,
     pub(crate) tmp: DMatrix<f64>,
     pub(crate) chol: Vec<Cholesky<f64, Dyn>>,
+    pub(crate) chol_proj: Vec<Cholesky<f64, Dyn>>,
     pub(crate) dq: DVector<f64>,
     pub(crate) z: DVector<f64>,
     pub(crate) col_ang: Vec<Vec3>,
@@ -650,16 +693,22 @@ pub struct JacobianScratch {
     pub(crate) ref_trans: Vec<Vec3>,
     pub(crate) saturated: Vec<bool>,
     pub(crate) normal: Vec<[f32; 6]>,
+    pub(crate) saved_saturated: Vec<bool>,
+    pub(crate) saved_normal: Vec<[f32; 6]>,
     pub(crate) limited: Vec<bool>,
     pub(crate) com_mass: Vec<f32>,
     pub(crate) com_moment: Vec<Vec3>,
+    pub(crate) mu: f64,
+    pub(crate) last_converged: bool,
     pub(crate) shape: (usize, usize, usize, usize),
 }
 
 impl JacobianScratch {
     /// Residual of each task after the last solve, in task order: model units for position
-    /// and centre-of-mass tasks, radians for orientation and look-at, the largest remaining
-    /// joint difference (radians) for a posture task; 0 for disabled tasks.
+    /// and centre-of-mass tasks, radians for orientation and look-at (over the masked-in
+    /// channels whose blend weight is non-zero), the largest remaining joint difference
+    /// (radians, translations as fractions of the length scale) for a posture task; 0 for
+    /// disabled tasks.
     #[must_use]
     pub fn residuals(&self) -> &[f32] {
         &self.residuals
@@ -669,6 +718,15 @@ impl JacobianScratch {
     #[must_use]
     pub fn limited_joints(&self) -> &[bool] {
         &self.limited
+    }
+
+    /// Forgets the warm-start state carried from one solve to the next (the damping factor
+    /// and which joints sit on their limits). Call it when the next solve is unrelated to the
+    /// last one (a new target far away, a restart from another pose, a teleport).
+    pub fn reset(&mut self) {
+        self.mu = 1.0;
+        self.last_converged = false;
+        self.saturated.fill(false);
     }
 
     /// Model-space transforms of the bones the solver evaluates (others are stale), after the
@@ -707,6 +765,9 @@ pub struct JacobianSolver {
     /// `(first row, rows)` of each level, highest priority first.
     pub(crate) levels: Vec<(usize, usize)>,
     pub(crate) level_tasks: Vec<Vec<usize>>,
+    /// For every pair `(a, b)`, `b ≤ a`, of tasks of a level (level-local indices, pair index
+    /// `a(a+1)/2 + b`), the column ranges both tasks depend on: the sparsity of `J Jᵀ`.
+    pub(crate) pair_ranges: Vec<Vec<(usize, usize)>>,
     pub(crate) rows: usize,
     pub(crate) fk_bones: Vec<usize>,
     pub(crate) posture: Option<usize>,
@@ -870,6 +931,24 @@ impl JacobianSolver {
             level_tasks.push(members);
         }
 
+        let mut pair_ranges = Vec::new();
+        for members in &level_tasks {
+            for (a, &ta) in members.iter().enumerate() {
+                for &tb in &members[..=a] {
+                    let ja = &task_joints[layout[ta].joints.0..layout[ta].joints.1];
+                    let jb = &task_joints[layout[tb].joints.0..layout[tb].joints.1];
+                    let mut ranges: Vec<(usize, usize)> = Vec::new();
+                    for &j in ja.iter().filter(|j| jb.contains(j)) {
+                        let (c0, c1) = (col_start[j], col_start[j + 1]);
+                        match ranges.last_mut() {
+                            Some(last) if last.1 == c0 => last.1 = c1,
+                            _ => ranges.push((c0, c1)),
+                        }
+                    }
+                    pair_ranges.push(ranges);
+                }
+            }
+        }
         let rest_model = skeleton.rest_model_transforms();
         let length_scale = settings.length_scale.unwrap_or_else(|| {
             let origin = joints
@@ -895,6 +974,7 @@ impl JacobianSolver {
             task_joints,
             levels,
             level_tasks,
+            pair_ranges,
             rows: row,
             fk_bones,
             posture,
@@ -998,6 +1078,11 @@ impl JacobianSolver {
                 .iter()
                 .map(|l| Cholesky::pack_dirty(DMatrix::zeros(l.1, l.1)))
                 .collect(),
+            chol_proj: self
+                .levels
+                .iter()
+                .map(|l| Cholesky::pack_dirty(DMatrix::zeros(l.1, l.1)))
+                .collect(),
             dq: DVector::zeros(n),
             z: DVector::zeros(n),
             col_ang: vec![Vec3::ZERO; n],
@@ -1018,9 +1103,13 @@ impl JacobianSolver {
             ref_trans: vec![Vec3::ZERO; nj],
             saturated: vec![false; nj],
             normal: vec![[0.0; 6]; nj],
+            saved_saturated: vec![false; nj],
+            saved_normal: vec![[0.0; 6]; nj],
             limited: vec![false; nj],
             com_mass: vec![0.0; self.bone_count],
             com_moment: vec![Vec3::ZERO; self.bone_count],
+            mu: 1.0,
+            last_converged: false,
             shape: (n, m, nj, nt),
         }
     }

@@ -9,12 +9,26 @@ use super::{
     Goals, JacobianError, JacobianScratch, JacobianSolver, JointKind, PostureReference,
     SolveReport, TaskKind,
 };
-use crate::limits::twist_angle;
 use crate::pose::{BoneTransform, Pose};
+use crate::rotation::{to_rotation_vector as rotation_vector, twist_angle, wrap_angle as wrap};
 use crate::skeleton::Skeleton;
 
 /// Damping growth beyond which a solve counts as stalled.
 const MAX_MU: f64 = 1e10;
+
+/// Damping of the null-space projectors (normalised units): small enough that a projector
+/// is exact to about 1e-5 in any direction the task can move by more than 0.3 %.
+const PROJECTOR_DAMPING: f64 = 1e-9;
+
+/// Relative merit decrease below which an iteration counts as no progress.
+const STALL_PROGRESS: f64 = 1e-3;
+
+/// Merit below which a level counts as solved for progress tracking (every task at a
+/// hundredth of its tolerance).
+const SOLVED_MERIT: f64 = 1e-4;
+
+/// Largest damping factor carried into the next solve after a solve that did not converge.
+const MU_CARRY: f64 = 64.0;
 
 impl JacobianSolver {
     /// Solves in place: `pose` is the warm start (the incoming pose) and receives the result.
@@ -40,39 +54,86 @@ impl JacobianSolver {
         let s = scratch;
         let set = &self.settings;
         self.capture_reference(pose, s);
+        // The active set (saturated joints and their limit normals) and the damping factor
+        // carry over from the previous solve with this scratch: frame-to-frame warm start, and
+        // the reason a converged solve repeats bit for bit.
         s.limited.fill(false);
-        s.saturated.fill(false);
         for j in 0..self.joints.len() {
             if self.movable(j, goals) && self.clamp_joint(j, pose, s) {
                 s.limited[j] = true;
                 s.saturated[j] = true;
             }
         }
-        let mut mu = 1.0f64;
+        let mut mu = if s.last_converged {
+            s.mu
+        } else {
+            s.mu.clamp(1.0, MU_CARRY)
+        };
         let mut iterations = 0u32;
         let mut rejected = 0u32;
         let mut have_prev = false;
         let mut restored = false;
+        let mut correcting = false;
         let mut converged = false;
+        // Posture residual before a step taken with every task met.
+        let mut settle_from: Option<f32> = None;
+        let mut step_mu = mu;
+        // Consecutive iterations without meaningful progress.
+        let mut stalled = 0u32;
         loop {
             self.forward(skeleton, pose, s);
-            self.evaluate(goals, s);
-            if have_prev && !restored && !self.accept(s) {
-                self.restore(pose, s);
-                s.residuals.copy_from_slice(&s.prev_residuals);
-                mu *= 4.0;
-                rejected += 1;
-                restored = true;
-                if iterations >= set.max_iterations || mu > MAX_MU {
-                    // The pose is the last accepted one; refresh its model transforms.
+            self.evaluate(pose, goals, s);
+            if have_prev && !restored {
+                if let Some(k) = self.rejecting_level(s) {
+                    if !correcting && s.prev_merit[k] <= self.level_allowance(k) {
+                        // A lower level (or the posture term) pushed a level that was met out
+                        // of tolerance by second-order drift: pull it back with a step on
+                        // levels 0..=k (part of the same iteration) before judging the step.
+                        correcting = true;
+                        self.build_jacobian(goals, s);
+                        self.update_active_set(goals, s);
+                        self.solve_levels(mu, s, k + 1, false);
+                        self.clamp_step(s);
+                        self.apply_step(pose, goals, s, false);
+                        continue;
+                    }
+                    self.restore(pose, s);
+                    s.residuals.copy_from_slice(&s.prev_residuals);
+                    mu *= 4.0;
+                    rejected += 1;
+                    restored = true;
+                    correcting = false;
+                    stalled += 1;
+                    if iterations >= set.max_iterations || mu > MAX_MU || self.stalled(stalled) {
+                        // The pose is the last accepted one; refresh its model transforms.
+                        self.forward(skeleton, pose, s);
+                        break;
+                    }
+                    continue;
+                }
+                mu = (mu * 0.5).max(1.0);
+                if self.progress(s, settle_from) {
+                    stalled = 0;
+                } else {
+                    stalled += 1;
+                }
+                if let (Some(before), Some(p)) = (settle_from, self.posture)
+                    && (before - s.residuals[p]).abs() < set.posture_tolerance
+                    && self.tasks_met(goals, s)
+                {
+                    // The posture term no longer makes progress (what is left of its step
+                    // is damping leakage that the higher levels undo): keep the pose from
+                    // before this step, so a repeated solve returns it bit for bit.
+                    self.restore(pose, s);
+                    s.residuals.copy_from_slice(&s.prev_residuals);
                     self.forward(skeleton, pose, s);
+                    mu = step_mu;
+                    converged = true;
                     break;
                 }
-                continue;
             }
-            if have_prev && !restored {
-                mu = (mu * 0.5).max(1.0);
-            }
+            settle_from = None;
+            correcting = false;
             restored = false;
             have_prev = true;
             s.prev_merit.copy_from_slice(&s.merit);
@@ -82,21 +143,42 @@ impl JacobianSolver {
                 converged = true;
                 break;
             }
+            if self.stalled(stalled) {
+                // Unreachable or conflicting goals: the residuals stopped improving.
+                break;
+            }
             if iterations >= set.max_iterations {
                 break;
             }
             self.build_jacobian(goals, s);
             self.update_active_set(goals, s);
-            self.solve_levels(mu, s);
+            self.solve_levels(mu, s, self.levels.len(), self.posture.is_some());
             let posture_step = self.add_posture(pose, goals, mu, s);
+            if !s.dq.iter().all(|v| v.is_finite()) {
+                // Cannot happen with λ² > 0 and finite inputs; never let it reach the pose.
+                mu *= 4.0;
+                rejected += 1;
+                iterations += 1;
+                restored = true;
+                if mu > MAX_MU {
+                    break;
+                }
+                continue;
+            }
             if met && posture_step < set.posture_tolerance {
                 converged = true;
                 break;
             }
+            if met && let Some(p) = self.posture {
+                settle_from = Some(s.residuals[p]);
+            }
+            step_mu = mu;
             self.clamp_step(s);
-            self.apply_step(pose, goals, s);
+            self.apply_step(pose, goals, s, true);
             iterations += 1;
         }
+        s.mu = mu;
+        s.last_converged = converged;
         let mut report = SolveReport {
             iterations,
             rejected_steps: rejected,
@@ -138,7 +220,7 @@ impl JacobianSolver {
     ) -> Result<bool, JacobianError> {
         self.check(skeleton, pose, goals, scratch)?;
         self.forward(skeleton, pose, scratch);
-        self.evaluate(goals, scratch);
+        self.evaluate(pose, goals, scratch);
         Ok(self.tasks_met(goals, scratch))
     }
 
@@ -284,7 +366,7 @@ impl JacobianSolver {
 
     /// Task errors into `s.e` (weighted, normalised rows), residuals, per-level merit and
     /// damping energy, and the per-task geometry the Jacobian needs.
-    fn evaluate(&self, goals: &Goals, s: &mut JacobianScratch) {
+    fn evaluate(&self, pose: &Pose, goals: &Goals, s: &mut JacobianScratch) {
         let inv_len = self.length_scale.recip();
         s.merit.fill(0.0);
         s.level_energy.fill(0.0);
@@ -385,7 +467,10 @@ impl JacobianSolver {
                     s.e[row] = f64::from(w * ch[0] * dx * inv_len);
                     s.e[row + 1] = f64::from(w * ch[1] * dy * inv_len);
                 }
-                TaskKind::Posture { .. } => continue,
+                TaskKind::Posture { .. } => {
+                    s.residuals[t] = self.posture_residual(pose, goals, s);
+                    continue;
+                }
             }
             if !matches!(
                 task.kind,
@@ -415,27 +500,56 @@ impl JacobianSolver {
         })
     }
 
-    /// Lexicographic acceptance: the first level whose merit changed decides.
-    fn accept(&self, s: &JacobianScratch) -> bool {
+    /// Lexicographic acceptance: the first level whose merit changed decides. Returns the
+    /// level that got worse beyond its allowance, if any.
+    fn rejecting_level(&self, s: &JacobianScratch) -> Option<usize> {
         for (k, &new) in s.merit.iter().enumerate() {
             let old = s.prev_merit[k];
-            let allowed: f64 = self.level_tasks[k]
-                .iter()
-                .map(|&t| f64::from(self.tasks[t].weight).powi(2))
-                .sum::<f64>()
-                .max(1.0);
             if new <= old {
                 if new < old * (1.0 - 1e-9) && old > 0.0 {
-                    return true;
+                    return None;
                 }
-            } else if new > allowed.max(old) {
-                return false;
+            } else if new > self.level_allowance(k).max(old) {
+                return Some(k);
             }
         }
-        true
+        None
     }
 
-    fn restore(&self, pose: &mut Pose, s: &JacobianScratch) {
+    /// Whether the last accepted step made progress: some level's merit fell by more than
+    /// [`STALL_PROGRESS`] (relative), or the posture residual moved by more than its tolerance.
+    fn progress(&self, s: &JacobianScratch, posture_before: Option<f32>) -> bool {
+        let levels = s
+            .merit
+            .iter()
+            .zip(&s.prev_merit)
+            .any(|(&new, &old)| old > SOLVED_MERIT && new < old * (1.0 - STALL_PROGRESS));
+        let posture = match (posture_before, self.posture) {
+            (Some(before), Some(p)) => {
+                (before - s.residuals[p]).abs() >= self.settings.posture_tolerance
+            }
+            // Posture steps taken while the tasks were not met count as progress of the tasks.
+            _ => false,
+        };
+        levels || posture
+    }
+
+    fn stalled(&self, count: u32) -> bool {
+        self.settings.stall_iterations > 0 && count >= self.settings.stall_iterations
+    }
+
+    /// The merit of level `k` when each of its tasks sits exactly at its tolerance.
+    fn level_allowance(&self, k: usize) -> f64 {
+        self.level_tasks[k]
+            .iter()
+            .map(|&t| f64::from(self.tasks[t].weight).powi(2))
+            .sum::<f64>()
+            .max(1.0)
+    }
+
+    fn restore(&self, pose: &mut Pose, s: &mut JacobianScratch) {
+        s.saturated.copy_from_slice(&s.saved_saturated);
+        s.normal.copy_from_slice(&s.saved_normal);
         for (j, spec) in self.joints.iter().enumerate() {
             if self.col_start[j + 1] > self.col_start[j] {
                 pose.rotations[spec.bone] = s.saved_rot[j];
@@ -447,7 +561,9 @@ impl JacobianSolver {
     fn build_jacobian(&self, goals: &Goals, s: &mut JacobianScratch) {
         let len = self.length_scale;
         let inv_len = len.recip();
-        s.jt.fill(0.0);
+        // Slice fill: a memset (nalgebra's element-wise `fill` was most of this function).
+        s.jt.as_mut_slice().fill(0.0);
+        let n = self.dof;
         for (j, spec) in self.joints.iter().enumerate() {
             let c0 = self.col_start[j];
             if self.col_start[j + 1] == c0 {
@@ -500,7 +616,8 @@ impl JacobianSolver {
                             let mut row = l.row;
                             for k in 0..3 {
                                 if mask[k] {
-                                    s.jt[(c, row)] = f64::from(w * ch[k] * v[k] * inv_len);
+                                    s.jt.as_mut_slice()[row * n + c] =
+                                        f64::from(w * ch[k] * v[k] * inv_len);
                                     row += 1;
                                 }
                             }
@@ -515,7 +632,7 @@ impl JacobianSolver {
                             let mut row = l.row;
                             for k in 0..3 {
                                 if mask[k] {
-                                    s.jt[(c, row)] = f64::from(w * ch[k] * v[k]);
+                                    s.jt.as_mut_slice()[row * n + c] = f64::from(w * ch[k] * v[k]);
                                     row += 1;
                                 }
                             }
@@ -530,8 +647,9 @@ impl JacobianSolver {
                         for c in self.col_start[j]..self.col_start[j + 1] {
                             let vel = s.col_lin[c] + s.col_ang[c].cross(p - s.col_pivot[c]);
                             let v = s.col_ang[c] + u.cross(vel);
-                            s.jt[(c, l.row)] = f64::from(w * ch[0] * b1.dot(v));
-                            s.jt[(c, l.row + 1)] = f64::from(w * ch[1] * b2.dot(v));
+                            s.jt.as_mut_slice()[l.row * n + c] = f64::from(w * ch[0] * b1.dot(v));
+                            s.jt.as_mut_slice()[(l.row + 1) * n + c] =
+                                f64::from(w * ch[1] * b2.dot(v));
                         }
                     }
                 }
@@ -560,8 +678,9 @@ impl JacobianSolver {
                             let v = (s.col_lin[c] * mass
                                 + s.col_ang[c].cross(moment - s.col_pivot[c] * mass))
                                 * inv_m;
-                            s.jt[(c, l.row)] = f64::from(w * ch[0] * l.plane[0].dot(v) * inv_len);
-                            s.jt[(c, l.row + 1)] =
+                            s.jt.as_mut_slice()[l.row * n + c] =
+                                f64::from(w * ch[0] * l.plane[0].dot(v) * inv_len);
+                            s.jt.as_mut_slice()[(l.row + 1) * n + c] =
                                 f64::from(w * ch[1] * l.plane[1].dot(v) * inv_len);
                         }
                     }
@@ -652,24 +771,52 @@ impl JacobianSolver {
         }
     }
 
-    fn solve_levels(&self, mu: f64, s: &mut JacobianScratch) {
-        s.dq.fill(0.0);
+    /// The prioritised damped least-squares step of the first `count` levels into `s.dq`.
+    fn solve_levels(&self, mu: f64, s: &mut JacobianScratch, count: usize, with_posture: bool) {
+        s.dq.as_mut_slice().fill(0.0);
         let min_d = f64::from(self.settings.min_damping);
         let err_d = f64::from(self.settings.error_damping);
-        for (k, &(r0, mk)) in self.levels.iter().enumerate() {
-            s.jhat.columns_mut(r0, mk).copy_from(&s.jt.columns(r0, mk));
+        for (k, &(r0, mk)) in self.levels[..count].iter().enumerate() {
+            // Level 0 reads `Jᵀ` directly; its copy in `Ĵᵀ` is only needed by the projections
+            // of later levels and of the posture term.
+            let need_jhat = k > 0 || self.levels.len() > 1 || with_posture;
+            if need_jhat {
+                let n = self.dof;
+                s.jhat.as_mut_slice()[r0 * n..(r0 + mk) * n]
+                    .copy_from_slice(&s.jt.as_slice()[r0 * n..(r0 + mk) * n]);
+            }
             for (i, &(q0, mi)) in self.levels[..k].iter().enumerate() {
                 let mut t = s.tmp.view_mut((0, 0), (mi, mk));
                 t.gemm_tr(1.0, &s.jhat.columns(q0, mi), &s.jt.columns(r0, mk), 0.0);
-                s.chol[i].solve_mut(&mut t);
+                s.chol_proj[i].solve_mut(&mut t);
                 let (prev, mut cur) = s.jhat.columns_range_pair_mut(q0..q0 + mi, r0..r0 + mk);
                 cur.gemm(-1.0, &prev, &t, 1.0);
             }
             let chol =
                 core::mem::replace(&mut s.chol[k], Cholesky::pack_dirty(DMatrix::zeros(0, 0)));
             let mut a = chol.unpack_dirty();
-            let jh = s.jhat.columns(r0, mk);
-            a.gemm_tr(1.0, &jh, &jh, 0.0);
+            if k == 0 {
+                // The first level is not projected: exploit the sparsity of J (a task only
+                // depends on the joints above its bone) and fill the lower triangle only.
+                self.first_level_normal_matrix(s.jt.as_slice(), &mut a);
+            } else {
+                let jh = s.jhat.columns(r0, mk);
+                a.gemm_tr(1.0, &jh, &jh, 0.0);
+            }
+            if k + 1 < self.levels.len() || with_posture {
+                // The null-space projector of this level, nearly undamped: a damped projector
+                // leaks lower-level motion into this level's rows to first order.
+                let proj = core::mem::replace(
+                    &mut s.chol_proj[k],
+                    Cholesky::pack_dirty(DMatrix::zeros(0, 0)),
+                );
+                let mut p = proj.unpack_dirty();
+                p.as_mut_slice().copy_from_slice(a.as_slice());
+                for i in 0..mk {
+                    p[(i, i)] += PROJECTOR_DAMPING;
+                }
+                s.chol_proj[k] = Cholesky::new_unchecked(p);
+            }
             let lambda2 = mu * (min_d + err_d * s.level_energy[k]);
             for i in 0..mk {
                 a[(i, i)] += lambda2;
@@ -679,8 +826,88 @@ impl JacobianSolver {
             r.copy_from(&s.e.rows(r0, mk));
             r.gemv_tr(-1.0, &s.jt.columns(r0, mk), &s.dq, 1.0);
             chol.solve_mut(&mut r);
-            s.dq.gemv(1.0, &s.jhat.columns(r0, mk), &r, 1.0);
+            let source = if need_jhat { &s.jhat } else { &s.jt };
+            s.dq.gemv(1.0, &source.columns(r0, mk), &r, 1.0);
             s.chol[k] = chol;
+        }
+    }
+
+    /// Difference from joint `j` to its posture reference in DOF coordinates (radians;
+    /// translations in length-scale units); returns the number of DOF.
+    fn posture_diff(
+        &self,
+        j: usize,
+        pose: &Pose,
+        s: &JacobianScratch,
+        diff: &mut [f32; 6],
+    ) -> usize {
+        let spec = &self.joints[j];
+        let b = spec.bone;
+        let inv_len = self.length_scale.recip();
+        let rot = pose.rotations[b];
+        let tr = pose.translations[b];
+        let (rr, rt) = (s.ref_rot[j], s.ref_trans[j]);
+        match spec.kind {
+            JointKind::Hinge { axis } => {
+                let rest = self.rest[b].rotation.inverse();
+                diff[0] = wrap(twist_angle(rest * rr, axis) - twist_angle(rest * rot, axis));
+                1
+            }
+            JointKind::Ball => {
+                diff[..3].copy_from_slice(&rotation_vector(rot.inverse() * rr).to_array());
+                3
+            }
+            JointKind::Slider { axis } => {
+                diff[0] = (rt - tr).dot(axis) * inv_len;
+                1
+            }
+            JointKind::Floating => {
+                diff[..3].copy_from_slice(&((rt - tr) * inv_len).to_array());
+                diff[3..].copy_from_slice(&rotation_vector(rot.inverse() * rr).to_array());
+                6
+            }
+            JointKind::Fixed => 0,
+        }
+    }
+
+    /// The posture task's residual: the largest remaining difference of a movable joint.
+    fn posture_residual(&self, pose: &Pose, goals: &Goals, s: &JacobianScratch) -> f32 {
+        let mut worst = 0.0f32;
+        let mut diff = [0.0f32; 6];
+        for j in 0..self.joints.len() {
+            if self.movable(j, goals) {
+                let n = self.posture_diff(j, pose, s, &mut diff);
+                worst = diff[..n].iter().fold(worst, |a, d| a.max(d.abs()));
+            }
+        }
+        worst
+    }
+
+    /// Lower triangle of `J₀ J₀ᵀ` for the first level, from `Jᵀ` (column-major, one task row
+    /// per column of length `dof`), summing only over the columns both rows depend on.
+    fn first_level_normal_matrix(&self, jt: &[f64], a: &mut DMatrix<f64>) {
+        let n = self.dof;
+        let r0 = self.levels[0].0;
+        let members = &self.level_tasks[0];
+        let mut pair = 0;
+        for (ia, &ta) in members.iter().enumerate() {
+            let la = &self.layout[ta];
+            for &tb in &members[..=ia] {
+                let lb = &self.layout[tb];
+                let ranges = &self.pair_ranges[pair];
+                pair += 1;
+                for ra in la.row..la.row + la.rows {
+                    let rb_end = if ta == tb { ra + 1 } else { lb.row + lb.rows };
+                    for rb in lb.row..rb_end {
+                        let mut sum = 0.0;
+                        for &(c0, c1) in ranges {
+                            sum +=
+                                dot(&jt[ra * n + c0..ra * n + c1], &jt[rb * n + c0..rb * n + c1]);
+                        }
+                        a[(ra - r0, rb - r0)] = sum;
+                    }
+                }
+            }
         }
     }
 
@@ -697,59 +924,27 @@ impl JacobianSolver {
             return 0.0;
         };
         let g = &goals.tasks[p];
-        s.residuals[p] = 0.0;
         if !g.enabled || g.weight <= 0.0 {
             return 0.0;
         }
-        let inv_len = self.length_scale.recip();
-        s.z.fill(0.0);
-        let mut worst = 0.0f32;
-        for (j, spec) in self.joints.iter().enumerate() {
+        s.z.as_mut_slice().fill(0.0);
+        let mut diff = [0.0f32; 6];
+        for j in 0..self.joints.len() {
             let c0 = self.col_start[j];
-            if !self.movable(j, goals) {
+            if !self.movable(j, goals) || s.saturated[j] {
                 continue;
             }
-            let b = spec.bone;
-            let rot = pose.rotations[b];
-            let tr = pose.translations[b];
-            let (rr, rt) = (s.ref_rot[j], s.ref_trans[j]);
-            let mut diff = [0.0f32; 6];
-            let n = match spec.kind {
-                JointKind::Hinge { axis } => {
-                    let rest = self.rest[b].rotation.inverse();
-                    diff[0] = wrap(twist_angle(rest * rr, axis) - twist_angle(rest * rot, axis));
-                    1
-                }
-                JointKind::Ball => {
-                    diff[..3].copy_from_slice(&rotation_vector(rot.inverse() * rr).to_array());
-                    3
-                }
-                JointKind::Slider { axis } => {
-                    diff[0] = (rt - tr).dot(axis) * inv_len;
-                    1
-                }
-                JointKind::Floating => {
-                    diff[..3].copy_from_slice(&((rt - tr) * inv_len).to_array());
-                    diff[3..].copy_from_slice(&rotation_vector(rot.inverse() * rr).to_array());
-                    6
-                }
-                JointKind::Fixed => 0,
-            };
-            worst = worst.max(diff[..n].iter().fold(0.0f32, |a, d| a.max(d.abs())));
-            if s.saturated[j] {
-                continue;
-            }
+            let n = self.posture_diff(j, pose, s, &mut diff);
             let wj = joint_weights.get(j).copied().unwrap_or(1.0) * gain * g.weight.min(1.0);
             let k = f64::from(wj / self.col_scale[j]) / mu;
             for (i, d) in diff[..n].iter().enumerate() {
                 s.z[c0 + i] = k * f64::from(*d);
             }
         }
-        s.residuals[p] = worst;
         for (i, &(q0, mi)) in self.levels.iter().enumerate() {
             let mut r = s.r.rows_mut(0, mi);
             r.gemv_tr(1.0, &s.jhat.columns(q0, mi), &s.z, 0.0);
-            s.chol[i].solve_mut(&mut r);
+            s.chol_proj[i].solve_mut(&mut r);
             s.z.gemv(-1.0, &s.jhat.columns(q0, mi), &r, 1.0);
         }
         let mut step = 0.0f32;
@@ -791,15 +986,23 @@ impl JacobianSolver {
         }
     }
 
-    fn apply_step(&self, pose: &mut Pose, goals: &Goals, s: &mut JacobianScratch) {
+    /// Applies `s.dq` and clamps every moved joint; `save` keeps the previous pose for a
+    /// rejection (a correction step keeps the pose saved before the step it corrects).
+    fn apply_step(&self, pose: &mut Pose, goals: &Goals, s: &mut JacobianScratch, save: bool) {
+        if save {
+            s.saved_saturated.copy_from_slice(&s.saturated);
+            s.saved_normal.copy_from_slice(&s.normal);
+        }
         for (j, spec) in self.joints.iter().enumerate() {
             let (c0, c1) = (self.col_start[j], self.col_start[j + 1]);
             if c0 == c1 {
                 continue;
             }
             let b = spec.bone;
-            s.saved_rot[j] = pose.rotations[b];
-            s.saved_trans[j] = pose.translations[b];
+            if save {
+                s.saved_rot[j] = pose.rotations[b];
+                s.saved_trans[j] = pose.translations[b];
+            }
             if goals.joints_locked[j] {
                 continue;
             }
@@ -826,27 +1029,22 @@ impl JacobianSolver {
     }
 }
 
-/// The rotation vector (axis × angle, angle in `[0, π]`) of `q`.
-fn rotation_vector(q: Quat) -> Vec3 {
-    let q = if q.w < 0.0 { -q } else { q };
-    let v = Vec3::new(q.x, q.y, q.z);
-    let s = v.length();
-    if s < 1e-12 {
-        return v * 2.0;
+/// Dot product with four accumulators (lets the compiler use SIMD lanes).
+#[inline]
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 4];
+    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
+    let (ta, tb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for i in 0..4 {
+            acc[i] += x[i] * y[i];
+        }
     }
-    v * (2.0 * s.atan2(q.w) / s)
-}
-
-fn wrap(a: f32) -> f32 {
-    use core::f32::consts::{PI, TAU};
-    let a = a % TAU;
-    if a > PI {
-        a - TAU
-    } else if a <= -PI {
-        a + TAU
-    } else {
-        a
+    let mut sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for (x, y) in ta.iter().zip(tb) {
+        sum += x * y;
     }
+    sum
 }
 
 /// The ground-plane point the centre of mass should move to: the support point, or the

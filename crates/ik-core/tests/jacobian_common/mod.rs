@@ -7,7 +7,7 @@ use ik_core::jacobian::{JointSpec, SolverSettings, TaskSpec};
 use ik_core::limits::{JointLimit, SwingTwistLimit};
 use ik_core::{Bone, BoneTransform, Pose, Skeleton};
 
-/// SplitMix64: small, seeded, reproducible.
+/// `SplitMix64`: small, seeded, reproducible.
 pub struct Rng(pub u64);
 
 impl Rng {
@@ -104,7 +104,7 @@ pub fn arm_tasks() -> Vec<TaskSpec> {
 
 pub fn arm_settings() -> SolverSettings {
     SolverSettings {
-        max_iterations: 60,
+        max_iterations: 25,
         position_tolerance: 5e-5,
         angle_tolerance: 5e-4,
         ..SolverSettings::default()
@@ -141,4 +141,52 @@ pub fn arm_targets(count: usize, seed: u64) -> Vec<(Vec3, Quat)> {
             (t.translation, t.rotation)
         })
         .collect()
+}
+
+/// Whether every joint of `joints` is inside its limit in `pose` (tolerance 1e-4).
+pub fn limits_respected(
+    skeleton: &Skeleton,
+    joints: &[JointSpec],
+    pose: &Pose,
+) -> Result<(), usize> {
+    for j in joints {
+        let rest = skeleton.bones()[j.bone].rest;
+        if !j.limit.contains(
+            rest.rotation,
+            rest.translation,
+            pose.rotations[j.bone],
+            pose.translations[j.bone],
+            1e-4,
+        ) {
+            return Err(j.bone);
+        }
+    }
+    Ok(())
+}
+
+/// Joint-space distance (sum of rotation angles) between two poses over `bones`.
+pub fn pose_distance(a: &Pose, b: &Pose, bones: &[usize]) -> f32 {
+    bones
+        .iter()
+        .map(|&i| a.rotations[i].angle_between(b.rotations[i]))
+        .sum()
+}
+
+/// Σ |log(aᵢ⁻¹ bᵢ)|² over `bones`: the metric the posture term descends.
+pub fn posture_sq(a: &Pose, b: &Pose, bones: &[usize]) -> f32 {
+    bones
+        .iter()
+        .map(|&i| {
+            let q = a.rotations[i].inverse() * b.rotations[i];
+            let angle = q.angle_between(Quat::IDENTITY);
+            angle * angle
+        })
+        .sum()
+}
+
+/// The angle between two rotations, accurate near zero (glam's `angle_between` goes through
+/// `acos` of a dot product and cannot resolve angles below about 5e-4 rad in `f32`).
+pub fn rotation_angle(a: Quat, b: Quat) -> f32 {
+    let d = a.inverse() * b;
+    2.0 * Vec3::new(d.x, d.y, d.z).length().atan2(d.w.abs())
 }

@@ -1,0 +1,228 @@
+//! Debug drawing (feature `debug-draw`): Bevy gizmos for chains, targets, poles, joint-limit
+//! cones and residual lines, drawn after transform propagation from the final
+//! `GlobalTransform`s. Configure with the [`IkDebugDraw`] resource.
+
+use bevy::app::{App, PostUpdate};
+use bevy::color::Color;
+use bevy::color::palettes::css;
+use bevy::ecs::intern::Interned;
+use bevy::ecs::query::Without;
+use bevy::ecs::reflect::ReflectResource;
+use bevy::ecs::resource::Resource;
+use bevy::ecs::schedule::common_conditions::resource_exists;
+use bevy::ecs::schedule::{IntoScheduleConfigs, ScheduleLabel};
+use bevy::ecs::system::{Query, Res};
+use bevy::gizmos::config::GizmoConfigStore;
+use bevy::gizmos::gizmos::Gizmos;
+use bevy::math::{Isometry3d, Quat, Vec3};
+use bevy::reflect::prelude::*;
+use bevy::transform::TransformSystems;
+use bevy::transform::components::GlobalTransform;
+use ik_core::limits::JointLimit;
+
+use crate::components::{IkDisabled, IkLimb, IkStatus};
+use crate::limb::LimbCache;
+use crate::rig::{IkRig, RigCache};
+
+/// What the debug drawing shows. Insert or change it at run time; `enabled: false` draws
+/// nothing.
+#[derive(Resource, Debug, Clone, PartialEq, Reflect)]
+#[reflect(Resource, Default, Debug)]
+pub struct IkDebugDraw {
+    /// Draw anything at all.
+    pub enabled: bool,
+    /// Lines along each chain's bones.
+    pub chains: bool,
+    /// Spheres at targets.
+    pub targets: bool,
+    /// Crosses at poles and lines from the middle joint to them.
+    pub poles: bool,
+    /// Swing cones of ball joints with limits (full-body rigs) and hinge axes.
+    pub limits: bool,
+    /// Lines from each end effector to its target (red when not reached).
+    pub residuals: bool,
+    /// Radius of target spheres, world units.
+    pub target_radius: f32,
+    /// Length of limit cones, world units.
+    pub cone_length: f32,
+}
+
+impl Default for IkDebugDraw {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            chains: true,
+            targets: true,
+            poles: true,
+            limits: true,
+            residuals: true,
+            target_radius: 0.03,
+            cone_length: 0.08,
+        }
+    }
+}
+
+pub(crate) fn build(app: &mut App, _schedule: Interned<dyn ScheduleLabel>) {
+    app.register_type::<IkDebugDraw>()
+        .init_resource::<IkDebugDraw>();
+    app.add_systems(
+        PostUpdate,
+        draw_ik_gizmos
+            .after(TransformSystems::Propagate)
+            .run_if(resource_exists::<GizmoConfigStore>),
+    );
+}
+
+const CHAIN: Color = Color::Srgba(css::AQUA);
+const TARGET: Color = Color::Srgba(css::ORANGE);
+const POLE: Color = Color::Srgba(css::VIOLET);
+const LIMIT: Color = Color::Srgba(css::YELLOW);
+const REACHED: Color = Color::Srgba(css::LIME);
+const MISSED: Color = Color::Srgba(css::RED);
+
+/// Residuals below this (world units) draw as reached.
+const REACHED_TOLERANCE: f32 = 1e-3;
+
+fn draw_ik_gizmos(
+    settings: Res<IkDebugDraw>,
+    mut gizmos: Gizmos,
+    limbs: Query<(&IkLimb, &LimbCache, &IkStatus), Without<IkDisabled>>,
+    rigs: Query<(&IkRig, &RigCache), Without<IkDisabled>>,
+    globals: Query<&GlobalTransform>,
+) {
+    if !settings.enabled {
+        return;
+    }
+    let pos = |e| globals.get(e).ok().map(GlobalTransform::translation);
+    for (limb, cache, status) in &limbs {
+        let Some(chain) = cache.chain_entities() else {
+            continue;
+        };
+        if settings.chains {
+            for w in chain.windows(2) {
+                if let (Some(a), Some(b)) = (pos(w[0]), pos(w[1])) {
+                    gizmos.line(a, b, CHAIN);
+                }
+            }
+        }
+        let tip = chain.last().and_then(|&e| pos(e));
+        let target = limb.target.and_then(pos);
+        draw_target(&mut gizmos, &settings, tip, target, status.solved);
+        if settings.poles
+            && let Some(pole) = limb.pole.and_then(pos)
+        {
+            gizmos.cross(
+                Isometry3d::from_translation(pole),
+                settings.target_radius,
+                POLE,
+            );
+            if let Some(mid) = chain.get(chain.len() / 2).and_then(|&e| pos(e)) {
+                gizmos.line(mid, pole, POLE);
+            }
+        }
+    }
+    for (rig, cache) in &rigs {
+        let Some(data) = cache.data() else { continue };
+        if settings.chains {
+            for (i, bone) in data.skeleton.bones().iter().enumerate().skip(1) {
+                let parent = bone.parent.map(|p| data.entities[p]);
+                if let (Some(a), Some(b)) = (parent.and_then(pos), pos(data.entities[i])) {
+                    gizmos.line(a, b, CHAIN);
+                }
+            }
+        }
+        for (goal, tasks) in rig.goals.iter().zip(&data.goal_tasks) {
+            let bone = pos(data.entities[tasks.bone]);
+            let target = goal.target.and_then(pos);
+            draw_target(&mut gizmos, &settings, bone, target, data.write);
+        }
+        if settings.limits {
+            for joint in data.solver.joints() {
+                draw_limit(
+                    &mut gizmos,
+                    &settings,
+                    data,
+                    joint.bone,
+                    &joint.limit,
+                    &globals,
+                );
+            }
+        }
+    }
+}
+
+fn draw_target(
+    gizmos: &mut Gizmos,
+    settings: &IkDebugDraw,
+    effector: Option<Vec3>,
+    target: Option<Vec3>,
+    solved: bool,
+) {
+    let Some(target) = target.filter(|t| t.is_finite()) else {
+        return;
+    };
+    if settings.targets {
+        gizmos.sphere(
+            Isometry3d::from_translation(target),
+            settings.target_radius,
+            TARGET,
+        );
+    }
+    if settings.residuals
+        && let Some(effector) = effector
+    {
+        let reached = solved && effector.distance(target) < REACHED_TOLERANCE;
+        gizmos.line(effector, target, if reached { REACHED } else { MISSED });
+    }
+}
+
+/// A swing cone (ellipse of directions around the twist axis) or a hinge axis, at the joint,
+/// in the bone's rest frame carried by its parent's current global rotation.
+fn draw_limit(
+    gizmos: &mut Gizmos,
+    settings: &IkDebugDraw,
+    data: &crate::rig::RigData,
+    bone: usize,
+    limit: &JointLimit,
+    globals: &Query<&GlobalTransform>,
+) {
+    let Some(b) = data.skeleton.bone(bone) else {
+        return;
+    };
+    let Ok(joint) = globals.get(data.entities[bone]) else {
+        return;
+    };
+    let parent_rotation = b
+        .parent
+        .and_then(|p| globals.get(data.entities[p]).ok())
+        .map_or(Quat::IDENTITY, GlobalTransform::rotation);
+    let frame = parent_rotation * b.rest.rotation;
+    let apex = joint.translation();
+    let len = settings.cone_length;
+    match limit {
+        JointLimit::SwingTwist(st) => {
+            const STEPS: usize = 16;
+            let third = st.twist_axis.cross(st.swing_axis);
+            let mut prev = None;
+            for k in 0..=STEPS {
+                let a = k as f32 / STEPS as f32 * core::f32::consts::TAU;
+                let swing = st.swing_axis * st.swing_half_angles.x * a.cos()
+                    + third * st.swing_half_angles.y * a.sin();
+                let dir = frame * (Quat::from_scaled_axis(swing) * st.twist_axis);
+                let p = apex + dir * len;
+                if k % 4 == 0 {
+                    gizmos.line(apex, p, LIMIT);
+                }
+                if let Some(q) = prev {
+                    gizmos.line(q, p, LIMIT);
+                }
+                prev = Some(p);
+            }
+        }
+        JointLimit::Hinge { axis, .. } => {
+            let axis = frame * *axis;
+            gizmos.line(apex - axis * len * 0.5, apex + axis * len * 0.5, LIMIT);
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,165 @@
+//! Full-body humanoid IK on the 1.8 m procedural Mixamo-named test rig (bones along +Y with
+//! rolls): cold solves from the rest pose toward goals taken from random in-limit poses, and warm
+//! solves that follow a smooth trajectory frame to frame from the previous solution. The hybrid
+//! (Jacobian + analytic limbs, the default) is compared with the pure Jacobian in the same run.
+
+use core::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use ik_core::Pose;
+use ik_core::Skeleton;
+use ik_core::humanoid::{
+    FullBodyGoals, FullBodySolver, HumanoidMap, RestAxes, RigConvention, random_pose_within_limits,
+    test_rig,
+};
+
+/// `SplitMix64` → uniform `f32` in `[0, 1)`.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> f32 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
+    }
+}
+
+struct Setup {
+    skeleton: Skeleton,
+    solver: FullBodySolver,
+    cold: Vec<FullBodyGoals>,
+    warm: Vec<FullBodyGoals>,
+}
+
+fn setup(analytic: bool) -> Setup {
+    let skeleton = test_rig(RigConvention::Mixamo, RestAxes::PlusY);
+    let (map, _) = HumanoidMap::from_skeleton(&skeleton);
+    let mut solver = FullBodySolver::new(&skeleton, &map).expect("test rig maps");
+    solver.settings_mut().analytic_limbs = analytic;
+    let mut rng = Rng(42);
+    let mut sample = |solver: &FullBodySolver| {
+        random_pose_within_limits(&skeleton, &map, solver.limits(), 1.0, &mut || rng.next())
+    };
+    let cold = (0..256)
+        .map(|_| solver.goals_at_pose(&skeleton, &sample(&solver)))
+        .collect();
+    // Warm: a smooth trajectory through 8 random key poses (at 70 % of the ranges), 60 frames
+    // between keys (about 1–3 cm and 1–2° per frame), as animation-driven targets move.
+    let keys: Vec<Pose> = (0..9)
+        .map(|_| {
+            random_pose_within_limits(&skeleton, &map, solver.limits(), 0.7, &mut || rng.next())
+        })
+        .collect();
+    let mut warm = Vec::new();
+    for w in keys.windows(2) {
+        for f in 0..60 {
+            let mut p = w[0].clone();
+            p.blend_toward(&w[1], f as f32 / 60.0);
+            // Blending two in-limit poses can leave a swing cone slightly: keep those frames
+            // out so every goal is reachable within the limits.
+            if solver.pose_within_limits(&skeleton, &p, 1e-4) {
+                warm.push(solver.goals_at_pose(&skeleton, &p));
+            }
+        }
+    }
+    eprintln!(
+        "warm trajectory: {} of 480 blended frames are within the limits",
+        warm.len()
+    );
+    Setup {
+        skeleton,
+        solver,
+        cold,
+        warm,
+    }
+}
+
+/// Per-solve statistics over one pass: success rate, median and 90th-percentile time
+/// (microseconds) and mean Jacobian iterations.
+struct Stats {
+    success: f32,
+    median_us: f64,
+    p90_us: f64,
+    iterations: f32,
+    restarted: f32,
+}
+
+fn stats(setup: &mut Setup, warm: bool) -> Stats {
+    let rest = setup.skeleton.rest_pose();
+    let mut pose = rest.clone();
+    let goals = if warm { &setup.warm } else { &setup.cold };
+    let mut times = Vec::with_capacity(goals.len());
+    let (mut ok, mut iterations, mut restarted) = (0, 0, 0);
+    for g in goals {
+        if !warm {
+            pose.copy_from(&rest);
+        }
+        let t = std::time::Instant::now();
+        let r = setup.solver.solve(&setup.skeleton, &mut pose, g);
+        times.push(t.elapsed().as_secs_f64() * 1e6);
+        if let Ok(r) = r {
+            ok += usize::from(r.converged);
+            iterations += r.iterations;
+            restarted += usize::from(r.restarts > 0);
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    Stats {
+        success: ok as f32 / goals.len() as f32,
+        median_us: times[times.len() / 2],
+        p90_us: times[times.len() * 9 / 10],
+        iterations: iterations as f32 / goals.len() as f32,
+        restarted: restarted as f32 / goals.len() as f32,
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let mut group = c.benchmark_group("full_body");
+    for (name, analytic) in [("hybrid", true), ("pure_jacobian", false)] {
+        let mut s = setup(analytic);
+        let mut medians = [0.0; 2];
+        for (k, warm) in [false, true].into_iter().enumerate() {
+            // Second pass: the first warms caches and the allocator-free buffers.
+            let _ = stats(&mut s, warm);
+            let st = stats(&mut s, warm);
+            medians[k] = st.median_us;
+            eprintln!(
+                "{name}/{}: {} DOF, success {:.1} %, per-solve median {:.1} µs, p90 {:.1} µs, \
+                 mean iterations {:.1}, restarted {:.1} %",
+                if warm { "warm" } else { "cold" },
+                s.solver.dof_count(),
+                st.success * 100.0,
+                st.median_us,
+                st.p90_us,
+                st.iterations,
+                st.restarted * 100.0
+            );
+        }
+        let _ = medians;
+        let rest = s.skeleton.rest_pose();
+        let mut pose = rest.clone();
+        let mut i = 0;
+        group.bench_function(format!("{name}/cold"), |b| {
+            b.iter(|| {
+                pose.copy_from(&rest);
+                let g = &s.cold[i % s.cold.len()];
+                i += 1;
+                black_box(s.solver.solve(&s.skeleton, &mut pose, black_box(g)))
+            });
+        });
+        let mut pose = rest.clone();
+        let mut i = 0;
+        group.bench_function(format!("{name}/warm"), |b| {
+            b.iter(|| {
+                let g = &s.warm[i % s.warm.len()];
+                i += 1;
+                black_box(s.solver.solve(&s.skeleton, &mut pose, black_box(g)))
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

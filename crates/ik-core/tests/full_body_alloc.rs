@@ -1,0 +1,101 @@
+//! The full-body solver does not allocate per solve once built (cold, warm, restarts and
+//! unreachable goals included), checked with a counting global allocator.
+
+use core::cell::Cell;
+use core::sync::atomic::{AtomicUsize, Ordering};
+use std::alloc::{GlobalAlloc, Layout, System};
+
+use glam::Vec3;
+use ik_core::humanoid::{
+    EffectorGoal, FullBodyGoals, FullBodySolver, HumanoidMap, LookAtGoal, RestAxes, RigConvention,
+    random_pose_within_limits, test_rig,
+};
+
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// Only this thread's allocations count (the test harness's own threads allocate too).
+    static ACTIVE: Cell<bool> = const { Cell::new(false) };
+}
+
+fn count() {
+    if ACTIVE.with(Cell::get) {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: forwards to the system allocator; only counts calls.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count();
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[test]
+fn solve_does_not_allocate() {
+    let s = test_rig(RigConvention::Unreal, RestAxes::PlusY);
+    let (map, _) = HumanoidMap::from_skeleton(&s);
+    let mut solver = FullBodySolver::new(&s, &map).unwrap();
+    let mut seed = 7u32;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 17;
+        seed ^= seed << 5;
+        seed as f32 / u32::MAX as f32
+    };
+    let mut all_goals = Vec::new();
+    for _ in 0..20 {
+        let truth = random_pose_within_limits(&s, &map, solver.limits(), 1.0, &mut next);
+        let model = s.model_transforms(&truth);
+        let mut g = FullBodyGoals::default();
+        for (k, &b) in solver.effector_bones().iter().enumerate() {
+            g.effectors[k] = EffectorGoal::new(model[b].translation, model[b].rotation);
+        }
+        g.look_at = LookAtGoal {
+            target: Vec3::new(0.0, 1.6, 3.0),
+            weight: 1.0,
+            enabled: true,
+            ..LookAtGoal::default()
+        };
+        all_goals.push(g);
+    }
+    // An unreachable set forces every restart.
+    let mut far = all_goals[0];
+    far.effectors[0].position = Vec3::new(9.0, 9.0, 9.0);
+    all_goals.push(far);
+    let rest = s.rest_pose();
+    let mut pose = rest.clone();
+    // One solve first: nothing is lazily sized, but keep the count honest either way.
+    let _ = solver.solve(&s, &mut pose, &all_goals[0]);
+    ACTIVE.with(|a| a.set(true));
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let mut restarts = 0;
+    for g in &all_goals {
+        pose.copy_from(&rest);
+        restarts += solver.solve(&s, &mut pose, g).unwrap().restarts;
+        restarts += solver.solve(&s, &mut pose, g).unwrap().restarts;
+    }
+    let after = ALLOCATIONS.load(Ordering::Relaxed);
+    ACTIVE.with(|a| a.set(false));
+    assert!(
+        restarts > 0,
+        "the unreachable goal should have used restarts"
+    );
+    assert_eq!(after - before, 0, "solve allocated");
+}

@@ -1,0 +1,91 @@
+//! Property test: arbitrary goal sets (far, degenerate, partly disabled, odd weights) never
+//! produce NaN or a limit violation, and a solve never returns a pose with a higher cost than
+//! the one it started from.
+
+use glam::{Quat, Vec3};
+use ik_core::humanoid::{
+    CenterOfMassGoal, EffectorGoal, FullBodyGoals, FullBodySolver, HumanoidMap, LookAtGoal,
+    RestAxes, RigConvention, test_rig,
+};
+use proptest::prelude::*;
+
+fn vec3(range: f32) -> impl Strategy<Value = Vec3> {
+    (-range..range, -range..range, -range..range).prop_map(|(x, y, z)| Vec3::new(x, y, z))
+}
+
+fn quat() -> impl Strategy<Value = Quat> {
+    vec3(3.0).prop_map(Quat::from_scaled_axis)
+}
+
+fn effector() -> impl Strategy<Value = EffectorGoal> {
+    (
+        vec3(3.0),
+        quat(),
+        0.0f32..4.0,
+        0.0f32..4.0,
+        any::<bool>(),
+        0u8..3,
+    )
+        .prop_map(|(p, q, wp, wr, on, priority)| EffectorGoal {
+            position: p + Vec3::Y,
+            rotation: q,
+            position_weight: wp,
+            rotation_weight: wr,
+            enabled: on,
+            priority,
+        })
+}
+
+fn goals() -> impl Strategy<Value = FullBodyGoals> {
+    (
+        prop::array::uniform5(effector()),
+        vec3(3.0),
+        any::<bool>(),
+        vec3(0.3),
+        any::<bool>(),
+    )
+        .prop_map(|(effectors, look, look_on, com, com_on)| FullBodyGoals {
+            effectors,
+            look_at: LookAtGoal {
+                target: look,
+                weight: 1.0,
+                enabled: look_on,
+                ..LookAtGoal::default()
+            },
+            center_of_mass: CenterOfMassGoal {
+                target: com,
+                weight: 0.5,
+                enabled: com_on,
+                ..CenterOfMassGoal::default()
+            },
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn arbitrary_goals_stay_finite_in_limits_and_never_worse(g in goals(), twice in any::<bool>()) {
+        let s = test_rig(RigConvention::Unreal, RestAxes::MinusZ);
+        let (map, _) = HumanoidMap::from_skeleton(&s);
+        let mut solver = FullBodySolver::new(&s, &map).unwrap();
+        let mut pose = s.rest_pose();
+        let first = solver.solve(&s, &mut pose, &g).unwrap();
+        prop_assert!(pose.is_finite());
+        prop_assert!(first.cost.is_finite());
+        prop_assert!(solver.pose_within_limits(&s, &pose, 1e-4));
+        if twice {
+            let second = solver.solve(&s, &mut pose, &g).unwrap();
+            prop_assert!(pose.is_finite());
+            prop_assert!(solver.pose_within_limits(&s, &pose, 1e-4));
+            prop_assert!(second.cost <= first.cost, "{} > {}", second.cost, first.cost);
+        }
+        // Bone lengths (local translations) are untouched except the floating hips.
+        let hips = map.get(ik_core::humanoid::HumanoidBone::Hips).unwrap();
+        for (i, b) in s.bones().iter().enumerate() {
+            if i != hips {
+                prop_assert_eq!(pose.translations[i], b.rest.translation);
+            }
+        }
+    }
+}
