@@ -265,11 +265,7 @@ impl LimbGoal {
             + Vec4::from((pole, self.rotation_weight)) * 0.0
             + Vec4::from(self.orientation.unwrap_or(Quat::IDENTITY)) * 0.0
             + Vec4::splat(self.pole_weight) * 0.0;
-        if zeros == Vec4::ZERO
-            && self
-                .orientation
-                .is_none_or(|q| q.length_squared() >= 1e-12)
-        {
+        if zeros == Vec4::ZERO && self.orientation.is_none_or(|q| q.length_squared() >= 1e-12) {
             return Ok(());
         }
         self.validate_slow()
@@ -374,8 +370,10 @@ fn normal_part(v: Vec3A, axis: Vec3A) -> Option<Vec3A> {
 #[inline(always)]
 fn unit_cross(v: Vec3A, axis: Vec3A) -> Option<Vec3A> {
     let x = v.cross(axis);
-    let len2 = x.length_squared();
-    if len2 > 1e-10 * v.length_squared() && len2 > 1e-30 {
+    // Squared lengths as `s + s.yzx + s.zxy` (the sum in every lane: fewer shuffles than `dot`).
+    let (xx, vv) = (x * x, v * v);
+    let len2 = (xx + xx.yzx() + xx.zxy()).x;
+    if len2 > 1e-10 * (vv + vv.yzx() + vv.zxy()).x && len2 > 1e-30 {
         Some(x * len2.sqrt().recip())
     } else {
         None
@@ -454,7 +452,9 @@ fn rotate(q: Quat, v: Vec3A) -> Vec3A {
 #[inline(always)]
 fn all_finite<const N: usize, const M: usize>(vs: [Vec3A; N], qs: [Quat; M]) -> bool {
     let v = vs.iter().fold(Vec3A::ZERO, |sum, &x| sum + x * 0.0);
-    let q = qs.iter().fold(Vec4::ZERO, |sum, &x| sum + Vec4::from(x) * 0.0);
+    let q = qs
+        .iter()
+        .fold(Vec4::ZERO, |sum, &x| sum + Vec4::from(x) * 0.0);
     v == Vec3A::ZERO && q == Vec4::ZERO
 }
 
@@ -764,7 +764,10 @@ impl TwoBoneIk {
         let q_root = pose.rotations[self.root];
         let q_mid = pose.rotations[self.mid];
         let p_root = Vec3A::from(parent.translation)
-            + rotate(q_parent, Vec3A::from(parent.scale * pose.translations[self.root]));
+            + rotate(
+                q_parent,
+                Vec3A::from(parent.scale * pose.translations[self.root]),
+            );
         let root_scale = parent.scale * bones[self.root].rest.scale;
         let (u1, q_rm, s_mid_parent) =
             offset_through(skeleton, pose, &self.upper_between, root_scale, self.mid);
@@ -779,9 +782,7 @@ impl TwoBoneIk {
         let lengths_ok = l1 > MIN_BONE_LENGTH * 1e-3 && l2 > MIN_BONE_LENGTH * 1e-3;
         // The root's model rotation `q_parent * q_root` is finite exactly when both factors are;
         // only the rare paths below need the product itself.
-        if !(lengths_ok
-            && all_finite([b_cur, p_root], [q_parent, q_root]))
-        {
+        if !(lengths_ok && all_finite([b_cur, p_root], [q_parent, q_root])) {
             return Err(AnalyticError::DegeneratePose);
         }
         // (A `move` closure of copies: built only on the rare paths that call it.)
@@ -794,10 +795,14 @@ impl TwoBoneIk {
         };
         let total = l1 + l2;
         let ua = u1 / l1;
-        let ub_cur = b_cur / l2;
 
         if w_pos == 0.0 && w_pole == 0.0 && (w_rot == 0.0 || goal.orientation.is_none()) {
-            return Ok(Self::unchanged_report(&incoming(), ua, ub_cur, [l1, l2]));
+            return Ok(Self::unchanged_report(
+                &incoming(),
+                ua,
+                b_cur / l2,
+                [l1, l2],
+            ));
         }
 
         // Effective target and root→target direction.
@@ -887,11 +892,12 @@ impl TwoBoneIk {
         // Mid: turn the lower segment onto its new direction about the bend axis.
         // The half-vector arc (ub_cur × ub_des, 1 + cos) = 2 cos(θ/2) (sin(θ/2) axis, cos(θ/2))
         // is exact and cheap unless the turn is near π.
-        let cos_turn = ub_cur.dot(ub_des);
-        let delta = if cos_turn > -0.99 {
-            Quat::from_vec4(ub_cur.cross(ub_des).extend(1.0 + cos_turn))
+        // (With b_cur = l2 ub_cur, the arc is l2 times that: no division needed.)
+        let dot_turn = b_cur.dot(ub_des);
+        let delta = if dot_turn > -0.99 * l2 {
+            Quat::from_vec4(b_cur.cross(ub_des).extend(l2 + dot_turn))
         } else {
-            half_turn(ub_cur, ub_des, h)
+            half_turn(b_cur / l2, ub_des, h)
         };
         let m_new = delta * m_cur;
         let new_mid = q_rm.map_or(m_new, |r| r.conjugate() * m_new).normalize();
@@ -940,7 +946,12 @@ impl TwoBoneIk {
 
     /// The report when nothing is blended in (all weights zero): the incoming pose stands.
     #[cold]
-    fn unchanged_report(incoming: &Incoming, ua: Vec3A, ub: Vec3A, lengths: [f32; 2]) -> LimbReport {
+    fn unchanged_report(
+        incoming: &Incoming,
+        ua: Vec3A,
+        ub: Vec3A,
+        lengths: [f32; 2],
+    ) -> LimbReport {
         LimbReport {
             reachable: true,
             position_error: 0.0,
@@ -1067,7 +1078,6 @@ fn acos_fast(x: f32) -> f32 {
     let r = (1.0 - a).sqrt() * p;
     if x < 0.0 { PI - r } else { r }
 }
-
 
 #[cfg(test)]
 mod tests {
