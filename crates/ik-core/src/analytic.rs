@@ -402,7 +402,8 @@ fn frame_rotation(a1: Vec3A, a2: Vec3A, a3: Vec3A, b1: Vec3A, b2: Vec3A, b3: Vec
         - a3.yzx() * b3)
         .yzx();
     // w = 4 cos²(θ/2). Above 0.05 (|θ| < 0.93 π) the factor 4 cos(θ/2) exceeds 0.44, so the
-    // rounding errors of the sums (a few 1e-7) stay below 1e-6 relative.
+    // rounding errors of the sums (a few 1e-7) turn the result by at most ~4e-6 rad (see the
+    // test `frame_rotation_matches_the_matrix_route_at_every_angle`).
     let w = 1.0 + (a1 * b1 + a2 * b2 + a3 * b3).element_sum();
     if w > 0.05 {
         Quat::from_vec4(v.extend(w))
