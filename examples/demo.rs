@@ -32,7 +32,7 @@ use bevy::window::{PrimaryWindow, WindowResolution};
 use bevy_egui::{
     EguiContexts, EguiGlobalSettings, EguiPlugin, EguiPrimaryContextPass, PrimaryEguiContext, egui,
 };
-use bevy_ik::ik_core::humanoid::HumanoidBone;
+use bevy_ik::ik_core::humanoid::{FullBodySettings, HumanoidBone};
 use bevy_ik::prelude::*;
 use egui_plot::{Legend, Line, Plot, PlotPoints};
 use serde::{Deserialize, Serialize};
@@ -58,7 +58,7 @@ fn main() -> ExitCode {
         Ok(o) => o,
         Err(e) => {
             eprintln!(
-                "demo: {e}\nusage: demo [--screenshot PATH [--frames N]] [--solver full-body|limbs] [--settings FILE.ron] [--yaw DEGREES]"
+                "demo: {e}\nusage: demo [--screenshot PATH [--frames N]] [--solver full-body|rig|limbs] [--settings FILE.ron] [--yaw DEGREES]"
             );
             return ExitCode::FAILURE;
         }
@@ -128,6 +128,7 @@ fn main() -> ExitCode {
             Update,
             (
                 spawn_character,
+                attach_rig,
                 decorate_targets,
                 keyboard,
                 select_on_click,
@@ -227,10 +228,11 @@ impl Options {
                 "--solver" => {
                     options.solver = Some(match args.next().as_deref() {
                         Some("full-body") => SolverUi::FullBody,
+                        Some("rig") => SolverUi::Rig,
                         Some("limbs") => SolverUi::Limbs,
                         other => {
                             return Err(format!(
-                                "--solver takes full-body or limbs, not {other:?}"
+                                "--solver takes full-body, rig or limbs, not {other:?}"
                             ));
                         }
                     });
@@ -253,9 +255,13 @@ impl Options {
 // ---------------------------------------------------------------------------------------------
 // Scene
 
-/// The character's root entity (holds the `SceneRoot` and the [`IkHumanoid`]).
+/// The character's root entity (holds the `SceneRoot` and the [`IkHumanoid`]), with the
+/// settings it was set up with.
 #[derive(Component)]
-struct Character;
+struct Character {
+    solver: SolverUi,
+    full_body: FullBodyUi,
+}
 
 /// The character's glTF file, to notice a failed load.
 #[derive(Resource)]
@@ -377,35 +383,87 @@ fn set_up_scene(
 #[derive(Resource)]
 struct CharacterScene(Handle<Scene>);
 
-/// Spawns the character (again, when the solver changes: [`IkHumanoid`] sets up once).
+/// Spawns the character, and again when the solver or a full-body setting that is only read at
+/// set-up changes ([`IkHumanoid`] sets up once); waits for the mouse button to be released so
+/// dragging a slider respawns once.
 fn spawn_character(
     mut commands: Commands,
     settings: Res<DemoSettings>,
     scene: Res<CharacterScene>,
-    characters: Query<(Entity, &IkHumanoid), With<Character>>,
+    mouse: Res<ButtonInput<MouseButton>>,
+    characters: Query<(Entity, &Character)>,
 ) {
-    let solver = match settings.solver {
-        SolverUi::FullBody => IkHumanoidSolver::FullBody,
-        SolverUi::Limbs => IkHumanoidSolver::Limbs,
-    };
-    if characters.iter().any(|(_, h)| h.solver == solver) {
+    let wanted = settings.full_body.set_up_only();
+    let current = characters.iter().next();
+    if let Some((_, c)) = current
+        && c.solver == settings.solver
+        && (c.solver != SolverUi::FullBody || c.full_body.set_up_only() == wanted)
+    {
+        return;
+    }
+    if current.is_some() && mouse.pressed(MouseButton::Left) {
         return;
     }
     for (e, _) in &characters {
         commands.entity(e).despawn();
     }
     commands.remove_resource::<Player>();
+    let fb = settings.full_body;
+    let humanoid = IkHumanoid {
+        solver: match settings.solver {
+            SolverUi::FullBody => IkHumanoidSolver::FullBody,
+            SolverUi::Rig | SolverUi::Limbs => IkHumanoidSolver::Limbs,
+        },
+        // The rig mode drives the limbs' targets with an IkRig instead (see `attach_rig`).
+        poles: settings.solver == SolverUi::Limbs,
+        head: fb.head,
+        weight: if settings.solver == SolverUi::FullBody {
+            fb.weight
+        } else {
+            1.0
+        },
+        full_body_settings: fb.core(),
+        ..IkHumanoid::auto()
+    };
     commands
         .spawn((
             Name::new("character"),
-            Character,
-            SceneRoot(scene.0.clone()),
-            IkHumanoid {
-                solver,
-                ..IkHumanoid::auto()
+            Character {
+                solver: settings.solver,
+                full_body: fb,
             },
+            SceneRoot(scene.0.clone()),
+            humanoid,
         ))
         .observe(start_animation);
+}
+
+/// In the rig mode: once the humanoid is mapped, put an [`IkRig`] on it with a goal per target
+/// (the panel's settings are applied by `apply_settings`) and switch its analytic limbs off.
+fn attach_rig(
+    mut commands: Commands,
+    humanoids: Query<
+        (Entity, &IkHumanoidTargets, &IkHumanoidBones, &Character),
+        Added<IkHumanoidTargets>,
+    >,
+) {
+    for (entity, targets, bones, character) in &humanoids {
+        if character.solver != SolverUi::Rig {
+            continue;
+        }
+        let mut goals = Vec::new();
+        for role in Role::ALL {
+            if let (Some(bone), Some(target)) = (bones.get(role.bone()), role.target(targets)) {
+                goals.push(IkGoal::position(bone, target));
+            }
+        }
+        let mut rig = IkRig::new(goals).with_limits(IkJointLimits::Humanoid);
+        rig.movable_root = bones.get(HumanoidBone::Hips).map(BoneRef::Entity);
+        commands.entity(entity).insert(rig);
+        for &limb in &targets.limbs {
+            commands.entity(limb).insert(IkDisabled);
+        }
+    }
 }
 
 /// Once the glTF scene has spawned: remember the rest pose and start the idle clip.
@@ -549,7 +607,12 @@ struct HeadAxis(Vec3);
 fn decorate_targets(
     mut commands: Commands,
     humanoids: Query<
-        (&IkHumanoidTargets, &IkHumanoidBones, &GlobalTransform),
+        (
+            &IkHumanoidTargets,
+            &IkHumanoidBones,
+            &GlobalTransform,
+            &Character,
+        ),
         Added<IkHumanoidTargets>,
     >,
     mut transforms: Query<&mut Transform>,
@@ -557,7 +620,7 @@ fn decorate_targets(
     mut meshes: ResMut<Assets<Mesh>>,
     mut materials: ResMut<Assets<StandardMaterial>>,
 ) {
-    for (targets, bones, root) in &humanoids {
+    for (targets, bones, root, character) in &humanoids {
         let forward = root.rotation() * Vec3::Z;
         let position = |role: HumanoidBone| bones.get(role).and_then(|e| globals.get(e).ok());
         for role in Role::ALL {
@@ -572,9 +635,11 @@ fn decorate_targets(
                     continue;
                 };
                 if role == Role::Head
+                    && character.solver == SolverUi::Rig
                     && let Some(head) = position(HumanoidBone::Head)
                 {
-                    // Aim the face: the target goes 0.8 m in front of the head.
+                    // The rig's look-at goal aims the face: its target goes 0.8 m in front of
+                    // the head (the full-body humanoid places its own look-at target).
                     let axis = head.rotation().inverse() * forward;
                     commands.insert_resource(HeadAxis(axis));
                     transform.translation +=
@@ -900,13 +965,83 @@ fn highlight_selection(
 // ---------------------------------------------------------------------------------------------
 // Settings (the panel's state; saved and loaded as RON)
 
-/// Which `bevy_ik` solver drives the character ([`IkHumanoidSolver`]).
+/// Which `bevy_ik` solver drives the character.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 enum SolverUi {
-    /// One full-body Jacobian [`IkRig`]: hands, feet, pelvis and head goals with priorities.
+    /// [`IkHumanoidSolver::FullBody`]: ik-core's hybrid full-body solver (Jacobian over every
+    /// humanoid joint, limbs finished analytically), head look-at.
     FullBody,
-    /// Four analytic two-bone [`IkLimb`]s with elbow and knee poles.
+    /// An [`IkRig`] the demo builds on the mapped bones: the general Jacobian rig, with per-goal
+    /// weights, priority levels and blends.
+    Rig,
+    /// [`IkHumanoidSolver::Limbs`]: four analytic two-bone [`IkLimb`]s with elbow and knee poles.
     Limbs,
+}
+
+/// Settings of the hybrid full-body solver. All but `weight` are read when the humanoid is set
+/// up, so changing them re-creates the character.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+struct FullBodyUi {
+    /// IK/FK blend (applied live).
+    weight: f32,
+    /// Jacobian iterations per attempt.
+    max_iterations: u32,
+    /// Extra attempts from perturbed starts when one does not converge.
+    max_restarts: u32,
+    /// Position tolerance, millimetres.
+    position_tolerance_mm: f32,
+    /// Rotation tolerance, degrees.
+    rotation_tolerance_deg: f32,
+    /// Damping of the least-squares step.
+    damping: f32,
+    /// Finish the limbs analytically.
+    analytic_limbs: bool,
+    /// Null-space pull toward the animated pose.
+    posture_gain: f32,
+    /// Head look-at goal.
+    head: bool,
+}
+
+impl Default for FullBodyUi {
+    fn default() -> Self {
+        let core = FullBodySettings::default();
+        Self {
+            weight: 1.0,
+            max_iterations: core.max_iterations,
+            max_restarts: core.max_restarts,
+            position_tolerance_mm: core.position_tolerance * 1000.0,
+            rotation_tolerance_deg: core.rotation_tolerance.to_degrees(),
+            damping: core.damping,
+            analytic_limbs: core.analytic_limbs,
+            posture_gain: core.posture_gain,
+            head: true,
+        }
+    }
+}
+
+impl FullBodyUi {
+    /// The core solver settings.
+    fn core(&self) -> FullBodySettings {
+        FullBodySettings {
+            max_iterations: self.max_iterations.max(1),
+            max_restarts: self.max_restarts,
+            position_tolerance: self.position_tolerance_mm.max(0.001) / 1000.0,
+            rotation_tolerance: self.rotation_tolerance_deg.max(0.001).to_radians(),
+            damping: self.damping.max(0.0),
+            analytic_limbs: self.analytic_limbs,
+            posture_gain: self.posture_gain.max(0.0),
+            ..FullBodySettings::default()
+        }
+    }
+
+    /// The fields only read at set-up (everything but the live `weight`).
+    fn set_up_only(&self) -> Self {
+        Self {
+            weight: 0.0,
+            ..*self
+        }
+    }
 }
 
 /// The tunable settings of one analytic limb.
@@ -1025,7 +1160,8 @@ impl Default for RigUi {
     }
 }
 
-/// What the demo draws.
+/// What the demo draws (handles, goal lines, skeleton, grid) and what it asks the plugin's
+/// debug drawing ([`IkDebugDraw`]) for.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 struct DrawUi {
@@ -1033,6 +1169,12 @@ struct DrawUi {
     goal_lines: bool,
     skeleton: bool,
     grid: bool,
+    /// Plugin: chains of limbs and rigs.
+    ik_chains: bool,
+    /// Plugin: joint-limit cones and hinge axes.
+    ik_limits: bool,
+    /// Plugin: effector-to-target lines, red when missed.
+    ik_residuals: bool,
 }
 
 impl Default for DrawUi {
@@ -1042,6 +1184,9 @@ impl Default for DrawUi {
             goal_lines: true,
             skeleton: false,
             grid: true,
+            ik_chains: false,
+            ik_limits: false,
+            ik_residuals: false,
         }
     }
 }
@@ -1051,6 +1196,7 @@ impl Default for DrawUi {
 #[serde(default)]
 struct DemoSettings {
     solver: SolverUi,
+    full_body: FullBodyUi,
     /// Play the idle clip under the IK.
     animation: bool,
     /// Move the targets along the built-in script.
@@ -1065,6 +1211,7 @@ impl Default for DemoSettings {
     fn default() -> Self {
         Self {
             solver: SolverUi::FullBody,
+            full_body: FullBodyUi::default(),
             animation: true,
             scripted_motion: false,
             rig: RigUi::default(),
@@ -1127,8 +1274,14 @@ fn rig_from_ui(
 /// Pushes changed settings into the rig or limbs, the handles and the animation player.
 fn apply_settings(
     settings: Res<DemoSettings>,
-    humanoids: Query<(Entity, Ref<IkHumanoidTargets>, &IkHumanoidBones)>,
+    mut humanoids: Query<(
+        Entity,
+        Ref<IkHumanoidTargets>,
+        &IkHumanoidBones,
+        &mut IkHumanoid,
+    )>,
     mut rigs: Query<&mut IkRig>,
+    mut debug_draw: ResMut<IkDebugDraw>,
     mut limbs: Query<(&mut IkLimb, Has<IkDisabled>)>,
     mut handles: Query<(&TargetHandle, &mut Visibility)>,
     mut players: Query<&mut AnimationPlayer>,
@@ -1139,14 +1292,29 @@ fn apply_settings(
     mut commands: Commands,
     mut was_animated: Local<Option<(bool, Entity)>>,
 ) {
-    let Ok((character, targets, bones)) = humanoids.single() else {
+    if settings.is_changed() {
+        let draw = settings.draw;
+        let wanted = IkDebugDraw {
+            enabled: draw.ik_chains || draw.ik_limits || draw.ik_residuals,
+            chains: draw.ik_chains,
+            targets: false,
+            poles: false,
+            limits: draw.ik_limits,
+            residuals: draw.ik_residuals,
+            ..IkDebugDraw::default()
+        };
+        if *debug_draw != wanted {
+            *debug_draw = wanted;
+        }
+    }
+    let Ok((character, targets, bones, mut humanoid)) = humanoids.single_mut() else {
         return;
     };
     let head_changed = head_axis.as_ref().is_some_and(DetectChanges::is_changed);
-    if !settings.is_changed() && !targets.is_changed() && !head_changed {
-        return;
-    }
-    if let Ok(mut rig) = rigs.get_mut(character) {
+    let changed = settings.is_changed() || targets.is_changed() || head_changed;
+    if let Ok(mut rig) = rigs.get_mut(character)
+        && (changed || rig.is_added())
+    {
         let new = rig_from_ui(
             &rig,
             &settings.rig,
@@ -1157,6 +1325,12 @@ fn apply_settings(
         if *rig != new {
             *rig = new;
         }
+    }
+    if !changed {
+        return;
+    }
+    if settings.solver == SolverUi::FullBody && humanoid.weight != settings.full_body.weight {
+        humanoid.weight = settings.full_body.weight;
     }
     for role in Role::ALL {
         let Some(i) = role.limb() else { continue };
@@ -1183,7 +1357,8 @@ fn apply_settings(
         if *limb != new {
             *limb = new;
         }
-        match (ui.enabled, disabled) {
+        // In the rig mode the IkRig drives these targets and the limbs stay off.
+        match (ui.enabled && settings.solver == SolverUi::Limbs, disabled) {
             (true, true) => {
                 commands.entity(limb_entity).remove::<IkDisabled>();
             }
@@ -1200,7 +1375,8 @@ fn apply_settings(
                     settings.limbs[i].enabled && (!handle.pole || settings.limbs[i].use_pole)
                 }
                 (SolverUi::Limbs, None) => false,
-                (SolverUi::FullBody, _) => settings.rig.goals[handle.role.index()].enabled,
+                (SolverUi::Rig, _) => settings.rig.goals[handle.role.index()].enabled,
+                (SolverUi::FullBody, _) => handle.role != Role::Head || settings.full_body.head,
             };
         visibility.set_if_neq(if shown {
             Visibility::Inherited
@@ -1305,6 +1481,7 @@ fn record_readouts(
         &IkHumanoidBones,
         &IkStatus,
         Option<&IkRig>,
+        &Character,
     )>,
     limbs: Query<(&IkStatus, Has<IkDisabled>)>,
     clock: Res<SolveClock>,
@@ -1321,13 +1498,51 @@ fn record_readouts(
     };
     r.solve_micros = smooth(r.solve_micros, clock.micros);
     r.frame_ms = smooth(r.frame_ms, time.delta_secs() * 1000.0);
-    let Ok((targets, bones, status, rig)) = humanoids.single() else {
+    let Ok((targets, bones, status, rig, character)) = humanoids.single() else {
         return;
+    };
+    let summary = |status: &IkStatus| {
+        if status.solved {
+            format!(
+                "{} iteration{} · {}",
+                status.iterations,
+                if status.iterations == 1 { "" } else { "s" },
+                if status.converged {
+                    "converged"
+                } else {
+                    "best effort (not all goals within tolerance)"
+                }
+            )
+        } else {
+            "not solved".to_owned()
+        }
     };
     let mut values: [(f32, bool, String); 6] =
         core::array::from_fn(|_| (f32::NAN, false, String::from("—")));
     r.error = None;
-    if let Some(rig) = rig {
+    if character.solver == SolverUi::FullBody {
+        // Residuals come in `Effector::ALL` order (hands, feet, pelvis; like `Role::ALL`),
+        // then the look-at angle.
+        for role in Role::ALL {
+            let slot = &mut values[role.index()];
+            let Some(&v) = status.residuals.get(role.index()) else {
+                continue;
+            };
+            if !status.solved {
+                continue;
+            }
+            slot.1 = role == Role::Head;
+            slot.0 = if slot.1 { v.to_degrees() } else { v * 1000.0 };
+            slot.2 = if slot.1 {
+                format!("{:.2}°", slot.0)
+            } else {
+                format!("{:.2} mm", slot.0)
+            };
+        }
+        r.summary = summary(status);
+        push(&mut r.iterations, status.iterations as f32);
+        r.error = status.last_error.as_ref().map(ToString::to_string);
+    } else if let Some(rig) = rig {
         for (i, goal) in rig.goals.iter().enumerate() {
             let BoneRef::Entity(bone) = goal.bone else {
                 continue;
@@ -1354,20 +1569,7 @@ fn record_readouts(
                 _ => {}
             }
         }
-        r.summary = if status.solved {
-            format!(
-                "{} iteration{} · {}",
-                status.iterations,
-                if status.iterations == 1 { "" } else { "s" },
-                if status.converged {
-                    "converged"
-                } else {
-                    "best effort (not all goals reachable)"
-                }
-            )
-        } else {
-            "not solved".to_owned()
-        };
+        r.summary = summary(status);
         push(&mut r.iterations, status.iterations as f32);
         r.error = status.last_error.as_ref().map(ToString::to_string);
     } else {
@@ -1409,7 +1611,12 @@ fn record_readouts(
 fn draw_debug(
     settings: Res<DemoSettings>,
     mut gizmos: Gizmos,
-    humanoids: Query<(&IkHumanoidTargets, Option<&IkRig>)>,
+    humanoids: Query<(
+        &IkHumanoidTargets,
+        &IkHumanoidBones,
+        Option<&IkRig>,
+        &Character,
+    )>,
     limbs: Query<(&IkLimb, Has<IkDisabled>)>,
     globals: Query<&GlobalTransform>,
     children: Query<&Children>,
@@ -1427,7 +1634,7 @@ fn draw_debug(
             Color::srgba(1.0, 1.0, 1.0, 0.08),
         );
     }
-    let Ok((targets, rig)) = humanoids.single() else {
+    let Ok((targets, bones, rig, mode)) = humanoids.single() else {
         return;
     };
     let pos = |e: Entity| globals.get(e).ok().map(GlobalTransform::translation);
@@ -1438,6 +1645,15 @@ fn draw_debug(
     let goal_color = Color::srgb(1.0, 0.85, 0.2);
     let pole_color = Color::srgba(0.75, 0.35, 1.0, 0.6);
     if settings.draw.goal_lines {
+        if mode.solver == SolverUi::FullBody {
+            // The hybrid humanoid solver's goals: each role's bone to its target.
+            for role in Role::ALL {
+                let from = bones.get(role.bone()).and_then(pos);
+                if let (Some(from), Some(to)) = (from, role.target(targets).and_then(pos)) {
+                    gizmos.line(from, to, goal_color);
+                }
+            }
+        }
         for goal in rig.iter().flat_map(|r| r.goals.iter()) {
             if let (Some(from), Some(to)) =
                 (bone(&goal.bone).and_then(pos), goal.target.and_then(pos))
@@ -1598,9 +1814,13 @@ fn panel_contents(
     ui.horizontal(|ui| {
         ui.label("Solver:");
         ui.radio_value(&mut settings.solver, SolverUi::FullBody, "Full body")
-            .on_hover_text("One Jacobian IkRig: hands, feet, pelvis and head with priorities");
+            .on_hover_text(
+                "IkHumanoid full body: ik-core's hybrid solver (Jacobian over the body, limbs finished analytically), head look-at",
+            );
+        ui.radio_value(&mut settings.solver, SolverUi::Rig, "Jacobian rig")
+            .on_hover_text("An IkRig on the mapped bones: per-goal weights, priority levels, blends");
         ui.radio_value(&mut settings.solver, SolverUi::Limbs, "Analytic limbs")
-            .on_hover_text("Four analytic two-bone IkLimbs with elbow and knee poles");
+            .on_hover_text("IkHumanoid limbs: four analytic two-bone IkLimbs with elbow and knee poles");
     });
     ui.small(&readouts.summary);
     if let Some(e) = &readouts.error {
@@ -1646,7 +1866,8 @@ fn panel_contents(
 
     egui::ScrollArea::vertical().show(ui, |ui| {
         match settings.solver {
-            SolverUi::FullBody => rig_controls(ui, &mut settings.rig, readouts),
+            SolverUi::FullBody => full_body_controls(ui, &mut settings.full_body, readouts),
+            SolverUi::Rig => rig_controls(ui, &mut settings.rig, readouts),
             SolverUi::Limbs => limb_controls(ui, &mut settings.limbs, readouts),
         }
         ui.separator();
@@ -1657,9 +1878,53 @@ fn panel_contents(
             ui.checkbox(&mut settings.draw.skeleton, "Skeleton");
             ui.checkbox(&mut settings.draw.grid, "Grid");
         });
+        ui.horizontal_wrapped(|ui| {
+            ui.label("bevy_ik:");
+            ui.checkbox(&mut settings.draw.ik_chains, "Chains");
+            ui.checkbox(&mut settings.draw.ik_limits, "Limits");
+            ui.checkbox(&mut settings.draw.ik_residuals, "Residuals");
+        })
+        .response
+        .on_hover_text("The plugin's IkDebugDraw (analytic limbs and Jacobian rigs)");
         ui.separator();
         convergence_plots(ui, readouts);
     });
+}
+
+fn full_body_controls(ui: &mut egui::Ui, fb: &mut FullBodyUi, readouts: &Readouts) {
+    ui.add(egui::Slider::new(&mut fb.weight, 0.0..=1.0).text("IK weight"));
+    ui.small("Read at set-up: changing these re-creates the character");
+    ui.add(egui::Slider::new(&mut fb.max_iterations, 1..=100).text("Max iterations"));
+    ui.add(egui::Slider::new(&mut fb.max_restarts, 0..=8).text("Restarts"));
+    ui.add(
+        egui::Slider::new(&mut fb.position_tolerance_mm, 0.01..=10.0)
+            .logarithmic(true)
+            .text("Tolerance (mm)"),
+    );
+    ui.add(
+        egui::Slider::new(&mut fb.rotation_tolerance_deg, 0.01..=5.0)
+            .logarithmic(true)
+            .text("Angle tolerance (°)"),
+    );
+    ui.add(
+        egui::Slider::new(&mut fb.damping, 0.0..=0.5)
+            .logarithmic(true)
+            .smallest_positive(0.001)
+            .text("Damping"),
+    );
+    ui.add(egui::Slider::new(&mut fb.posture_gain, 0.0..=1.0).text("Reference pose"))
+        .on_hover_text("Null-space pull toward the animated pose");
+    ui.horizontal_wrapped(|ui| {
+        ui.checkbox(&mut fb.analytic_limbs, "Analytic limb finish");
+        ui.checkbox(&mut fb.head, "Head look-at");
+    });
+    for role in Role::ALL {
+        ui.label(format!(
+            "{}: {}",
+            role.label(),
+            readouts.goals[role.index()].text
+        ));
+    }
 }
 
 fn rig_controls(ui: &mut egui::Ui, rig: &mut RigUi, readouts: &Readouts) {
@@ -1834,7 +2099,7 @@ const MAX_SECONDS: f32 = 720.0;
 fn drive_screenshot(
     options: Res<Options>,
     mut state: ResMut<ScreenshotState>,
-    humanoids: Query<(&IkHumanoidTargets, &IkStatus, Option<&IkRig>)>,
+    humanoids: Query<(&IkHumanoidTargets, &IkStatus, Option<&IkRig>, &Character)>,
     statuses: Query<&IkStatus>,
     handles: Query<(Entity, &GlobalTransform, &TargetHandle, &Visibility)>,
     camera: Single<(&Camera, &GlobalTransform), With<Orbit>>,
@@ -1880,16 +2145,19 @@ fn drive_screenshot(
             state.frames_ready
         );
     }
-    let ready = humanoids.single().is_ok_and(|(t, rig_status, rig)| {
-        if rig.is_some() {
-            rig_status.ready && rig_status.solved
-        } else {
-            t.limbs.len() == 4
-                && t.limbs
-                    .iter()
-                    .all(|&l| statuses.get(l).is_ok_and(|s| s.ready && s.solved))
-        }
-    });
+    let ready =
+        humanoids
+            .single()
+            .is_ok_and(|(t, status, rig, character)| match character.solver {
+                SolverUi::FullBody => status.ready && status.solved,
+                SolverUi::Rig => rig.is_some() && status.ready && status.solved,
+                SolverUi::Limbs => {
+                    t.limbs.len() == 4
+                        && t.limbs
+                            .iter()
+                            .all(|&l| statuses.get(l).is_ok_and(|s| s.ready && s.solved))
+                }
+            });
     if !ready {
         return;
     }
