@@ -1,18 +1,26 @@
-//! The `bevy_ik` demo: a glTF character whose arms and legs follow targets you drag with a gizmo,
-//! over its idle animation, with an egui panel to tune the solver.
+//! The `bevy_ik` demo: a glTF character whose hands, feet, pelvis and head follow targets you
+//! drag with a gizmo, over its idle animation, with an egui panel to tune the solver.
 //!
 //! ```text
 //! cargo run --release --features demo --example demo
 //! cargo run --features demo --example demo -- --screenshot shot.png [--frames 60]
+//!     [--solver full-body|rig|limbs] [--settings saved.ron] [--yaw DEGREES]
 //! ```
 //!
 //! * Click a coloured handle to select it; `T` translate, `R` rotate, `L` local/global axes,
 //!   `Esc` deselect. Right mouse drag orbits, middle drag pans, the wheel zooms.
 //! * The character (`assets/character.glb`, made by `examples/make_character.rs`) is set up by
-//!   [`IkHumanoid`]: `bevy_ik` recognises its bones by name and spawns the targets and poles.
+//!   [`IkHumanoid`]: `bevy_ik` recognises its bones by name and spawns the targets (and poles).
+//! * Three solvers: the humanoid's hybrid full-body solver (default), a general Jacobian
+//!   [`IkRig`] the demo builds on the mapped bones (per-goal weights, priority levels, blends),
+//!   or four analytic [`IkLimb`]s with elbow and knee poles. Switching re-creates the character.
 //! * `--screenshot PATH` runs headless-friendly: scripted target motion, waits until the
-//!   character is loaded and actually drawn (pipelines compile asynchronously), saves a PNG and
-//!   exits 0. `--frames N` sets the least number of frames after loading (default 60).
+//!   character is loaded and actually drawn (pipelines compile asynchronously; the pixels of
+//!   captured frames are checked), selects a handle through the mouse-picking code, saves a PNG
+//!   and exits 0 (1 on failure). `--frames N` sets the least number of frames after set-up.
+//!
+//! The targets are children of the character's root, which stays at the origin:
+//! transform-gizmo-bevy edits an entity's local `Transform` as if it were global.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
