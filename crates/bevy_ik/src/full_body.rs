@@ -44,6 +44,10 @@ pub(crate) struct HumanoidRig {
     pub(crate) entities: Vec<Entity>,
     pub(crate) skeleton: Skeleton,
     pub(crate) solver: FullBodySolver,
+    #[cfg_attr(
+        not(feature = "debug-draw"),
+        expect(dead_code, reason = "read by debug drawing")
+    )]
     pub(crate) map: HumanoidMap,
     pub(crate) goals: FullBodyGoals,
     /// Target entity per effector (indexed like `Effector::ALL`) and for the look-at.
