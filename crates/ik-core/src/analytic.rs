@@ -38,7 +38,7 @@
 
 use core::f32::consts::PI;
 
-use glam::{Mat3A, Quat, Vec3, Vec3A};
+use glam::{Quat, Vec3, Vec3A, Vec3Swizzles, Vec4};
 use thiserror::Error;
 
 use crate::pose::{BoneTransform, Pose};
@@ -252,7 +252,27 @@ impl LimbGoal {
         self
     }
 
+    #[inline(always)]
     fn validate(&self) -> Result<(), AnalyticError> {
+        // Fast path: `x * 0` is ±0 for a finite `x` and NaN otherwise, so a sum of such products
+        // is zero exactly when every value is finite. The slow path names the culprit.
+        let pole = match self.pole {
+            Pole::Position(p) => p,
+            Pole::Swivel(a) => Vec3::splat(a),
+            Pole::Keep => Vec3::ZERO,
+        };
+        let zeros = Vec4::from((self.target, self.position_weight)) * 0.0
+            + Vec4::from((pole, self.rotation_weight)) * 0.0
+            + Vec4::from(self.orientation.unwrap_or(Quat::IDENTITY)) * 0.0
+            + Vec4::splat(self.pole_weight) * 0.0;
+        if zeros == Vec4::ZERO && self.orientation.is_none_or(|q| q.length_squared() >= 1e-12) {
+            return Ok(());
+        }
+        self.validate_slow()
+    }
+
+    #[cold]
+    fn validate_slow(&self) -> Result<(), AnalyticError> {
         if !self.target.is_finite() {
             return Err(AnalyticError::NonFiniteGoal("target"));
         }
@@ -322,7 +342,7 @@ pub struct TwoBoneIk {
     /// Bend-plane normal from the rest geometry, rest model space (`None` if straight).
     natural_bend_axis: Option<Vec3>,
     /// The bend (hinge) axis in use, root local frame, unit, normal to the upper segment.
-    bend_axis: Vec3,
+    bend_axis: Vec3A,
     rest_flex: f32,
     settings: LimbSettings,
     cos_flex_min: f32,
@@ -342,12 +362,101 @@ fn normal_part(v: Vec3A, axis: Vec3A) -> Option<Vec3A> {
     }
 }
 
-/// The rotation taking the orthonormal pair (`from_a`, `from_b`) onto (`to_a`, `to_b`).
-#[inline]
-fn frame_rotation(from_a: Vec3A, from_b: Vec3A, to_a: Vec3A, to_b: Vec3A) -> Quat {
-    let from = Mat3A::from_cols(from_a, from_b, from_a.cross(from_b));
-    let to = Mat3A::from_cols(to_a, to_b, to_a.cross(to_b));
-    Quat::from_mat3a(&(to * from.transpose())).normalize()
+/// Unit `v × axis`, for unit `axis`: the normal of the plane through `axis` and `v`, oriented so
+/// that `v`'s side of `axis` maps onto it by `n = s × axis` (with `s` the unit component of `v`
+/// normal to `axis`; the cross product ignores `v`'s component along `axis`, so
+/// `|v × axis| = |v⊥|`). `None` when `v` is (nearly) parallel to `axis` or zero, with the same
+/// thresholds as [`normal_part`].
+#[inline(always)]
+fn unit_cross(v: Vec3A, axis: Vec3A) -> Option<Vec3A> {
+    let x = v.cross(axis);
+    // Squared lengths as `s + s.yzx + s.zxy` (the sum in every lane: fewer shuffles than `dot`).
+    let (xx, vv) = (x * x, v * v);
+    let len2 = (xx + xx.yzx() + xx.zxy()).x;
+    if len2 > 1e-10 * (vv + vv.yzx() + vv.zxy()).x && len2 > 1e-30 {
+        Some(x * len2.sqrt().recip())
+    } else {
+        None
+    }
+}
+
+/// The rotation taking the orthonormal frame (`a1`, `a2`, `a3`) onto (`b1`, `b2`, `b3`) (both
+/// right-handed: `a3 = a1 × a2`, `b3 = b1 × b2`), **up to a positive factor**: not normalised,
+/// since every caller multiplies it into a quaternion that is normalised at the end (and
+/// `q.conjugate()` is `|q|² q⁻¹`, so it may be inverted too).
+///
+/// The rotation is `R = Σ bᵢ aᵢᵀ`. Its trace is `Σ tᵢ = 1 + 2 cos θ` with `tᵢ = aᵢ·bᵢ`, and
+/// `R − Rᵀ = [Σ aᵢ × bᵢ]×` with `Σ aᵢ × bᵢ = 2 sin θ · axis`, so
+///
+/// `(Σ aᵢ × bᵢ, 1 + Σ tᵢ) = 4 cos(θ/2) · (sin(θ/2) axis, cos(θ/2))`:
+///
+/// the three-axis form of the half-vector arc `(a × b, 1 + a·b)`, with no matrix, square root or
+/// branch on the matrix's diagonal. It loses precision as θ → π (`cos(θ/2)` → 0); there the
+/// target frame is first turned by π about the target axis `bᵢ` with the largest `tᵢ`, which
+/// negates the other two target axes (so their terms change sign), and that half turn
+/// `(bᵢ, 0)` is applied back afterwards.
+#[inline(always)]
+fn frame_rotation(a1: Vec3A, a2: Vec3A, a3: Vec3A, b1: Vec3A, b2: Vec3A, b3: Vec3A) -> Quat {
+    // a × b = (a * b.yzx − a.yzx * b).yzx, and the sum of the three needs one final swizzle.
+    let v = (a1 * b1.yzx() - a1.yzx() * b1 + a2 * b2.yzx() - a2.yzx() * b2 + a3 * b3.yzx()
+        - a3.yzx() * b3)
+        .yzx();
+    // w = 4 cos²(θ/2). Above 0.05 (|θ| < 0.93 π) the factor 4 cos(θ/2) exceeds 0.44, so the
+    // rounding errors of the sums (a few 1e-7) turn the result by at most ~4e-6 rad (see the
+    // test `frame_rotation_matches_the_matrix_route_at_every_angle`).
+    let w = 1.0 + (a1 * b1 + a2 * b2 + a3 * b3).element_sum();
+    if w > 0.05 {
+        Quat::from_vec4(v.extend(w))
+    } else {
+        frame_rotation_near_half_turn(a1, a2, a3, b1, b2, b3, v, w)
+    }
+}
+
+/// [`frame_rotation`] for angles near π, given the sums `v` and `w` of the direct formula.
+#[cold]
+#[inline(never)]
+fn frame_rotation_near_half_turn(
+    a1: Vec3A,
+    a2: Vec3A,
+    a3: Vec3A,
+    b1: Vec3A,
+    b2: Vec3A,
+    b3: Vec3A,
+    v: Vec3A,
+    w: f32,
+) -> Quat {
+    let (t1, t2, t3) = (a1.dot(b1), a2.dot(b2), a3.dot(b3));
+    // The largest tᵢ exceeds (w − 1)/3, so the turned frame's 1 + tᵢ − tⱼ − tₖ = 2 + 2tᵢ − w
+    // exceeds 4/3 − w/3 > 1: its angle is below 2π/3.
+    let (ai, bi, ti) = if t1 >= t2 && t1 >= t3 {
+        (a1, b1, t1)
+    } else if t2 >= t3 {
+        (a2, b2, t2)
+    } else {
+        (a3, b3, t3)
+    };
+    let turned = Quat::from_vec4((2.0 * ai.cross(bi) - v).extend(2.0 + 2.0 * ti - w));
+    Quat::from_vec4(bi.extend(0.0)) * turned
+}
+
+/// `q * v` for a unit quaternion `q = (b, w)`: `v + 2w (b × v) + 2 b × (b × v)`, two cross
+/// products (glam's general form also works for non-unit `q`, at about 1.5 times the cost).
+#[inline(always)]
+fn rotate(q: Quat, v: Vec3A) -> Vec3A {
+    let b = Vec3A::from(q.xyz());
+    let t = b.cross(v) * 2.0;
+    v + t * q.w + b.cross(t)
+}
+
+/// Whether every component of `vs` and `qs` is finite: `x * 0` is ±0 for a finite `x` and NaN
+/// otherwise, so the sum of these products is zero exactly then (one comparison for all).
+#[inline(always)]
+fn all_finite<const N: usize, const M: usize>(vs: [Vec3A; N], qs: [Quat; M]) -> bool {
+    let v = vs.iter().fold(Vec3A::ZERO, |sum, &x| sum + x * 0.0);
+    let q = qs
+        .iter()
+        .fold(Vec4::ZERO, |sum, &x| sum + Vec4::from(x) * 0.0);
+    v == Vec3A::ZERO && q == Vec4::ZERO
 }
 
 /// Shortest-arc rotation from unit `from` to unit `to` (a turn by π about an axis normal to
@@ -505,7 +614,7 @@ impl TwoBoneIk {
             lower_rest_direction: mid_rest_model_rotation.inverse() * ub,
             upper_rest_model: ua,
             natural_bend_axis,
-            bend_axis: Vec3::ZERO,
+            bend_axis: Vec3A::ZERO,
             rest_flex: ua.dot(ub).clamp(-1.0, 1.0).acos(),
             settings: LimbSettings::default(),
             cos_flex_min: 1.0,
@@ -541,8 +650,7 @@ impl TwoBoneIk {
                 }
             },
         };
-        self.bend_axis =
-            (self.root_rest_model_rotation.inverse() * Vec3::from(axis_model)).normalize();
+        self.bend_axis = (self.root_rest_model_rotation.inverse() * axis_model).normalize();
         self.cos_flex_min = settings.flex_min.cos();
         self.cos_flex_max = settings.flex_max.cos();
         self.settings = settings;
@@ -584,7 +692,7 @@ impl TwoBoneIk {
     /// segment; the mid joint flexes by a right-handed turn about it.
     #[must_use]
     pub fn bend_axis(&self) -> Vec3 {
-        self.bend_axis
+        self.bend_axis.into()
     }
 
     /// The flex angle of the rest pose, radians (0 = straight).
@@ -643,6 +751,8 @@ impl TwoBoneIk {
         goal: &LimbGoal,
         parent: &BoneTransform,
     ) -> Result<LimbReport, AnalyticError> {
+        // The common path (full weights, a usable pole) is kept free of the rare cases, which
+        // live in `#[cold]` helpers, so that it stays in registers.
         goal.validate()?;
         self.check_sizes(skeleton, pose)?;
         let bones = skeleton.bones();
@@ -654,8 +764,11 @@ impl TwoBoneIk {
         let q_parent = parent.rotation;
         let q_root = pose.rotations[self.root];
         let q_mid = pose.rotations[self.mid];
-        let p_root = Vec3A::from(parent.transform_point(pose.translations[self.root]));
-        let root_rot = q_parent * q_root;
+        let p_root = Vec3A::from(parent.translation)
+            + rotate(
+                q_parent,
+                Vec3A::from(parent.scale * pose.translations[self.root]),
+            );
         let root_scale = parent.scale * bones[self.root].rest.scale;
         let (u1, q_rm, s_mid_parent) =
             offset_through(skeleton, pose, &self.upper_between, root_scale, self.mid);
@@ -666,28 +779,31 @@ impl TwoBoneIk {
         // mid and tip. (Skipped multiplications when there are none: the common case.)
         let m_cur = q_rm.map_or(q_mid, |r| r * q_mid);
         let then_mt = |q: Quat| q_mt.map_or(q, |r| q * r);
-        let b_cur = m_cur * u2;
-        let tip_in = || p_root + root_rot * (u1 + b_cur);
+        let b_cur = rotate(m_cur, u2);
         let lengths_ok = l1 > MIN_BONE_LENGTH * 1e-3 && l2 > MIN_BONE_LENGTH * 1e-3;
-        if !(lengths_ok && b_cur.is_finite() && root_rot.is_finite() && p_root.is_finite()) {
+        // The root's model rotation `q_parent * q_root` is finite exactly when both factors are;
+        // only the rare paths below need the product itself.
+        if !(lengths_ok && all_finite([b_cur, p_root], [q_parent, q_root])) {
             return Err(AnalyticError::DegeneratePose);
         }
+        // (A `move` closure of copies: built only on the rare paths that call it.)
+        let incoming = move || Incoming {
+            p_root,
+            q_parent,
+            q_root,
+            u1,
+            b_cur,
+        };
         let total = l1 + l2;
         let ua = u1 / l1;
-        let ub_cur = b_cur / l2;
 
         if w_pos == 0.0 && w_pole == 0.0 && (w_rot == 0.0 || goal.orientation.is_none()) {
-            // Nothing to blend in: the incoming pose is the answer.
-            let cos = ua.dot(ub_cur).clamp(-1.0, 1.0);
-            return Ok(LimbReport {
-                reachable: true,
-                position_error: 0.0,
-                flex_angle: cos.acos(),
-                flex_limited: false,
-                pole_fallback: false,
-                target_distance: (tip_in() - p_root).length(),
-                lengths: [l1, l2],
-            });
+            return Ok(Self::unchanged_report(
+                &incoming(),
+                ua,
+                b_cur / l2,
+                [l1, l2],
+            ));
         }
 
         // Effective target and root→target direction.
@@ -695,17 +811,14 @@ impl TwoBoneIk {
         let target = if w_pos >= 1.0 {
             goal_target
         } else {
-            tip_in().lerp(goal_target, w_pos)
+            incoming().tip().lerp(goal_target, w_pos)
         };
         let d = target - p_root;
         let dist = d.length();
         let dir = if dist > 1e-6 * total {
             d / dist
         } else {
-            // Target at the root: keep the current direction toward the tip.
-            (tip_in() - p_root)
-                .try_normalize()
-                .unwrap_or_else(|| (root_rot * ua).normalize())
+            incoming().direction_at_root(ua)
         };
 
         // Flex by the law of cosines, with reach, soft reach and flex limits.
@@ -715,112 +828,101 @@ impl TwoBoneIk {
         let cos_raw = (dist * dist - l_sq) * inv_2l1l2;
         let tol = 1e-5;
         let reachable = cos_raw <= cos_min + tol && cos_raw >= cos_max - tol;
-        let mut dist_eff = dist;
-        if self.settings.soft_reach > 0.0 {
-            let d_max = reach(l1, l2, cos_min);
-            let band = self.settings.soft_reach * d_max;
-            let start = d_max - band;
-            if dist > start {
-                dist_eff = d_max - band * (-(dist - start) / band).exp();
-            }
-        }
-        let cos_geom = ((dist_eff * dist_eff - l_sq) * inv_2l1l2).clamp(-1.0, 1.0);
-        // (`max`/`min`, not `clamp`: no panic branch for run-time bounds in the hot path.)
-        let cos_phi = cos_geom.max(cos_max).min(cos_min);
+        let dist_eff = if self.settings.soft_reach > 0.0 {
+            self.soft_distance(dist, l1, l2)
+        } else {
+            dist
+        };
+        let cos_geom = clamp_fast((dist_eff * dist_eff - l_sq) * inv_2l1l2, -1.0, 1.0);
+        let cos_phi = clamp_fast(cos_geom, cos_max, cos_min);
         let flex_limited = (cos_phi - cos_geom).abs() > 1e-6;
-        let sin_phi = (1.0 - cos_phi * cos_phi).max(0.0).sqrt();
+        // |cos φ| ≤ 1, so 1 − cos² φ ≥ 0 in floating point too.
+        let sin_phi = (1.0 - cos_phi * cos_phi).sqrt();
 
         // Bend axis in the root frame, normal to the (possibly animated) upper segment.
         // (Already normal unless bones between root and mid or a non-uniform scale moved it.)
-        let bend_axis = Vec3A::from(self.bend_axis);
+        let bend_axis = self.bend_axis;
         let h = if bend_axis.dot(ua).abs() < 1e-7 {
             bend_axis
         } else {
             normal_part(bend_axis, ua).unwrap_or_else(|| ua.any_orthonormal_vector())
         };
+        // The desired lower segment: the upper one turned by φ about h, in the root frame.
         let side = h.cross(ua);
         let ub_des = ua * cos_phi + side * sin_phi;
-        let c = u1 + ub_des * l2;
-        let c_len = c.length();
-        let uc = if c_len > 1e-6 * total {
-            c / c_len
+        // The root→tip vector c = u1 + l2 ub_des = ua (l1 + l2 cos φ) + side (l2 sin φ); its
+        // length is the law of cosines again, so it needs no vector normalisation.
+        let (c_along, c_across) = (l1 + l2 * cos_phi, l2 * sin_phi);
+        let c_len = (c_along * c_along + c_across * c_across).sqrt();
+        // uc = ua cos ψ + side sin ψ, ψ the angle from the upper segment to c (uc = side
+        // when the limb folds onto the root); then uc × h = ua sin ψ − side cos ψ.
+        let (cos_psi, sin_psi) = if c_len > 1e-6 * total {
+            let inv = c_len.recip();
+            (c_along * inv, c_across * inv)
         } else {
-            side
+            (0.0, 1.0)
         };
+        let uc = ua * cos_psi + side * sin_psi;
+        let uc_x_h = ua * sin_psi - side * cos_psi;
 
-        // Desired bend-plane normal in model space.
-        let n_prev = || normal_part(root_rot * h, dir);
-        let rest_ref = || normal_part(q_parent * (self.root_rest_rotation * bend_axis), dir);
-        let mut pole_fallback = false;
-        let n_pole = match goal.pole {
-            Pole::Keep => None,
+        // Desired bend-plane normal in model space: the normal of the plane through the target
+        // line and the pole, oriented so that the pole's side s maps onto it by s × dir.
+        let (n_pole, pole_fallback) = match goal.pole {
             Pole::Position(p) => {
-                let side_dir = normal_part(Vec3A::from(p) - p_root, dir);
-                pole_fallback = side_dir.is_none();
-                side_dir.map(|s| s.cross(dir))
+                let n = unit_cross(Vec3A::from(p) - p_root, dir);
+                (n, n.is_none())
             }
+            Pole::Keep => (None, false),
             Pole::Swivel(angle) => {
-                let r = rest_ref();
-                pole_fallback = r.is_none();
-                r.map(|r| Quat::from_axis_angle(dir.into(), angle) * r)
+                let r = self.rest_reference(q_parent, dir);
+                (
+                    r.map(|r| Quat::from_axis_angle(dir.into(), angle) * r),
+                    r.is_none(),
+                )
             }
-        };
-        let fallback = || {
-            n_prev()
-                .or_else(rest_ref)
-                .unwrap_or_else(|| dir.any_orthonormal_vector())
         };
         let n = match n_pole {
             Some(np) if w_pole >= 1.0 => np,
-            Some(np) if w_pole > 0.0 => {
-                let nf = fallback();
-                let angle = nf.cross(np).dot(dir).atan2(nf.dot(np));
-                Quat::from_axis_angle(dir.into(), angle * w_pole) * nf
-            }
-            _ => fallback(),
+            _ => self.fallback_normal(&incoming(), h, dir, n_pole, w_pole),
         };
 
+        // From here on rotations are built up to a positive factor and normalised once, where
+        // they are written (`conjugate` stands for `inverse`: it is `|q|² q⁻¹`).
         // Root: map the root-frame (tip direction, bend axis) onto (target direction, normal).
-        let new_root_rot = frame_rotation(uc, h, dir, n);
+        let new_root_rot = frame_rotation(uc, h, uc_x_h, dir, n, dir.cross(n));
         // Mid: turn the lower segment onto its new direction about the bend axis.
-        // The half-vector arc is exact and cheap unless the turn is near π, where the frame
-        // construction is the stable choice.
-        let cos_turn = ub_cur.dot(ub_des);
-        let delta = if cos_turn > -0.99 {
-            let axis = ub_cur.cross(ub_des);
-            Quat::from_xyzw(axis.x, axis.y, axis.z, 1.0 + cos_turn).normalize()
+        // The half-vector arc (ub_cur × ub_des, 1 + cos) = 2 cos(θ/2) (sin(θ/2) axis, cos(θ/2))
+        // is exact and cheap unless the turn is near π.
+        // (With b_cur = l2 ub_cur, the arc is l2 times that: no division needed.)
+        let dot_turn = b_cur.dot(ub_des);
+        let delta = if dot_turn > -0.99 * l2 {
+            Quat::from_vec4(b_cur.cross(ub_des).extend(l2 + dot_turn))
         } else {
-            match normal_part(h, ub_cur) {
-                Some(hc) => frame_rotation(ub_cur, hc, ub_des, h),
-                None => arc(ub_cur, ub_des),
-            }
+            half_turn(b_cur / l2, ub_des, h)
         };
         let m_new = delta * m_cur;
-        let new_mid = q_rm.map_or(m_new, |r| r.inverse() * m_new).normalize();
-        let new_root = (q_parent.inverse() * new_root_rot).normalize();
+        let new_mid = q_rm.map_or(m_new, |r| r.conjugate() * m_new).normalize();
+        let new_root = (q_parent.conjugate() * new_root_rot).normalize();
         let new_tip = match goal.orientation {
-            Some(o) if w_rot > 0.0 => {
-                let o = o.normalize();
-                let tip_model = if w_rot >= 1.0 {
-                    o
-                } else {
-                    let q_tip = pose.rotations[self.tip];
-                    (then_mt(root_rot * m_cur) * q_tip)
-                        .normalize()
-                        .slerp(o, w_rot)
-                };
+            Some(o) if w_rot >= 1.0 => {
+                // The target orientation in the new frame of the tip's parent.
                 let frame = then_mt(new_root_rot * m_new);
-                (frame.inverse() * tip_model).normalize()
+                (frame.conjugate() * o.normalize()).normalize()
             }
-            Some(_) => {
-                // Keep the tip's incoming model rotation.
+            Some(o) => {
+                // Blend from (w_rot = 0: keep) the tip's incoming model rotation.
                 let q_tip = pose.rotations[self.tip];
-                let tip_model = then_mt(root_rot * m_cur) * q_tip;
-                (then_mt(new_root_rot * m_new).inverse() * tip_model).normalize()
+                let tip_in = then_mt(q_parent * q_root * m_cur) * q_tip;
+                let tip_model = if w_rot > 0.0 {
+                    tip_in.normalize().slerp(o.normalize(), w_rot)
+                } else {
+                    tip_in
+                };
+                (then_mt(new_root_rot * m_new).conjugate() * tip_model).normalize()
             }
             None => pose.rotations[self.tip],
         };
-        if !(new_root.is_finite() && new_mid.is_finite() && new_tip.is_finite()) {
+        if !all_finite([], [new_root, new_mid, new_tip]) {
             return Err(AnalyticError::DegeneratePose);
         }
         pose.rotations[self.root] = new_root;
@@ -831,14 +933,223 @@ impl TwoBoneIk {
             // The tip lies on the root→target ray at distance |c| (exactly, up to rounding).
             position_error: (dist - c_len).abs(),
             // (Clamped again: acos near ±1 is coarse in f32.)
-            flex_angle: cos_phi
-                .acos()
-                .max(self.settings.flex_min)
-                .min(self.settings.flex_max),
+            flex_angle: clamp_fast(
+                acos_fast(cos_phi),
+                self.settings.flex_min,
+                self.settings.flex_max,
+            ),
             flex_limited,
             pole_fallback,
             target_distance: dist,
             lengths: [l1, l2],
         })
+    }
+
+    /// The report when nothing is blended in (all weights zero): the incoming pose stands.
+    #[cold]
+    fn unchanged_report(
+        incoming: &Incoming,
+        ua: Vec3A,
+        ub: Vec3A,
+        lengths: [f32; 2],
+    ) -> LimbReport {
+        LimbReport {
+            reachable: true,
+            position_error: 0.0,
+            flex_angle: ua.dot(ub).clamp(-1.0, 1.0).acos(),
+            flex_limited: false,
+            pole_fallback: false,
+            target_distance: (incoming.tip() - incoming.p_root).length(),
+            lengths,
+        }
+    }
+
+    /// The soft-reach distance: past `(1 − soft_reach)` of the maximum reach the distance eases
+    /// out exponentially toward that maximum.
+    #[cold]
+    fn soft_distance(&self, dist: f32, l1: f32, l2: f32) -> f32 {
+        let d_max = reach(l1, l2, self.cos_flex_min);
+        let band = self.settings.soft_reach * d_max;
+        let start = d_max - band;
+        if dist > start {
+            d_max - band * (-(dist - start) / band).exp()
+        } else {
+            dist
+        }
+    }
+
+    /// The rest bend plane carried by the root's parent, normal to `dir` (the swivel reference).
+    fn rest_reference(&self, q_parent: Quat, dir: Vec3A) -> Option<Vec3A> {
+        normal_part(q_parent * (self.root_rest_rotation * self.bend_axis), dir)
+    }
+
+    /// The bend-plane normal when the pole is missing, degenerate or partly weighted: the
+    /// incoming plane (else the rest plane) turned toward the pole's by `w_pole`.
+    #[cold]
+    fn fallback_normal(
+        &self,
+        incoming: &Incoming,
+        h: Vec3A,
+        dir: Vec3A,
+        n_pole: Option<Vec3A>,
+        w_pole: f32,
+    ) -> Vec3A {
+        let nf = normal_part(incoming.root_rot() * h, dir)
+            .or_else(|| self.rest_reference(incoming.q_parent, dir))
+            .unwrap_or_else(|| dir.any_orthonormal_vector());
+        match n_pole {
+            Some(np) if w_pole > 0.0 => {
+                let angle = nf.cross(np).dot(dir).atan2(nf.dot(np));
+                Quat::from_axis_angle(dir.into(), angle * w_pole) * nf
+            }
+            _ => nf,
+        }
+    }
+}
+
+/// The incoming limb in model space, for the rare paths.
+struct Incoming {
+    /// The root joint.
+    p_root: Vec3A,
+    /// The root's parent's model rotation.
+    q_parent: Quat,
+    /// The root bone's local rotation.
+    q_root: Quat,
+    /// Root → mid, root frame.
+    u1: Vec3A,
+    /// Mid → tip, root frame.
+    b_cur: Vec3A,
+}
+
+impl Incoming {
+    /// The root bone's model rotation.
+    fn root_rot(&self) -> Quat {
+        self.q_parent * self.q_root
+    }
+
+    /// The incoming tip position.
+    fn tip(&self) -> Vec3A {
+        self.p_root + self.root_rot() * (self.u1 + self.b_cur)
+    }
+
+    /// The direction to aim along when the target is at the root: toward the incoming tip.
+    #[cold]
+    fn direction_at_root(&self, ua: Vec3A) -> Vec3A {
+        (self.tip() - self.p_root)
+            .try_normalize()
+            .unwrap_or_else(|| (self.root_rot() * ua).normalize())
+    }
+}
+
+/// The mid joint's turn from `from` to `to` when it is near π (`cos < −0.99`), where the
+/// half-vector arc loses precision: the frame rotation about the bend axis `h`.
+#[cold]
+fn half_turn(from: Vec3A, to: Vec3A, h: Vec3A) -> Quat {
+    match normal_part(h, from) {
+        Some(hc) => frame_rotation(from, hc, from.cross(hc), to, h, to.cross(h)),
+        None => arc(from, to),
+    }
+}
+
+/// `x` clamped to `[lo, hi]` (`lo ≤ hi`), NaN passing through: compiles to one `max` and one
+/// `min` instruction, unlike `f32::clamp` (which checks its bounds) or `f32::max`/`min`
+/// (which filter NaN).
+#[inline(always)]
+fn clamp_fast(x: f32, lo: f32, hi: f32) -> f32 {
+    let x = if x < lo { lo } else { x };
+    if x > hi { hi } else { x }
+}
+
+/// `acos(x)` for `x` in `[−1, 1]` to within 5e-7 rad, without a libm call:
+/// `acos(|x|) = √(1 − |x|) · P(|x|)` with the degree-7 polynomial of Abramowitz & Stegun 4.4.46
+/// (error below 2e-8 in exact arithmetic), and `acos(−x) = π − acos(x)`.
+// (The coefficients as published, rounded to f32 by the compiler.)
+#[allow(clippy::excessive_precision)]
+#[inline(always)]
+fn acos_fast(x: f32) -> f32 {
+    let a = x.abs();
+    let p = -0.001_262_491_1_f32;
+    let p = p * a + 0.006_670_090_1;
+    let p = p * a - 0.017_088_125_6;
+    let p = p * a + 0.030_891_881_0;
+    let p = p * a - 0.050_174_304_6;
+    let p = p * a + 0.088_978_987_4;
+    let p = p * a - 0.214_598_801_6;
+    let p = p * a + 1.570_796_305_0;
+    let r = (1.0 - a).sqrt() * p;
+    if x < 0.0 { PI - r } else { r }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use glam::Mat3;
+
+    /// Angle of the rotation between two quaternions (either sign), accurate near zero.
+    fn angle_between(a: Quat, b: Quat) -> f32 {
+        let r = a.normalize() * b.normalize().conjugate();
+        2.0 * r.xyz().length().atan2(r.w.abs())
+    }
+
+    /// Deterministic rotations covering all angles, with extra weight near a half turn.
+    fn rotations() -> impl Iterator<Item = Quat> {
+        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32
+        };
+        (0..20_000).map(move |i| {
+            let axis = Vec3::new(next() - 0.5, next() - 0.5, next() - 0.5).normalize();
+            let angle = match i % 4 {
+                0 => PI * next(),
+                1 => PI - 1e-3 * next(),
+                2 => PI - 1e-6 * next(),
+                _ => PI,
+            };
+            Quat::from_axis_angle(axis, angle) * Quat::from_rotation_x(next())
+        })
+    }
+
+    #[test]
+    fn frame_rotation_matches_the_matrix_route_at_every_angle() {
+        let frame = Quat::from_scaled_axis(Vec3::new(0.3, -1.2, 2.0));
+        let (a1, a2) = (frame * Vec3A::X, frame * Vec3A::Y);
+        let (mut worst, mut worst_matrix) = (0.0_f32, 0.0_f32);
+        for r in rotations() {
+            let (b1, b2) = (r * a1, r * a2);
+            let q = frame_rotation(a1, a2, a1.cross(a2), b1, b2, b1.cross(b2));
+            assert!(q.is_finite() && q.length() > 0.1, "{q:?}");
+            let matrix = Quat::from_mat3(
+                &(Mat3::from_cols(b1.into(), b2.into(), b1.cross(b2).into())
+                    * Mat3::from_cols(a1.into(), a2.into(), a1.cross(a2).into()).transpose()),
+            );
+            worst = worst.max(angle_between(q, r));
+            worst_matrix = worst_matrix.max(angle_between(matrix, r));
+        }
+        // Within a few f32 roundings of the truth, like the matrix route (which is limited by
+        // the rounding of b₁, b₂ too).
+        assert!(worst < 5e-6, "{worst} (matrix route: {worst_matrix})");
+    }
+
+    #[test]
+    fn rotate_matches_glam() {
+        let v = Vec3A::new(0.3, -2.0, 1.1);
+        for r in rotations() {
+            assert!(rotate(r, v).distance(r * v) < 1e-5);
+        }
+    }
+
+    #[test]
+    fn acos_fast_is_accurate_over_the_whole_range() {
+        let mut worst = 0.0_f32;
+        for i in 0..=200_000 {
+            let x = i as f32 / 100_000.0 - 1.0;
+            worst = worst.max((acos_fast(x) - x.acos()).abs());
+        }
+        assert!(worst < 5e-7, "worst error {worst}");
+        assert_eq!(acos_fast(1.0), 0.0);
+        assert!((acos_fast(-1.0) - PI).abs() < 3e-7);
     }
 }
