@@ -1,7 +1,13 @@
 //! Crowd benchmark: N humanoids in a headless `App` (`MinimalPlugins` + `TransformPlugin` +
 //! `IkPlugin`), every hand, foot, pelvis and head target moving every frame; one `app.update()`
-//! per iteration (gather, solve in parallel, write back, propagate). Full-body rigs (ik-core's
-//! Jacobian solver) are compared with four analytic limbs per character in the same run.
+//! per iteration (gather, solve in parallel, write back, propagate). Full-body humanoids
+//! (`IkHumanoid::auto()`: ik-core's hybrid full-body solver) are compared with four analytic
+//! limbs per character (`IkHumanoid::limbs()`) in the same run, and the ratio printed.
+//!
+//! Environment knobs: `IK_CROWD` (characters, default 1000), `IK_SPACING` (metres between
+//! characters), `IK_HEAD=0` (no look-at), `IK_TOL` (position tolerance), `IK_RESTARTS`,
+//! `IK_ITERS`, `IK_POSTURE`, `IK_PELVIS_WAVE` (pelvis target amplitude), `IK_STILL` (targets
+//! do not move), `IK_BASELINE` (IK disabled: the cost of everything else), `IK_DEBUG`.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -84,6 +90,9 @@ struct Wave {
 struct Frame(u32);
 
 fn move_targets(mut frame: ResMut<Frame>, mut targets: Query<(&Wave, &mut Transform)>) {
+    if std::env::var("IK_STILL").is_ok() {
+        return;
+    }
     frame.0 += 1;
     let t = frame.0 as f32 * 0.05;
     targets.par_iter_mut().for_each(|(w, mut tr)| {
@@ -137,6 +146,10 @@ fn crowd(n: usize, humanoid: &IkHumanoid) -> App {
     let mut q = app.world_mut().query::<&IkHumanoidTargets>();
     let targets: Vec<IkHumanoidTargets> = q.iter(app.world()).cloned().collect();
     assert_eq!(targets.len(), n, "every character was mapped");
+    let pelvis_wave = std::env::var("IK_PELVIS_WAVE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0.02);
     for t in targets {
         // Offsets of the wave centres from the T-pose (character frame): hands in front of the
         // body and feet slightly raised, so every target stays within reach.
@@ -145,7 +158,7 @@ fn crowd(n: usize, humanoid: &IkHumanoid) -> App {
             (t.right_hand, Vec3::new(0.25, -0.2, 0.15), 0.08),
             (t.left_foot, Vec3::new(0.0, 0.1, 0.05), 0.04),
             (t.right_foot, Vec3::new(0.0, 0.1, 0.05), 0.04),
-            (t.pelvis, Vec3::new(0.0, -0.05, 0.0), 0.02),
+            (t.pelvis, Vec3::new(0.0, -0.05, 0.0), pelvis_wave),
             (t.head, Vec3::ZERO, 0.0),
         ] {
             let Some(e) = e else { continue };

@@ -5,6 +5,7 @@
 use bevy::app::{App, PostUpdate};
 use bevy::color::Color;
 use bevy::color::palettes::css;
+use bevy::ecs::entity::Entity;
 use bevy::ecs::intern::Interned;
 use bevy::ecs::query::Without;
 use bevy::ecs::reflect::ReflectResource;
@@ -18,9 +19,11 @@ use bevy::math::{Isometry3d, Quat, Vec3};
 use bevy::reflect::prelude::*;
 use bevy::transform::TransformSystems;
 use bevy::transform::components::GlobalTransform;
+use ik_core::Skeleton;
 use ik_core::limits::JointLimit;
 
 use crate::components::{IkDisabled, IkLimb, IkStatus};
+use crate::full_body::HumanoidRig;
 use crate::limb::LimbCache;
 use crate::rig::{IkRig, RigCache};
 
@@ -88,6 +91,7 @@ fn draw_ik_gizmos(
     mut gizmos: Gizmos,
     limbs: Query<(&IkLimb, &LimbCache, &IkStatus), Without<IkDisabled>>,
     rigs: Query<(&IkRig, &RigCache), Without<IkDisabled>>,
+    humanoids: Query<&HumanoidRig, Without<IkDisabled>>,
     globals: Query<&GlobalTransform>,
 ) {
     if !settings.enabled {
@@ -138,12 +142,62 @@ fn draw_ik_gizmos(
         }
         if settings.limits {
             for joint in data.solver.joints() {
+                let bones = (&data.skeleton, data.entities.as_slice());
                 draw_limit(
                     &mut gizmos,
                     &settings,
-                    data,
+                    bones,
                     joint.bone,
                     &joint.limit,
+                    &globals,
+                );
+            }
+        }
+    }
+    for rig in &humanoids {
+        let entity_of = |role| rig.map.get(role).map(|i| rig.entities[i]);
+        if settings.chains {
+            for (role, bone) in rig.map.iter() {
+                let parent = rig.map.mapped_parent(role).and_then(entity_of);
+                if let (Some(a), Some(b)) = (parent.and_then(pos), pos(rig.entities[bone])) {
+                    gizmos.line(a, b, CHAIN);
+                }
+            }
+        }
+        for (target, bone) in rig.targets.iter().zip(rig.solver.effector_bones()) {
+            let effector = pos(rig.entities[bone]);
+            draw_target(
+                &mut gizmos,
+                &settings,
+                effector,
+                target.and_then(pos),
+                rig.write,
+            );
+        }
+        if let Some(look) = rig.look_at.and_then(pos) {
+            if settings.targets {
+                gizmos.sphere(
+                    Isometry3d::from_translation(look),
+                    settings.target_radius,
+                    TARGET,
+                );
+            }
+            if settings.poles
+                && let Some(head) = pos(rig.entities[rig.solver.head_bone()])
+            {
+                gizmos.line(head, look, POLE);
+            }
+        }
+        if settings.limits {
+            let limits = rig.solver.limits();
+            for (role, bone) in rig.map.iter() {
+                let bones = (&rig.skeleton, rig.entities.as_slice());
+                draw_limit(
+                    &mut gizmos,
+                    &settings,
+                    bones,
+                    bone,
+                    &limits.get(role),
                     &globals,
                 );
             }
@@ -181,20 +235,20 @@ fn draw_target(
 fn draw_limit(
     gizmos: &mut Gizmos,
     settings: &IkDebugDraw,
-    data: &crate::rig::RigData,
+    (skeleton, entities): (&Skeleton, &[Entity]),
     bone: usize,
     limit: &JointLimit,
     globals: &Query<&GlobalTransform>,
 ) {
-    let Some(b) = data.skeleton.bone(bone) else {
+    let Some(b) = skeleton.bone(bone) else {
         return;
     };
-    let Ok(joint) = globals.get(data.entities[bone]) else {
+    let Ok(joint) = globals.get(entities[bone]) else {
         return;
     };
     let parent_rotation = b
         .parent
-        .and_then(|p| globals.get(data.entities[p]).ok())
+        .and_then(|p| globals.get(entities[p]).ok())
         .map_or(Quat::IDENTITY, GlobalTransform::rotation);
     let frame = parent_rotation * b.rest.rotation;
     let apex = joint.translation();

@@ -13,7 +13,7 @@ use bevy::ecs::schedule::{IntoScheduleConfigs, ScheduleLabel};
 use bevy::ecs::system::Query;
 use bevy::transform::components::Transform;
 use bevy::transform::helper::TransformHelper;
-use ik_core::humanoid::{FullBodyGoals, FullBodyReport, FullBodySolver};
+use ik_core::humanoid::{FullBodyGoals, FullBodyReport, FullBodySolver, HumanoidMap};
 use ik_core::{Pose, Skeleton};
 
 use crate::IkSystems;
@@ -44,6 +44,11 @@ pub(crate) struct HumanoidRig {
     pub(crate) entities: Vec<Entity>,
     pub(crate) skeleton: Skeleton,
     pub(crate) solver: FullBodySolver,
+    #[cfg_attr(
+        not(feature = "debug-draw"),
+        expect(dead_code, reason = "read by debug drawing")
+    )]
+    pub(crate) map: HumanoidMap,
     pub(crate) goals: FullBodyGoals,
     /// Target entity per effector (indexed like `Effector::ALL`) and for the look-at.
     pub(crate) targets: [Option<Entity>; 5],
@@ -51,7 +56,7 @@ pub(crate) struct HumanoidRig {
     input: Pose,
     solved: Pose,
     frame: Result<(), Option<IkError>>,
-    write: bool,
+    pub(crate) write: bool,
     warned: Vec<IkError>,
 }
 
@@ -60,6 +65,7 @@ impl HumanoidRig {
         entities: Vec<Entity>,
         skeleton: Skeleton,
         solver: FullBodySolver,
+        map: HumanoidMap,
         goals: FullBodyGoals,
         targets: [Option<Entity>; 5],
         look_at: Option<Entity>,
@@ -71,6 +77,7 @@ impl HumanoidRig {
             entities,
             skeleton,
             solver,
+            map,
             goals,
             targets,
             look_at,

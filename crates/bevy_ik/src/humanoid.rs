@@ -446,6 +446,7 @@ fn set_up_full_body(
         entities,
         skeleton,
         solver,
+        map.clone(),
         goals,
         effector_targets,
         targets.head,

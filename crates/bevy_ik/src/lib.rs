@@ -5,7 +5,7 @@ pub mod components;
 #[cfg(feature = "debug-draw")]
 pub mod debug_draw;
 pub mod error;
-mod full_body;
+pub(crate) mod full_body;
 pub mod humanoid;
 mod limb;
 mod pose_io;

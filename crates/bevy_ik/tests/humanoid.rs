@@ -266,6 +266,23 @@ fn each_convention_follows_targets(humanoid: IkHumanoid, tolerance: f32) {
                 hand.distance(hand_goal) < 1e-4,
                 "{label}: hand {hand} vs {hand_goal}"
             );
+            // The head turns toward its look-at target when that moves to the side.
+            let head = bones[4];
+            let before = app.world().get::<GlobalTransform>(head).unwrap().rotation();
+            let look = targets.head.unwrap();
+            app.world_mut()
+                .get_mut::<Transform>(look)
+                .unwrap()
+                .translation
+                .x += 0.5;
+            app.update();
+            let after = app.world().get::<GlobalTransform>(head).unwrap().rotation();
+            let s = status(&app, character);
+            assert!(
+                after.angle_between(before) > 0.1,
+                "{label}: the head turned"
+            );
+            assert!(s.residuals[5] < 1e-2, "{label}: look-at residual {s:?}");
         }
         for limb in targets.limbs {
             let s = status(&app, limb);
