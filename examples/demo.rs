@@ -31,7 +31,7 @@ use bevy::asset::LoadState;
 use bevy::camera::visibility::RenderLayers;
 use bevy::camera::{CameraOutputMode, Viewport};
 use bevy::gltf::Gltf;
-use bevy::input::mouse::{AccumulatedMouseMotion, AccumulatedMouseScroll};
+use bevy::input::mouse::{AccumulatedMouseScroll, MouseScrollUnit};
 use bevy::prelude::*;
 use bevy::render::render_resource::{BlendState, TextureFormat};
 use bevy::render::view::screenshot::{Screenshot, ScreenshotCaptured, save_to_disk};
@@ -822,12 +822,20 @@ fn ray_sphere(origin: Vec3, dir: Vec3, center: Vec3, radius: f32) -> Option<f32>
 /// Right drag orbits, middle drag pans, the wheel zooms.
 fn orbit_camera(
     mouse: Res<ButtonInput<MouseButton>>,
-    motion: Res<AccumulatedMouseMotion>,
     scroll: Res<AccumulatedMouseScroll>,
     window: Single<&Window, With<PrimaryWindow>>,
     mut camera: Single<(&mut Orbit, &mut Transform, &Camera)>,
     mut contexts: EguiContexts,
+    mut last_cursor: Local<Option<Vec2>>,
 ) {
+    // Motion from the cursor position rather than raw device motion, which some X servers,
+    // remote desktops and VMs do not deliver.
+    let cursor = window.cursor_position();
+    let delta = match (cursor, *last_cursor) {
+        (Some(now), Some(before)) => now - before,
+        _ => Vec2::ZERO,
+    };
+    *last_cursor = cursor;
     if contexts
         .ctx_mut()
         .is_ok_and(|ctx| ctx.is_pointer_over_area())
@@ -835,24 +843,26 @@ fn orbit_camera(
         return;
     }
     let (orbit, transform, cam) = &mut *camera;
-    let inside = window
-        .cursor_position()
-        .is_some_and(|c| viewport_rect(cam).is_some_and(|r| r.contains(c)));
+    let inside = cursor.is_some_and(|c| viewport_rect(cam).is_some_and(|r| r.contains(c)));
     let mut changed = false;
-    if mouse.pressed(MouseButton::Right) && motion.delta != Vec2::ZERO {
-        orbit.yaw -= motion.delta.x * 0.006;
-        orbit.pitch = (orbit.pitch - motion.delta.y * 0.006).clamp(-1.45, 1.45);
+    if mouse.pressed(MouseButton::Right) && delta != Vec2::ZERO {
+        orbit.yaw -= delta.x * 0.006;
+        orbit.pitch = (orbit.pitch - delta.y * 0.006).clamp(-1.45, 1.45);
         changed = true;
     }
-    if mouse.pressed(MouseButton::Middle) && motion.delta != Vec2::ZERO {
+    if mouse.pressed(MouseButton::Middle) && delta != Vec2::ZERO {
         let pan = orbit.distance * 0.0016;
         let right = transform.rotation * Vec3::X;
         let up = transform.rotation * Vec3::Y;
-        orbit.focus += (-right * motion.delta.x + up * motion.delta.y) * pan;
+        orbit.focus += (-right * delta.x + up * delta.y) * pan;
         changed = true;
     }
-    if inside && scroll.delta.y != 0.0 {
-        orbit.distance = (orbit.distance * (1.0 - scroll.delta.y * 0.1)).clamp(0.6, 15.0);
+    let lines = match scroll.unit {
+        MouseScrollUnit::Line => scroll.delta.y,
+        MouseScrollUnit::Pixel => scroll.delta.y / 40.0,
+    };
+    if inside && lines != 0.0 {
+        orbit.distance = (orbit.distance * (1.0 - lines * 0.1).max(0.2)).clamp(0.6, 15.0);
         changed = true;
     }
     if changed {
@@ -1080,7 +1090,7 @@ impl Default for LimbUi {
             rotation_weight: 1.0,
             use_pole: true,
             pole_weight: 1.0,
-            soft_reach: 0.05,
+            soft_reach: 0.0,
             flex_limits: true,
         }
     }
