@@ -47,10 +47,10 @@ pub(crate) fn build(app: &mut App, schedule: Interned<dyn ScheduleLabel>) {
 /// 1. recognises the humanoid bones by name (case- and separator-insensitive; see
 ///    [`ik_core::humanoid`]),
 /// 2. spawns target entities (children of this entity, listed in [`IkHumanoidTargets`]) at the
-///    current pelvis, head, hand and foot positions and pole entities in front of the knees and
-///    behind the elbows,
-/// 3. sets up an [`IkLimb`] per arm and leg following those targets (each on its own child
-///    entity),
+///    current pelvis, hand and foot poses and a look-at target ahead of the face,
+/// 3. drives the body toward them every frame with ik-core's full-body solver (the default,
+///    [`IkHumanoidSolver::FullBody`]: anatomical limits, the hips translate), or with an
+///    [`IkLimb`] per arm and leg plus elbow/knee pole entities ([`IkHumanoid::limbs`]),
 ///
 /// and records the role → bone mapping in [`IkHumanoidBones`]. Roles it could not map are listed
 /// in this entity's [`IkStatus::unmapped`]; if a required one is missing, nothing is set up and
@@ -73,7 +73,8 @@ pub struct IkHumanoid {
     pub poles: bool,
     /// Turn the head toward its look-at target (full body).
     pub head: bool,
-    /// IK/FK blend weight given to the limbs or rig it creates.
+    /// IK/FK blend weight: read every frame by the full-body solver, copied into the limbs
+    /// at set-up.
     pub weight: f32,
     /// Which solver drives the character.
     pub solver: IkHumanoidSolver,
@@ -149,7 +150,8 @@ impl IkHumanoid {
 pub struct IkHumanoidTargets {
     /// At the hips bone.
     pub pelvis: Option<Entity>,
-    /// At the head bone.
+    /// Full body: the look-at point ahead of the face (move it to turn the head). Limbs: at the
+    /// head bone (unused by the limbs).
     pub head: Option<Entity>,
     /// At the left hand (wrist) bone.
     pub left_hand: Option<Entity>,
@@ -159,16 +161,16 @@ pub struct IkHumanoidTargets {
     pub left_foot: Option<Entity>,
     /// At the right foot bone.
     pub right_foot: Option<Entity>,
-    /// Behind the left elbow.
+    /// Behind the left elbow (analytic limbs only).
     pub left_elbow_pole: Option<Entity>,
-    /// Behind the right elbow.
+    /// Behind the right elbow (analytic limbs only).
     pub right_elbow_pole: Option<Entity>,
-    /// In front of the left knee.
+    /// In front of the left knee (analytic limbs only).
     pub left_knee_pole: Option<Entity>,
-    /// In front of the right knee.
+    /// In front of the right knee (analytic limbs only).
     pub right_knee_pole: Option<Entity>,
     /// The entities holding the [`IkLimb`]s: left arm, right arm, left leg, right leg (those
-    /// set up).
+    /// set up; empty for the full body).
     pub limbs: Vec<Entity>,
 }
 

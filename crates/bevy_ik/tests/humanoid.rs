@@ -331,3 +331,55 @@ fn unmappable_rig_reports_what_is_missing() {
     assert!(!s.unmapped.is_empty(), "{s:?}");
     assert!(app.world().get::<IkHumanoidTargets>(character).is_none());
 }
+
+#[test]
+fn full_body_with_a_despawned_target_keeps_its_pose_and_others_still_solve() {
+    let mut app = app();
+    let mut characters = Vec::new();
+    for i in 0..2 {
+        let root = app
+            .world_mut()
+            .spawn((
+                Transform::from_xyz(2.0 * i as f32, 0.0, 0.0),
+                IkHumanoid::auto(),
+            ))
+            .id();
+        let bones = spawn_humanoid(app.world_mut(), root, &CONVENTIONS[0].names);
+        characters.push((root, bones));
+    }
+    app.update();
+    let targets: Vec<IkHumanoidTargets> = characters
+        .iter()
+        .map(|(root, _)| app.world().get::<IkHumanoidTargets>(*root).unwrap().clone())
+        .collect();
+    let (broken, broken_bones) = &characters[0];
+    let (healthy, healthy_bones) = &characters[1];
+    let before: Vec<Transform> = broken_bones
+        .iter()
+        .map(|&b| *app.world().get::<Transform>(b).unwrap())
+        .collect();
+    let gone = targets[0].left_hand.unwrap();
+    app.world_mut().despawn(gone);
+    for t in &targets {
+        let hand = t.right_hand.unwrap();
+        app.world_mut()
+            .get_mut::<Transform>(hand)
+            .unwrap()
+            .translation += Vec3::new(0.15, -0.25, 0.2);
+    }
+    app.update();
+    let s = status(&app, *broken);
+    assert_eq!(s.last_error, Some(IkError::MissingTarget(gone)), "{s:?}");
+    assert!(!s.solved);
+    for (&b, t) in broken_bones.iter().zip(&before) {
+        assert_eq!(app.world().get::<Transform>(b).unwrap(), t);
+    }
+    let s = status(&app, *healthy);
+    assert!(s.solved && s.last_error.is_none(), "{s:?}");
+    let d = world_pos(&app, healthy_bones[12])
+        .distance(world_pos(&app, targets[1].right_hand.unwrap()));
+    assert!(
+        d < 1e-3,
+        "the healthy character's right hand is {d} from its target"
+    );
+}
