@@ -740,6 +740,25 @@ impl TwoBoneIk {
         goal: &LimbGoal,
         parent: &BoneTransform,
     ) -> Result<LimbReport, AnalyticError> {
+        // Without bones between root, mid and tip (the common case) a copy of the solve without
+        // the rigid-offset walks and their rotations (`Option`s known to be `None`) runs.
+        if self.upper_between.is_empty() && self.lower_between.is_empty() {
+            self.solve_impl::<false>(skeleton, pose, goal, parent)
+        } else {
+            self.solve_impl::<true>(skeleton, pose, goal, parent)
+        }
+    }
+
+    /// [`TwoBoneIk::solve_with_parent`]; `BETWEEN`: whether to walk the bones between root and
+    /// mid and between mid and tip (the result without them is the same either way).
+    #[inline(always)]
+    fn solve_impl<const BETWEEN: bool>(
+        &self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goal: &LimbGoal,
+        parent: &BoneTransform,
+    ) -> Result<LimbReport, AnalyticError> {
         // The common path (full weights, a usable pole) is kept free of the rare cases, which
         // live in `#[cold]` helpers, so that it stays in registers.
         //
@@ -764,10 +783,17 @@ impl TwoBoneIk {
                 Vec3A::from(parent.scale * pose.translations[self.root]),
             );
         let root_scale = parent.scale * self.root_rest_scale;
-        let (u1, q_rm, s_mid_parent) =
-            offset_through(skeleton, pose, &self.upper_between, root_scale, self.mid);
+        let (u1, q_rm, s_mid_parent) = if BETWEEN {
+            offset_through(skeleton, pose, &self.upper_between, root_scale, self.mid)
+        } else {
+            offset_through(skeleton, pose, &[], root_scale, self.mid)
+        };
         let s_mid = s_mid_parent * self.mid_rest_scale;
-        let (u2, q_mt, _) = offset_through(skeleton, pose, &self.lower_between, s_mid, self.tip);
+        let (u2, q_mt, _) = if BETWEEN {
+            offset_through(skeleton, pose, &self.lower_between, s_mid, self.tip)
+        } else {
+            offset_through(skeleton, pose, &[], s_mid, self.tip)
+        };
         let (l1, l2) = (u1.length(), u2.length());
         // Rotation of the mid bone in the root frame; `then_mt` appends the rigid bones between
         // mid and tip. (Skipped multiplications when there are none: the common case.)
@@ -1106,6 +1132,7 @@ fn acos_fast(x: f32) -> f32 {
 mod tests {
     use super::*;
     use glam::Mat3;
+    use proptest::strategy::Strategy as _;
 
     /// Angle of the rotation between two quaternions (either sign), accurate near zero.
     fn angle_between(a: Quat, b: Quat) -> f32 {
@@ -1242,6 +1269,76 @@ mod tests {
             report.reachable && report.position_error < 1e-5,
             "{report:?}"
         );
+    }
+
+    fn rotation() -> impl proptest::strategy::Strategy<Value = Quat> {
+        proptest::array::uniform3(-3.0f32..3.0).prop_map(|v| Quat::from_scaled_axis(v.into()))
+    }
+
+    proptest::proptest! {
+        /// The copy of the solve for limbs without bones between root, mid and tip gives
+        /// exactly what the general one (with the rigid-offset walks) gives, on random rigs
+        /// (rest rotations, lengths, scales), poses, parents and goals of every kind.
+        #[test]
+        fn fast_path_matches_general_path(
+            rests in proptest::array::uniform4(rotation()),
+            lengths in proptest::array::uniform2(0.05f32..2.0),
+            scale in 0.5f32..2.0,
+            current in proptest::array::uniform3(rotation()),
+            parent_rotation in rotation(),
+            target in proptest::array::uniform3(-3.0f32..3.0),
+            pole in proptest::array::uniform3(-3.0f32..3.0),
+            orientation in rotation(),
+            kind in 0usize..6,
+            weights in proptest::array::uniform3(0.0f32..1.5),
+        ) {
+            use crate::skeleton::Bone;
+            let skeleton = Skeleton::try_new(vec![
+                Bone::new("base", None, BoneTransform {
+                    scale: Vec3::splat(scale),
+                    ..BoneTransform::from_rotation(rests[0])
+                }),
+                Bone::new("root", Some(0), BoneTransform::from_translation_rotation(Vec3::Y, rests[1])),
+                Bone::new(
+                    "mid",
+                    Some(1),
+                    BoneTransform::from_translation_rotation(rests[2] * Vec3::X * lengths[0], rests[3]),
+                ),
+                Bone::new("tip", Some(2), BoneTransform::from_translation(Vec3::Z * lengths[1])),
+            ])
+            .unwrap();
+            let ik = TwoBoneIk::try_new(&skeleton, 1, 2, 3).unwrap();
+            let mut pose = skeleton.rest_pose();
+            pose.rotations[1] = current[0];
+            pose.rotations[2] = current[1];
+            pose.rotations[3] = current[2];
+            let parent = BoneTransform {
+                rotation: parent_rotation,
+                ..skeleton.model_transform(&pose, 0)
+            };
+            let goal = LimbGoal::new(Vec3::from(target));
+            let goal = match kind {
+                0 => goal.with_pole(pole.into()),
+                1 => goal.with_pole(pole.into()).with_orientation(orientation),
+                2 => goal.with_swivel(pole[0]),
+                3 => goal.with_orientation(orientation),
+                4 => goal.with_pole(pole.into()).with_weights(weights[0], weights[1], weights[2]),
+                _ => goal
+                    .with_orientation(orientation)
+                    .with_weights(weights[0], weights[1], weights[2]),
+            };
+            let mut general = pose.clone();
+            let fast = ik.solve_impl::<false>(&skeleton, &mut pose, &goal, &parent);
+            let slow = ik.solve_impl::<true>(&skeleton, &mut general, &goal, &parent);
+            proptest::prop_assert_eq!(fast, slow);
+            proptest::prop_assert_eq!(format!("{pose:?}"), format!("{general:?}"));
+            // And the public entry point takes the fast path here.
+            let mut public = general.clone();
+            proptest::prop_assert_eq!(
+                ik.solve_with_parent(&skeleton, &mut public, &goal, &parent),
+                ik.solve_impl::<false>(&skeleton, &mut general, &goal, &parent)
+            );
+        }
     }
 
     #[test]
