@@ -714,12 +714,15 @@ impl TwoBoneIk {
         self.solve_with_parent(skeleton, pose, goal, &parent)
     }
 
+    #[inline(always)]
     fn check_sizes(&self, skeleton: &Skeleton, pose: &Pose) -> Result<(), AnalyticError> {
         let found = skeleton
             .len()
             .min(pose.rotations.len())
             .min(pose.translations.len());
-        if found <= self.tip {
+        // `root < mid < tip` always holds (the skeleton lists parents first); stating it lets
+        // the compiler drop the bounds checks of the root's and mid's indices after this one.
+        if found <= self.tip || self.root >= self.mid || self.mid >= self.tip {
             return Err(AnalyticError::PoseMismatch {
                 needed: self.tip + 1,
                 found,
