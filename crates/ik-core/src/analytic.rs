@@ -252,27 +252,10 @@ impl LimbGoal {
         self
     }
 
-    #[inline(always)]
-    fn validate(&self) -> Result<(), AnalyticError> {
-        // Fast path: `x * 0` is ±0 for a finite `x` and NaN otherwise, so a sum of such products
-        // is zero exactly when every value is finite. The slow path names the culprit.
-        let pole = match self.pole {
-            Pole::Position(p) => p,
-            Pole::Swivel(a) => Vec3::splat(a),
-            Pole::Keep => Vec3::ZERO,
-        };
-        let zeros = Vec4::from((self.target, self.position_weight)) * 0.0
-            + Vec4::from((pole, self.rotation_weight)) * 0.0
-            + Vec4::from(self.orientation.unwrap_or(Quat::IDENTITY)) * 0.0
-            + Vec4::splat(self.pole_weight) * 0.0;
-        if zeros == Vec4::ZERO && self.orientation.is_none_or(|q| q.length_squared() >= 1e-12) {
-            return Ok(());
-        }
-        self.validate_slow()
-    }
-
+    /// Names the goal's first non-finite value (or degenerate orientation). The solve does not
+    /// call it up front: see [`TwoBoneIk::solve_with_parent`].
     #[cold]
-    fn validate_slow(&self) -> Result<(), AnalyticError> {
+    fn validate(&self) -> Result<(), AnalyticError> {
         if !self.target.is_finite() {
             return Err(AnalyticError::NonFiniteGoal("target"));
         }
@@ -329,6 +312,10 @@ pub struct TwoBoneIk {
     /// Bones strictly between mid and tip, parents first (held rigid).
     lower_between: Vec<usize>,
     rest_lengths: [f32; 2],
+    /// Root and mid bones' rest scales (the skeleton's rest data is immutable, so they are read
+    /// once here instead of on every solve).
+    root_rest_scale: Vec3,
+    mid_rest_scale: Vec3,
     /// Root bone's rest local rotation.
     root_rest_rotation: Quat,
     /// Root bone's rest model rotation.
@@ -608,6 +595,8 @@ impl TwoBoneIk {
             upper_between,
             lower_between,
             rest_lengths: [l1, l2],
+            root_rest_scale: skeleton.bones()[root].rest.scale,
+            mid_rest_scale: skeleton.bones()[mid].rest.scale,
             root_rest_rotation: skeleton.bones()[root].rest.rotation,
             root_rest_model_rotation,
             upper_rest_direction: root_rest_model_rotation.inverse() * ua,
@@ -725,12 +714,15 @@ impl TwoBoneIk {
         self.solve_with_parent(skeleton, pose, goal, &parent)
     }
 
+    #[inline(always)]
     fn check_sizes(&self, skeleton: &Skeleton, pose: &Pose) -> Result<(), AnalyticError> {
         let found = skeleton
             .len()
             .min(pose.rotations.len())
             .min(pose.translations.len());
-        if found <= self.tip {
+        // `root < mid < tip` always holds (the skeleton lists parents first); stating it lets
+        // the compiler drop the bounds checks of the root's and mid's indices after this one.
+        if found <= self.tip || self.root >= self.mid || self.mid >= self.tip {
             return Err(AnalyticError::PoseMismatch {
                 needed: self.tip + 1,
                 found,
@@ -751,11 +743,35 @@ impl TwoBoneIk {
         goal: &LimbGoal,
         parent: &BoneTransform,
     ) -> Result<LimbReport, AnalyticError> {
+        // Without bones between root, mid and tip (the common case) a copy of the solve without
+        // the rigid-offset walks and their rotations (`Option`s known to be `None`) runs.
+        if self.upper_between.is_empty() && self.lower_between.is_empty() {
+            self.solve_impl::<false>(skeleton, pose, goal, parent)
+        } else {
+            self.solve_impl::<true>(skeleton, pose, goal, parent)
+        }
+    }
+
+    /// [`TwoBoneIk::solve_with_parent`]; `BETWEEN`: whether to walk the bones between root and
+    /// mid and between mid and tip (the result without them is the same either way).
+    #[inline(always)]
+    fn solve_impl<const BETWEEN: bool>(
+        &self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goal: &LimbGoal,
+        parent: &BoneTransform,
+    ) -> Result<LimbReport, AnalyticError> {
         // The common path (full weights, a usable pole) is kept free of the rare cases, which
         // live in `#[cold]` helpers, so that it stays in registers.
-        goal.validate()?;
-        self.check_sizes(skeleton, pose)?;
-        let bones = skeleton.bones();
+        //
+        // The goal is validated lazily: its values are folded (times zero) into the finiteness
+        // check of the output at the end, and every exit before that validates it first (on
+        // their cold paths), so a non-finite goal is still reported as `NonFiniteGoal` and
+        // leaves the pose unchanged.
+        if let Err(e) = self.check_sizes(skeleton, pose) {
+            return Err(goal_error_or(goal, e));
+        }
         let w_pos = goal.position_weight.clamp(0.0, 1.0);
         let w_rot = goal.rotation_weight.clamp(0.0, 1.0);
         let w_pole = goal.pole_weight.clamp(0.0, 1.0);
@@ -769,11 +785,18 @@ impl TwoBoneIk {
                 q_parent,
                 Vec3A::from(parent.scale * pose.translations[self.root]),
             );
-        let root_scale = parent.scale * bones[self.root].rest.scale;
-        let (u1, q_rm, s_mid_parent) =
-            offset_through(skeleton, pose, &self.upper_between, root_scale, self.mid);
-        let s_mid = s_mid_parent * bones[self.mid].rest.scale;
-        let (u2, q_mt, _) = offset_through(skeleton, pose, &self.lower_between, s_mid, self.tip);
+        let root_scale = parent.scale * self.root_rest_scale;
+        let (u1, q_rm, s_mid_parent) = if BETWEEN {
+            offset_through(skeleton, pose, &self.upper_between, root_scale, self.mid)
+        } else {
+            offset_through(skeleton, pose, &[], root_scale, self.mid)
+        };
+        let s_mid = s_mid_parent * self.mid_rest_scale;
+        let (u2, q_mt, _) = if BETWEEN {
+            offset_through(skeleton, pose, &self.lower_between, s_mid, self.tip)
+        } else {
+            offset_through(skeleton, pose, &[], s_mid, self.tip)
+        };
         let (l1, l2) = (u1.length(), u2.length());
         // Rotation of the mid bone in the root frame; `then_mt` appends the rigid bones between
         // mid and tip. (Skipped multiplications when there are none: the common case.)
@@ -781,10 +804,13 @@ impl TwoBoneIk {
         let then_mt = |q: Quat| q_mt.map_or(q, |r| q * r);
         let b_cur = rotate(m_cur, u2);
         let lengths_ok = l1 > MIN_BONE_LENGTH * 1e-3 && l2 > MIN_BONE_LENGTH * 1e-3;
-        // The root's model rotation `q_parent * q_root` is finite exactly when both factors are;
-        // only the rare paths below need the product itself.
-        if !(lengths_ok && all_finite([b_cur, p_root], [q_parent, q_root])) {
-            return Err(AnalyticError::DegeneratePose);
+        // `p_root` is finite only if `q_parent` is (`rotate` multiplies every component of the
+        // quaternion into the result, and a non-finite value times 0 is NaN), `b_cur` only if
+        // `q_mid` is (and the bones between root and mid); `q_root` is checked on its own. The
+        // root's model rotation `q_parent * q_root` is then finite too; only the rare paths
+        // below need the product itself.
+        if !(lengths_ok && all_finite([b_cur, p_root], [q_root])) {
+            return Err(goal_error_or(goal, AnalyticError::DegeneratePose));
         }
         // (A `move` closure of copies: built only on the rare paths that call it.)
         let incoming = move || Incoming {
@@ -798,6 +824,7 @@ impl TwoBoneIk {
         let ua = u1 / l1;
 
         if w_pos == 0.0 && w_pole == 0.0 && (w_rot == 0.0 || goal.orientation.is_none()) {
+            goal.validate()?;
             return Ok(Self::unchanged_report(
                 &incoming(),
                 ua,
@@ -867,17 +894,20 @@ impl TwoBoneIk {
 
         // Desired bend-plane normal in model space: the normal of the plane through the target
         // line and the pole, oriented so that the pole's side s maps onto it by s × dir.
-        let (n_pole, pole_fallback) = match goal.pole {
+        // (`pole_values` goes into the final finiteness check.)
+        let (n_pole, pole_fallback, pole_values) = match goal.pole {
             Pole::Position(p) => {
-                let n = unit_cross(Vec3A::from(p) - p_root, dir);
-                (n, n.is_none())
+                let p = Vec3A::from(p);
+                let n = unit_cross(p - p_root, dir);
+                (n, n.is_none(), p)
             }
-            Pole::Keep => (None, false),
+            Pole::Keep => (None, false, Vec3A::ZERO),
             Pole::Swivel(angle) => {
                 let r = self.rest_reference(q_parent, dir);
                 (
                     r.map(|r| Quat::from_axis_angle(dir.into(), angle) * r),
                     r.is_none(),
+                    Vec3A::splat(angle),
                 )
             }
         };
@@ -903,11 +933,17 @@ impl TwoBoneIk {
         let m_new = delta * m_cur;
         let new_mid = q_rm.map_or(m_new, |r| r.conjugate() * m_new).normalize();
         let new_root = (q_parent.conjugate() * new_root_rot).normalize();
-        let new_tip = match goal.orientation {
+        // (`o_values` goes into the final finiteness check; a (near-)zero orientation is
+        // rejected here.)
+        let (new_tip, o_values) = match goal.orientation {
+            Some(o) if o.length_squared() < 1e-12 => {
+                return Err(goal_error_or(goal, AnalyticError::DegeneratePose));
+            }
             Some(o) if w_rot >= 1.0 => {
-                // The target orientation in the new frame of the tip's parent.
+                // The target orientation in the new frame of the tip's parent. (The product is
+                // linear in `o`, so `o` needs no normalising before the final one.)
                 let frame = then_mt(new_root_rot * m_new);
-                (frame.conjugate() * o.normalize()).normalize()
+                ((frame.conjugate() * o).normalize(), o)
             }
             Some(o) => {
                 // Blend from (w_rot = 0: keep) the tip's incoming model rotation.
@@ -918,12 +954,20 @@ impl TwoBoneIk {
                 } else {
                     tip_in
                 };
-                (then_mt(new_root_rot * m_new).conjugate() * tip_model).normalize()
+                (
+                    (then_mt(new_root_rot * m_new).conjugate() * tip_model).normalize(),
+                    o,
+                )
             }
-            None => pose.rotations[self.tip],
+            None => (pose.rotations[self.tip], Quat::IDENTITY),
         };
-        if !all_finite([], [new_root, new_mid, new_tip]) {
-            return Err(AnalyticError::DegeneratePose);
+        // The output, and the goal's values (a non-finite pole or weight need not show in it).
+        let weights = Vec3A::new(goal.position_weight, goal.rotation_weight, goal.pole_weight);
+        if !all_finite(
+            [goal_target, pole_values, weights],
+            [new_root, new_mid, new_tip, o_values],
+        ) {
+            return Err(goal_error_or(goal, AnalyticError::DegeneratePose));
         }
         pose.rotations[self.root] = new_root;
         pose.rotations[self.mid] = new_mid;
@@ -1007,6 +1051,13 @@ impl TwoBoneIk {
     }
 }
 
+/// The goal's own error if it has a non-finite value, else `error`.
+#[cold]
+#[inline(never)]
+fn goal_error_or(goal: &LimbGoal, error: AnalyticError) -> AnalyticError {
+    goal.validate().err().unwrap_or(error)
+}
+
 /// The incoming limb in model space, for the rare paths.
 struct Incoming {
     /// The root joint.
@@ -1084,6 +1135,7 @@ fn acos_fast(x: f32) -> f32 {
 mod tests {
     use super::*;
     use glam::Mat3;
+    use proptest::strategy::Strategy as _;
 
     /// Angle of the rotation between two quaternions (either sign), accurate near zero.
     fn angle_between(a: Quat, b: Quat) -> f32 {
@@ -1131,6 +1183,165 @@ mod tests {
         // Within a few f32 roundings of the truth, like the matrix route (which is limited by
         // the rounding of b₁, b₂ too).
         assert!(worst < 5e-6, "{worst} (matrix route: {worst_matrix})");
+    }
+
+    /// An arm along +X with a bent rest elbow, and its solver.
+    fn arm() -> (Skeleton, TwoBoneIk) {
+        use crate::skeleton::Bone;
+        let skeleton = Skeleton::try_new(vec![
+            Bone::new("shoulder", None, BoneTransform::IDENTITY),
+            Bone::new(
+                "elbow",
+                Some(0),
+                BoneTransform::from_translation_rotation(
+                    Vec3::X * 0.3,
+                    Quat::from_rotation_y(-0.2),
+                ),
+            ),
+            Bone::new(
+                "wrist",
+                Some(1),
+                BoneTransform::from_translation(Vec3::X * 0.25),
+            ),
+        ])
+        .unwrap();
+        let ik = TwoBoneIk::try_new(&skeleton, 0, 1, 2).unwrap();
+        (skeleton, ik)
+    }
+
+    /// The goal is validated lazily (folded into the output check): every kind of bad value
+    /// is still a `NonFiniteGoal` that leaves the pose unchanged, on every path (full and zero
+    /// weights, with and without an orientation, and ahead of a degenerate pose's error).
+    #[test]
+    fn lazily_validated_goals_are_still_rejected() {
+        let (skeleton, ik) = arm();
+        let ok = Vec3::new(0.3, 0.2, 0.1);
+        let nan = f32::NAN;
+        let inf = f32::INFINITY;
+        let mut bad = vec![
+            LimbGoal::new(Vec3::new(inf, 0.0, 0.0)),
+            LimbGoal::new(Vec3::new(0.0, nan, 0.0)).with_pole(Vec3::Z),
+            LimbGoal::new(ok).with_pole(Vec3::new(0.0, 0.0, -inf)),
+            LimbGoal::new(ok).with_swivel(inf),
+            LimbGoal::new(ok).with_orientation(Quat::from_xyzw(0.0, 0.0, 0.0, 0.0)),
+            LimbGoal::new(ok).with_orientation(Quat::from_xyzw(1e-7, 0.0, 0.0, 0.0)),
+            LimbGoal::new(ok).with_orientation(Quat::from_xyzw(0.0, inf, 0.0, 1.0)),
+            LimbGoal::new(ok).with_weights(1.0, nan, 1.0),
+            LimbGoal::new(ok).with_weights(1.0, 1.0, nan),
+            LimbGoal::new(ok).with_weights(1.0, -inf, 1.0),
+            LimbGoal::new(ok)
+                .with_orientation(Quat::from_xyzw(nan, 0.0, 0.0, 1.0))
+                .with_weights(1.0, 0.0, 1.0),
+        ];
+        // All weights zero: the early exit must validate too.
+        bad.extend(
+            [
+                LimbGoal::new(Vec3::splat(nan)),
+                LimbGoal::new(ok).with_pole(Vec3::splat(nan)),
+                LimbGoal::new(ok).with_orientation(Quat::from_xyzw(nan, 0.0, 0.0, 1.0)),
+            ]
+            .map(|g| g.with_weights(0.0, 0.0, 0.0)),
+        );
+        let mut pose = skeleton.rest_pose();
+        pose.rotations[0] = Quat::from_rotation_z(0.3);
+        let before = pose.clone();
+        for goal in &bad {
+            let e = ik.solve_with_parent(&skeleton, &mut pose, goal, &BoneTransform::IDENTITY);
+            assert!(
+                matches!(e, Err(AnalyticError::NonFiniteGoal(_))),
+                "{goal:?}: {e:?}"
+            );
+            assert_eq!(format!("{pose:?}"), format!("{before:?}"));
+            // A bad goal is named ahead of a degenerate pose or parent.
+            let parent = BoneTransform::from_translation(Vec3::splat(nan));
+            let e = ik.solve_with_parent(&skeleton, &mut pose, goal, &parent);
+            assert!(
+                matches!(e, Err(AnalyticError::NonFiniteGoal(_))),
+                "{goal:?}: {e:?}"
+            );
+        }
+        // A good goal on a degenerate parent is `DegeneratePose`; on a good one it solves.
+        let goal = LimbGoal::new(ok).with_pole(Vec3::Z);
+        let parent = BoneTransform::from_translation(Vec3::splat(nan));
+        let e = ik.solve_with_parent(&skeleton, &mut pose, &goal, &parent);
+        assert_eq!(e, Err(AnalyticError::DegeneratePose));
+        let report = ik
+            .solve_with_parent(&skeleton, &mut pose, &goal, &BoneTransform::IDENTITY)
+            .unwrap();
+        assert!(
+            report.reachable && report.position_error < 1e-5,
+            "{report:?}"
+        );
+    }
+
+    fn rotation() -> impl proptest::strategy::Strategy<Value = Quat> {
+        proptest::array::uniform3(-3.0f32..3.0).prop_map(|v| Quat::from_scaled_axis(v.into()))
+    }
+
+    proptest::proptest! {
+        /// The copy of the solve for limbs without bones between root, mid and tip gives
+        /// exactly what the general one (with the rigid-offset walks) gives, on random rigs
+        /// (rest rotations, lengths, scales), poses, parents and goals of every kind.
+        #[test]
+        fn fast_path_matches_general_path(
+            rests in proptest::array::uniform4(rotation()),
+            lengths in proptest::array::uniform2(0.05f32..2.0),
+            scale in 0.5f32..2.0,
+            current in proptest::array::uniform3(rotation()),
+            parent_rotation in rotation(),
+            target in proptest::array::uniform3(-3.0f32..3.0),
+            pole in proptest::array::uniform3(-3.0f32..3.0),
+            orientation in rotation(),
+            kind in 0usize..6,
+            weights in proptest::array::uniform3(0.0f32..1.5),
+        ) {
+            use crate::skeleton::Bone;
+            let skeleton = Skeleton::try_new(vec![
+                Bone::new("base", None, BoneTransform {
+                    scale: Vec3::splat(scale),
+                    ..BoneTransform::from_rotation(rests[0])
+                }),
+                Bone::new("root", Some(0), BoneTransform::from_translation_rotation(Vec3::Y, rests[1])),
+                Bone::new(
+                    "mid",
+                    Some(1),
+                    BoneTransform::from_translation_rotation(rests[2] * Vec3::X * lengths[0], rests[3]),
+                ),
+                Bone::new("tip", Some(2), BoneTransform::from_translation(Vec3::Z * lengths[1])),
+            ])
+            .unwrap();
+            let ik = TwoBoneIk::try_new(&skeleton, 1, 2, 3).unwrap();
+            let mut pose = skeleton.rest_pose();
+            pose.rotations[1] = current[0];
+            pose.rotations[2] = current[1];
+            pose.rotations[3] = current[2];
+            let parent = BoneTransform {
+                rotation: parent_rotation,
+                ..skeleton.model_transform(&pose, 0)
+            };
+            let goal = LimbGoal::new(Vec3::from(target));
+            let goal = match kind {
+                0 => goal.with_pole(pole.into()),
+                1 => goal.with_pole(pole.into()).with_orientation(orientation),
+                2 => goal.with_swivel(pole[0]),
+                3 => goal.with_orientation(orientation),
+                4 => goal.with_pole(pole.into()).with_weights(weights[0], weights[1], weights[2]),
+                _ => goal
+                    .with_orientation(orientation)
+                    .with_weights(weights[0], weights[1], weights[2]),
+            };
+            let mut general = pose.clone();
+            let fast = ik.solve_impl::<false>(&skeleton, &mut pose, &goal, &parent);
+            let slow = ik.solve_impl::<true>(&skeleton, &mut general, &goal, &parent);
+            proptest::prop_assert_eq!(fast, slow);
+            proptest::prop_assert_eq!(format!("{pose:?}"), format!("{general:?}"));
+            // And the public entry point takes the fast path here.
+            let mut public = general.clone();
+            proptest::prop_assert_eq!(
+                ik.solve_with_parent(&skeleton, &mut public, &goal, &parent),
+                ik.solve_impl::<false>(&skeleton, &mut general, &goal, &parent)
+            );
+        }
     }
 
     #[test]
