@@ -18,7 +18,8 @@
 //! Environment knobs: `IK_CROWD` (characters, default 1000), `IK_SPACING` (metres between
 //! characters), `IK_HEAD=0` (no look-at), `IK_TOL` (position tolerance), `IK_RESTARTS`,
 //! `IK_ITERS`, `IK_POSTURE`, `IK_STILL` (targets do not move), `IK_BASELINE` (IK disabled:
-//! the cost of everything else), `IK_DEBUG`.
+//! the cost of everything else), `IK_DEFAULT_POOLS` (Bevy's default task pools: one compute
+//! thread on 2 cores), `IK_DEBUG`.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -230,10 +231,24 @@ fn spawn_character(world: &mut World, at: Vec3, humanoid: IkHumanoid) {
 
 fn crowd(n: usize, humanoid: &IkHumanoid) -> App {
     let mut app = App::new();
-    app.add_plugins((MinimalPlugins, TransformPlugin, IkPlugin::default()))
-        .init_resource::<Frame>()
-        .insert_resource(walk_cycle())
-        .add_systems(Update, move_targets);
+    // Bevy's default task pools give IO and async compute one thread each before compute
+    // gets the rest: on this 2-core machine that leaves compute (systems and `par_iter_mut`)
+    // one thread. A game that wants every core for its systems gives compute all of them (the
+    // IO and async threads sleep when idle); `IK_DEFAULT_POOLS` keeps Bevy's defaults.
+    let mut pools = TaskPoolOptions::default();
+    if std::env::var("IK_DEFAULT_POOLS").is_err() {
+        pools.compute.min_threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    }
+    app.add_plugins((
+        MinimalPlugins.set(TaskPoolPlugin {
+            task_pool_options: pools,
+        }),
+        TransformPlugin,
+        IkPlugin::default(),
+    ))
+    .init_resource::<Frame>()
+    .insert_resource(walk_cycle())
+    .add_systems(Update, move_targets);
     let side = (n as f32).sqrt().ceil() as usize;
     for i in 0..n {
         let spacing = std::env::var("IK_SPACING")
