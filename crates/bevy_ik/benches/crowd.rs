@@ -237,7 +237,8 @@ fn crowd(n: usize, humanoid: &IkHumanoid) -> App {
     // IO and async threads sleep when idle); `IK_DEFAULT_POOLS` keeps Bevy's defaults.
     let mut pools = TaskPoolOptions::default();
     if std::env::var("IK_DEFAULT_POOLS").is_err() {
-        pools.compute.min_threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        pools.compute.min_threads =
+            std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     }
     app.add_plugins((
         MinimalPlugins.set(TaskPoolPlugin {
