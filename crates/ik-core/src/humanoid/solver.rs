@@ -1827,3 +1827,52 @@ fn cholesky_solve(a: &[f32], n: usize, b: &mut [f32]) {
         b[i] = s / a[i * n + i];
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::humanoid::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
+
+    /// A position-only pelvis goal is met exactly by pinning the hips translation: a pelvis
+    /// target moving a few millimetres per frame (hands and feet staying put, all reachable)
+    /// costs no Jacobian iteration, and every goal is met.
+    #[test]
+    fn position_only_pelvis_goal_is_pinned_without_iterations() {
+        let skeleton = test_rig(RigConvention::Mixamo, RestAxes::PlusY);
+        let (map, _) = HumanoidMap::from_skeleton(&skeleton);
+        let mut solver = FullBodySolver::new(&skeleton, &map).expect("test rig maps");
+        // A bent, in-limit pose (limbs not at full stretch), seeded.
+        let mut state = 0x2545_f491_u32;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            state as f32 / u32::MAX as f32
+        };
+        let mut pose = random_pose_within_limits(&skeleton, &map, solver.limits(), 0.5, &mut next);
+        let mut goals = solver.goals_at_pose(&skeleton, &pose);
+        goals.get_mut(Effector::Pelvis).rotation_weight = 0.0;
+        let start = goals.get(Effector::Pelvis).position;
+        for step in 1..=5 {
+            let offset = Vec3::new(0.004, -0.006, 0.003) * step as f32;
+            goals.get_mut(Effector::Pelvis).position = start + offset;
+            let report = solver
+                .solve(&skeleton, &mut pose, &goals)
+                .expect("valid input");
+            assert!(report.converged, "step {step}: {report:?}");
+            assert_eq!(report.iterations, 0, "step {step}: {report:?}");
+            let model = skeleton.model_transforms(&pose);
+            for (k, &e) in Effector::ALL.iter().enumerate() {
+                let b = solver.effector_bones()[k];
+                let err = model[b].translation.distance(goals.get(e).position);
+                assert!(err <= 1e-4, "step {step}: {e:?} off by {err}");
+            }
+            let hips = solver.effector_bones()[Effector::Pelvis as usize];
+            let pelvis_error = model[hips].translation.distance(start + offset);
+            assert!(
+                pelvis_error < 1e-5,
+                "step {step}: pelvis off by {pelvis_error}"
+            );
+        }
+    }
+}
