@@ -19,7 +19,8 @@
 //! characters), `IK_HEAD=0` (no look-at), `IK_TOL` (position tolerance), `IK_RESTARTS`,
 //! `IK_ITERS`, `IK_POSTURE`, `IK_STILL` (targets do not move), `IK_BASELINE` (IK disabled:
 //! the cost of everything else), `IK_DEFAULT_POOLS` (Bevy's default task pools: one compute
-//! thread on 2 cores), `IK_DEBUG`.
+//! thread on 2 cores), `IK_WAVES` (the earlier motion model, see `move_waves`: T-pose hand
+//! orientations on moved hands, limit-bound wrists), `IK_DEBUG`.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -112,6 +113,27 @@ struct Track {
 
 #[derive(Resource, Default)]
 struct Frame(usize);
+
+/// `IK_WAVES`: the earlier, harder motion model. A target's wave centre, phase and amplitude.
+#[derive(Component)]
+struct Wave {
+    base: Vec3,
+    phase: f32,
+    amplitude: f32,
+}
+
+/// `IK_WAVES`: hands (8 cm), feet (4 cm) and pelvis (2 cm) on sine waves around centres moved
+/// from the T-pose (hands 25 cm inward, 20 cm down, 15 cm forward), with their orientations
+/// kept at the T-pose: the wrists are then limit-bound, so the hand orientation goals are often
+/// not reachable exactly and the solver iterates.
+fn move_waves(frame: Res<Frame>, mut targets: Query<(&Wave, &mut Transform)>) {
+    let t = frame.0 as f32 * 0.05;
+    targets.par_iter_mut().for_each(|(w, mut tr)| {
+        let s = (t + w.phase).sin() * w.amplitude;
+        let c = (t * 0.7 + w.phase).cos() * w.amplitude;
+        tr.translation = w.base + Vec3::new(c * 0.5, s, c);
+    });
+}
 
 fn move_targets(
     mut frame: ResMut<Frame>,
@@ -269,7 +291,30 @@ fn crowd(n: usize, humanoid: &IkHumanoid) -> App {
     let mut q = app.world_mut().query::<&IkHumanoidTargets>();
     let targets: Vec<IkHumanoidTargets> = q.iter(app.world()).cloned().collect();
     assert_eq!(targets.len(), n, "every character was mapped");
+    let waves = std::env::var("IK_WAVES").is_ok();
+    if waves {
+        app.add_systems(Update, move_waves.after(move_targets));
+    }
     for t in targets {
+        if waves {
+            for (e, offset, amplitude) in [
+                (t.left_hand, Vec3::new(-0.25, -0.2, 0.15), 0.08),
+                (t.right_hand, Vec3::new(0.25, -0.2, 0.15), 0.08),
+                (t.left_foot, Vec3::new(0.0, 0.1, 0.05), 0.04),
+                (t.right_foot, Vec3::new(0.0, 0.1, 0.05), 0.04),
+                (t.pelvis, Vec3::new(0.0, -0.05, 0.0), 0.02),
+            ] {
+                let Some(e) = e else { continue };
+                let base = app.world().get::<Transform>(e).unwrap().translation + offset;
+                let phase = rng.next() * std::f32::consts::TAU;
+                app.world_mut().entity_mut(e).insert(Wave {
+                    base,
+                    phase,
+                    amplitude,
+                });
+            }
+            continue;
+        }
         let phase = (rng.next() * CYCLE as f32) as usize;
         for (slot, e) in [
             t.left_hand,
