@@ -12,8 +12,9 @@
 //! leaks into the goals; at 0.05 it cost 3 points of cold success and 4× the iterations) and every joint clamped to its limit after each step; joints
 //! the last step clamped get a smaller column scale (a soft active set). A pelvis goal is met
 //! exactly first: a full 6D goal takes the floating joint out of the Jacobian, a position-only
-//! goal its translation (the hips still turn), so a moving pelvis target costs no iterations. With [`FullBodySettings::analytic_limbs`] (the default) the Jacobian only has to bring
-//! the body *near* the goals (coarse tolerance); each limb is then finished analytically: the
+//! goal its translation (the hips still turn), so a moving pelvis target costs no iterations.
+//! With [`FullBodySettings::analytic_limbs`] (the default) the Jacobian only has to bring the
+//! body *near* the goals (coarse tolerance); each limb is then finished analytically: the
 //! elbow/knee hinge angle is solved in closed form for the exact shoulder–wrist distance, the
 //! upper bone is turned by the shortest arc onto the target, the limb is swivelled about the
 //! root–target axis (first near its current swivel, then over a full turn) to where the
@@ -54,8 +55,8 @@
 //! block-sparse path); goals on several levels use strict recursive null-space projection
 //! (Siciliano–Slotine; each level damped, the projectors nearly undamped so lower levels do not
 //! leak upward), and restarts compare results level by level. A pelvis goal is always met
-//! first (whatever its level: position, and rotation for a 6D goal), and the analytic finish only moves each limb's own joints, so it never costs
-//! another limb's goal.
+//! first, whatever its level (its position, and its rotation for a 6D goal), and the analytic
+//! finish only moves each limb's own joints, so it never costs another limb's goal.
 //!
 //! No allocation per solve: all work buffers live in the solver and are sized at construction.
 
