@@ -4,15 +4,32 @@
 //! (`IkHumanoid::auto()`: ik-core's hybrid full-body solver) are compared with four analytic
 //! limbs per character (`IkHumanoid::limbs()`) in the same run, and the ratio printed.
 //!
+//! Motion model: the targets follow a procedural walk cycle as an animation would drive them.
+//! A one-second (60-frame) cycle of joint angles (arms hanging and swinging ±25°, elbows
+//! bending 15–45°, hips flexing ±25°, knees 5–45°, the pelvis bobbing 2 cm, swaying 2 cm and
+//! turning ±5°, the head turning ±10°) is turned by forward kinematics into each frame's hand,
+//! foot and pelvis positions and orientations and the look-at point, all in the character's
+//! frame; every pose is checked to be within the solver's anatomical limits, so every goal is
+//! reachable. Each character walks the cycle at its own phase; the hands move up to about
+//! 3 cm, the feet up to about 4 cm per frame (walking speed at 60 fps), and every target moves
+//! every frame. Each frame's solve starts from the previous frame's solution (the bones keep
+//! the solved pose), as it does in a game where IK follows an animation.
+//!
 //! Environment knobs: `IK_CROWD` (characters, default 1000), `IK_SPACING` (metres between
 //! characters), `IK_HEAD=0` (no look-at), `IK_TOL` (position tolerance), `IK_RESTARTS`,
-//! `IK_ITERS`, `IK_POSTURE`, `IK_PELVIS_WAVE` (pelvis target amplitude), `IK_STILL` (targets
-//! do not move), `IK_BASELINE` (IK disabled: the cost of everything else), `IK_DEBUG`.
+//! `IK_ITERS`, `IK_POSTURE`, `IK_STILL` (targets do not move), `IK_BASELINE` (IK disabled:
+//! the cost of everything else), `IK_DEFAULT_POOLS` (Bevy's default task pools: one compute
+//! thread on 2 cores), `IK_WAVES` (the earlier motion model, see `move_waves`: T-pose hand
+//! orientations on moved hands, limit-bound wrists), `IK_DEBUG`.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use bevy::prelude::*;
+use bevy_ik::ik_core::humanoid::{FullBodySolver, HumanoidBone, HumanoidMap};
+use bevy_ik::ik_core::limits::JointLimit;
+use bevy_ik::ik_core::skeleton::Bone;
+use bevy_ik::ik_core::{BoneTransform, Skeleton};
 use bevy_ik::prelude::*;
 use criterion::{Criterion, criterion_group, criterion_main};
 
@@ -78,7 +95,26 @@ impl Lcg {
     }
 }
 
-/// A target's start position and its wave phase.
+/// Frames in one walk cycle (one second at 60 fps).
+const CYCLE: usize = 60;
+
+/// Target transforms (character frame) for every frame of the walk cycle: left hand, right
+/// hand, left foot, right foot, pelvis, look-at point.
+#[derive(Resource)]
+struct WalkCycle(Vec<[Transform; 6]>);
+
+/// Which of a character's six targets this is (index into a [`WalkCycle`] frame) and the
+/// character's phase in the cycle.
+#[derive(Component)]
+struct Track {
+    slot: usize,
+    phase: usize,
+}
+
+#[derive(Resource, Default)]
+struct Frame(usize);
+
+/// `IK_WAVES`: the earlier, harder motion model. A target's wave centre, phase and amplitude.
 #[derive(Component)]
 struct Wave {
     base: Vec3,
@@ -86,20 +122,113 @@ struct Wave {
     amplitude: f32,
 }
 
-#[derive(Resource, Default)]
-struct Frame(u32);
-
-fn move_targets(mut frame: ResMut<Frame>, mut targets: Query<(&Wave, &mut Transform)>) {
-    if std::env::var("IK_STILL").is_ok() {
-        return;
-    }
-    frame.0 += 1;
+/// `IK_WAVES`: hands (8 cm), feet (4 cm) and pelvis (2 cm) on sine waves around centres moved
+/// from the T-pose (hands 25 cm inward, 20 cm down, 15 cm forward), with their orientations
+/// kept at the T-pose: the wrists are then limit-bound, so the hand orientation goals are often
+/// not reachable exactly and the solver iterates.
+fn move_waves(frame: Res<Frame>, mut targets: Query<(&Wave, &mut Transform)>) {
     let t = frame.0 as f32 * 0.05;
     targets.par_iter_mut().for_each(|(w, mut tr)| {
         let s = (t + w.phase).sin() * w.amplitude;
         let c = (t * 0.7 + w.phase).cos() * w.amplitude;
         tr.translation = w.base + Vec3::new(c * 0.5, s, c);
     });
+}
+
+fn move_targets(
+    mut frame: ResMut<Frame>,
+    cycle: Res<WalkCycle>,
+    mut targets: Query<(&Track, &mut Transform)>,
+) {
+    if std::env::var("IK_STILL").is_ok() {
+        return;
+    }
+    frame.0 += 1;
+    let f = frame.0;
+    targets.par_iter_mut().for_each(|(track, mut tr)| {
+        *tr = cycle.0[(f + track.phase) % CYCLE][track.slot];
+    });
+}
+
+/// The bench humanoid as an ik-core skeleton (model space = the character's frame).
+fn bench_skeleton() -> Skeleton {
+    let bones = POSITIONS
+        .iter()
+        .zip(NAMES)
+        .map(|(&(parent, p), name)| {
+            let parent_pos = parent.map_or(Vec3::ZERO, |j| Vec3::from(POSITIONS[j].1));
+            Bone::new(
+                name,
+                parent,
+                BoneTransform::from_translation(Vec3::from(p) - parent_pos),
+            )
+        })
+        .collect();
+    Skeleton::try_new(bones).expect("the bench rig is valid")
+}
+
+/// The walk cycle's targets (see the module docs), each frame's pose checked against the
+/// solver's limits.
+fn walk_cycle() -> WalkCycle {
+    let skeleton = bench_skeleton();
+    let (map, _) = HumanoidMap::from_skeleton(&skeleton);
+    let mut solver = FullBodySolver::new(&skeleton, &map).expect("the bench rig maps");
+    let rest = skeleton.rest_pose();
+    let deg = f32::to_radians;
+    // Flexion about the elbow's and knee's own hinge axes (positive = anatomical).
+    let limits = solver.limits().clone();
+    let hinge = |role: HumanoidBone, degrees: f32| match limits.get(role) {
+        JointLimit::Hinge { axis, .. } => Quat::from_axis_angle(axis, deg(degrees)),
+        other => panic!("{role:?} is a hinge, not {other:?}"),
+    };
+    let [l_elbow, r_elbow, l_knee, r_knee] = [
+        HumanoidBone::LeftLowerArm,
+        HumanoidBone::RightLowerArm,
+        HumanoidBone::LeftLowerLeg,
+        HumanoidBone::RightLowerLeg,
+    ];
+    let frames = (0..CYCLE)
+        .map(|f| {
+            let a = f as f32 / CYCLE as f32 * std::f32::consts::TAU;
+            let (s, c) = a.sin_cos();
+            let mut pose = rest.clone();
+            let r = &mut pose.rotations;
+            pose.translations[0] += Vec3::new(0.02 * s, 0.01 * (2.0 * a).cos() - 0.02, 0.0);
+            r[0] = Quat::from_rotation_y(deg(5.0) * s);
+            r[2] = Quat::from_rotation_y(deg(-8.0) * s);
+            r[4] = Quat::from_rotation_y(deg(10.0) * c);
+            // Arms hang (about the body's forward axis) and swing against the legs.
+            r[6] = Quat::from_rotation_x(deg(25.0) * s) * Quat::from_rotation_z(deg(-70.0));
+            r[10] = Quat::from_rotation_x(deg(-25.0) * s) * Quat::from_rotation_z(deg(70.0));
+            r[7] = hinge(l_elbow, 30.0 - 15.0 * s);
+            r[11] = hinge(r_elbow, 30.0 + 15.0 * s);
+            // Legs: hip flexion, knee bend in the swing phase, a little ankle.
+            r[13] = Quat::from_rotation_x(deg(-25.0) * s);
+            r[17] = Quat::from_rotation_x(deg(25.0) * s);
+            r[14] = hinge(l_knee, 5.0 + 40.0 * c.max(0.0));
+            r[18] = hinge(r_knee, 5.0 + 40.0 * (-c).max(0.0));
+            r[15] = Quat::from_rotation_x(deg(-10.0) * c);
+            r[19] = Quat::from_rotation_x(deg(10.0) * c);
+            assert!(
+                solver.pose_within_limits(&skeleton, &pose, 1e-4),
+                "walk-cycle frame {f} is within the limits"
+            );
+            let goals = solver.goals_at_pose(&skeleton, &pose);
+            let t = |g: usize| {
+                let e = &goals.effectors[g];
+                Transform::from_translation(e.position).with_rotation(e.rotation)
+            };
+            [
+                t(0),
+                t(1),
+                t(2),
+                t(3),
+                t(4),
+                Transform::from_translation(goals.look_at.target),
+            ]
+        })
+        .collect();
+    WalkCycle(frames)
 }
 
 fn spawn_character(world: &mut World, at: Vec3, humanoid: IkHumanoid) {
@@ -124,9 +253,25 @@ fn spawn_character(world: &mut World, at: Vec3, humanoid: IkHumanoid) {
 
 fn crowd(n: usize, humanoid: &IkHumanoid) -> App {
     let mut app = App::new();
-    app.add_plugins((MinimalPlugins, TransformPlugin, IkPlugin::default()))
-        .init_resource::<Frame>()
-        .add_systems(Update, move_targets);
+    // Bevy's default task pools give IO and async compute one thread each before compute
+    // gets the rest: on this 2-core machine that leaves compute (systems and `par_iter_mut`)
+    // one thread. A game that wants every core for its systems gives compute all of them (the
+    // IO and async threads sleep when idle); `IK_DEFAULT_POOLS` keeps Bevy's defaults.
+    let mut pools = TaskPoolOptions::default();
+    if std::env::var("IK_DEFAULT_POOLS").is_err() {
+        pools.compute.min_threads =
+            std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    }
+    app.add_plugins((
+        MinimalPlugins.set(TaskPoolPlugin {
+            task_pool_options: pools,
+        }),
+        TransformPlugin,
+        IkPlugin::default(),
+    ))
+    .init_resource::<Frame>()
+    .insert_resource(walk_cycle())
+    .add_systems(Update, move_targets);
     let side = (n as f32).sqrt().ceil() as usize;
     for i in 0..n {
         let spacing = std::env::var("IK_SPACING")
@@ -141,34 +286,49 @@ fn crowd(n: usize, humanoid: &IkHumanoid) -> App {
         spawn_character(app.world_mut(), at, humanoid.clone());
     }
     app.update();
-    // Give every target a wave: hands swing widely, feet and pelvis a little, head turns.
+    // Every character walks the cycle at its own phase.
     let mut rng = Lcg(0x5eed);
     let mut q = app.world_mut().query::<&IkHumanoidTargets>();
     let targets: Vec<IkHumanoidTargets> = q.iter(app.world()).cloned().collect();
     assert_eq!(targets.len(), n, "every character was mapped");
-    let pelvis_wave = std::env::var("IK_PELVIS_WAVE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0.02);
+    let waves = std::env::var("IK_WAVES").is_ok();
+    if waves {
+        app.add_systems(Update, move_waves.after(move_targets));
+    }
     for t in targets {
-        // Offsets of the wave centres from the T-pose (character frame): hands in front of the
-        // body and feet slightly raised, so every target stays within reach.
-        for (e, offset, amplitude) in [
-            (t.left_hand, Vec3::new(-0.25, -0.2, 0.15), 0.08),
-            (t.right_hand, Vec3::new(0.25, -0.2, 0.15), 0.08),
-            (t.left_foot, Vec3::new(0.0, 0.1, 0.05), 0.04),
-            (t.right_foot, Vec3::new(0.0, 0.1, 0.05), 0.04),
-            (t.pelvis, Vec3::new(0.0, -0.05, 0.0), pelvis_wave),
-            (t.head, Vec3::ZERO, 0.0),
-        ] {
+        if waves {
+            for (e, offset, amplitude) in [
+                (t.left_hand, Vec3::new(-0.25, -0.2, 0.15), 0.08),
+                (t.right_hand, Vec3::new(0.25, -0.2, 0.15), 0.08),
+                (t.left_foot, Vec3::new(0.0, 0.1, 0.05), 0.04),
+                (t.right_foot, Vec3::new(0.0, 0.1, 0.05), 0.04),
+                (t.pelvis, Vec3::new(0.0, -0.05, 0.0), 0.02),
+            ] {
+                let Some(e) = e else { continue };
+                let base = app.world().get::<Transform>(e).unwrap().translation + offset;
+                let phase = rng.next() * std::f32::consts::TAU;
+                app.world_mut().entity_mut(e).insert(Wave {
+                    base,
+                    phase,
+                    amplitude,
+                });
+            }
+            continue;
+        }
+        let phase = (rng.next() * CYCLE as f32) as usize;
+        for (slot, e) in [
+            t.left_hand,
+            t.right_hand,
+            t.left_foot,
+            t.right_foot,
+            t.pelvis,
+            t.head,
+        ]
+        .into_iter()
+        .enumerate()
+        {
             let Some(e) = e else { continue };
-            let base = app.world().get::<Transform>(e).unwrap().translation + offset;
-            let phase = rng.next() * std::f32::consts::TAU;
-            app.world_mut().entity_mut(e).insert(Wave {
-                base,
-                phase,
-                amplitude,
-            });
+            app.world_mut().entity_mut(e).insert(Track { slot, phase });
         }
     }
     app.update();

@@ -10,9 +10,11 @@
 //! centre of mass), with optional reference-pose following in the null space
 //! ([`FullBodySettings::posture_gain`], off by default: through the damped pseudo-inverse it
 //! leaks into the goals; at 0.05 it cost 3 points of cold success and 4× the iterations) and every joint clamped to its limit after each step; joints
-//! the last step clamped get a smaller column scale (a soft active set). A full 6D pelvis goal
-//! is met exactly first (the floating joint then leaves the Jacobian). With [`FullBodySettings::analytic_limbs`] (the default) the Jacobian only has to bring
-//! the body *near* the goals (coarse tolerance); each limb is then finished analytically: the
+//! the last step clamped get a smaller column scale (a soft active set). A pelvis goal is met
+//! exactly first: a full 6D goal takes the floating joint out of the Jacobian, a position-only
+//! goal its translation (the hips still turn), so a moving pelvis target costs no iterations.
+//! With [`FullBodySettings::analytic_limbs`] (the default) the Jacobian only has to bring the
+//! body *near* the goals (coarse tolerance); each limb is then finished analytically: the
 //! elbow/knee hinge angle is solved in closed form for the exact shoulder–wrist distance, the
 //! upper bone is turned by the shortest arc onto the target, the limb is swivelled about the
 //! root–target axis (first near its current swivel, then over a full turn) to where the
@@ -52,9 +54,9 @@
 //! ([`EffectorGoal::priority`], 0 first). Goals on one level trade off by weight (the fast
 //! block-sparse path); goals on several levels use strict recursive null-space projection
 //! (Siciliano–Slotine; each level damped, the projectors nearly undamped so lower levels do not
-//! leak upward), and restarts compare results level by level. A full 6D pelvis goal is always
-//! met first, and the analytic finish only moves each limb's own joints, so it never costs
-//! another limb's goal.
+//! leak upward), and restarts compare results level by level. A pelvis goal is always met
+//! first, whatever its level (its position, and its rotation for a 6D goal), and the analytic
+//! finish only moves each limb's own joints, so it never costs another limb's goal.
 //!
 //! No allocation per solve: all work buffers live in the solver and are sized at construction.
 
@@ -449,7 +451,7 @@ pub struct FullBodySolver {
     /// Rest body up (model space): the normal of the ground plane for the balance goal.
     up: Vec3,
     segments: Vec<Segment>,
-    pelvis_pinned: bool,
+    pelvis_pin: PelvisPin,
     bone_count: usize,
     cols: usize,
     // Scratch.
@@ -472,6 +474,17 @@ pub struct FullBodySolver {
 }
 
 const MAX_ROWS: usize = 5 * 6 + 3 + 3;
+
+/// What the pelvis goal pinned before the Jacobian runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PelvisPin {
+    /// Nothing: no pelvis position goal.
+    Free,
+    /// The hips translation (a position-only goal); the hips still turn.
+    Position,
+    /// The whole floating joint (a 6D goal).
+    Full,
+}
 
 /// Regularisation of the null-space projectors of the priority levels.
 const PROJECTOR_DAMPING: f32 = 1e-6;
@@ -660,7 +673,7 @@ impl FullBodySolver {
             head,
             look_chain,
             head_aim,
-            pelvis_pinned: false,
+            pelvis_pin: PelvisPin::Free,
             bone_count: n,
             cols,
             model: Vec::with_capacity(n),
@@ -871,7 +884,7 @@ impl FullBodySolver {
         let s = self.settings;
         let budget = s.max_iterations;
         let mut report = FullBodyReport::default();
-        self.pelvis_pinned = self.pin_pelvis(skeleton, pose, goals.get(Effector::Pelvis));
+        self.pelvis_pin = self.pin_pelvis(skeleton, pose, goals.get(Effector::Pelvis));
         if s.analytic_limbs {
             // Start the limbs at the right elbow/knee angles: the Jacobian is poor at leaving a
             // straight (singular, limit-bound) limb.
@@ -1061,7 +1074,7 @@ impl FullBodySolver {
             let mut row_of = [[usize::MAX; 2]; 7];
             let mut row_level = [0u8; MAX_ROWS];
             for (k, g) in goals.effectors.iter().enumerate() {
-                if self.pelvis_pinned && k == Effector::Pelvis as usize {
+                if self.pelvis_pin != PelvisPin::Free && k == Effector::Pelvis as usize {
                     // Exact already; its rows would be zero.
                     continue;
                 }
@@ -1122,7 +1135,7 @@ impl FullBodySolver {
             let look_w = goals.look_at.weight.max(0.0).sqrt();
             let head_dir = look.map_or(Vec3::ZERO, |(d, _)| d);
             for (ji, j) in self.joints.iter().enumerate() {
-                if self.pelvis_pinned && matches!(j.dof, Dof::Floating) {
+                if self.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
                     continue;
                 }
                 let m = self.model[j.bone];
@@ -1174,6 +1187,10 @@ impl FullBodySolver {
                     }
                 };
                 for (c, &(axis, translation)) in axes[..n].iter().enumerate() {
+                    if translation && self.pelvis_pin == PelvisPin::Position {
+                        // The hips stay on the pelvis goal: zero translation columns.
+                        continue;
+                    }
                     let col = j.col + c;
                     let axis = axis * mobility;
                     for k in 0..7 {
@@ -1234,7 +1251,7 @@ impl FullBodySolver {
             let a = &mut self.a[..rows * rows];
             a.fill(0.0);
             for j in &self.joints {
-                if self.pelvis_pinned && matches!(j.dof, Dof::Floating) {
+                if self.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
                     continue;
                 }
                 let (idx, nr) = joint_rows(j.affects, &row_of);
@@ -1262,7 +1279,7 @@ impl FullBodySolver {
             cholesky_solve(a, rows, &mut self.y[..rows]);
             self.dq.fill(0.0);
             for j in &self.joints {
-                if self.pelvis_pinned && matches!(j.dof, Dof::Floating) {
+                if self.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
                     continue;
                 }
                 let (idx, nr) = joint_rows(j.affects, &row_of);
@@ -1431,10 +1448,12 @@ impl FullBodySolver {
                 });
             let d = &self.dq[j.col..];
             match j.dof {
-                Dof::Floating if self.pelvis_pinned => {}
+                Dof::Floating if self.pelvis_pin == PelvisPin::Full => {}
                 Dof::Floating => {
-                    let t = Vec3::new(d[0], d[1], d[2]);
-                    pose.translations[b] += (parent_rot.inverse() * t) / parent_scale;
+                    if self.pelvis_pin == PelvisPin::Free {
+                        let t = Vec3::new(d[0], d[1], d[2]);
+                        pose.translations[b] += (parent_rot.inverse() * t) / parent_scale;
+                    }
                     let w = Vec3::new(d[3], d[4], d[5]);
                     pose.rotations[b] = rotate_in_parent(parent_rot, w, pose.rotations[b]);
                 }
@@ -1457,11 +1476,12 @@ impl FullBodySolver {
         hits
     }
 
-    /// Puts the hips exactly on a full 6D pelvis goal (its strict priority); returns whether it
-    /// did (the floating joint then stays out of the Jacobian).
-    fn pin_pelvis(&self, skeleton: &Skeleton, pose: &mut Pose, goal: &EffectorGoal) -> bool {
-        if !(goal.wants_position() && goal.wants_rotation()) {
-            return false;
+    /// Puts the hips exactly on the pelvis goal (its strict priority): position and, for a
+    /// full 6D goal, rotation. Returns what it pinned (the floating joint, or its translation
+    /// for a position-only goal, then stays out of the Jacobian).
+    fn pin_pelvis(&self, skeleton: &Skeleton, pose: &mut Pose, goal: &EffectorGoal) -> PelvisPin {
+        if !goal.wants_position() {
+            return PelvisPin::Free;
         }
         let hips = self.effector_bones[Effector::Pelvis as usize];
         let parent = skeleton.parent(hips).map_or(BoneTransform::IDENTITY, |p| {
@@ -1469,8 +1489,11 @@ impl FullBodySolver {
         });
         let inv = parent.inverse();
         pose.translations[hips] = inv.transform_point(goal.position);
+        if !goal.wants_rotation() {
+            return PelvisPin::Position;
+        }
         pose.rotations[hips] = (parent.rotation.inverse() * goal.rotation).normalize();
-        true
+        PelvisPin::Full
     }
 
     /// Turns the head, then the bones above it, then the head again by the shortest arc from
@@ -1803,5 +1826,54 @@ fn cholesky_solve(a: &[f32], n: usize, b: &mut [f32]) {
             s -= a[k * n + i] * b[k];
         }
         b[i] = s / a[i * n + i];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::humanoid::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
+
+    /// A position-only pelvis goal is met exactly by pinning the hips translation: a pelvis
+    /// target moving a few millimetres per frame (hands and feet staying put, all reachable)
+    /// costs no Jacobian iteration, and every goal is met.
+    #[test]
+    fn position_only_pelvis_goal_is_pinned_without_iterations() {
+        let skeleton = test_rig(RigConvention::Mixamo, RestAxes::PlusY);
+        let (map, _) = HumanoidMap::from_skeleton(&skeleton);
+        let mut solver = FullBodySolver::new(&skeleton, &map).expect("test rig maps");
+        // A bent, in-limit pose (limbs not at full stretch), seeded.
+        let mut state = 0x2545_f491_u32;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            state as f32 / u32::MAX as f32
+        };
+        let mut pose = random_pose_within_limits(&skeleton, &map, solver.limits(), 0.5, &mut next);
+        let mut goals = solver.goals_at_pose(&skeleton, &pose);
+        goals.get_mut(Effector::Pelvis).rotation_weight = 0.0;
+        let start = goals.get(Effector::Pelvis).position;
+        for step in 1..=5 {
+            let offset = Vec3::new(0.004, -0.006, 0.003) * step as f32;
+            goals.get_mut(Effector::Pelvis).position = start + offset;
+            let report = solver
+                .solve(&skeleton, &mut pose, &goals)
+                .expect("valid input");
+            assert!(report.converged, "step {step}: {report:?}");
+            assert_eq!(report.iterations, 0, "step {step}: {report:?}");
+            let model = skeleton.model_transforms(&pose);
+            for (k, &e) in Effector::ALL.iter().enumerate() {
+                let b = solver.effector_bones()[k];
+                let err = model[b].translation.distance(goals.get(e).position);
+                assert!(err <= 1e-4, "step {step}: {e:?} off by {err}");
+            }
+            let hips = solver.effector_bones()[Effector::Pelvis as usize];
+            let pelvis_error = model[hips].translation.distance(start + offset);
+            assert!(
+                pelvis_error < 1e-5,
+                "step {step}: pelvis off by {pelvis_error}"
+            );
+        }
     }
 }
