@@ -431,6 +431,7 @@ fn spawn_character(
             1.0
         },
         full_body_settings: fb.core(),
+        balance: fb.balance(),
         ..IkHumanoid::auto()
     };
     commands
@@ -1019,6 +1020,10 @@ struct FullBodyUi {
     posture_gain: f32,
     /// Head look-at goal.
     head: bool,
+    /// Keep the centre of mass over the feet ([`IkBalance`], applied live).
+    center_of_mass: bool,
+    /// Support point between the feet: 0 left foot, 0.5 midway, 1 right foot (applied live).
+    support_bias: f32,
 }
 
 impl Default for FullBodyUi {
@@ -1034,6 +1039,8 @@ impl Default for FullBodyUi {
             analytic_limbs: core.analytic_limbs,
             posture_gain: core.posture_gain,
             head: true,
+            center_of_mass: false,
+            support_bias: IkBalance::default().support_bias,
         }
     }
 }
@@ -1053,10 +1060,21 @@ impl FullBodyUi {
         }
     }
 
-    /// The fields only read at set-up (everything but the live `weight`).
+    /// The balance goal these settings describe.
+    fn balance(&self) -> IkBalance {
+        IkBalance {
+            enabled: self.center_of_mass,
+            support_bias: self.support_bias,
+            ..IkBalance::default()
+        }
+    }
+
+    /// The fields only read at set-up (everything but the live `weight` and balance).
     fn set_up_only(&self) -> Self {
         Self {
             weight: 0.0,
+            center_of_mass: false,
+            support_bias: 0.0,
             ..*self
         }
     }
@@ -1193,6 +1211,8 @@ struct DrawUi {
     ik_limits: bool,
     /// Plugin: effector-to-target lines, red when missed.
     ik_residuals: bool,
+    /// Plugin: centre of mass and support point (while the balance goal is on).
+    ik_balance: bool,
 }
 
 impl Default for DrawUi {
@@ -1205,6 +1225,7 @@ impl Default for DrawUi {
             ik_chains: false,
             ik_limits: false,
             ik_residuals: false,
+            ik_balance: true,
         }
     }
 }
@@ -1313,12 +1334,13 @@ fn apply_settings(
     if settings.is_changed() {
         let draw = settings.draw;
         let wanted = IkDebugDraw {
-            enabled: draw.ik_chains || draw.ik_limits || draw.ik_residuals,
+            enabled: draw.ik_chains || draw.ik_limits || draw.ik_residuals || draw.ik_balance,
             chains: draw.ik_chains,
             targets: false,
             poles: false,
             limits: draw.ik_limits,
             residuals: draw.ik_residuals,
+            center_of_mass: draw.ik_balance,
             ..IkDebugDraw::default()
         };
         if *debug_draw != wanted {
@@ -1349,6 +1371,9 @@ fn apply_settings(
     }
     if settings.solver == SolverUi::FullBody && humanoid.weight != settings.full_body.weight {
         humanoid.weight = settings.full_body.weight;
+    }
+    if settings.solver == SolverUi::FullBody && humanoid.balance != settings.full_body.balance() {
+        humanoid.balance = settings.full_body.balance();
     }
     for role in Role::ALL {
         let Some(i) = role.limb() else { continue };
@@ -1478,6 +1503,8 @@ struct Readouts {
     iterations: Vec<f32>,
     /// One line about the last solve.
     summary: String,
+    /// The full-body balance goal's ground-plane residual ("off" when it is off).
+    center_of_mass: String,
     /// The last problem reported, if any.
     error: Option<String>,
     /// Solve set time (µs), smoothed.
@@ -1500,6 +1527,7 @@ fn record_readouts(
         &IkStatus,
         Option<&IkRig>,
         &Character,
+        Option<&IkCenterOfMass>,
     )>,
     limbs: Query<(&IkStatus, Has<IkDisabled>)>,
     clock: Res<SolveClock>,
@@ -1516,8 +1544,14 @@ fn record_readouts(
     };
     r.solve_micros = smooth(r.solve_micros, clock.micros);
     r.frame_ms = smooth(r.frame_ms, time.delta_secs() * 1000.0);
-    let Ok((targets, bones, status, rig, character)) = humanoids.single() else {
+    let Ok((targets, bones, status, rig, character, com)) = humanoids.single() else {
         return;
+    };
+    r.center_of_mass = match com {
+        Some(c) if c.active && character.solver == SolverUi::FullBody => {
+            format!("{:.1} mm", status.center_of_mass_residual * 1000.0)
+        }
+        _ => "off".to_owned(),
     };
     let summary = |status: &IkStatus| {
         if status.solved {
@@ -1901,9 +1935,12 @@ fn panel_contents(
             ui.checkbox(&mut settings.draw.ik_chains, "Chains");
             ui.checkbox(&mut settings.draw.ik_limits, "Limits");
             ui.checkbox(&mut settings.draw.ik_residuals, "Residuals");
+            ui.checkbox(&mut settings.draw.ik_balance, "Centre of mass");
         })
         .response
-        .on_hover_text("The plugin's IkDebugDraw (analytic limbs and Jacobian rigs)");
+        .on_hover_text(
+            "The plugin's IkDebugDraw (analytic limbs, Jacobian rigs and the full body)",
+        );
         ui.separator();
         convergence_plots(ui, readouts);
     });
@@ -1936,6 +1973,17 @@ fn full_body_controls(ui: &mut egui::Ui, fb: &mut FullBodyUi, readouts: &Readout
         ui.checkbox(&mut fb.analytic_limbs, "Analytic limb finish");
         ui.checkbox(&mut fb.head, "Head look-at");
     });
+    ui.checkbox(&mut fb.center_of_mass, "Centre of mass")
+        .on_hover_text(
+            "IkBalance: keep the centre of mass over a point between the feet targets (live)",
+        );
+    if fb.center_of_mass {
+        ui.add(egui::Slider::new(&mut fb.support_bias, 0.0..=1.0).text("Support (L ↔ R)"));
+    }
+    ui.label(format!(
+        "Centre of mass to support: {}",
+        readouts.center_of_mass
+    ));
     for role in Role::ALL {
         ui.label(format!(
             "{}: {}",
@@ -2330,6 +2378,8 @@ mod tests {
         settings.rig.goals[Role::Head.index()].priority = 2;
         settings.rig.posture_gain = 0.35;
         settings.limbs[1].pole_weight = 0.25;
+        settings.full_body.center_of_mass = true;
+        settings.full_body.support_bias = 0.3;
         let text = ron::ser::to_string_pretty(&settings, ron::ser::PrettyConfig::default())
             .expect("settings serialise");
         let back: DemoSettings = ron::from_str(&text).expect("settings parse back");
@@ -2345,6 +2395,13 @@ mod tests {
         assert_eq!(loaded.rig.goals, RigUi::default().goals);
         assert_eq!(loaded.limbs, DemoSettings::default().limbs);
         assert!(ron::from_str::<DemoSettings>("(solver: Fabrik)").is_err());
+        // Files saved before the centre-of-mass toggle existed load with it off.
+        assert!(!loaded.full_body.center_of_mass);
+        let balanced: DemoSettings =
+            ron::from_str("(full_body: (center_of_mass: true, damping: 0.05))").expect("balance");
+        assert!(balanced.full_body.center_of_mass);
+        assert_eq!(balanced.full_body.balance(), IkBalance::on());
+        assert_eq!(balanced.full_body.damping, 0.05);
     }
 
     #[test]

@@ -265,6 +265,10 @@ pub struct IkStatus {
     pub rotation_residual: f32,
     /// Per-goal position residuals, in goal order (one entry for a limb).
     pub residuals: Vec<f32>,
+    /// Full-body humanoid with [`IkBalance`](crate::IkBalance) on: ground-plane distance
+    /// between the centre of mass and the support point after the last solve (0 otherwise).
+    #[cfg_attr(feature = "serialize", serde(default))]
+    pub center_of_mass_residual: f32,
     /// The problem that stopped the last solve, if any (`None` when it solved).
     pub last_error: Option<IkError>,
     /// Bones or goals that set-up could not map (auto-mapping reports names here).

@@ -1,6 +1,6 @@
 //! Debug drawing (feature `debug-draw`): Bevy gizmos for chains, targets, poles, joint-limit
-//! cones and residual lines, drawn after transform propagation from the final
-//! `GlobalTransform`s. Configure with the [`IkDebugDraw`] resource.
+//! cones, residual lines and the centre of mass of balanced humanoids, drawn after transform
+//! propagation from the final `GlobalTransform`s. Configure with the [`IkDebugDraw`] resource.
 
 use bevy::app::{App, PostUpdate};
 use bevy::color::Color;
@@ -22,6 +22,7 @@ use bevy::transform::components::GlobalTransform;
 use ik_core::Skeleton;
 use ik_core::limits::JointLimit;
 
+use crate::balance::IkCenterOfMass;
 use crate::components::{IkDisabled, IkLimb, IkStatus};
 use crate::full_body::HumanoidRig;
 use crate::limb::LimbCache;
@@ -44,6 +45,10 @@ pub struct IkDebugDraw {
     pub limits: bool,
     /// Lines from each end effector to its target (red when not reached).
     pub residuals: bool,
+    /// Full-body humanoids with [`IkBalance`](crate::IkBalance) on: a sphere at the centre of
+    /// mass, a line down to its ground projection, a cross at the support point (and, with
+    /// `residuals`, the ground-plane line between the two).
+    pub center_of_mass: bool,
     /// Radius of target spheres, world units.
     pub target_radius: f32,
     /// Length of limit cones, world units.
@@ -59,6 +64,7 @@ impl Default for IkDebugDraw {
             poles: true,
             limits: true,
             residuals: true,
+            center_of_mass: true,
             target_radius: 0.03,
             cone_length: 0.08,
         }
@@ -82,6 +88,8 @@ const POLE: Color = Color::Srgba(css::VIOLET);
 const LIMIT: Color = Color::Srgba(css::YELLOW);
 const REACHED: Color = Color::Srgba(css::LIME);
 const MISSED: Color = Color::Srgba(css::RED);
+const CENTER_OF_MASS: Color = Color::Srgba(css::FUCHSIA);
+const SUPPORT: Color = Color::Srgba(css::WHITE);
 
 /// Residuals below this (world units) draw as reached.
 const REACHED_TOLERANCE: f32 = 1e-3;
@@ -93,6 +101,7 @@ fn draw_ik_gizmos(
     rigs: Query<(&IkRig, &RigCache), Without<IkDisabled>>,
     humanoids: Query<&HumanoidRig, Without<IkDisabled>>,
     globals: Query<&GlobalTransform>,
+    balances: Query<(&IkCenterOfMass, &GlobalTransform), Without<IkDisabled>>,
 ) {
     if !settings.enabled {
         return;
@@ -201,6 +210,39 @@ fn draw_ik_gizmos(
                     &globals,
                 );
             }
+        }
+    }
+    draw_balance(&mut gizmos, &settings, &balances);
+}
+
+/// The centre of mass, its ground projection and the support point of each balanced humanoid
+/// (their positions are in the humanoid entity's frame).
+fn draw_balance(
+    gizmos: &mut Gizmos,
+    settings: &IkDebugDraw,
+    balances: &Query<(&IkCenterOfMass, &GlobalTransform), Without<IkDisabled>>,
+) {
+    if !settings.center_of_mass {
+        return;
+    }
+    for (com, global) in balances {
+        if !com.active {
+            continue;
+        }
+        let center = global.transform_point(com.center_of_mass);
+        let ground = global.transform_point(com.on_ground());
+        let support = global.transform_point(com.support);
+        if !(center.is_finite() && ground.is_finite() && support.is_finite()) {
+            continue;
+        }
+        let r = settings.target_radius;
+        gizmos.sphere(Isometry3d::from_translation(center), r, CENTER_OF_MASS);
+        gizmos.line(center, ground, CENTER_OF_MASS);
+        gizmos.cross(Isometry3d::from_translation(ground), r, CENTER_OF_MASS);
+        gizmos.cross(Isometry3d::from_translation(support), r * 1.5, SUPPORT);
+        if settings.residuals {
+            let reached = com.offset() < REACHED_TOLERANCE;
+            gizmos.line(ground, support, if reached { REACHED } else { MISSED });
         }
     }
 }

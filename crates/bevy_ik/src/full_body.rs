@@ -11,6 +11,7 @@ use bevy::ecs::intern::Interned;
 use bevy::ecs::query::Without;
 use bevy::ecs::schedule::{IntoScheduleConfigs, ScheduleLabel};
 use bevy::ecs::system::Query;
+use bevy::math::Vec3;
 use bevy::transform::components::Transform;
 use bevy::transform::helper::TransformHelper;
 use ik_core::humanoid::{FullBodyGoals, FullBodyReport, FullBodySolver, HumanoidMap};
@@ -44,10 +45,6 @@ pub(crate) struct HumanoidRig {
     pub(crate) entities: Vec<Entity>,
     pub(crate) skeleton: Skeleton,
     pub(crate) solver: FullBodySolver,
-    #[cfg_attr(
-        not(feature = "debug-draw"),
-        expect(dead_code, reason = "read by debug drawing")
-    )]
     pub(crate) map: HumanoidMap,
     pub(crate) goals: FullBodyGoals,
     /// Target entity per effector (indexed like `Effector::ALL`) and for the look-at.
@@ -86,9 +83,14 @@ impl HumanoidRig {
             warned: Vec::new(),
         }
     }
+
+    /// The centre of mass (model space) of the pose solved this frame, after the IK/FK blend.
+    pub(crate) fn center_of_mass(&mut self) -> Option<Vec3> {
+        self.solver.center_of_mass(&self.skeleton, &self.solved)
+    }
 }
 
-fn collect_humanoid_poses(
+pub(crate) fn collect_humanoid_poses(
     mut rigs: Query<(Entity, &mut HumanoidRig), Without<IkDisabled>>,
     transforms: Query<&Transform>,
     helper: TransformHelper,
@@ -170,6 +172,7 @@ fn write_status(status: &mut Mut<IkStatus>, report: &FullBodyReport) {
         .residuals
         .extend(report.residuals.iter().map(|r| r.position));
     status.residuals.push(report.look_at);
+    status.center_of_mass_residual = report.center_of_mass;
     if status.last_error.is_some() {
         status.last_error = None;
     }

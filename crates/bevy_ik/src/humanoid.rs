@@ -21,6 +21,7 @@ use ik_core::humanoid::{
     BodyFrame, Effector, FullBodySettings, FullBodySolver, HumanoidBone, HumanoidMap,
 };
 
+use crate::balance::{IkBalance, IkCenterOfMass};
 use crate::components::{IkLimb, IkStatus};
 use crate::error::IkError;
 use crate::full_body::HumanoidRig;
@@ -62,7 +63,7 @@ pub(crate) fn build(app: &mut App, schedule: Interned<dyn ScheduleLabel>) {
     derive(serde::Serialize, serde::Deserialize),
     reflect(Serialize, Deserialize)
 )]
-#[require(IkStatus, HumanoidCache)]
+#[require(IkStatus, HumanoidCache, IkCenterOfMass)]
 pub struct IkHumanoid {
     /// Set up IK for the arms.
     pub arms: bool,
@@ -81,6 +82,9 @@ pub struct IkHumanoid {
     /// Settings of ik-core's full-body solver (with [`IkHumanoidSolver::FullBody`]).
     #[reflect(ignore)]
     pub full_body_settings: FullBodySettings,
+    /// Keep the centre of mass over the feet (full body; off by default, read every frame).
+    #[cfg_attr(feature = "serialize", serde(default))]
+    pub balance: IkBalance,
 }
 
 /// The solver [`IkHumanoid`] sets up.
@@ -112,6 +116,7 @@ impl Default for IkHumanoid {
             weight: 1.0,
             solver: IkHumanoidSolver::FullBody,
             full_body_settings: FullBodySettings::default(),
+            balance: IkBalance::default(),
         }
     }
 }
@@ -130,6 +135,13 @@ impl IkHumanoid {
             solver: IkHumanoidSolver::Limbs,
             ..Self::default()
         }
+    }
+
+    /// Sets the balance goal (see [`IkBalance`]), e.g. `IkHumanoid::auto().with_balance(IkBalance::on())`.
+    #[must_use]
+    pub fn with_balance(mut self, balance: IkBalance) -> Self {
+        self.balance = balance;
+        self
     }
 
     /// Only the legs (e.g. for foot placement on uneven ground).

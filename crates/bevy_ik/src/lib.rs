@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+pub mod balance;
 pub mod components;
 #[cfg(feature = "debug-draw")]
 pub mod debug_draw;
@@ -13,6 +14,7 @@ pub mod rig;
 mod setup;
 mod solver;
 
+pub use balance::{IkBalance, IkCenterOfMass};
 pub use components::{BoneRef, IkDisabled, IkLimb, IkStatus};
 #[cfg(feature = "debug-draw")]
 pub use debug_draw::IkDebugDraw;
@@ -28,6 +30,7 @@ use bevy::transform::TransformSystems;
 
 /// The most used items: `use bevy_ik::prelude::*;`.
 pub mod prelude {
+    pub use crate::balance::{IkBalance, IkCenterOfMass};
     pub use crate::components::{BoneRef, IkDisabled, IkLimb, IkStatus};
     #[cfg(feature = "debug-draw")]
     pub use crate::debug_draw::IkDebugDraw;
@@ -71,8 +74,10 @@ pub enum IkSystems {
 ///                               build the cached core skeletons / chains / solvers
 ///   collect_limb_poses,         read the bones' current local Transforms and the targets'
 ///   collect_rig_poses           and poles' current global transforms (parallel)
+///   set_balance_goals           support point between the feet targets (IkBalance on)
 /// IkSystems::Solve              solve_limbs, solve_full_body (parallel over characters)
-/// IkSystems::Writeback          write_limb_rotations, write_rig_pose (set_if_neq)
+/// IkSystems::Writeback          write_limb_rotations, write_rig_pose (set_if_neq),
+///                               measure_center_of_mass (IkBalance on: IkCenterOfMass)
 /// TransformSystems::Propagate   Bevy computes GlobalTransform from the written locals
 /// draw_ik_gizmos                (feature `debug-draw`) gizmos from the propagated transforms
 /// ```
@@ -134,6 +139,7 @@ impl Plugin for IkPlugin {
         humanoid::build(app, schedule);
         rig::build(app, schedule);
         full_body::build(app, schedule);
+        balance::build(app, schedule);
         #[cfg(feature = "debug-draw")]
         debug_draw::build(app, schedule);
     }
