@@ -33,30 +33,10 @@ use bevy_ik::ik_core::{BoneTransform, Skeleton};
 use bevy_ik::prelude::*;
 use criterion::{Criterion, criterion_group, criterion_main};
 
-/// (parent index, T-pose model position) of a 21-bone humanoid.
-const POSITIONS: [(Option<usize>, [f32; 3]); 21] = [
-    (None, [0.0, 1.0, 0.0]),
-    (Some(0), [0.0, 1.1, -0.01]),
-    (Some(1), [0.0, 1.3, -0.02]),
-    (Some(2), [0.0, 1.5, 0.0]),
-    (Some(3), [0.0, 1.6, 0.02]),
-    (Some(2), [0.05, 1.45, 0.02]),
-    (Some(5), [0.17, 1.45, -0.01]),
-    (Some(6), [0.45, 1.44, -0.04]),
-    (Some(7), [0.71, 1.44, 0.0]),
-    (Some(2), [-0.05, 1.45, 0.02]),
-    (Some(9), [-0.17, 1.45, -0.01]),
-    (Some(10), [-0.45, 1.44, -0.04]),
-    (Some(11), [-0.71, 1.44, 0.0]),
-    (Some(0), [0.09, 0.95, 0.0]),
-    (Some(13), [0.09, 0.52, 0.02]),
-    (Some(14), [0.09, 0.08, -0.02]),
-    (Some(15), [0.09, 0.0, 0.12]),
-    (Some(0), [-0.09, 0.95, 0.0]),
-    (Some(17), [-0.09, 0.52, 0.02]),
-    (Some(18), [-0.09, 0.08, -0.02]),
-    (Some(19), [-0.09, 0.0, 0.12]),
-];
+// The 21-bone humanoid's (parent index, T-pose model position) table, shared with the tests.
+#[path = "../tests/common/mod.rs"]
+mod common;
+use common::POSITIONS;
 
 const NAMES: [&str; 21] = [
     "mixamorig:Hips",

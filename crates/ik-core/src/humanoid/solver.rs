@@ -884,7 +884,8 @@ impl FullBodySolver {
         let s = self.settings;
         let budget = s.max_iterations;
         let mut report = FullBodyReport::default();
-        self.pelvis_pin = self.pin_pelvis(skeleton, pose, goals.get(Effector::Pelvis));
+        let balance = goals.center_of_mass.enabled && goals.center_of_mass.weight > 0.0;
+        self.pelvis_pin = self.pin_pelvis(skeleton, pose, goals.get(Effector::Pelvis), balance);
         if s.analytic_limbs {
             // Start the limbs at the right elbow/knee angles: the Jacobian is poor at leaving a
             // straight (singular, limit-bound) limb.
@@ -1479,8 +1480,19 @@ impl FullBodySolver {
     /// Puts the hips exactly on the pelvis goal (its strict priority): position and, for a
     /// full 6D goal, rotation. Returns what it pinned (the floating joint, or its translation
     /// for a position-only goal, then stays out of the Jacobian).
-    fn pin_pelvis(&self, skeleton: &Skeleton, pose: &mut Pose, goal: &EffectorGoal) -> PelvisPin {
-        if !goal.wants_position() {
+    ///
+    /// A position-only goal is not pinned while a centre-of-mass goal is active (`balance`):
+    /// shifting the hips is the main way to move the centre of mass, so the pelvis position
+    /// then stays a Jacobian goal and trades off against the balance goal by priority and
+    /// weight.
+    fn pin_pelvis(
+        &self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goal: &EffectorGoal,
+        balance: bool,
+    ) -> PelvisPin {
+        if !goal.wants_position() || (balance && !goal.wants_rotation()) {
             return PelvisPin::Free;
         }
         let hips = self.effector_bones[Effector::Pelvis as usize];
@@ -1875,5 +1887,62 @@ mod tests {
                 "step {step}: pelvis off by {pelvis_error}"
             );
         }
+    }
+
+    #[test]
+    fn position_only_pelvis_goal_is_not_pinned_while_balancing() {
+        let skeleton = test_rig(RigConvention::Mixamo, RestAxes::PlusY);
+        let (map, _) = HumanoidMap::from_skeleton(&skeleton);
+        let mut solver = FullBodySolver::new(&skeleton, &map).expect("test rig maps");
+        let rest = skeleton.rest_pose();
+        let mut goals = solver.goals_at_pose(&skeleton, &rest);
+        goals.get_mut(Effector::Pelvis).rotation_weight = 0.0;
+        // Push the pelvis goal 12 cm sideways, away from the support point under the feet.
+        let feet = (goals.get(Effector::LeftFoot).position
+            + goals.get(Effector::RightFoot).position)
+            * 0.5;
+        let left = goals.get(Effector::LeftFoot).position - goals.get(Effector::RightFoot).position;
+        let side = Vec3::new(left.x, 0.0, left.z).normalize();
+        let pushed = goals.get(Effector::Pelvis).position + side * 0.12;
+        goals.get_mut(Effector::Pelvis).position = pushed;
+        let com_offset = |solver: &mut FullBodySolver, pose: &Pose| {
+            let c = solver
+                .center_of_mass(&skeleton, pose)
+                .expect("rig has masses")
+                - feet;
+            Vec3::new(c.x, 0.0, c.z).length()
+        };
+
+        // Without balance the hips are pinned exactly on the pushed goal.
+        let mut off = rest.clone();
+        solver
+            .solve(&skeleton, &mut off, &goals)
+            .expect("valid input");
+        let hips = solver.effector_bones()[Effector::Pelvis as usize];
+        let pinned = skeleton
+            .model_transform(&off, hips)
+            .translation
+            .distance(pushed);
+        assert!(pinned < 1e-5, "pelvis not pinned without balance: {pinned}");
+
+        // With balance on the same level, the hips give way and the centre of mass moves back
+        // toward the support point.
+        goals.center_of_mass.enabled = true;
+        goals.center_of_mass.target = feet;
+        let mut on = rest.clone();
+        solver
+            .solve(&skeleton, &mut on, &goals)
+            .expect("valid input");
+        let (a, b) = (com_offset(&mut solver, &off), com_offset(&mut solver, &on));
+        assert!(
+            b < 0.75 * a,
+            "balance did not move the centre of mass: {a} -> {b}"
+        );
+        let gave_way = skeleton
+            .model_transform(&on, hips)
+            .translation
+            .distance(pushed);
+        assert!(gave_way > 1e-3, "the hips stayed pinned: {gave_way}");
+        assert!(on.is_finite());
     }
 }

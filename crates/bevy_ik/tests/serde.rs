@@ -1,0 +1,92 @@
+//! Settings can be inspected, saved and loaded: the components round-trip through serde (RON)
+//! and are registered for reflection with their `Component`, `Default` and `Serialize` data.
+#![cfg(feature = "serialize")]
+
+use core::any::TypeId;
+
+use bevy::prelude::*;
+use bevy::reflect::{ReflectDeserialize, ReflectSerialize};
+use bevy_ik::prelude::*;
+
+fn round_trip<T: serde::Serialize + serde::de::DeserializeOwned>(value: &T) -> T {
+    let text = ron::to_string(value).expect("serializes");
+    ron::from_str(&text).unwrap_or_else(|e| panic!("does not deserialize: {e}\n{text}"))
+}
+
+#[test]
+fn limb_settings_round_trip() {
+    let mut world = World::new();
+    let (target, pole) = (world.spawn_empty().id(), world.spawn_empty().id());
+    let limb = IkLimb::new(
+        "mixamorig:LeftArm",
+        "mixamorig:LeftForeArm",
+        "mixamorig:LeftHand",
+    )
+    .with_target(target)
+    .with_pole(pole)
+    .with_weight(0.25)
+    .with_rotation_weight(0.5)
+    .with_flex_limits(0.1, 2.5)
+    .with_soft_reach(0.9)
+    .with_bend_axis(Vec3::X);
+    let back = round_trip(&limb);
+    assert_eq!(back, limb);
+    assert_ne!(
+        back,
+        IkLimb::new("a", "b", "c"),
+        "the comparison must see the settings"
+    );
+}
+
+#[test]
+fn humanoid_and_rig_settings_round_trip() {
+    let mut humanoid = IkHumanoid::limbs().with_balance(IkBalance::on());
+    humanoid.weight = 0.75;
+    humanoid.head = false;
+    humanoid.full_body_settings.max_iterations = 7;
+    assert_eq!(round_trip(&humanoid), humanoid);
+
+    let mut world = World::new();
+    let target = world.spawn_empty().id();
+    let rig = IkRig::new([
+        IkGoal::pose("mixamorig:LeftHand", target)
+            .with_priority(2)
+            .with_weight(0.5)
+            .with_blend(0.3),
+        IkGoal::look_at("mixamorig:Head", Vec3::Z, target),
+    ])
+    .with_movable_root("mixamorig:Hips")
+    .with_limits(IkJointLimits::Humanoid);
+    assert_eq!(round_trip(&rig), rig);
+}
+
+#[test]
+fn components_are_registered_for_reflection() {
+    let mut app = App::new();
+    app.add_plugins((MinimalPlugins, TransformPlugin, IkPlugin::default()));
+    let registry = app.world().resource::<AppTypeRegistry>().read();
+    for (name, id) in [
+        ("IkLimb", TypeId::of::<IkLimb>()),
+        ("IkHumanoid", TypeId::of::<IkHumanoid>()),
+        ("IkRig", TypeId::of::<IkRig>()),
+        ("IkStatus", TypeId::of::<IkStatus>()),
+        ("IkDisabled", TypeId::of::<IkDisabled>()),
+    ] {
+        let registration = registry
+            .get(id)
+            .unwrap_or_else(|| panic!("{name} is not registered"));
+        assert!(
+            registration.data::<ReflectComponent>().is_some(),
+            "{name}: no ReflectComponent"
+        );
+        assert!(
+            registration.data::<ReflectDefault>().is_some(),
+            "{name}: no ReflectDefault"
+        );
+        assert!(
+            registration.data::<ReflectSerialize>().is_some()
+                && registration.data::<ReflectDeserialize>().is_some(),
+            "{name}: no serde reflection data"
+        );
+    }
+}
