@@ -356,11 +356,18 @@ fn normal_part(v: Vec3A, axis: Vec3A) -> Option<Vec3A> {
 /// thresholds as [`normal_part`].
 #[inline(always)]
 fn unit_cross(v: Vec3A, axis: Vec3A) -> Option<Vec3A> {
+    unit_cross_scaled(v, axis, 1.0)
+}
+
+/// [`unit_cross`] for a non-unit `axis` with squared length `axis2` (> 0): `v × axis` is
+/// `|axis|` times the unit-axis product, so the thresholds are scaled by `axis2`.
+#[inline(always)]
+fn unit_cross_scaled(v: Vec3A, axis: Vec3A, axis2: f32) -> Option<Vec3A> {
     let x = v.cross(axis);
     // Squared lengths as `s + s.yzx + s.zxy` (the sum in every lane: fewer shuffles than `dot`).
     let (xx, vv) = (x * x, v * v);
     let len2 = (xx + xx.yzx() + xx.zxy()).x;
-    if len2 > 1e-10 * (vv + vv.yzx() + vv.zxy()).x && len2 > 1e-30 {
+    if len2 > 1e-10 * (vv + vv.yzx() + vv.zxy()).x * axis2 && len2 > 1e-30 * axis2 {
         Some(x * len2.sqrt().recip())
     } else {
         None
@@ -841,8 +848,10 @@ impl TwoBoneIk {
             incoming().tip().lerp(goal_target, w_pos)
         };
         let d = target - p_root;
-        let dist = d.length();
-        let dir = if dist > 1e-6 * total {
+        let dd = d.length_squared();
+        let dist = dd.sqrt();
+        let far = dist > 1e-6 * total;
+        let dir = if far {
             d / dist
         } else {
             incoming().direction_at_root(ua)
@@ -898,7 +907,15 @@ impl TwoBoneIk {
         let (n_pole, pole_fallback, pole_values) = match goal.pole {
             Pole::Position(p) => {
                 let p = Vec3A::from(p);
-                let n = unit_cross(p - p_root, dir);
+                // From the raw `d` (the same plane, |d| times the cross product, thresholds
+                // scaled by |d|²): off the chain through `dir`'s division. `dir` itself when the
+                // target is at the root, and where |v × d|² ≤ |v|² |d|² could overflow.
+                let v = p - p_root;
+                let n = if far && dd * v.length_squared() < 1e36 {
+                    unit_cross_scaled(v, d, dd)
+                } else {
+                    unit_cross(v, dir)
+                };
                 (n, n.is_none(), p)
             }
             Pole::Keep => (None, false, Vec3A::ZERO),
