@@ -1226,6 +1226,45 @@ mod tests {
         (skeleton, ik)
     }
 
+    /// The pole normal is taken from the un-normalised root→target vector; a far target and a
+    /// far pole (|v|² |d|² past f32's range, where that product would overflow) still give the
+    /// plane a nearby pole on the same ray gives, and so does a target at the root.
+    #[test]
+    fn far_pole_and_target_give_the_same_plane_as_near_ones() {
+        let (skeleton, ik) = arm();
+        let parent = BoneTransform::IDENTITY;
+        let pole_dir = Vec3::new(0.2, 1.0, -0.3).normalize();
+        for target in [
+            Vec3::new(4e9, 1e9, -2e9),
+            Vec3::new(0.3, 0.2, 0.1),
+            Vec3::ZERO,
+        ] {
+            let mut near = skeleton.rest_pose();
+            let mut far = skeleton.rest_pose();
+            let r_near = ik
+                .solve_with_parent(
+                    &skeleton,
+                    &mut near,
+                    &LimbGoal::new(target).with_pole(pole_dir),
+                    &parent,
+                )
+                .unwrap();
+            let r_far = ik
+                .solve_with_parent(
+                    &skeleton,
+                    &mut far,
+                    &LimbGoal::new(target).with_pole(pole_dir * 4e10),
+                    &parent,
+                )
+                .unwrap();
+            assert!(!r_near.pole_fallback && !r_far.pole_fallback, "{target}");
+            for bone in 0..3 {
+                let angle = angle_between(near.rotations[bone], far.rotations[bone]);
+                assert!(angle < 1e-4, "{target} bone {bone}: {angle}");
+            }
+        }
+    }
+
     /// The goal is validated lazily (folded into the output check): every kind of bad value
     /// is still a `NonFiniteGoal` that leaves the pose unchanged, on every path (full and zero
     /// weights, with and without an orientation, and ahead of a degenerate pose's error).
