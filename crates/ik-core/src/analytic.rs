@@ -356,11 +356,18 @@ fn normal_part(v: Vec3A, axis: Vec3A) -> Option<Vec3A> {
 /// thresholds as [`normal_part`].
 #[inline(always)]
 fn unit_cross(v: Vec3A, axis: Vec3A) -> Option<Vec3A> {
+    unit_cross_scaled(v, axis, 1.0)
+}
+
+/// [`unit_cross`] for a non-unit `axis` with squared length `axis2` (> 0): `v × axis` is
+/// `|axis|` times the unit-axis product, so the thresholds are scaled by `axis2`.
+#[inline(always)]
+fn unit_cross_scaled(v: Vec3A, axis: Vec3A, axis2: f32) -> Option<Vec3A> {
     let x = v.cross(axis);
     // Squared lengths as `s + s.yzx + s.zxy` (the sum in every lane: fewer shuffles than `dot`).
     let (xx, vv) = (x * x, v * v);
     let len2 = (xx + xx.yzx() + xx.zxy()).x;
-    if len2 > 1e-10 * (vv + vv.yzx() + vv.zxy()).x && len2 > 1e-30 {
+    if len2 > 1e-10 * (vv + vv.yzx() + vv.zxy()).x * axis2 && len2 > 1e-30 * axis2 {
         Some(x * len2.sqrt().recip())
     } else {
         None
@@ -841,8 +848,10 @@ impl TwoBoneIk {
             incoming().tip().lerp(goal_target, w_pos)
         };
         let d = target - p_root;
-        let dist = d.length();
-        let dir = if dist > 1e-6 * total {
+        let dd = d.length_squared();
+        let dist = dd.sqrt();
+        let far = dist > 1e-6 * total;
+        let dir = if far {
             d / dist
         } else {
             incoming().direction_at_root(ua)
@@ -898,7 +907,15 @@ impl TwoBoneIk {
         let (n_pole, pole_fallback, pole_values) = match goal.pole {
             Pole::Position(p) => {
                 let p = Vec3A::from(p);
-                let n = unit_cross(p - p_root, dir);
+                // From the raw `d` (the same plane, |d| times the cross product, thresholds
+                // scaled by |d|²): off the chain through `dir`'s division. `dir` itself when the
+                // target is at the root, and where |v × d|² ≤ |v|² |d|² could overflow.
+                let v = p - p_root;
+                let n = if far && dd * v.length_squared() < 1e36 {
+                    unit_cross_scaled(v, d, dd)
+                } else {
+                    unit_cross(v, dir)
+                };
                 (n, n.is_none(), p)
             }
             Pole::Keep => (None, false, Vec3A::ZERO),
@@ -1207,6 +1224,45 @@ mod tests {
         .unwrap();
         let ik = TwoBoneIk::try_new(&skeleton, 0, 1, 2).unwrap();
         (skeleton, ik)
+    }
+
+    /// The pole normal is taken from the un-normalised root→target vector; a far target and a
+    /// far pole (|v|² |d|² past f32's range, where that product would overflow) still give the
+    /// plane a nearby pole on the same ray gives, and so does a target at the root.
+    #[test]
+    fn far_pole_and_target_give_the_same_plane_as_near_ones() {
+        let (skeleton, ik) = arm();
+        let parent = BoneTransform::IDENTITY;
+        let pole_dir = Vec3::new(0.2, 1.0, -0.3).normalize();
+        for target in [
+            Vec3::new(4e9, 1e9, -2e9),
+            Vec3::new(0.3, 0.2, 0.1),
+            Vec3::ZERO,
+        ] {
+            let mut near = skeleton.rest_pose();
+            let mut far = skeleton.rest_pose();
+            let r_near = ik
+                .solve_with_parent(
+                    &skeleton,
+                    &mut near,
+                    &LimbGoal::new(target).with_pole(pole_dir),
+                    &parent,
+                )
+                .unwrap();
+            let r_far = ik
+                .solve_with_parent(
+                    &skeleton,
+                    &mut far,
+                    &LimbGoal::new(target).with_pole(pole_dir * 4e10),
+                    &parent,
+                )
+                .unwrap();
+            assert!(!r_near.pole_fallback && !r_far.pole_fallback, "{target}");
+            for bone in 0..3 {
+                let angle = angle_between(near.rotations[bone], far.rotations[bone]);
+                assert!(angle < 1e-4, "{target} bone {bone}: {angle}");
+            }
+        }
     }
 
     /// The goal is validated lazily (folded into the output check): every kind of bad value
