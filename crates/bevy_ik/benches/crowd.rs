@@ -36,31 +36,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 // The 21-bone humanoid's (parent index, T-pose model position) table, shared with the tests.
 #[path = "../tests/common/mod.rs"]
 mod common;
-use common::POSITIONS;
-
-const NAMES: [&str; 21] = [
-    "mixamorig:Hips",
-    "mixamorig:Spine",
-    "mixamorig:Spine1",
-    "mixamorig:Neck",
-    "mixamorig:Head",
-    "mixamorig:LeftShoulder",
-    "mixamorig:LeftArm",
-    "mixamorig:LeftForeArm",
-    "mixamorig:LeftHand",
-    "mixamorig:RightShoulder",
-    "mixamorig:RightArm",
-    "mixamorig:RightForeArm",
-    "mixamorig:RightHand",
-    "mixamorig:LeftUpLeg",
-    "mixamorig:LeftLeg",
-    "mixamorig:LeftFoot",
-    "mixamorig:LeftToeBase",
-    "mixamorig:RightUpLeg",
-    "mixamorig:RightLeg",
-    "mixamorig:RightFoot",
-    "mixamorig:RightToeBase",
-];
+use common::{MIXAMO_NAMES as NAMES, POSITIONS};
 
 /// A small deterministic generator (seeded; the same crowd every run).
 struct Lcg(u64);

@@ -159,6 +159,31 @@ pub fn spawn_humanoid(world: &mut World, character: Entity, names: &[&str; 21]) 
     out
 }
 
+/// Mixamo names, in `POSITIONS` order.
+pub const MIXAMO_NAMES: [&str; 21] = [
+    "mixamorig:Hips",
+    "mixamorig:Spine",
+    "mixamorig:Spine1",
+    "mixamorig:Neck",
+    "mixamorig:Head",
+    "mixamorig:LeftShoulder",
+    "mixamorig:LeftArm",
+    "mixamorig:LeftForeArm",
+    "mixamorig:LeftHand",
+    "mixamorig:RightShoulder",
+    "mixamorig:RightArm",
+    "mixamorig:RightForeArm",
+    "mixamorig:RightHand",
+    "mixamorig:LeftUpLeg",
+    "mixamorig:LeftLeg",
+    "mixamorig:LeftFoot",
+    "mixamorig:LeftToeBase",
+    "mixamorig:RightUpLeg",
+    "mixamorig:RightLeg",
+    "mixamorig:RightFoot",
+    "mixamorig:RightToeBase",
+];
+
 /// VRM humanoid names, in `POSITIONS` order.
 pub const VRM_NAMES: [&str; 21] = [
     "hips",
