@@ -81,6 +81,27 @@ struct Limbs<'a> {
     toe_end: &'a str,
 }
 
+impl<'a> Limbs<'a> {
+    /// Limbs named by a plain list: shoulder, upper arm, lower arm, hand, finger, upper leg,
+    /// lower leg, foot, toes and, if present, a toe-end leaf; no split or twist bones.
+    fn standard(names: &'a [String]) -> Self {
+        Self {
+            shoulder: &names[0],
+            upper_arm: [&names[1], ""],
+            lower_arm: [&names[2], ""],
+            twist_inline: "",
+            twist_leaf: "",
+            hand: &names[3],
+            finger: &names[4],
+            upper_leg: [&names[5], ""],
+            lower_leg: [&names[6], ""],
+            foot: &names[7],
+            toes: &names[8],
+            toe_end: names.get(9).map_or("", String::as_str),
+        }
+    }
+}
+
 /// Adds the bones of `names` (empty names skipped) as a chain; returns the last index.
 fn chain(spec: &mut Spec, parent: usize, bones: &[(&str, Vec3)]) -> usize {
     let mut p = parent;
@@ -261,20 +282,7 @@ pub fn test_rig(convention: RigConvention, axes: RestAxes) -> Skeleton {
                 .iter()
                 .map(|n| format!("mixamorig:{}{n}", lr("Left", "Right")))
                 .collect();
-                Limbs {
-                    shoulder: &owned[0],
-                    upper_arm: [&owned[1], ""],
-                    lower_arm: [&owned[2], ""],
-                    twist_inline: "",
-                    twist_leaf: "",
-                    hand: &owned[3],
-                    finger: &owned[4],
-                    upper_leg: [&owned[5], ""],
-                    lower_leg: [&owned[6], ""],
-                    foot: &owned[7],
-                    toes: &owned[8],
-                    toe_end: &owned[9],
-                }
+                Limbs::standard(&owned)
             }
             C::Vrm => {
                 owned = [
@@ -291,20 +299,7 @@ pub fn test_rig(convention: RigConvention, axes: RestAxes) -> Skeleton {
                 .iter()
                 .map(|n| format!("{}{n}", lr("left", "right")))
                 .collect();
-                Limbs {
-                    shoulder: &owned[0],
-                    upper_arm: [&owned[1], ""],
-                    lower_arm: [&owned[2], ""],
-                    twist_inline: "",
-                    twist_leaf: "",
-                    hand: &owned[3],
-                    finger: &owned[4],
-                    upper_leg: [&owned[5], ""],
-                    lower_leg: [&owned[6], ""],
-                    foot: &owned[7],
-                    toes: &owned[8],
-                    toe_end: "",
-                }
+                Limbs::standard(&owned)
             }
             C::VRoid => {
                 owned = [
@@ -314,20 +309,7 @@ pub fn test_rig(convention: RigConvention, axes: RestAxes) -> Skeleton {
                 .iter()
                 .map(|n| format!("J_Bip_{side}_{n}"))
                 .collect();
-                Limbs {
-                    shoulder: &owned[0],
-                    upper_arm: [&owned[1], ""],
-                    lower_arm: [&owned[2], ""],
-                    twist_inline: "",
-                    twist_leaf: "",
-                    hand: &owned[3],
-                    finger: &owned[4],
-                    upper_leg: [&owned[5], ""],
-                    lower_leg: [&owned[6], ""],
-                    foot: &owned[7],
-                    toes: &owned[8],
-                    toe_end: "",
-                }
+                Limbs::standard(&owned)
             }
             C::Rigify => {
                 owned = [
