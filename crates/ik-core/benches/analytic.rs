@@ -23,18 +23,19 @@ fn bench_analytic(c: &mut Criterion) {
         parent,
         goals,
     } = setup();
-    let mut i = 0usize;
+    // The goals are taken in turn from a cycling iterator: indexing with `i % goals.len()`
+    // put a 64-bit division in front of every solve's first loads, on its dependency chain
+    // (about 1.5 ns of harness in the figure).
+    let mut cycle = goals.iter().cycle();
     c.bench_function("two_bone_solve_with_parent", |b| {
         b.iter(|| {
-            let goal = &goals[i % goals.len()];
-            i = i.wrapping_add(1);
+            let goal = cycle.next().expect("non-empty goal set");
             black_box(ik.solve_with_parent(&skeleton, &mut pose, black_box(goal), &parent))
         });
     });
     c.bench_function("two_bone_solve", |b| {
         b.iter(|| {
-            let goal = &goals[i % goals.len()];
-            i = i.wrapping_add(1);
+            let goal = cycle.next().expect("non-empty goal set");
             black_box(ik.solve(&skeleton, &mut pose, black_box(goal)))
         });
     });

@@ -252,8 +252,8 @@ impl LimbGoal {
         self
     }
 
-    /// Names the goal's first non-finite value (or degenerate orientation). The solve does not
-    /// call it up front: see [`TwoBoneIk::solve_with_parent`].
+    /// Names the goal's first non-finite value (or degenerate orientation). The solve calls it
+    /// only after a cheaper vector check of all values has failed.
     #[cold]
     fn validate(&self) -> Result<(), AnalyticError> {
         if !self.target.is_finite() {
@@ -349,35 +349,72 @@ fn normal_part(v: Vec3A, axis: Vec3A) -> Option<Vec3A> {
     }
 }
 
-/// Unit `v × axis`, for unit `axis`: the normal of the plane through `axis` and `v`, oriented so
-/// that `v`'s side of `axis` maps onto it by `n = s × axis` (with `s` the unit component of `v`
-/// normal to `axis`; the cross product ignores `v`'s component along `axis`, so
-/// `|v × axis| = |v⊥|`). `None` when `v` is (nearly) parallel to `axis` or zero, with the same
-/// thresholds as [`normal_part`].
+/// `v × axis` and its length, for an `axis` with squared length `axis2` (> 0). For a unit
+/// `axis`, `(v × axis) / |v × axis|` is the unit normal of the plane through `axis` and `v`,
+/// oriented so that `v`'s side of `axis` maps onto it by `n = s × axis` (with `s` the unit
+/// component of `v` normal to `axis`; the cross product ignores `v`'s component along `axis`,
+/// so `|v × axis| = |v⊥|`); for a longer `axis` it is `|axis|` times that product, so the
+/// thresholds are scaled by `axis2`. `None` when `v` is (nearly) parallel to `axis` or zero,
+/// with the same thresholds as [`normal_part`].
 #[inline(always)]
-fn unit_cross(v: Vec3A, axis: Vec3A) -> Option<Vec3A> {
-    unit_cross_scaled(v, axis, 1.0)
-}
-
-/// [`unit_cross`] for a non-unit `axis` with squared length `axis2` (> 0): `v × axis` is
-/// `|axis|` times the unit-axis product, so the thresholds are scaled by `axis2`.
-#[inline(always)]
-fn unit_cross_scaled(v: Vec3A, axis: Vec3A, axis2: f32) -> Option<Vec3A> {
+fn cross_and_length(v: Vec3A, axis: Vec3A, axis2: f32) -> Option<(Vec3A, f32)> {
     let x = v.cross(axis);
     // Squared lengths as `s + s.yzx + s.zxy` (the sum in every lane: fewer shuffles than `dot`).
     let (xx, vv) = (x * x, v * v);
     let len2 = (xx + xx.yzx() + xx.zxy()).x;
     if len2 > 1e-10 * (vv + vv.yzx() + vv.zxy()).x * axis2 && len2 > 1e-30 * axis2 {
-        Some(x * len2.sqrt().recip())
+        Some((x, len2.sqrt()))
     } else {
         None
     }
+}
+
+/// The target frame `(b1, b2, b3)` = (target direction, bend-plane normal, their cross
+/// product) of the root's rotation, scaled by a common factor `k > 0`.
+#[derive(Clone, Copy)]
+struct TargetFrame {
+    b1: Vec3A,
+    b2: Vec3A,
+    b3: Vec3A,
+    k: f32,
+}
+
+impl TargetFrame {
+    /// The unit frame on the unit direction `dir` and unit normal `n`.
+    #[inline(always)]
+    fn unit(dir: Vec3A, n: Vec3A) -> Self {
+        Self {
+            b1: dir,
+            b2: n,
+            b3: dir.cross(n),
+            k: 1.0,
+        }
+    }
+}
+
+/// `q` with components below 1e-20 in magnitude set to zero: far below f32 precision in a unit
+/// quaternion, but left alone they turn into subnormal numbers over repeated solves (a limb held
+/// straight toward an out-of-reach target drives its mid rotation's off-axis components toward
+/// zero), and arithmetic on subnormals is many times slower on common CPUs.
+#[inline(always)]
+fn flush_subnormal(q: Quat) -> Quat {
+    let v = Vec4::from(q);
+    Quat::from_vec4(Vec4::select(
+        v.abs().cmpge(Vec4::splat(1e-20)),
+        v,
+        Vec4::ZERO,
+    ))
 }
 
 /// The rotation taking the orthonormal frame (`a1`, `a2`, `a3`) onto (`b1`, `b2`, `b3`) (both
 /// right-handed: `a3 = a1 × a2`, `b3 = b1 × b2`), **up to a positive factor**: not normalised,
 /// since every caller multiplies it into a quaternion that is normalised at the end (and
 /// `q.conjugate()` is `|q|² q⁻¹`, so it may be inverted too).
+///
+/// The frames may be given scaled, the `aᵢ` by a common factor `ka > 0` and the `bᵢ` by
+/// `kb > 0`, which saves a caller the divisions that would normalise them: every sum below is
+/// then `k = ka kb` times the unit-frame one, and the `1` in `w` becomes `k`
+/// ([`frame_rotation_scaled`]).
 ///
 /// The rotation is `R = Σ bᵢ aᵢᵀ`. Its trace is `Σ tᵢ = 1 + 2 cos θ` with `tᵢ = aᵢ·bᵢ`, and
 /// `R − Rᵀ = [Σ aᵢ × bᵢ]×` with `Σ aᵢ × bᵢ = 2 sin θ · axis`, so
@@ -391,28 +428,46 @@ fn unit_cross_scaled(v: Vec3A, axis: Vec3A, axis2: f32) -> Option<Vec3A> {
 /// `(bᵢ, 0)` is applied back afterwards.
 #[inline(always)]
 fn frame_rotation(a1: Vec3A, a2: Vec3A, a3: Vec3A, b1: Vec3A, b2: Vec3A, b3: Vec3A) -> Quat {
+    frame_rotation_scaled(a1, a2, a3, 1.0, b1, b2, b3).0
+}
+
+/// [`frame_rotation`] for frames scaled by factors whose product is `k > 0`; also returns the
+/// result's squared norm (from its parts, sooner than from the assembled quaternion).
+#[inline(always)]
+fn frame_rotation_scaled(
+    a1: Vec3A,
+    a2: Vec3A,
+    a3: Vec3A,
+    k: f32,
+    b1: Vec3A,
+    b2: Vec3A,
+    b3: Vec3A,
+) -> (Quat, f32) {
     // a × b = (a * b.yzx − a.yzx * b).yzx, and the sum of the three needs one final swizzle.
-    let v = (a1 * b1.yzx() - a1.yzx() * b1 + a2 * b2.yzx() - a2.yzx() * b2 + a3 * b3.yzx()
-        - a3.yzx() * b3)
+    // (Summed pairwise: the adds form a tree, not a chain, which the solve's latency feels.)
+    let v = ((a1 * b1.yzx() - a1.yzx() * b1)
+        + (a2 * b2.yzx() - a2.yzx() * b2)
+        + (a3 * b3.yzx() - a3.yzx() * b3))
         .yzx();
-    // w = 4 cos²(θ/2). Above 0.05 (|θ| < 0.93 π) the factor 4 cos(θ/2) exceeds 0.44, so the
-    // rounding errors of the sums (a few 1e-7) turn the result by at most ~4e-6 rad (see the
-    // test `frame_rotation_matches_the_matrix_route_at_every_angle`).
-    let w = 1.0 + (a1 * b1 + a2 * b2 + a3 * b3).element_sum();
-    if w > 0.05 {
-        Quat::from_vec4(v.extend(w))
+    // w = 4 cos²(θ/2) k. Above 0.05 k (|θ| < 0.93 π) the factor 4 cos(θ/2) exceeds 0.44, so
+    // the rounding errors of the sums (a few 1e-7) turn the result by at most ~4e-6 rad (see
+    // the test `frame_rotation_matches_the_matrix_route_at_every_angle`).
+    let w = k + (a1 * b1 + a2 * b2 + a3 * b3).element_sum();
+    if w > 0.05 * k {
+        (Quat::from_vec4(v.extend(w)), v.length_squared() + w * w)
     } else {
-        frame_rotation_near_half_turn(a1, a2, a3, b1, b2, b3, v, w)
+        let q = frame_rotation_near_half_turn(a1, a2, a3, k, b1, b2, b3, v, w);
+        (q, q.length_squared())
     }
 }
 
 /// [`frame_rotation`] for angles near π, given the sums `v` and `w` of the direct formula.
-#[cold]
-#[inline(never)]
+#[inline(always)]
 fn frame_rotation_near_half_turn(
     a1: Vec3A,
     a2: Vec3A,
     a3: Vec3A,
+    k: f32,
     b1: Vec3A,
     b2: Vec3A,
     b3: Vec3A,
@@ -420,8 +475,8 @@ fn frame_rotation_near_half_turn(
     w: f32,
 ) -> Quat {
     let (t1, t2, t3) = (a1.dot(b1), a2.dot(b2), a3.dot(b3));
-    // The largest tᵢ exceeds (w − 1)/3, so the turned frame's 1 + tᵢ − tⱼ − tₖ = 2 + 2tᵢ − w
-    // exceeds 4/3 − w/3 > 1: its angle is below 2π/3.
+    // The largest tᵢ exceeds (w − k)/3, so the turned frame's k + tᵢ − tⱼ − tₖ = 2k + 2tᵢ − w
+    // exceeds (4k − w)/3 > k: its angle is below 2π/3.
     let (ai, bi, ti) = if t1 >= t2 && t1 >= t3 {
         (a1, b1, t1)
     } else if t2 >= t3 {
@@ -429,7 +484,7 @@ fn frame_rotation_near_half_turn(
     } else {
         (a3, b3, t3)
     };
-    let turned = Quat::from_vec4((2.0 * ai.cross(bi) - v).extend(2.0 + 2.0 * ti - w));
+    let turned = Quat::from_vec4((2.0 * ai.cross(bi) - v).extend(2.0 * (k + ti) - w));
     Quat::from_vec4(bi.extend(0.0)) * turned
 }
 
@@ -772,12 +827,26 @@ impl TwoBoneIk {
         // The common path (full weights, a usable pole) is kept free of the rare cases, which
         // live in `#[cold]` helpers, so that it stays in registers.
         //
-        // The goal is validated lazily: its values are folded (times zero) into the finiteness
-        // check of the output at the end, and every exit before that validates it first (on
-        // their cold paths), so a non-finite goal is still reported as `NonFiniteGoal` and
-        // leaves the pose unchanged.
+        // The goal is checked with one vector test of all its values (times zero) below, and
+        // named by `LimbGoal::validate` only when that fails (on the cold path), so a
+        // non-finite goal is still reported as `NonFiniteGoal` and leaves the pose unchanged.
         if let Err(e) = self.check_sizes(skeleton, pose) {
             return Err(goal_error_or(goal, e));
+        }
+        // The goal's values, checked here, off the solve's dependency chains (a non-finite pole
+        // or weight need not show in the output).
+        let pole_values = match goal.pole {
+            Pole::Position(p) => Vec3A::from(p),
+            Pole::Keep => Vec3A::ZERO,
+            Pole::Swivel(angle) => Vec3A::splat(angle),
+        };
+        let weights = Vec3A::new(goal.position_weight, goal.rotation_weight, goal.pole_weight);
+        let o_values = goal.orientation.unwrap_or(Quat::IDENTITY);
+        // (A (near-)zero orientation has no direction.)
+        if !all_finite([Vec3A::from(goal.target), pole_values, weights], [o_values])
+            || o_values.length_squared() < 1e-12
+        {
+            return Err(goal_error_or(goal, AnalyticError::DegeneratePose));
         }
         let w_pos = goal.position_weight.clamp(0.0, 1.0);
         let w_rot = goal.rotation_weight.clamp(0.0, 1.0);
@@ -805,10 +874,9 @@ impl TwoBoneIk {
             offset_through(skeleton, pose, &[], s_mid, self.tip)
         };
         let (l1, l2) = (u1.length(), u2.length());
-        // Rotation of the mid bone in the root frame; `then_mt` appends the rigid bones between
-        // mid and tip. (Skipped multiplications when there are none: the common case.)
+        // Rotation of the mid bone in the root frame. (Skipped multiplications when there are no
+        // bones between root and mid: the common case.)
         let m_cur = q_rm.map_or(q_mid, |r| r * q_mid);
-        let then_mt = |q: Quat| q_mt.map_or(q, |r| q * r);
         let b_cur = rotate(m_cur, u2);
         let lengths_ok = l1 > MIN_BONE_LENGTH * 1e-3 && l2 > MIN_BONE_LENGTH * 1e-3;
         // `p_root` is finite only if `q_parent` is (`rotate` multiplies every component of the
@@ -861,19 +929,25 @@ impl TwoBoneIk {
         let (cos_min, cos_max) = (self.cos_flex_min, self.cos_flex_max);
         let inv_2l1l2 = (2.0 * l1 * l2).recip();
         let l_sq = l1 * l1 + l2 * l2;
-        let cos_raw = (dist * dist - l_sq) * inv_2l1l2;
+        // (From |d|², not from `dist`: the law of cosines need not wait for the square root.)
+        let cos_raw = (dd - l_sq) * inv_2l1l2;
         let tol = 1e-5;
         let reachable = cos_raw <= cos_min + tol && cos_raw >= cos_max - tol;
-        let dist_eff = if self.settings.soft_reach > 0.0 {
-            self.soft_distance(dist, l1, l2)
+        let (cos_geom, cos_phi) = if self.settings.soft_reach > 0.0 {
+            let dist_eff = self.soft_distance(dist, l1, l2);
+            let cos_geom = clamp_fast((dist_eff * dist_eff - l_sq) * inv_2l1l2, -1.0, 1.0);
+            (cos_geom, clamp_fast(cos_geom, cos_max, cos_min))
         } else {
-            dist
+            // −1 ≤ cos_max ≤ cos_min ≤ 1: one clamp on the chain.
+            (
+                clamp_fast(cos_raw, -1.0, 1.0),
+                clamp_fast(cos_raw, cos_max, cos_min),
+            )
         };
-        let cos_geom = clamp_fast((dist_eff * dist_eff - l_sq) * inv_2l1l2, -1.0, 1.0);
-        let cos_phi = clamp_fast(cos_geom, cos_max, cos_min);
         let flex_limited = (cos_phi - cos_geom).abs() > 1e-6;
         // |cos φ| ≤ 1, so 1 − cos² φ ≥ 0 in floating point too.
-        let sin_phi = (1.0 - cos_phi * cos_phi).sqrt();
+        let sin_sq = 1.0 - cos_phi * cos_phi;
+        let sin_phi = sin_sq.sqrt();
 
         // Bend axis in the root frame, normal to the (possibly animated) upper segment.
         // (Already normal unless bones between root and mid or a non-uniform scale moved it.)
@@ -887,56 +961,74 @@ impl TwoBoneIk {
         let side = h.cross(ua);
         let ub_des = ua * cos_phi + side * sin_phi;
         // The root→tip vector c = u1 + l2 ub_des = ua (l1 + l2 cos φ) + side (l2 sin φ); its
-        // length is the law of cosines again, so it needs no vector normalisation.
+        // length is the law of cosines again, so it needs no vector normalisation. (|c|² from
+        // sin² φ, so that its square root need not wait for sin φ's.)
         let (c_along, c_across) = (l1 + l2 * cos_phi, l2 * sin_phi);
-        let c_len = (c_along * c_along + c_across * c_across).sqrt();
-        // uc = ua cos ψ + side sin ψ, ψ the angle from the upper segment to c (uc = side
-        // when the limb folds onto the root); then uc × h = ua sin ψ − side cos ψ.
-        let (cos_psi, sin_psi) = if c_len > 1e-6 * total {
-            let inv = c_len.recip();
-            (c_along * inv, c_across * inv)
+        let c_len = (c_along * c_along + l2 * l2 * sin_sq).sqrt();
+        // The tip's direction frame in the root frame, scaled by |c| (no division):
+        // c = |c| uc, uc = ua cos ψ + side sin ψ with ψ the angle from the upper segment to c,
+        // and |c| (uc × h) = ua (l2 sin φ) − side (l1 + l2 cos φ). When the limb folds onto the
+        // root, uc = side (unscaled).
+        let (c, c_x_h, c_scale) = if c_len > 1e-6 * total {
+            (
+                ua * c_along + side * c_across,
+                ua * c_across - side * c_along,
+                c_len,
+            )
         } else {
-            (0.0, 1.0)
+            (side, ua, 1.0)
         };
-        let uc = ua * cos_psi + side * sin_psi;
-        let uc_x_h = ua * sin_psi - side * cos_psi;
 
         // Desired bend-plane normal in model space: the normal of the plane through the target
         // line and the pole, oriented so that the pole's side s maps onto it by s × dir.
-        // (`pole_values` goes into the final finiteness check.)
-        let (n_pole, pole_fallback, pole_values) = match goal.pole {
+        let (target_frame, pole_fallback) = match goal.pole {
             Pole::Position(p) => {
-                let p = Vec3A::from(p);
-                // From the raw `d` (the same plane, |d| times the cross product, thresholds
-                // scaled by |d|²): off the chain through `dir`'s division. `dir` itself when the
-                // target is at the root, and where |v × d|² ≤ |v|² |d|² could overflow.
-                let v = p - p_root;
-                let n = if far && dd * v.length_squared() < 1e36 {
-                    unit_cross_scaled(v, d, dd)
+                let v = Vec3A::from(p) - p_root;
+                // From the raw `d`, x = v × d (the same plane, thresholds scaled by |d|²), with
+                // the frame scaled by |d| |x| = (d |x|, x |d|, d × x): no division on the chain.
+                // The unit frame through `dir` itself when the target is at the root, or where
+                // the products formed from the scaled frame could leave f32's range: the squared
+                // norms below grow like `size` = |d|⁴ |v|² (l1 + l2)⁴.
+                let g = dd * v.length_squared();
+                let size = g * dd * (total * total) * (total * total);
+                let frame = if far && size < 1e30 && size > 1e-30 {
+                    cross_and_length(v, d, dd).map(|(x, len)| TargetFrame {
+                        b1: d * len,
+                        b2: x * dist,
+                        b3: d.cross(x),
+                        k: dist * len,
+                    })
                 } else {
-                    unit_cross(v, dir)
+                    cross_and_length(v, dir, 1.0)
+                        .map(|(x, len)| TargetFrame::unit(dir, x * len.recip()))
                 };
-                (n, n.is_none(), p)
+                (frame, frame.is_none())
             }
-            Pole::Keep => (None, false, Vec3A::ZERO),
+            Pole::Keep => (None, false),
             Pole::Swivel(angle) => {
                 let r = self.rest_reference(q_parent, dir);
                 (
-                    r.map(|r| Quat::from_axis_angle(dir.into(), angle) * r),
+                    r.map(|r| TargetFrame::unit(dir, Quat::from_axis_angle(dir.into(), angle) * r)),
                     r.is_none(),
-                    Vec3A::splat(angle),
                 )
             }
         };
-        let n = match n_pole {
-            Some(np) if w_pole >= 1.0 => np,
-            _ => self.fallback_normal(&incoming(), h, dir, n_pole, w_pole),
+        let target_frame = match target_frame {
+            Some(frame) if w_pole >= 1.0 => frame,
+            _ => {
+                // (b2 / k is the unit normal for either scaling.)
+                let n_pole = target_frame.map(|f| f.b2 * f.k.recip());
+                let n = self.fallback_normal(&incoming(), h, dir, n_pole, w_pole);
+                TargetFrame::unit(dir, n)
+            }
         };
 
         // From here on rotations are built up to a positive factor and normalised once, where
         // they are written (`conjugate` stands for `inverse`: it is `|q|² q⁻¹`).
         // Root: map the root-frame (tip direction, bend axis) onto (target direction, normal).
-        let new_root_rot = frame_rotation(uc, h, uc_x_h, dir, n, dir.cross(n));
+        let TargetFrame { b1, b2, b3, k: kb } = target_frame;
+        let (new_root_rot, root_rot2) =
+            frame_rotation_scaled(c, h * c_scale, c_x_h, c_scale * kb, b1, b2, b3);
         // Mid: turn the lower segment onto its new direction about the bend axis.
         // The half-vector arc (ub_cur × ub_des, 1 + cos) = 2 cos(θ/2) (sin(θ/2) axis, cos(θ/2))
         // is exact and cheap unless the turn is near π.
@@ -948,42 +1040,48 @@ impl TwoBoneIk {
             half_turn(b_cur / l2, ub_des, h)
         };
         let m_new = delta * m_cur;
-        let new_mid = q_rm.map_or(m_new, |r| r.conjugate() * m_new).normalize();
-        let new_root = (q_parent.conjugate() * new_root_rot).normalize();
-        // (`o_values` goes into the final finiteness check; a (near-)zero orientation is
-        // rejected here.)
-        let (new_tip, o_values) = match goal.orientation {
-            Some(o) if o.length_squared() < 1e-12 => {
-                return Err(goal_error_or(goal, AnalyticError::DegeneratePose));
-            }
-            Some(o) if w_rot >= 1.0 => {
-                // The target orientation in the new frame of the tip's parent. (The product is
-                // linear in `o`, so `o` needs no normalising before the final one.)
-                let frame = then_mt(new_root_rot * m_new);
-                ((frame.conjugate() * o).normalize(), o)
+        let mid_raw = q_rm.map_or(m_new, |r| r.conjugate() * m_new);
+        let root_raw = q_parent.conjugate() * new_root_rot;
+        // The written rotations are normalised by their norms' products (|p q| = |p| |q|): the
+        // squared norms of the factors are formed while the products are, instead of after them,
+        // which shortens the solve's longest dependency chains.
+        let (m_cur2, parent2) = (m_cur.length_squared(), q_parent.length_squared());
+        let delta2 = delta.length_squared();
+        let m_new2 = delta2 * m_cur2;
+        let mid2 = m_new2 * q_rm.map_or(1.0, Quat::length_squared);
+        let root2 = parent2 * root_rot2;
+        let (inv_mid, inv_root) = (mid2.sqrt().recip(), root2.sqrt().recip());
+        let new_mid = flush_subnormal(mid_raw * inv_mid);
+        let new_root = root_raw * inv_root;
+        // The tip, and a value that is finite exactly when it is (below).
+        let (new_tip, tip_check) = match goal.orientation {
+            Some(o) if w_rot >= 1.0 && q_mt.is_none() => {
+                // The target orientation in the new frame of the tip's parent,
+                // (root_rot m_new)⁻¹ o, grouped as m_new⁻¹ (root_rot⁻¹ o) so that the two
+                // right-hand products run side by side. (Linear in `o`, so `o` needs no
+                // normalising before the final one.)
+                let tip = m_new.conjugate() * (new_root_rot.conjugate() * o);
+                let tip2 = m_new2 * root_rot2 * o.length_squared();
+                let inv_tip = tip2.sqrt().recip();
+                (tip * inv_tip, tip2 + inv_tip)
             }
             Some(o) => {
-                // Blend from (w_rot = 0: keep) the tip's incoming model rotation.
-                let q_tip = pose.rotations[self.tip];
-                let tip_in = then_mt(q_parent * q_root * m_cur) * q_tip;
-                let tip_model = if w_rot > 0.0 {
-                    tip_in.normalize().slerp(o.normalize(), w_rot)
-                } else {
-                    tip_in
-                };
-                (
-                    (then_mt(new_root_rot * m_new).conjugate() * tip_model).normalize(),
+                let tip = self.blended_tip(
+                    pose,
                     o,
-                )
+                    w_rot,
+                    q_parent * q_root * m_cur,
+                    new_root_rot * m_new,
+                    q_mt,
+                );
+                (tip, Vec4::from(tip).element_sum())
             }
-            None => (pose.rotations[self.tip], Quat::IDENTITY),
+            None => (pose.rotations[self.tip], 0.0),
         };
-        // The output, and the goal's values (a non-finite pole or weight need not show in it).
-        let weights = Vec3A::new(goal.position_weight, goal.rotation_weight, goal.pole_weight);
-        if !all_finite(
-            [goal_target, pole_values, weights],
-            [new_root, new_mid, new_tip, o_values],
-        ) {
+        // The output is finite exactly when the squared norms and their inverse square roots
+        // are (a non-finite factor makes its norm non-finite; a zero one, the inverse).
+        let check = mid2 + inv_mid + root2 + inv_root + tip_check;
+        if !(check * 0.0 == 0.0) {
             return Err(goal_error_or(goal, AnalyticError::DegeneratePose));
         }
         pose.rotations[self.root] = new_root;
@@ -1004,6 +1102,35 @@ impl TwoBoneIk {
             target_distance: dist,
             lengths: [l1, l2],
         })
+    }
+
+    /// The tip's new local rotation for a target orientation `o` with a rotation weight below 1
+    /// or rigid bones between mid and tip: the tip's incoming model rotation blended toward `o`
+    /// by `w_rot` (0: keep), in the new frame of the tip's parent. `mid_in` and `mid_new` are the
+    /// mid bone's incoming and new model rotations (up to positive factors).
+    #[cold]
+    #[inline(never)]
+    fn blended_tip(
+        &self,
+        pose: &Pose,
+        o: Quat,
+        w_rot: f32,
+        mid_in: Quat,
+        mid_new: Quat,
+        q_mt: Option<Quat>,
+    ) -> Quat {
+        let then_mt = |q: Quat| q_mt.map_or(q, |r| q * r);
+        let tip_model = if w_rot >= 1.0 {
+            o
+        } else {
+            let tip_in = then_mt(mid_in) * pose.rotations[self.tip];
+            if w_rot > 0.0 {
+                tip_in.normalize().slerp(o.normalize(), w_rot)
+            } else {
+                tip_in
+            }
+        };
+        flush_subnormal((then_mt(mid_new).conjugate() * tip_model).normalize())
     }
 
     /// The report when nothing is blended in (all weights zero): the incoming pose stands.
@@ -1119,13 +1246,16 @@ fn half_turn(from: Vec3A, to: Vec3A, h: Vec3A) -> Quat {
     }
 }
 
-/// `x` clamped to `[lo, hi]` (`lo ≤ hi`), NaN passing through: compiles to one `max` and one
-/// `min` instruction, unlike `f32::clamp` (which checks its bounds) or `f32::max`/`min`
-/// (which filter NaN).
+/// `x` clamped to `[lo, hi]` (`lo ≤ hi`; NaN gives `lo`). The comparisons match the operand
+/// order of the SSE `maxss`/`minss` instructions exactly, NaN included, so the compiler can use
+/// them: `f32::clamp` checks its bounds, `f32::max`/`min` filter NaN, and the earlier form that
+/// passed NaN through has no single-instruction equivalent, so it compiled to a compare and
+/// branch on whether `x` was in range, which mispredicts for targets that cross the limb's
+/// reach. (The compiler may still choose a branch, e.g. when a bound is loaded from memory.)
 #[inline(always)]
 fn clamp_fast(x: f32, lo: f32, hi: f32) -> f32 {
-    let x = if x < lo { lo } else { x };
-    if x > hi { hi } else { x }
+    let x = if x > lo { x } else { lo };
+    if x < hi { x } else { hi }
 }
 
 /// `acos(x)` for `x` in `[−1, 1]` to within 5e-7 rad, without a libm call:
@@ -1136,14 +1266,14 @@ fn clamp_fast(x: f32, lo: f32, hi: f32) -> f32 {
 #[inline(always)]
 fn acos_fast(x: f32) -> f32 {
     let a = x.abs();
-    let p = -0.001_262_491_1_f32;
-    let p = p * a + 0.006_670_090_1;
-    let p = p * a - 0.017_088_125_6;
-    let p = p * a + 0.030_891_881_0;
-    let p = p * a - 0.050_174_304_6;
-    let p = p * a + 0.088_978_987_4;
-    let p = p * a - 0.214_598_801_6;
-    let p = p * a + 1.570_796_305_0;
+    // Estrin's scheme: three levels of multiply-adds instead of Horner's seven in a row (the
+    // report's flex angle was one of the solve's longest dependency chains).
+    let (a2, a4) = (a * a, (a * a) * (a * a));
+    let p01 = 1.570_796_305_0 - 0.214_598_801_6 * a;
+    let p23 = 0.088_978_987_4 - 0.050_174_304_6 * a;
+    let p45 = 0.030_891_881_0 - 0.017_088_125_6 * a;
+    let p67 = 0.006_670_090_1 - 0.001_262_491_1_f32 * a;
+    let p = (p01 + a2 * p23) + a4 * (p45 + a2 * p67);
     let r = (1.0 - a).sqrt() * p;
     if x < 0.0 { PI - r } else { r }
 }
@@ -1265,11 +1395,11 @@ mod tests {
         }
     }
 
-    /// The goal is validated lazily (folded into the output check): every kind of bad value
-    /// is still a `NonFiniteGoal` that leaves the pose unchanged, on every path (full and zero
-    /// weights, with and without an orientation, and ahead of a degenerate pose's error).
+    /// The goal is checked with one vector test and named only on failure: every kind of bad
+    /// value is still a `NonFiniteGoal` that leaves the pose unchanged, on every path (full and
+    /// zero weights, with and without an orientation, and ahead of a degenerate pose's error).
     #[test]
-    fn lazily_validated_goals_are_still_rejected() {
+    fn bad_goals_are_rejected_on_every_path() {
         let (skeleton, ik) = arm();
         let ok = Vec3::new(0.3, 0.2, 0.1);
         let nan = f32::NAN;
@@ -1418,5 +1548,142 @@ mod tests {
         assert!(worst < 5e-7, "worst error {worst}");
         assert_eq!(acos_fast(1.0), 0.0);
         assert!((acos_fast(-1.0) - PI).abs() < 3e-7);
+    }
+
+    /// The scaled frames the solve passes (the `aᵢ` times `ka`, the `bᵢ` times `kb`, `k` their
+    /// product) give the unit frames' rotation, and the returned squared norm is the result's.
+    #[test]
+    fn scaled_frames_give_the_unit_frame_rotation() {
+        let frame = Quat::from_scaled_axis(Vec3::new(-0.7, 0.4, 1.1));
+        let (a1, a2) = (frame * Vec3A::X, frame * Vec3A::Y);
+        let a3 = a1.cross(a2);
+        for r in rotations() {
+            let (b1, b2) = (r * a1, r * a2);
+            let b3 = b1.cross(b2);
+            let unit = frame_rotation(a1, a2, a3, b1, b2, b3).normalize();
+            for (ka, kb) in [(1e-3, 7.0), (0.25, 1.0), (3.0, 1e-2), (40.0, 300.0)] {
+                let (q, q2) = frame_rotation_scaled(
+                    a1 * ka,
+                    a2 * ka,
+                    a3 * ka,
+                    ka * kb,
+                    b1 * kb,
+                    b2 * kb,
+                    b3 * kb,
+                );
+                assert!(angle_between(q.normalize(), unit) < 5e-6, "{r:?} {ka} {kb}");
+                assert!((q2 / q.length_squared() - 1.0).abs() < 1e-5, "{q2} {q:?}");
+            }
+        }
+    }
+
+    /// A limb held straight toward an out-of-reach target, solve after solve, drives its mid
+    /// rotation's off-axis components toward zero; they must not become subnormal numbers
+    /// (arithmetic on those is many times slower: the solve took twice as long).
+    #[test]
+    fn repeated_out_of_reach_solves_leave_no_subnormal_rotations() {
+        use crate::skeleton::Bone;
+        let r = |x: f32, y: f32, z: f32| Quat::from_scaled_axis(Vec3::new(x, y, z));
+        let skeleton = Skeleton::try_new(vec![
+            Bone::new(
+                "upper",
+                None,
+                BoneTransform::from_translation_rotation(Vec3::ZERO, r(0.1, 0.2, 0.3)),
+            ),
+            Bone::new(
+                "lower",
+                Some(0),
+                BoneTransform::from_translation_rotation(Vec3::Y * 0.28, r(0.0, 0.1, 0.15)),
+            ),
+            Bone::new(
+                "hand",
+                Some(1),
+                BoneTransform::from_translation_rotation(Vec3::Y * 0.25, r(0.0, -0.3, 0.0)),
+            ),
+        ])
+        .unwrap();
+        let ik = TwoBoneIk::try_new(&skeleton, 0, 1, 2).unwrap();
+        let mut pose = skeleton.rest_pose();
+        let goal = LimbGoal::new(Vec3::new(0.9, 0.7, -0.4)).with_pole(Vec3::new(0.0, 0.0, 1.0));
+        for i in 0..500 {
+            let report = ik
+                .solve_with_parent(&skeleton, &mut pose, &goal, &BoneTransform::IDENTITY)
+                .unwrap();
+            assert!(!report.reachable);
+            for q in &pose.rotations {
+                assert!(
+                    !q.to_array().iter().any(|c| c.is_subnormal()),
+                    "solve {i}: {q:?}"
+                );
+            }
+        }
+    }
+
+    /// Rotations do not depend on the rig's size: the same limb, targets and poles scaled from
+    /// 1e-3 to 1e4 give the unit-size solve's rotations (the solve switches between a scaled
+    /// and a unit target frame by size, to keep its products within f32's range).
+    #[test]
+    fn tiny_and_huge_limbs_solve_like_unit_ones() {
+        use crate::skeleton::Bone;
+        let build = |s: f32| {
+            let skeleton = Skeleton::try_new(vec![
+                Bone::new(
+                    "shoulder",
+                    None,
+                    BoneTransform::from_translation(Vec3::Y * s),
+                ),
+                Bone::new(
+                    "elbow",
+                    Some(0),
+                    BoneTransform::from_translation_rotation(
+                        Vec3::X * 0.3 * s,
+                        Quat::from_rotation_y(-0.2),
+                    ),
+                ),
+                Bone::new(
+                    "wrist",
+                    Some(1),
+                    BoneTransform::from_translation(Vec3::X * 0.25 * s),
+                ),
+            ])
+            .unwrap();
+            let ik = TwoBoneIk::try_new(&skeleton, 0, 1, 2).unwrap();
+            (skeleton, ik)
+        };
+        let goals = [
+            (Vec3::new(0.3, 1.2, 0.2), Vec3::new(0.0, 1.0, -1.0), None),
+            (
+                Vec3::new(-0.1, 0.7, 0.35),
+                Vec3::new(1.0, 0.0, 0.0),
+                Some(Quat::from_rotation_x(1.0)),
+            ),
+            (Vec3::new(0.8, 1.5, -0.6), Vec3::new(0.0, 3.0, 0.0), None),
+        ];
+        let (skeleton, ik) = build(1.0);
+        for (target, pole, orientation) in goals {
+            let goal = |s: f32| {
+                let g = LimbGoal::new(target * s).with_pole(pole * s);
+                orientation.map_or(g, |o| g.with_orientation(o))
+            };
+            let mut unit = skeleton.rest_pose();
+            ik.solve(&skeleton, &mut unit, &goal(1.0)).unwrap();
+            for s in [1e-3, 1e-2, 1e2, 1e3, 1e4] {
+                let (skeleton_s, ik_s) = build(s);
+                let mut pose = skeleton_s.rest_pose();
+                ik_s.solve(&skeleton_s, &mut pose, &goal(s)).unwrap();
+                for (a, b) in pose.rotations.iter().zip(&unit.rotations) {
+                    assert!(angle_between(*a, *b) < 2e-5, "scale {s}: {a:?} vs {b:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn clamp_fast_clamps() {
+        assert_eq!(clamp_fast(0.5, -1.0, 1.0), 0.5);
+        assert_eq!(clamp_fast(-3.0, -1.0, 1.0), -1.0);
+        assert_eq!(clamp_fast(3.0, -1.0, 1.0), 1.0);
+        assert_eq!(clamp_fast(f32::INFINITY, 0.0, 2.0), 2.0);
+        assert_eq!(clamp_fast(f32::NAN, 0.0, 2.0), 0.0);
     }
 }
