@@ -919,10 +919,15 @@ impl TwoBoneIk {
         let dd = d.length_squared();
         let dist = dd.sqrt();
         let far = dist > 1e-6 * total;
-        let dir = if far {
-            d / dist
-        } else {
-            incoming().direction_at_root(ua)
+        // The unit target direction, for the rarer routes below (the common one scales its
+        // frame by |d| instead): computed there, so that the common path neither divides for it
+        // nor branches on `far` this early.
+        let dir = || {
+            if far {
+                d / dist
+            } else {
+                incoming().direction_at_root(ua)
+            }
         };
 
         // Flex by the law of cosines, with reach, soft reach and flex limits.
@@ -999,6 +1004,7 @@ impl TwoBoneIk {
                         k: dist * len,
                     })
                 } else {
+                    let dir = dir();
                     cross_and_length(v, dir, 1.0)
                         .map(|(x, len)| TargetFrame::unit(dir, x * len.recip()))
                 };
@@ -1006,6 +1012,7 @@ impl TwoBoneIk {
             }
             Pole::Keep => (None, false),
             Pole::Swivel(angle) => {
+                let dir = dir();
                 let r = self.rest_reference(q_parent, dir);
                 (
                     r.map(|r| TargetFrame::unit(dir, Quat::from_axis_angle(dir.into(), angle) * r)),
@@ -1018,17 +1025,12 @@ impl TwoBoneIk {
             _ => {
                 // (b2 / k is the unit normal for either scaling.)
                 let n_pole = target_frame.map(|f| f.b2 * f.k.recip());
+                let dir = dir();
                 let n = self.fallback_normal(&incoming(), h, dir, n_pole, w_pole);
                 TargetFrame::unit(dir, n)
             }
         };
 
-        // From here on rotations are built up to a positive factor and normalised once, where
-        // they are written (`conjugate` stands for `inverse`: it is `|q|² q⁻¹`).
-        // Root: map the root-frame (tip direction, bend axis) onto (target direction, normal).
-        let TargetFrame { b1, b2, b3, k: kb } = target_frame;
-        let (new_root_rot, root_rot2) =
-            frame_rotation_scaled(c, h * c_scale, c_x_h, c_scale * kb, b1, b2, b3);
         // Mid: turn the lower segment onto its new direction about the bend axis.
         // The half-vector arc (ub_cur × ub_des, 1 + cos) = 2 cos(θ/2) (sin(θ/2) axis, cos(θ/2))
         // is exact and cheap unless the turn is near π.
@@ -1041,6 +1043,12 @@ impl TwoBoneIk {
         };
         let m_new = delta * m_cur;
         let mid_raw = q_rm.map_or(m_new, |r| r.conjugate() * m_new);
+        // From here on rotations are built up to a positive factor and normalised once, where
+        // they are written (`conjugate` stands for `inverse`: it is `|q|² q⁻¹`).
+        // Root: map the root-frame (tip direction, bend axis) onto (target direction, normal).
+        let TargetFrame { b1, b2, b3, k: kb } = target_frame;
+        let (new_root_rot, root_rot2) =
+            frame_rotation_scaled(c, h * c_scale, c_x_h, c_scale * kb, b1, b2, b3);
         let root_raw = q_parent.conjugate() * new_root_rot;
         // The written rotations are normalised by their norms' products (|p q| = |p| |q|): the
         // squared norms of the factors are formed while the products are, instead of after them,
