@@ -1946,20 +1946,29 @@ fn panel_contents(
     });
 }
 
+/// The position (mm) and angle (°) tolerance sliders of the Jacobian solvers' panels.
+fn tolerance_sliders(ui: &mut egui::Ui, position_mm: &mut f32, angle_deg: &mut f32) {
+    ui.add(
+        egui::Slider::new(position_mm, 0.01..=10.0)
+            .logarithmic(true)
+            .text("Tolerance (mm)"),
+    );
+    ui.add(
+        egui::Slider::new(angle_deg, 0.01..=5.0)
+            .logarithmic(true)
+            .text("Angle tolerance (°)"),
+    );
+}
+
 fn full_body_controls(ui: &mut egui::Ui, fb: &mut FullBodyUi, readouts: &Readouts) {
     ui.add(egui::Slider::new(&mut fb.weight, 0.0..=1.0).text("IK weight"));
     ui.small("Read at set-up: changing these re-creates the character");
     ui.add(egui::Slider::new(&mut fb.max_iterations, 1..=100).text("Max iterations"));
     ui.add(egui::Slider::new(&mut fb.max_restarts, 0..=8).text("Restarts"));
-    ui.add(
-        egui::Slider::new(&mut fb.position_tolerance_mm, 0.01..=10.0)
-            .logarithmic(true)
-            .text("Tolerance (mm)"),
-    );
-    ui.add(
-        egui::Slider::new(&mut fb.rotation_tolerance_deg, 0.01..=5.0)
-            .logarithmic(true)
-            .text("Angle tolerance (°)"),
+    tolerance_sliders(
+        ui,
+        &mut fb.position_tolerance_mm,
+        &mut fb.rotation_tolerance_deg,
     );
     ui.add(
         egui::Slider::new(&mut fb.damping, 0.0..=0.5)
@@ -1996,15 +2005,10 @@ fn full_body_controls(ui: &mut egui::Ui, fb: &mut FullBodyUi, readouts: &Readout
 fn rig_controls(ui: &mut egui::Ui, rig: &mut RigUi, readouts: &Readouts) {
     ui.add(egui::Slider::new(&mut rig.weight, 0.0..=1.0).text("IK weight"));
     ui.add(egui::Slider::new(&mut rig.max_iterations, 1..=64).text("Max iterations"));
-    ui.add(
-        egui::Slider::new(&mut rig.position_tolerance_mm, 0.01..=10.0)
-            .logarithmic(true)
-            .text("Tolerance (mm)"),
-    );
-    ui.add(
-        egui::Slider::new(&mut rig.angle_tolerance_deg, 0.01..=5.0)
-            .logarithmic(true)
-            .text("Angle tolerance (°)"),
+    tolerance_sliders(
+        ui,
+        &mut rig.position_tolerance_mm,
+        &mut rig.angle_tolerance_deg,
     );
     ui.add(egui::Slider::new(&mut rig.posture_gain, 0.0..=1.0).text("Reference pose"))
         .on_hover_text("Pull toward the animated pose in the freedom the goals leave");
