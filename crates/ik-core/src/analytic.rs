@@ -411,7 +411,8 @@ impl TargetFrame {
 /// `q` with components below 1e-20 in magnitude set to zero: far below f32 precision in a unit
 /// quaternion, but left alone they turn into subnormal numbers over repeated solves (a limb held
 /// straight toward an out-of-reach target drives its mid rotation's off-axis components toward
-/// zero), and arithmetic on subnormals is many times slower on common CPUs.
+/// zero), and arithmetic on subnormals is many times slower on common CPUs. Applied to the
+/// rotations built on their own previous value: the mid's, and a blended tip's.
 #[inline(always)]
 fn flush_subnormal(q: Quat) -> Quat {
     let v = Vec4::from(q);
