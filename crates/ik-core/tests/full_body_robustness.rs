@@ -61,6 +61,22 @@ fn goals() -> impl Strategy<Value = FullBodyGoals> {
         })
 }
 
+/// Goal channels met at the default tolerances.
+fn met(g: &FullBodyGoals, r: &ik_core::humanoid::FullBodyReport) -> usize {
+    let s = ik_core::humanoid::FullBodySettings::default();
+    let mut n = 0;
+    for (e, res) in g.effectors.iter().zip(&r.residuals) {
+        n += usize::from(
+            e.enabled && e.position_weight > 0.0 && res.position <= s.position_tolerance,
+        );
+        n += usize::from(
+            e.enabled && e.rotation_weight > 0.0 && res.rotation <= s.rotation_tolerance,
+        );
+    }
+    n += usize::from(g.look_at.enabled && r.look_at <= s.rotation_tolerance);
+    n + usize::from(g.center_of_mass.enabled && r.center_of_mass <= s.com_tolerance)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
@@ -70,15 +86,25 @@ proptest! {
         let (map, _) = HumanoidMap::from_skeleton(&s);
         let mut solver = FullBodySolver::new(&s, &map).unwrap();
         let mut pose = s.rest_pose();
-        let first = solver.solve(&s, &mut pose, &g).unwrap();
+        let first = solver.solve_cold(&s, &mut pose, &g).unwrap();
         prop_assert!(pose.is_finite());
         prop_assert!(first.cost.is_finite());
         prop_assert!(solver.pose_within_limits(&s, &pose, 1e-4));
         if twice {
-            let second = solver.solve(&s, &mut pose, &g).unwrap();
+            let second = solver.solve_cold(&s, &mut pose, &g).unwrap();
             prop_assert!(pose.is_finite());
             prop_assert!(solver.pose_within_limits(&s, &pose, 1e-4));
-            prop_assert!(second.cost <= first.cost, "{} > {}", second.cost, first.cost);
+            // Never worse: no fewer goals met, and no higher cost for as many (beyond float
+            // noise: re-clamping an in-limit pose moves it by rounding).
+            let (m1, m2) = (met(&g, &first), met(&g, &second));
+            prop_assert!(
+                m2 > m1 || (m2 == m1 && second.cost <= first.cost * (1.0 + 1e-4) + 1e-3),
+                "{m2} goals met at cost {} after {m1} at {}", second.cost, first.cost
+            );
+            // Tracking from there stays finite and in limits.
+            let third = solver.solve(&s, &mut pose, &g).unwrap();
+            prop_assert!(pose.is_finite() && third.cost.is_finite());
+            prop_assert!(solver.pose_within_limits(&s, &pose, 1e-4));
         }
         // Bone lengths (local translations) are untouched except the floating hips.
         let hips = map.get(ik_core::humanoid::HumanoidBone::Hips).unwrap();
