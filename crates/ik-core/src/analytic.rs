@@ -300,7 +300,8 @@ pub struct LimbReport {
     /// Whether the effective (weight-blended) target lies within the limb's reach allowed by
     /// the flex limits. When false the limb extends (or folds) as far as it may toward it.
     pub reachable: bool,
-    /// Distance from the solved tip to the effective target, model units.
+    /// Distance from the solved tip to the effective target, model units, measured by forward
+    /// kinematics of the written rotations.
     pub position_error: f32,
     /// The solved flex angle of the mid joint, radians (0 = straight).
     pub flex_angle: f32,
@@ -378,11 +379,26 @@ fn cross_and_length(v: Vec3A, axis: Vec3A, axis2: f32) -> Option<(Vec3A, f32)> {
     // Squared lengths as `s + s.yzx + s.zxy` (the sum in every lane: fewer shuffles than `dot`).
     let (xx, vv) = (x * x, v * v);
     let len2 = (xx + xx.yzx() + xx.zxy()).x;
-    if len2 > 1e-10 * (vv + vv.yzx() + vv.zxy()).x * axis2 && len2 > 1e-30 * axis2 {
+    let vv2 = (vv + vv.yzx() + vv.zxy()).x * axis2;
+    if len2 > 1e-10 * vv2 && len2 > 1e-30 * axis2 {
+        if len2 < 1e-4 * vv2 {
+            return Some(orthogonal_cross(x, axis, axis2));
+        }
         Some((x, len2.sqrt()))
     } else {
         None
     }
+}
+
+/// `x = v × axis` for a nearly collinear `v` (sin of the angle under 1e-2): the rounding of
+/// the cross product's cancelling terms leaves `x` off the normal plane of `axis` by up to
+/// ε / sin of a radian — enough to tilt the limb's frame and miss the target by 0.3 % of the
+/// limb. One Gram–Schmidt step puts it back. Out of line: rare.
+#[cold]
+#[inline(never)]
+fn orthogonal_cross(x: Vec3A, axis: Vec3A, axis2: f32) -> (Vec3A, f32) {
+    let x = x - axis * (x.dot(axis) / axis2);
+    (x, x.length())
 }
 
 /// The target frame `(b1, b2, b3)` = (target direction, bend-plane normal, their cross
@@ -503,6 +519,14 @@ fn frame_rotation_near_half_turn(
     };
     let turned = Quat::from_vec4((2.0 * ai.cross(bi) - v).extend(2.0 * (k + ti) - w));
     Quat::from_vec4(bi.extend(0.0)) * turned
+}
+
+/// `q v q*` for any (not necessarily unit) `q`: `|q|²` times `v` rotated by `q`.
+#[inline(always)]
+fn sandwich(q: Quat, v: Vec3A) -> Vec3A {
+    let b = Vec3A::from(q.xyz());
+    let w = q.w;
+    v * (w * w - b.length_squared()) + b * (2.0 * b.dot(v)) + b.cross(v) * (2.0 * w)
 }
 
 /// `q * v` for a unit quaternion `q = (b, w)`: `v + 2w (b × v) + 2 b × (b × v)`, two cross
@@ -1125,10 +1149,16 @@ impl TwoBoneIk {
         pose.rotations[self.root] = new_root;
         pose.rotations[self.mid] = new_mid;
         pose.rotations[self.tip] = new_tip;
+        // The position error measured on the written root rotation: the tip by forward
+        // kinematics of the new root rotation applied to the root→tip vector (which the
+        // mid's exact half-vector arc gives to rounding), not the |c| the solve aimed for.
+        // (`sandwich` is |q|² q v q⁻¹: one division, no root. Off the outputs' chains.)
+        // (`c` itself is a unit stand-in when the limb folds onto the root: the true vector.)
+        let tip =
+            p_root + sandwich(new_root_rot, ua * c_along + side * c_across) * root_rot2.recip();
         Ok(LimbReport {
             reachable,
-            // The tip lies on the root→target ray at distance |c| (exactly, up to rounding).
-            position_error: (dist - c_len).abs(),
+            position_error: tip.distance(target),
             // (Clamped again: acos near ±1 is coarse in f32.)
             flex_angle: clamp_fast(
                 acos_fast(cos_phi),
