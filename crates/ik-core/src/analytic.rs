@@ -502,7 +502,9 @@ fn frame_rotation_near_half_turn(
         (a3, b3, t3)
     };
     let turned = Quat::from_vec4((2.0 * ai.cross(bi) - v).extend(2.0 * (k + ti) - w));
-    Quat::from_vec4(bi.extend(0.0)) * turned
+    // Both factors at unit scale: their product would carry the frames' scale twice over,
+    // which leaves f32's range for a tiny frame (a target ~1e-6 from the root) or a huge one.
+    Quat::from_vec4(bi.normalize().extend(0.0)) * turned.normalize()
 }
 
 /// `q * v` for a unit quaternion `q = (b, w)`: `v + 2w (b × v) + 2 b × (b × v)`, two cross

@@ -219,6 +219,22 @@ impl HumanoidLimits {
         self.limits[role.index()] = limit;
     }
 
+    /// Checks every role's limit with [`JointLimit::validate`] (unit finite axes, finite
+    /// ordered ranges); [`FullBodySolver::with_limits`](super::FullBodySolver::with_limits)
+    /// calls it.
+    ///
+    /// # Errors
+    /// [`HumanoidError::InvalidLimit`] naming the first role (in [`HumanoidBone::ALL`] order)
+    /// whose limit is malformed.
+    pub fn validate(&self) -> Result<(), HumanoidError> {
+        for role in HumanoidBone::ALL {
+            if let Err(error) = self.get(role).validate() {
+                return Err(HumanoidError::InvalidLimit { role, error });
+            }
+        }
+        Ok(())
+    }
+
     /// Anatomical defaults (see [`default_ball_range`] and [`default_hinge_range`]) for every
     /// mapped role, with axes derived from the rig: twist axes are rest bone directions, swing
     /// and hinge axes come from the [`BodyFrame`], all expressed in each bone's rest local frame.

@@ -98,6 +98,14 @@ pub enum HumanoidError {
     /// Hips, head and limbs do not span a body frame (all on one line).
     #[error("the rest pose's hips, head and limbs do not define up/left/forward directions")]
     DegenerateBodyFrame,
+    /// A role's joint limit is malformed (see [`crate::limits::JointLimit::validate`]).
+    #[error("the joint limit of `{role}` is malformed: {error}")]
+    InvalidLimit {
+        /// The role.
+        role: HumanoidBone,
+        /// What is wrong with its limit.
+        error: crate::limits::LimitError,
+    },
     /// A goal has a NaN or infinite component.
     #[error("a full-body goal is not finite")]
     NonFiniteGoal,

@@ -518,6 +518,7 @@ impl FullBodySolver {
         limits: HumanoidLimits,
     ) -> Result<Self, HumanoidError> {
         map.validate(skeleton)?;
+        limits.validate()?;
         let model = skeleton.rest_model_transforms();
         let frame = BodyFrame::from_model(&model, map)?;
         let req = |r: B| map.get(r).ok_or(HumanoidError::MissingBone(r));

@@ -165,7 +165,8 @@ pub enum JacobianError {
         /// Tasks (or joints) in the goals.
         found: usize,
     },
-    /// An enabled task has a non-finite target, weight or support polygon.
+    /// An enabled task has a non-finite target, weight or support polygon, or a target point
+    /// beyond ±[`crate::skeleton::MAX_COORDINATE`].
     #[error("the goal of task {task} is not finite")]
     NonFiniteGoal {
         /// The task.
