@@ -276,7 +276,7 @@ impl LimbGoal {
             return Err(AnalyticError::NonFiniteGoal("target"));
         }
         if let Some(q) = self.orientation
-            && (!q.is_finite() || q.length_squared() < 1e-12)
+            && !(1e-12..=1e12).contains(&q.length_squared())
         {
             return Err(AnalyticError::NonFiniteGoal("orientation"));
         }

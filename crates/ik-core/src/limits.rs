@@ -9,7 +9,8 @@
 //! # Malformed limits and angle ranges
 //!
 //! [`JointLimit::validate`] says whether a limit is well formed: unit, finite axes (within
-//! [`AXIS_UNIT_TOLERANCE`]), finite bounds with `min ≤ max`, non-negative swing half-angles.
+//! [`AXIS_UNIT_TOLERANCE`]), bounds with `min ≤ max` (angles within ±[`MAX_ANGLE_BOUND`],
+//! slider offsets within ±[`MAX_COORDINATE`]), non-negative finite swing half-angles.
 //! Every solver rejects a malformed limit at set-up with that error. [`JointLimit::contains`]
 //! and [`JointLimit::clamp`] never panic and never turn finite input into a non-finite value:
 //! on a malformed limit (a NaN bound, `min > max`, a zero axis, …) they behave like
@@ -27,6 +28,7 @@ use glam::{Quat, Vec2, Vec3};
 use thiserror::Error;
 
 use crate::rotation;
+use crate::skeleton::MAX_COORDINATE;
 
 /// Why a [`JointLimit`] is malformed (see [`JointLimit::validate`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
@@ -35,7 +37,8 @@ pub enum LimitError {
     /// A hinge, slider, twist or swing axis is zero, not finite or not of unit length.
     #[error("the limit's {0} axis is zero, not finite or not of unit length")]
     InvalidAxis(&'static str),
-    /// A bound is NaN or infinite, or `min > max`.
+    /// A bound is NaN, infinite or out of range (angles beyond ±[`MAX_ANGLE_BOUND`], slider
+    /// offsets beyond ±[`MAX_COORDINATE`]), or `min > max`.
     #[error("the limit's {0} range is not finite or has min > max")]
     InvalidRange(&'static str),
     /// The swing axis of a swing–twist limit is not perpendicular to its twist axis.
@@ -48,6 +51,11 @@ pub enum LimitError {
 
 /// How far from 1 the length of a limit's axis may be for [`JointLimit::validate`].
 pub const AXIS_UNIT_TOLERANCE: f32 = 1e-3;
+
+/// The largest magnitude (radians) of a hinge or twist bound [`JointLimit::validate`] accepts:
+/// two whole turns. Ranges may reach past ±π (see the module docs), but a bound of 10⁶ rad is
+/// a unit mistake, and f32 cannot place such an angle to better than 0.06 rad.
+pub const MAX_ANGLE_BOUND: f32 = 4.0 * PI;
 
 /// A limit on one joint, relative to the bone's rest transform.
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
@@ -255,9 +263,15 @@ fn check_axis(axis: Vec3, what: &'static str) -> Result<(), LimitError> {
     }
 }
 
-/// The range check of [`JointLimit::validate`].
+/// The range check of [`JointLimit::validate`]: angle bounds within ±[`MAX_ANGLE_BOUND`],
+/// slider bounds within ±[`MAX_COORDINATE`].
 fn check_range(min: f32, max: f32, what: &'static str) -> Result<(), LimitError> {
-    if min.is_finite() && max.is_finite() && min <= max {
+    let bound = if what == "slider" {
+        MAX_COORDINATE
+    } else {
+        MAX_ANGLE_BOUND
+    };
+    if min.abs() <= bound && max.abs() <= bound && min <= max {
         Ok(())
     } else {
         Err(LimitError::InvalidRange(what))

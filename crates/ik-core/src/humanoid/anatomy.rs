@@ -416,3 +416,32 @@ impl HumanoidMasses {
         self.masses.iter().sum()
     }
 }
+
+impl super::FullBodyGoals {
+    /// Checks what [`FullBodySolver::solve`](super::FullBodySolver::solve) needs of the goals,
+    /// enabled or not: finite values, positions and targets within
+    /// ±[`MAX_COORDINATE`](crate::skeleton::MAX_COORDINATE), and effector rotations that can be
+    /// normalised (squared norm in `[1e-12, 1e12]`; they need not be unit).
+    ///
+    /// # Errors
+    /// [`HumanoidError::NonFiniteGoal`].
+    pub fn validate(&self) -> Result<(), HumanoidError> {
+        use crate::skeleton::MAX_COORDINATE;
+        let point = |p: Vec3| p.is_finite() && p.abs().max_element() <= MAX_COORDINATE;
+        let ok = self.effectors.iter().all(|e| {
+            point(e.position)
+                && e.rotation.is_finite()
+                && (1e-12..=1e12).contains(&e.rotation.length_squared())
+                && e.position_weight.is_finite()
+                && e.rotation_weight.is_finite()
+        }) && point(self.look_at.target)
+            && self.look_at.weight.is_finite()
+            && point(self.center_of_mass.target)
+            && self.center_of_mass.weight.is_finite();
+        if ok {
+            Ok(())
+        } else {
+            Err(HumanoidError::NonFiniteGoal)
+        }
+    }
+}

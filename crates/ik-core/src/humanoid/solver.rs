@@ -808,6 +808,7 @@ impl FullBodySolver {
             .into());
         }
         pose.validate(skeleton)?;
+        goals.validate()?;
         if !goals.is_finite() {
             return Err(HumanoidError::NonFiniteGoal);
         }

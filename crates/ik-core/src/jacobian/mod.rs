@@ -135,7 +135,8 @@ pub enum JacobianError {
         /// What is wrong.
         what: &'static str,
     },
-    /// A task has no rows, a zero axis, a bad mass table, bad weights or a non-finite value.
+    /// A task has no rows, a zero axis, a bad mass table (a mass outside `[0, 1e12]`), bad
+    /// weights, or a non-finite value or a point beyond ±[`crate::skeleton::MAX_COORDINATE`].
     #[error("task {task}: {what}")]
     InvalidTask {
         /// The task.
@@ -1194,8 +1195,10 @@ fn validate_task(
             axes,
         } => {
             bone_ok(*bone)?;
-            if !local_point.is_finite() {
-                return bad("non-finite local point");
+            if !(local_point.is_finite()
+                && local_point.abs().max_element() <= crate::skeleton::MAX_COORDINATE)
+            {
+                return bad("non-finite or out-of-range local point");
             }
             if axes.count() == 0 {
                 return bad("no axis selected");
@@ -1228,7 +1231,10 @@ fn validate_task(
                         len,
                     });
                 }
-                if !(m.mass.is_finite() && m.mass >= 0.0 && m.local_center.is_finite()) {
+                if !((0.0..=1e12).contains(&m.mass)
+                    && m.local_center.is_finite()
+                    && m.local_center.abs().max_element() <= crate::skeleton::MAX_COORDINATE)
+                {
                     return bad("masses must be finite and ≥ 0");
                 }
                 total += m.mass;
