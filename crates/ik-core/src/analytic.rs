@@ -1115,6 +1115,14 @@ impl TwoBoneIk {
         let new_root = root_raw * inv_root;
         // The tip, and a value that is finite exactly when it is (below).
         let (new_tip, tip_check) = match goal.orientation {
+            Some(o) if w_rot >= 1.0 && q_mt.is_none() && UNIT_FRAME => {
+                // (The retry: unit factors, so that the norms' product cannot overflow on a
+                // limb ~1e9 units long.)
+                let tip =
+                    m_new.normalize().conjugate() * (new_root_rot.normalize().conjugate() * o);
+                let tip = tip.normalize();
+                (tip, Vec4::from(tip).element_sum())
+            }
             Some(o) if w_rot >= 1.0 && q_mt.is_none() => {
                 // The target orientation in the new frame of the tip's parent,
                 // (root_rot m_new)⁻¹ o, grouped as m_new⁻¹ (root_rot⁻¹ o) so that the two
@@ -1131,7 +1139,11 @@ impl TwoBoneIk {
                     o,
                     w_rot,
                     q_parent * q_root * m_cur,
-                    new_root_rot * m_new,
+                    if UNIT_FRAME {
+                        new_root_rot.normalize() * m_new.normalize()
+                    } else {
+                        new_root_rot * m_new
+                    },
                     q_mt,
                 );
                 (tip, Vec4::from(tip).element_sum())

@@ -913,7 +913,13 @@ fn fuzz_jacobian() {
             let before = pose.clone();
             match solver.solve(&s, &mut pose, &goals, &mut scratch) {
                 Ok(report) => {
-                    assert!(pose.is_finite(), "Ok with a non-finite pose");
+                    assert!(
+                        pose.is_finite(),
+                        "Ok with a non-finite pose {pose:?} from {before:?}; {:?} {:?} {:?} {goals:?} {report:?}",
+                        solver.joints(),
+                        solver.tasks(),
+                        solver.settings()
+                    );
                     assert!(solved_pose_ok(&pose), "Ok with an invalid pose: {report:?}");
                     assert!(
                         report.max_position_residual.is_finite()
