@@ -7,9 +7,10 @@
 //! # Bone names
 //!
 //! [`HumanoidBone::from_bone_name`] is case- and separator-insensitive. A name is split into
-//! words at `:` `_` `.` `-` spaces, camelCase humps and letter/digit boundaries; a namespace
-//! before the last `:` and the prefixes `mixamorig`, `DEF-`, `J_Bip_`, `Bip01`, `CC_Base_` are
-//! dropped; `l`/`left`/`r`/`right` (anywhere) give the side and `C` marks the centre line; a
+//! words at `:` `_` `.` `-` `|` spaces, camelCase humps and letter/digit boundaries; a namespace
+//! before the last `:`, the prefixes `mixamorig`, `DEF-`, `J_Bip_`, `Bip01`, `CC_Base_`, `b_`,
+//! `Armature` and the exporter suffix `_Armature` (Blender's VRM 0.x export:
+//! `upper_arm.l_Armature`, `pelvis_Armature`) are dropped; `l`/`left`/`r`/`right` (anywhere) give the side and `C` marks the centre line; a
 //! trailing number is kept apart. The remaining words, glued together, must be *exactly* one of:
 //!
 //! | role | centre / per side words |
@@ -22,7 +23,7 @@
 //! | upper arm | `upperarm` `arm` `uparm` |
 //! | lower arm | `lowerarm` `forearm` `elbow` |
 //! | forearm twist | `lowerarmtwist` `forearmtwist` `lowerarmroll` `forearmroll` |
-//! | hand | `hand` `wrist` |
+//! | hand | `hand` `wrist` `palm` |
 //! | upper leg | `upperleg` `upleg` `thigh` `hip` (with a side) |
 //! | lower leg | `lowerleg` `leg` `shin` `calf` `knee` |
 //! | foot | `foot` `ankle` |
@@ -56,7 +57,10 @@ pub use anatomy::{
     default_ball_range, default_hinge_range,
 };
 pub use bones::{HumanoidBone, Side};
-pub use map::{HumanoidMap, MappingReport};
+pub use map::{
+    HumanoidMap, MappingOptions, MappingReport, MappingSource, PassedOver, PassedOverReason,
+    RoleMapping, UnmappedReason, UnmappedRole,
+};
 pub use solver::{
     CenterOfMassGoal, Effector, EffectorGoal, FullBodyGoals, FullBodyReport, FullBodySettings,
     FullBodySolver, GoalResidual, LookAtGoal, PostureReference,
