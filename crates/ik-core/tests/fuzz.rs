@@ -18,8 +18,8 @@ use glam::{Quat, Vec2, Vec3};
 use ik_core::analytic::{LimbGoal, LimbSettings, Pole, TwoBoneIk};
 use ik_core::humanoid::{
     CenterOfMassGoal, EffectorGoal, FullBodyGoals, FullBodySolver, HumanoidBone, HumanoidError,
-    HumanoidLimits, HumanoidMap, LookAtGoal, RestAxes, RigConvention, random_pose_within_limits,
-    test_rig,
+    HumanoidLimits, HumanoidMap, LookAtGoal, MappingOptions, RestAxes, RigConvention,
+    random_pose_within_limits, test_rig,
 };
 use ik_core::jacobian::{
     AxisMask, BoneMass, JacobianSolver, JointKind, JointSpec, PostureReference, SolverSettings,
@@ -1149,7 +1149,24 @@ fn fuzz_humanoid_mapper() {
         let Ok(s) = Skeleton::try_new(bones) else {
             return;
         };
-        let (map, report) = HumanoidMap::from_skeleton(&s);
+        let options = if r.chance(0.5) {
+            let flags = (0..r.below(n + 3)).map(|_| r.chance(0.7)).collect();
+            MappingOptions::default().with_skinned(flags)
+        } else {
+            MappingOptions::default()
+        };
+        let (map, report) = HumanoidMap::from_skeleton_with(&s, &options);
+        assert_eq!(
+            report.mapped.len() + report.unmapped.len(),
+            HumanoidBone::COUNT
+        );
+        let _ = report.to_string();
+        let extra = HumanoidMap::lower_leg_ends_for_detached_feet(&s, &report);
+        if !extra.is_empty() {
+            let mut bones = s.bones().to_vec();
+            bones.extend(extra);
+            let _ = Skeleton::try_new(bones).map(|s| HumanoidMap::from_skeleton(&s));
+        }
         for (role, b) in map.iter() {
             assert!(b < s.len(), "{role:?} -> {b}");
         }

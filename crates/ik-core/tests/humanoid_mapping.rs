@@ -732,5 +732,34 @@ mod real {
             Some("LowerLeg.L_end")
         );
         solves(&s2, &map, "worker with lower-leg ends");
+
+        // The same bones from the helper, placed where the detached feet rest.
+        let (_, report) = HumanoidMap::from_skeleton(s);
+        let ends = HumanoidMap::lower_leg_ends_for_detached_feet(s, &report);
+        assert_eq!(ends.len(), 2);
+        let mut bones = s.bones().to_vec();
+        bones.extend(ends);
+        let s3 = Skeleton::try_new(bones).unwrap();
+        let (map3, report3) = HumanoidMap::from_skeleton(&s3);
+        assert!(report3.is_complete(), "{report3}");
+        let fk = s3.rest_model_transforms();
+        for (role, foot) in [(B::LeftFoot, "Foot.L"), (B::RightFoot, "Foot.R")] {
+            let end = map3.get(role).unwrap();
+            let d = fk[end]
+                .translation
+                .distance(fk[s3.find(foot).unwrap()].translation);
+            assert!(d < 1e-5, "{role}: {d}");
+            assert!(matches!(
+                report3
+                    .mapped
+                    .iter()
+                    .find(|m| m.role == role)
+                    .unwrap()
+                    .source,
+                MappingSource::LowerLegEnd { .. }
+            ));
+        }
+        assert_eq!(map3, map);
+        solves(&s3, &map3, "worker with helper ends");
     }
 }

@@ -484,6 +484,45 @@ impl HumanoidMap {
         (map, report)
     }
 
+    /// End bones to add under the lower legs of a rig whose feet are detached IK control bones
+    /// with nothing to stand in for the ankle ([`UnmappedReason::DetachedControlBone`] in
+    /// `report`): one bone per such leg, named `<lower leg>_end`, parented to the lower leg and
+    /// placed at the detached foot's rest position. Append them to the skeleton's bones
+    /// (their indices follow the existing ones, so nothing else moves) and map again: the
+    /// foot roles then take them ([`MappingSource::LowerLegEnd`]), and a solver moves the
+    /// legs so that those ends reach the foot goals. Moving the detached foot bones along
+    /// (to the ends' solved model transforms) is up to the caller. Empty when no foot is
+    /// detached.
+    #[must_use]
+    pub fn lower_leg_ends_for_detached_feet(
+        skeleton: &Skeleton,
+        report: &MappingReport,
+    ) -> Vec<crate::skeleton::Bone> {
+        let rest = skeleton.rest_model_transforms();
+        report
+            .unmapped
+            .iter()
+            .filter_map(|u| match &u.reason {
+                UnmappedReason::DetachedControlBone {
+                    bone,
+                    lower_leg_name,
+                    ..
+                } => {
+                    let leg = skeleton.find(lower_leg_name)?;
+                    let local = rest[leg].inverse().transform_point(rest[*bone].translation);
+                    (local.is_finite() && local.length() > 1e-6).then(|| {
+                        crate::skeleton::Bone::new(
+                            format!("{lower_leg_name}_end"),
+                            Some(leg),
+                            crate::pose::BoneTransform::from_translation(local),
+                        )
+                    })
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Fills the report's role-by-role lists from the map, the candidates and the notes.
     fn write_report(
         &self,
