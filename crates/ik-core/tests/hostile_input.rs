@@ -376,3 +376,38 @@ fn two_bone_target_at_the_shoulder_is_status_not_error() {
     let report = ik.solve(&s, &mut pose, &goal).unwrap();
     assert!(pose.is_finite() && report.position_error.is_finite());
 }
+
+#[test]
+fn subnormal_stiffness_is_rejected_at_set_up() {
+    // Found by the fuzzer: a stiffness of 1e-40 made an infinite column scale and `Ok` with a
+    // NaN pose.
+    let s = arm(1.0, Vec3::ZERO);
+    for k in [1e-40, 0.0, -1.0, f32::NAN, 1e30] {
+        let r = JacobianSolver::try_new(
+            &s,
+            vec![JointSpec::ball(1).with_stiffness(k)],
+            vec![TaskSpec::position(3, Vec3::ZERO)],
+            SolverSettings::default(),
+        );
+        assert!(
+            matches!(r, Err(JacobianError::InvalidJoint { joint: 0, .. })),
+            "{k}"
+        );
+    }
+}
+
+#[test]
+fn giant_limb_with_orientation_goal_solves() {
+    // Found by the fuzzer: limbs ~1e10 long overflowed the tip's norm product (DegeneratePose).
+    let s = arm(1e10, Vec3::ZERO);
+    let ik = TwoBoneIk::try_new(&s, 1, 2, 3).unwrap();
+    let mut pose = s.rest_pose();
+    let goal = LimbGoal::new(Vec3::new(1.1e10, 1.5e10, 0.3e10))
+        .with_pole(Vec3::new(1.1e10, 1.5e10, 3e10))
+        .with_orientation(Quat::from_rotation_y(0.7));
+    let report = ik.solve(&s, &mut pose, &goal).unwrap();
+    assert!(pose.is_finite() && report.reachable);
+    let tip = s.model_transform(&pose, 3);
+    assert!(tip.translation.distance(goal.target) < 1e-4 * 1e10);
+    assert!(tip.rotation.dot(Quat::from_rotation_y(0.7)).abs() > 1.0 - 1e-5);
+}

@@ -38,6 +38,27 @@
 //! `spine_01`…`spine_05`, Rigify `spine` = pelvis and `spine.004` = neck), so the chest and upper
 //! chest are assigned from the hierarchy by [`HumanoidMap::from_skeleton`], never from numbers.
 //!
+//! # Control bones, mesh nodes, detached feet, and the report
+//!
+//! Rigs exported with their control rig, or as a scene graph, carry several bones per name:
+//! an upper-case `HEAD` control under the root, IK hand controls, mesh nodes named like their
+//! joints. [`HumanoidMap::from_skeleton`] takes the bone on the chain (below its parent role's
+//! bone), then a skinned one when the caller says which bones are skinned
+//! ([`HumanoidMap::from_skeleton_with`], [`MappingOptions::with_skinned`]), then the one
+//! nearest the root, with a name not in capitals only, with children.
+//!
+//! Quaternius exports parent the feet to the root as IK controls (`Foot.L` beside `Body`, not
+//! below `LowerLeg.L`). Such a foot is never taken: the lower leg's end bone (`LowerLeg.L_end`)
+//! plays the foot when the rig has one ([`MappingSource::LowerLegEnd`]); otherwise the foot is
+//! reported unmapped with [`UnmappedReason::DetachedControlBone`], and
+//! [`HumanoidMap::lower_leg_ends_for_detached_feet`] makes end bones to append so that the rig
+//! maps and solves (the caller then moves the detached foot bones along).
+//!
+//! [`MappingReport`] lists every role: mapped (bone, name, [`MappingSource`]) or not (and why:
+//! [`UnmappedReason`]), and every bone whose name named a role but was passed over (and why:
+//! [`PassedOverReason`]). Its `Display` form is a readable multi-line report for a UI or a log;
+//! [`MappingReport::summary`] is one line.
+//!
 //! # Limits and axes
 //!
 //! Limits are relative to each bone's rest rotation (see [`crate::limits`]). Twist axes are rest
