@@ -49,7 +49,8 @@ pub enum LimitError {
     InvalidSwingRange,
 }
 
-/// How far from 1 the length of a limit's axis may be for [`JointLimit::validate`].
+/// How far from 1 the length of a limit's axis may be for [`JointLimit::validate`] (checked on
+/// the squared length: `|‖axis‖² − 1| ≤ 2 · AXIS_UNIT_TOLERANCE`).
 pub const AXIS_UNIT_TOLERANCE: f32 = 1e-3;
 
 /// The largest magnitude (radians) of a hinge or twist bound [`JointLimit::validate`] accepts:
@@ -254,9 +255,12 @@ impl JointLimit {
     }
 }
 
-/// The axis check of [`JointLimit::validate`].
+/// The axis check of [`JointLimit::validate`] (on the squared length, no square root: the
+/// clamps run it on every call).
+#[inline]
 fn check_axis(axis: Vec3, what: &'static str) -> Result<(), LimitError> {
-    if axis.is_finite() && (axis.length() - 1.0).abs() <= AXIS_UNIT_TOLERANCE {
+    // |‖a‖² − 1| ≤ 2 tol  ⇔  ‖a‖ within about tol of 1 (NaN fails the comparison).
+    if (axis.length_squared() - 1.0).abs() <= 2.0 * AXIS_UNIT_TOLERANCE {
         Ok(())
     } else {
         Err(LimitError::InvalidAxis(what))
@@ -265,6 +269,7 @@ fn check_axis(axis: Vec3, what: &'static str) -> Result<(), LimitError> {
 
 /// The range check of [`JointLimit::validate`]: angle bounds within ±[`MAX_ANGLE_BOUND`],
 /// slider bounds within ±[`MAX_COORDINATE`].
+#[inline]
 fn check_range(min: f32, max: f32, what: &'static str) -> Result<(), LimitError> {
     let bound = if what == "slider" {
         MAX_COORDINATE
