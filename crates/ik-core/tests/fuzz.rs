@@ -1161,6 +1161,18 @@ fn fuzz_humanoid_mapper() {
             HumanoidBone::COUNT
         );
         let _ = report.to_string();
+        let table: Vec<(HumanoidBone, usize)> = (0..r.below(30))
+            .map(|_| (r.pick(&HumanoidBone::ALL), r.below(n + 2)))
+            .collect();
+        let (tmap, treport) = HumanoidMap::from_table(&s, &table, &options);
+        assert_eq!(
+            treport.mapped.len() + treport.unmapped.len(),
+            HumanoidBone::COUNT
+        );
+        for (role, b) in tmap.iter() {
+            assert!(b < s.len(), "table map {role:?} -> {b}");
+        }
+        let _ = tmap.validate(&s);
         let extra = HumanoidMap::lower_leg_ends_for_detached_feet(&s, &report);
         if !extra.is_empty() {
             let mut bones = s.bones().to_vec();

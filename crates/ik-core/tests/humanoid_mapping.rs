@@ -592,6 +592,67 @@ mod real {
     }
 
     #[test]
+    fn vrm_table_maps_names_that_match_no_convention() {
+        let rig = test_rig(RigConvention::Vrm, RestAxes::MinusZ);
+        let (truth, _) = HumanoidMap::from_skeleton(&rig);
+        // Names no convention knows: only the table can map them.
+        let s = renamed(
+            &rig,
+            |r| format!("Node{:03}", r.index() * 7 + 1),
+            |n| format!("Node{}", n.len() * 13),
+        );
+        let (by_name, report) = HumanoidMap::from_skeleton(&s);
+        assert_eq!(by_name.iter().count(), 0, "{report}");
+        // The table as a VRM file gives it: VRM bone names to node indices.
+        let table: Vec<(B, usize)> = truth
+            .iter()
+            .map(|(r, b)| (B::from_vrm_name(r.vrm_name()).unwrap(), b))
+            .collect();
+        let (map, report) = HumanoidMap::from_table(&s, &table, &MappingOptions::default());
+        check_report(&s, &map, &report);
+        assert!(report.is_complete(), "{report}");
+        assert_eq!(map, truth);
+        assert!(
+            report
+                .mapped
+                .iter()
+                .all(|m| m.source == MappingSource::Table)
+        );
+        assert!(
+            report.summary().contains("from the table"),
+            "{}",
+            report.summary()
+        );
+        solves(&s, &map, "VRM table");
+
+        // A wrong entry is reported, an out-of-range one ignored, a missing one filled by name.
+        let mut bad = table.clone();
+        bad.retain(|&(r, _)| r != B::LeftHand && r != B::Head);
+        bad.push((B::LeftHand, truth.get(B::RightHand).unwrap()));
+        bad.push((B::Neck, 10_000));
+        let mut bones = s.bones().to_vec();
+        bones[truth.get(B::Head).unwrap()].name = "Head".into();
+        let s2 = Skeleton::try_new(bones).unwrap();
+        let (map, report) = HumanoidMap::from_table(&s2, &bad, &MappingOptions::default());
+        check_report(&s2, &map, &report);
+        assert_eq!(map.get(B::LeftHand), None);
+        let u = report
+            .unmapped
+            .iter()
+            .find(|u| u.role == B::LeftHand)
+            .unwrap();
+        assert!(
+            matches!(u.reason, UnmappedReason::NotBelowParent { .. }),
+            "{report}"
+        );
+        assert_eq!(map.get(B::Head), truth.get(B::Head));
+        let head = report.mapped.iter().find(|m| m.role == B::Head).unwrap();
+        assert_eq!(head.source, MappingSource::Name);
+        assert_eq!(map.get(B::Neck), truth.get(B::Neck));
+        assert!(B::from_vrm_name("leftEye").is_none());
+    }
+
+    #[test]
     fn b_prefix_and_numbered_suffixes_map() {
         let s = renamed(
             &test_rig(RigConvention::Vrm, RestAxes::PlusX),

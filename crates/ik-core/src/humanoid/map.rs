@@ -45,6 +45,8 @@ pub struct MappingReport {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub enum MappingSource {
+    /// Given by a humanoid table ([`HumanoidMap::from_table`]), such as a VRM file's.
+    Table,
     /// The bone's name names the role.
     Name,
     /// From the hierarchy: the bone sits where the role must be (the common ancestor of the
@@ -198,12 +200,22 @@ impl MappingReport {
             .iter()
             .filter(|m| m.source == MappingSource::Name)
             .count();
+        let table = self
+            .mapped
+            .iter()
+            .filter(|m| m.source == MappingSource::Table)
+            .count();
         let mut s = format!(
-            "humanoid map: {} of {} roles ({} by name, {} from the hierarchy)",
+            "humanoid map: {} of {} roles ({}{} by name, {} from the hierarchy)",
             self.mapped.len(),
             HumanoidBone::COUNT,
+            if table > 0 {
+                format!("{table} from the table, ")
+            } else {
+                String::new()
+            },
             by_name,
-            self.mapped.len() - by_name
+            self.mapped.len() - by_name - table
         );
         if self.missing_required.is_empty() {
             s.push_str("; complete");
@@ -219,6 +231,7 @@ impl MappingReport {
 impl core::fmt::Display for MappingSource {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
+            Self::Table => f.write_str("from the humanoid table"),
             Self::Name => f.write_str("by name"),
             Self::Hierarchy => f.write_str("from the hierarchy"),
             Self::LowerLegEnd { .. } => {
@@ -421,6 +434,96 @@ impl HumanoidMap {
     #[must_use]
     pub fn from_skeleton(skeleton: &Skeleton) -> (Self, MappingReport) {
         Self::from_skeleton_with(skeleton, &MappingOptions::default())
+    }
+
+    /// A map from a humanoid table (role → bone index), such as the `humanoid.humanBones` table
+    /// of a VRM file (use [`HumanoidBone::from_vrm_name`] for its keys): the table's entries are
+    /// taken as given ([`MappingSource::Table`]); roles it lacks are filled as
+    /// [`HumanoidMap::from_skeleton_with`] would, where that agrees with the table's bones.
+    /// Entries out of range, and roles whose bone is not below their parent role's bone, are
+    /// reported unmapped ([`UnmappedReason::NotBelowParent`] for the latter).
+    #[must_use]
+    pub fn from_table(
+        skeleton: &Skeleton,
+        table: &[(HumanoidBone, usize)],
+        options: &MappingOptions,
+    ) -> (Self, MappingReport) {
+        let (by_name, named) = Self::from_skeleton_with(skeleton, options);
+        let mut map = Self::new();
+        let in_table = |r: HumanoidBone| {
+            table
+                .iter()
+                .rev()
+                .find(|&&(t, b)| t == r && b < skeleton.len())
+                .map(|&(_, b)| b)
+        };
+        for role in HumanoidBone::ALL {
+            map.set(role, in_table(role).or_else(|| by_name.get(role)));
+        }
+        // A name-found bone must not repeat a table bone under another role.
+        for role in HumanoidBone::ALL {
+            if in_table(role).is_none()
+                && let Some(b) = map.get(role)
+                && table.iter().any(|&(_, t)| t == b)
+            {
+                map.set(role, None);
+            }
+        }
+        let mut notes = Notes::default();
+        map.drop_inconsistent(skeleton, &mut notes);
+        let mut report = MappingReport::default();
+        let name = |b: usize| skeleton.bones()[b].name.clone();
+        for role in HumanoidBone::ALL {
+            if let Some(bone) = map.get(role) {
+                let source = if in_table(role).is_some() {
+                    MappingSource::Table
+                } else {
+                    named
+                        .mapped
+                        .iter()
+                        .find(|m| m.role == role)
+                        .map_or(MappingSource::Name, |m| m.source)
+                };
+                if source == MappingSource::Hierarchy {
+                    report.inferred.push(role);
+                }
+                report.mapped.push(RoleMapping {
+                    role,
+                    bone,
+                    bone_name: name(bone),
+                    source,
+                });
+                continue;
+            }
+            if role.is_required() {
+                report.missing_required.push(role);
+            } else {
+                report.missing_optional.push(role);
+            }
+            let reason = match notes.dropped.iter().find(|&&(r, _, _)| r == role) {
+                Some(&(_, bone, parent)) => UnmappedReason::NotBelowParent {
+                    bone,
+                    bone_name: name(bone),
+                    parent,
+                },
+                None => named
+                    .unmapped
+                    .iter()
+                    .find(|u| u.role == role)
+                    .map_or(UnmappedReason::NoCandidate, |u| u.reason.clone()),
+            };
+            report.unmapped.push(UnmappedRole {
+                role,
+                required: role.is_required(),
+                reason,
+            });
+        }
+        report.passed_over = named
+            .passed_over
+            .into_iter()
+            .filter(|p| in_table(p.role).is_none())
+            .collect();
+        (map, report)
     }
 
     /// [`HumanoidMap::from_skeleton`] with hints (which bones are skinned).

@@ -54,6 +54,10 @@
 //! [`HumanoidMap::lower_leg_ends_for_detached_feet`] makes end bones to append so that the rig
 //! maps and solves (the caller then moves the detached foot bones along).
 //!
+//! A rig that carries its own humanoid table (a VRM file's `humanoid.humanBones`) is mapped
+//! from it with [`HumanoidMap::from_table`] ([`HumanoidBone::from_vrm_name`] reads its keys);
+//! names and the hierarchy only fill what the table leaves out.
+//!
 //! [`MappingReport`] lists every role: mapped (bone, name, [`MappingSource`]) or not (and why:
 //! [`UnmappedReason`]), and every bone whose name named a role but was passed over (and why:
 //! [`PassedOverReason`]). Its `Display` form is a readable multi-line report for a UI or a log;
