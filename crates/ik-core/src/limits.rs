@@ -220,6 +220,8 @@ impl JointLimit {
                     return false;
                 }
                 let clamped = clamp_angle(angle, min, max);
+                // (The axis is unit only to within `AXIS_UNIT_TOLERANCE`.)
+                let axis = axis.normalize();
                 write_rotation(
                     rotation,
                     rest_rotation * Quat::from_axis_angle(axis, clamped),
@@ -243,7 +245,8 @@ impl JointLimit {
                 }
                 // (`along` is finite: f64 holds any difference of finite f32 values.)
                 let along = along.clamp(f64::from(min), f64::from(max));
-                let t = (rest_translation.as_dvec3() + axis.as_dvec3() * along).as_vec3();
+                let axis = axis.as_dvec3().normalize();
+                let t = (rest_translation.as_dvec3() + axis * along).as_vec3();
                 if !t.is_finite() {
                     // Only when the rest translation itself sits at the edge of f32's range.
                     return false;
@@ -299,7 +302,7 @@ fn write_rotation(rotation: &mut Quat, q: Quat) -> bool {
 /// that no difference of finite f32 translations overflows.
 fn slider_parts(translation: Vec3, rest: Vec3, axis: Vec3) -> (f64, f64) {
     let d = translation.as_dvec3() - rest.as_dvec3();
-    let axis = axis.as_dvec3();
+    let axis = axis.as_dvec3().normalize();
     let along = d.dot(axis);
     (along, (d - axis * along).length())
 }

@@ -411,3 +411,39 @@ fn giant_limb_with_orientation_goal_solves() {
     assert!(tip.translation.distance(goal.target) < 1e-4 * 1e10);
     assert!(tip.rotation.dot(Quat::from_rotation_y(0.7)).abs() > 1.0 - 1e-5);
 }
+
+#[test]
+fn nearly_unit_axes_clamp_to_values_inside() {
+    // Found by the fuzzer: an axis 0.09 % longer than unit (valid) made the slider clamp to an
+    // offset `contains` judged outside.
+    let axis = Vec3::new(-0.15173924, 0.5171331, -0.8414948);
+    assert!(
+        (axis.length() - 1.0).abs() > 1e-4
+            && JointLimit::Slider {
+                axis,
+                min: 0.0,
+                max: 1.0
+            }
+            .is_valid()
+    );
+    for lim in [
+        JointLimit::Slider {
+            axis,
+            min: -3.2265587,
+            max: -2.543547,
+        },
+        JointLimit::Hinge {
+            axis,
+            min: 0.5,
+            max: 2.9,
+        },
+    ] {
+        let mut q = Quat::from_rotation_y(-2.0);
+        let mut t = Vec3::new(1.0223216, -0.6297476, 0.72932243);
+        assert!(lim.clamp(Quat::IDENTITY, Vec3::ZERO, &mut q, &mut t));
+        assert!(
+            lim.contains(Quat::IDENTITY, Vec3::ZERO, q, t, 1e-5),
+            "{lim:?}: {q} {t}"
+        );
+    }
+}

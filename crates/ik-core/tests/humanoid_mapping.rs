@@ -501,6 +501,7 @@ mod real {
                                     bone: s.find(&format!("Foot.{side}")).unwrap(),
                                     bone_name: format!("Foot.{side}"),
                                     parent_name: "Root".into(),
+                                    lower_leg: s.find(&format!("LowerLeg.{side}")).unwrap(),
                                     lower_leg_name: format!("LowerLeg.{side}"),
                                 },
                                 "{label}"

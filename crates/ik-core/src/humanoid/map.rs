@@ -104,6 +104,8 @@ pub enum UnmappedReason {
         bone_name: String,
         /// Its parent's name (`-` for a root).
         parent_name: String,
+        /// The lower leg bone.
+        lower_leg: usize,
         /// The lower leg's name.
         lower_leg_name: String,
     },
@@ -608,11 +610,15 @@ impl HumanoidMap {
             .filter_map(|u| match &u.reason {
                 UnmappedReason::DetachedControlBone {
                     bone,
+                    lower_leg,
                     lower_leg_name,
                     ..
                 } => {
-                    let leg = skeleton.find(lower_leg_name)?;
-                    let local = rest[leg].inverse().transform_point(rest[*bone].translation);
+                    let (leg, bone) = (*lower_leg, *bone);
+                    if leg >= skeleton.len() || bone >= skeleton.len() {
+                        return None;
+                    }
+                    let local = rest[leg].inverse().transform_point(rest[bone].translation);
                     (local.is_finite() && local.length() > 1e-6).then(|| {
                         crate::skeleton::Bone::new(
                             format!("{lower_leg_name}_end"),
@@ -664,24 +670,21 @@ impl HumanoidMap {
                         report.missing_optional.push(role);
                     }
                     let dropped = notes.dropped.iter().find(|&&(r, _, _)| r == role);
-                    let reason = match (detached, dropped) {
-                        (Some(bone), _) => UnmappedReason::DetachedControlBone {
+                    let leg_role = HumanoidBone::LeftLowerLeg.on(role.side().unwrap_or(Side::Left));
+                    let reason = match (detached, dropped, self.get(leg_role)) {
+                        (Some(bone), _, Some(leg)) => UnmappedReason::DetachedControlBone {
                             bone,
                             bone_name: name(bone),
                             parent_name: skeleton.parent(bone).map_or_else(|| "-".into(), name),
-                            lower_leg_name: self
-                                .get(
-                                    HumanoidBone::LeftLowerLeg
-                                        .on(role.side().unwrap_or(Side::Left)),
-                                )
-                                .map_or_else(|| "-".into(), name),
+                            lower_leg: leg,
+                            lower_leg_name: name(leg),
                         },
-                        (None, Some(&(_, bone, parent))) => UnmappedReason::NotBelowParent {
+                        (_, Some(&(_, bone, parent)), _) => UnmappedReason::NotBelowParent {
                             bone,
                             bone_name: name(bone),
                             parent,
                         },
-                        (None, None) => UnmappedReason::NoCandidate,
+                        _ => UnmappedReason::NoCandidate,
                     };
                     report.unmapped.push(UnmappedRole {
                         role,
