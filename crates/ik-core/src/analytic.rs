@@ -276,7 +276,7 @@ impl LimbGoal {
             return Err(AnalyticError::NonFiniteGoal("target"));
         }
         if let Some(q) = self.orientation
-            && (!q.is_finite() || q.length_squared() < 1e-12)
+            && !(1e-12..=1e12).contains(&q.length_squared())
         {
             return Err(AnalyticError::NonFiniteGoal("orientation"));
         }
@@ -849,7 +849,7 @@ impl TwoBoneIk {
         // Without bones between root, mid and tip (the common case) a copy of the solve without
         // the rigid-offset walks and their rotations (`Option`s known to be `None`) runs.
         if self.upper_between.is_empty() && self.lower_between.is_empty() {
-            self.solve_impl::<false>(skeleton, pose, goal, parent)
+            self.solve_impl::<false, false>(skeleton, pose, goal, parent)
         } else {
             self.solve_between(skeleton, pose, goal, parent)
         }
@@ -865,13 +865,35 @@ impl TwoBoneIk {
         goal: &LimbGoal,
         parent: &BoneTransform,
     ) -> Result<LimbReport, AnalyticError> {
-        self.solve_impl::<true>(skeleton, pose, goal, parent)
+        self.solve_impl::<true, false>(skeleton, pose, goal, parent)
+    }
+
+    /// [`TwoBoneIk::solve_impl`] again with the pole's target frame built at unit scale, for
+    /// the rare goals where the scaled frame left f32's range (a target ~1e-6 from the root
+    /// with a pole: the root's rotation near a half turn underflows). Out of line and cold, so
+    /// the common solve is unchanged.
+    #[cold]
+    #[inline(never)]
+    fn solve_unit_frame(
+        &self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goal: &LimbGoal,
+        parent: &BoneTransform,
+    ) -> Result<LimbReport, AnalyticError> {
+        if self.upper_between.is_empty() && self.lower_between.is_empty() {
+            self.solve_impl::<false, true>(skeleton, pose, goal, parent)
+        } else {
+            self.solve_impl::<true, true>(skeleton, pose, goal, parent)
+        }
     }
 
     /// [`TwoBoneIk::solve_with_parent`]; `BETWEEN`: whether to walk the bones between root and
-    /// mid and between mid and tip (the result without them is the same either way).
+    /// mid and between mid and tip (the result without them is the same either way);
+    /// `UNIT_FRAME`: whether to build the pole's target frame at unit scale (the retry of
+    /// [`TwoBoneIk::solve_unit_frame`]).
     #[inline(always)]
-    fn solve_impl<const BETWEEN: bool>(
+    fn solve_impl<const BETWEEN: bool, const UNIT_FRAME: bool>(
         &self,
         skeleton: &Skeleton,
         pose: &mut Pose,
@@ -1050,7 +1072,7 @@ impl TwoBoneIk {
                 // norms below grow like `size` = |d|⁴ |v|² (l1 + l2)⁴.
                 let g = dd * v.length_squared();
                 let size = g * dd * (total * total) * (total * total);
-                let frame = if far && size < 1e30 && size > 1e-30 {
+                let frame = if !UNIT_FRAME && far && size < 1e30 && size > 1e-30 {
                     cross_and_length(v, d, dd).map(|(x, len)| TargetFrame {
                         b1: d * len,
                         b2: x * dist,
@@ -1117,6 +1139,14 @@ impl TwoBoneIk {
         let new_root = root_raw * inv_root;
         // The tip, and a value that is finite exactly when it is (below).
         let (new_tip, tip_check) = match goal.orientation {
+            Some(o) if w_rot >= 1.0 && q_mt.is_none() && UNIT_FRAME => {
+                // (The retry: unit factors, so that the norms' product cannot overflow on a
+                // limb ~1e9 units long.)
+                let tip =
+                    m_new.normalize().conjugate() * (new_root_rot.normalize().conjugate() * o);
+                let tip = tip.normalize();
+                (tip, Vec4::from(tip).element_sum())
+            }
             Some(o) if w_rot >= 1.0 && q_mt.is_none() => {
                 // The target orientation in the new frame of the tip's parent,
                 // (root_rot m_new)⁻¹ o, grouped as m_new⁻¹ (root_rot⁻¹ o) so that the two
@@ -1133,7 +1163,11 @@ impl TwoBoneIk {
                     o,
                     w_rot,
                     q_parent * q_root * m_cur,
-                    new_root_rot * m_new,
+                    if UNIT_FRAME {
+                        new_root_rot.normalize() * m_new.normalize()
+                    } else {
+                        new_root_rot * m_new
+                    },
                     q_mt,
                 );
                 (tip, Vec4::from(tip).element_sum())
@@ -1144,6 +1178,10 @@ impl TwoBoneIk {
         // are (a non-finite factor makes its norm non-finite; a zero one, the inverse).
         let check = mid2 + inv_mid + root2 + inv_root + tip_check;
         if !(check * 0.0 == 0.0) {
+            if !UNIT_FRAME {
+                // (`pose` is still untouched.)
+                return self.solve_unit_frame(skeleton, pose, goal, parent);
+            }
             return Err(goal_error_or(goal, AnalyticError::DegeneratePose));
         }
         pose.rotations[self.root] = new_root;
@@ -1585,15 +1623,15 @@ mod tests {
                     .with_weights(weights[0], weights[1], weights[2]),
             };
             let mut general = pose.clone();
-            let fast = ik.solve_impl::<false>(&skeleton, &mut pose, &goal, &parent);
-            let slow = ik.solve_impl::<true>(&skeleton, &mut general, &goal, &parent);
+            let fast = ik.solve_impl::<false, false>(&skeleton, &mut pose, &goal, &parent);
+            let slow = ik.solve_impl::<true, false>(&skeleton, &mut general, &goal, &parent);
             proptest::prop_assert_eq!(fast, slow);
             proptest::prop_assert_eq!(format!("{pose:?}"), format!("{general:?}"));
             // And the public entry point takes the fast path here.
             let mut public = general.clone();
             proptest::prop_assert_eq!(
                 ik.solve_with_parent(&skeleton, &mut public, &goal, &parent),
-                ik.solve_impl::<false>(&skeleton, &mut general, &goal, &parent)
+                ik.solve_impl::<false, false>(&skeleton, &mut general, &goal, &parent)
             );
         }
     }

@@ -641,6 +641,7 @@ impl FullBodySolver {
         limits: HumanoidLimits,
     ) -> Result<Self, HumanoidError> {
         map.validate(skeleton)?;
+        limits.validate()?;
         let model = skeleton.rest_model_transforms();
         let frame = BodyFrame::from_model(&model, map)?;
         let req = |r: B| map.get(r).ok_or(HumanoidError::MissingBone(r));
@@ -1003,6 +1004,7 @@ impl FullBodySolver {
             .into());
         }
         pose.validate(skeleton)?;
+        goals.validate()?;
         if !goals.is_finite() {
             return Err(HumanoidError::NonFiniteGoal);
         }
