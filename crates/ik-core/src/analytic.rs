@@ -521,6 +521,18 @@ fn frame_rotation_near_half_turn(
     Quat::from_vec4(bi.extend(0.0)) * turned
 }
 
+/// The tip's distance from `target` with the root rotation normalised first (the rare
+/// overflow path of the measured position error).
+#[cold]
+#[inline(never)]
+fn measured_error_unit(root: Quat, c: Vec3A, p_root: Vec3A, target: Vec3A) -> f32 {
+    let q =
+        Quat::from_vec4(glam::Vec4::from(root) * (Vec4::from(root).abs().max_element().recip()));
+    let tip = p_root + rotate(q.normalize(), c);
+    let e = tip.distance(target);
+    if e.is_finite() { e } else { f32::MAX }
+}
+
 /// `q v q*` for any (not necessarily unit) `q`: `|q|²` times `v` rotated by `q`.
 #[inline(always)]
 fn sandwich(q: Quat, v: Vec3A) -> Vec3A {
@@ -1192,11 +1204,17 @@ impl TwoBoneIk {
         // mid's exact half-vector arc gives to rounding), not the |c| the solve aimed for.
         // (`sandwich` is |q|² q v q⁻¹: one division, no root. Off the outputs' chains.)
         // (`c` itself is a unit stand-in when the limb folds onto the root: the true vector.)
-        let tip =
-            p_root + sandwich(new_root_rot, ua * c_along + side * c_across) * root_rot2.recip();
+        let c_true = ua * c_along + side * c_across;
+        let tip = p_root + sandwich(new_root_rot, c_true) * root_rot2.recip();
+        let mut position_error = tip.distance(target);
+        if !position_error.is_finite() {
+            // The unnormalised product left f32's range (a limb ~1e15 long, a rotation's norm
+            // near underflow): the same with the unit rotation.
+            position_error = measured_error_unit(new_root_rot, c_true, p_root, target);
+        }
         Ok(LimbReport {
             reachable,
-            position_error: tip.distance(target),
+            position_error,
             // (Clamped again: acos near ±1 is coarse in f32.)
             flex_angle: clamp_fast(
                 acos_fast(cos_phi),
