@@ -526,8 +526,7 @@ fn frame_rotation_near_half_turn(
 #[cold]
 #[inline(never)]
 fn measured_error_unit(root: Quat, c: Vec3A, p_root: Vec3A, target: Vec3A) -> f32 {
-    let q =
-        Quat::from_vec4(glam::Vec4::from(root) * (Vec4::from(root).abs().max_element().recip()));
+    let q = Quat::from_vec4(Vec4::from(root) * (Vec4::from(root).abs().max_element().recip()));
     let tip = p_root + rotate(q.normalize(), c);
     let e = tip.distance(target);
     if e.is_finite() { e } else { f32::MAX }

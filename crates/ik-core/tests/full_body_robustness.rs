@@ -69,8 +69,11 @@ fn levels(g: &FullBodyGoals, r: &ik_core::humanoid::FullBodyReport) -> [(u32, f3
     let mut add = |p: u8, on: bool, res: f32, tol: f32| {
         if on {
             let l = &mut out[usize::from(p.min(3))];
-            l.0 += u32::from(res <= tol);
-            l.1 += res / tol;
+            if res <= tol {
+                l.0 += 1;
+            } else {
+                l.1 += res / tol;
+            }
         }
     };
     for (e, res) in g.effectors.iter().zip(&r.residuals) {

@@ -1134,16 +1134,20 @@ impl FullBodySolver {
         false
     }
 
-    /// Per priority level (3 and above share the last): goal channels met and summed
-    /// residuals in tolerances.
+    /// Per priority level (3 and above share the last): goal channels met, and the summed
+    /// residuals (in tolerances) of the channels not met.
     fn levels(&self, report: &FullBodyReport, goals: &FullBodyGoals) -> [(u32, f32); 4] {
         let s = &self.settings;
         let mut out = [(0u32, 0.0f32); 4];
         let mut add = |priority: u8, wanted: bool, r: f32, tol: f32| {
             if wanted {
                 let l = &mut out[usize::from(priority.min(3))];
-                l.0 += u32::from(r <= tol);
-                l.1 += r / tol;
+                // (A met goal counts as met: its leftover residual decides nothing.)
+                if r <= tol {
+                    l.0 += 1;
+                } else {
+                    l.1 += r / tol;
+                }
             }
         };
         for (r, g) in report.residuals.iter().zip(&goals.effectors) {
