@@ -191,15 +191,25 @@ pub struct BodyFrame {
 }
 
 impl BodyFrame {
-    /// Measures a character from points on its body and its left-to-right direction.
-    pub fn measure(points: &[Vec3], origin: Vec3, left: Option<Vec3>) -> Option<Self> {
-        let finite = points.iter().filter(|p| p.is_finite());
-        let min = finite.clone().fold(Vec3::INFINITY, |a, &p| a.min(p));
-        let max = finite.fold(Vec3::NEG_INFINITY, |a, &p| a.max(p));
-        let height = max.y - min.y.min(origin.y);
-        if !(height.is_finite() && height > 1e-4) {
-            return None;
-        }
+    /// Measures a character: its bounds from `points` (joints and mesh vertices), its size from
+    /// the height of its `joints` (all points when empty: a stylised head or hat must not make
+    /// the reach of the scripted motion longer than the arms), its facing from its
+    /// left-to-right direction.
+    pub fn measure(
+        points: &[Vec3],
+        joints: &[Vec3],
+        origin: Vec3,
+        left: Option<Vec3>,
+    ) -> Option<Self> {
+        let bounds = |points: &[Vec3]| {
+            let finite = points.iter().filter(|p| p.is_finite());
+            let min = finite.clone().fold(Vec3::INFINITY, |a, &p| a.min(p));
+            let max = finite.fold(Vec3::NEG_INFINITY, |a, &p| a.max(p));
+            let height = max.y - min.y.min(origin.y);
+            (height.is_finite() && height > 1e-4).then_some((min, max, height))
+        };
+        let (min, max, height) = bounds(points)?;
+        let size = bounds(joints).map_or(height, |(.., h)| h);
         let up = Vec3::Y;
         let left = left
             .map(|l| l.reject_from(up))
@@ -216,7 +226,7 @@ impl BodyFrame {
             up,
             forward: left.cross(up),
             left,
-            scale: height / REFERENCE_HEIGHT,
+            scale: size / REFERENCE_HEIGHT,
         })
     }
 
@@ -505,6 +515,7 @@ fn measure_character(
             continue;
         }
         let mut points = Vec::new();
+        let mut joint_points = Vec::new();
         for e in children.iter_descendants(root) {
             if let Ok((skin, mesh)) = skins.get(e) {
                 let joints: Vec<Mat4> = skin
@@ -512,7 +523,7 @@ fn measure_character(
                     .iter()
                     .map(|&j| globals.get(j).map_or(Mat4::NAN, GlobalTransform::to_matrix))
                     .collect();
-                points.extend(joints.iter().map(|m| m.w_axis.truncate()));
+                joint_points.extend(joints.iter().map(|m| m.w_axis.truncate()));
                 // The skinned vertices themselves: a stylised head or a hat reaches far past
                 // the joints.
                 if let (Some(mesh), Some(inverse)) = (
@@ -538,7 +549,7 @@ fn measure_character(
                 }));
             }
         }
-        if points.is_empty() {
+        if points.is_empty() && joint_points.is_empty() {
             points.extend(
                 children
                     .iter_descendants(root)
@@ -560,7 +571,8 @@ fn measure_character(
             .map_or(Vec3::ZERO, GlobalTransform::translation);
         let hips = at(HumanoidBone::Hips).unwrap_or(ground);
         let origin = Vec3::new(hips.x, ground.y, hips.z);
-        match BodyFrame::measure(&points, origin, left) {
+        points.extend_from_slice(&joint_points);
+        match BodyFrame::measure(&points, &joint_points, origin, left) {
             Some(frame) => {
                 info!(
                     "character bounds {:.2?}..{:.2?} (height {:.2} m, scale {:.2}), facing {:.2?}",
@@ -739,18 +751,23 @@ mod tests {
     fn body_frame_takes_height_and_facing_from_the_points() {
         let points = [Vec3::new(-0.2, 0.0, 0.0), Vec3::new(0.2, 3.2, 0.1)];
         // Left along -Z: the character faces +X (left × up).
-        let frame = BodyFrame::measure(&points, Vec3::ZERO, Some(Vec3::new(0.0, 0.3, -2.0)))
+        let frame = BodyFrame::measure(&points, &[], Vec3::ZERO, Some(Vec3::new(0.0, 0.3, -2.0)))
             .expect("measurable");
         assert!((frame.scale - 3.2 / REFERENCE_HEIGHT).abs() < 1e-5);
         assert!(frame.left.abs_diff_eq(Vec3::NEG_Z, 1e-6));
         assert!(frame.forward.abs_diff_eq(Vec3::NEG_Z.cross(Vec3::Y), 1e-6));
         let p = frame.point(Vec3::new(1.0, 0.0, 0.0));
         assert!(p.abs_diff_eq(Vec3::NEG_Z * frame.scale, 1e-5), "{p}");
-        assert!(BodyFrame::measure(&[Vec3::ONE], Vec3::ONE, None).is_none());
-        assert!(BodyFrame::measure(&[Vec3::NAN], Vec3::ZERO, None).is_none());
-        let default = BodyFrame::measure(&points, Vec3::NAN, None).expect("measurable");
+        assert!(BodyFrame::measure(&[Vec3::ONE], &[], Vec3::ONE, None).is_none());
+        assert!(BodyFrame::measure(&[Vec3::NAN], &[], Vec3::ZERO, None).is_none());
+        let default = BodyFrame::measure(&points, &[], Vec3::NAN, None).expect("measurable");
         assert_eq!((default.left, default.forward), (Vec3::X, Vec3::Z));
         assert_eq!(default.origin, Vec3::ZERO);
+        // A big head above the joints widens the bounds, not the size.
+        let joints = [Vec3::ZERO, Vec3::Y * 1.72];
+        let big_head = [Vec3::ZERO, Vec3::Y * 3.0];
+        let f = BodyFrame::measure(&big_head, &joints, Vec3::ZERO, None).expect("measurable");
+        assert!((f.scale - 1.0).abs() < 1e-5 && f.max.y == 3.0);
     }
 
     #[test]
@@ -770,6 +787,33 @@ mod tests {
         // Nothing spawned yet: nothing mapped, nothing reported missing.
         let waiting = MappingSummary::new(None, &IkStatus::default(), |_| None);
         assert_eq!(waiting.mapped_count, 0);
+    }
+
+    #[test]
+    fn a_dropped_gltf_replaces_the_character_and_other_files_are_ignored() {
+        let mut app = App::new();
+        app.add_message::<FileDragAndDrop>()
+            .insert_resource(CharacterChoice(CharacterPath::Asset(
+                DEFAULT_CHARACTER.to_owned(),
+            )))
+            .add_systems(Update, open_dropped_file);
+        let window = Entity::PLACEHOLDER;
+        let drop = |path: &str| FileDragAndDrop::DroppedFile {
+            window,
+            path_buf: PathBuf::from(path),
+        };
+        app.world_mut().write_message(drop("/models/notes.txt"));
+        app.update();
+        assert_eq!(
+            app.world().resource::<CharacterChoice>().0,
+            CharacterPath::Asset(DEFAULT_CHARACTER.to_owned())
+        );
+        app.world_mut().write_message(drop("/models/hero.glb"));
+        app.update();
+        assert_eq!(
+            app.world().resource::<CharacterChoice>().0,
+            CharacterPath::File(PathBuf::from("/models/hero.glb"))
+        );
     }
 
     #[test]

@@ -15,7 +15,8 @@
 //!   bones by name; the panel shows what it mapped and what is missing. The camera, handles and
 //!   scripted motion are sized to the character's measured bounds.
 //! * Click a coloured handle to select it; `T` translate, `R` rotate, `L` local/global axes,
-//!   `Esc` deselect. Right mouse drag orbits, middle drag pans, the wheel zooms.
+//!   `Esc` deselect. Right mouse drag orbits, middle drag pans, the wheel zooms. `F12` saves a
+//!   screenshot (`bevy_ik_demo_N.png`), `Ctrl+Q` quits.
 //! * Three solvers: the humanoid's hybrid full-body solver (default), a general Jacobian
 //!   [`IkRig`] the demo builds on the mapped bones (per-goal weights, priority levels, blends),
 //!   or four analytic [`IkLimb`]s with elbow and knee poles. Switching re-creates the character.
@@ -56,7 +57,7 @@ use crate::character::{CharacterPath, CharacterPlugin, DEFAULT_CHARACTER};
 use crate::handles::HandlesPlugin;
 use crate::panel::PanelPlugin;
 use crate::readouts::{ReadoutsPlugin, RunSummary};
-use crate::screenshot::{CLEAR, ScreenshotPlugin};
+use crate::screenshot::{CLEAR, KeysPlugin, ScreenshotPlugin};
 use crate::settings::{DemoSettings, SettingsPlugin, load_settings};
 use crate::solver::{SolverPlugin, SolverUi};
 
@@ -145,6 +146,7 @@ fn main() -> ExitCode {
             HandlesPlugin,
             CameraPlugin { yaw: options.yaw },
             PanelPlugin,
+            KeysPlugin,
             ReadoutsPlugin {
                 summary: summary.clone(),
             },

@@ -250,7 +250,7 @@ fn panel_contents(
             actions.gizmo_modes = Some(GizmoMode::all_rotate());
         }
     });
-    ui.small("Click a handle to select · Esc deselect · L local axes · right drag orbit · middle drag pan · wheel zoom");
+    ui.small("Click a handle to select · Esc deselect · L local axes · right drag orbit · middle drag pan · wheel zoom · F12 screenshot");
     ui.separator();
 
     egui::ScrollArea::vertical().show(ui, |ui| {

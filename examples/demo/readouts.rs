@@ -230,6 +230,15 @@ fn record_readouts(
         _ => "off".to_owned(),
     };
     let (Some(targets), Some(bones)) = (targets, bones) else {
+        // Not set up (yet, or a required role is missing): no goal to report.
+        for readout in &mut r.goals {
+            readout.text = "—".to_owned();
+            push(&mut readout.history, f32::NAN);
+        }
+        r.iterations.clear();
+        summary.goals = 0;
+        summary.goals_met = 0;
+        summary.residuals.clear();
         r.error = status.last_error.as_ref().map(ToString::to_string);
         summary.error = summary.error.clone().or_else(|| r.error.clone());
         r.summary = "not set up".to_owned();

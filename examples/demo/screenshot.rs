@@ -35,6 +35,38 @@ const MIN_GROUND_FILL: f32 = 0.02;
 /// Frames a rig whose required roles cannot be mapped is given before giving up.
 const MAPPING_PATIENCE: u32 = 60;
 
+/// `F12` saves a screenshot of the window (`bevy_ik_demo_N.png` in the working folder),
+/// `Ctrl+Q` quits (printing the run summary, like closing the window).
+pub struct KeysPlugin;
+
+impl Plugin for KeysPlugin {
+    fn build(&self, app: &mut App) {
+        app.add_systems(Update, screenshot_and_quit_keys);
+    }
+}
+
+fn screenshot_and_quit_keys(
+    keys: Res<ButtonInput<KeyCode>>,
+    mut commands: Commands,
+    mut exit: MessageWriter<AppExit>,
+    mut taken: Local<u32>,
+) {
+    if keys.just_pressed(KeyCode::F12) {
+        *taken += 1;
+        let path = PathBuf::from(format!("bevy_ik_demo_{}.png", *taken));
+        commands.spawn(Screenshot::primary_window()).observe(
+            move |captured: On<ScreenshotCaptured>| match save_png(&captured.image, &path) {
+                Ok(()) => info!("screenshot saved to {}", path.display()),
+                Err(e) => warn!("{e}"),
+            },
+        );
+    }
+    let ctrl = keys.any_pressed([KeyCode::ControlLeft, KeyCode::ControlRight]);
+    if ctrl && keys.just_pressed(KeyCode::KeyQ) {
+        exit.write(AppExit::Success);
+    }
+}
+
 /// The result `main` reports: `Ok(message)` once the file is written, `Err(message)` on failure.
 pub type Outcome = Arc<Mutex<Option<Result<String, String>>>>;
 
