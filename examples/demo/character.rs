@@ -69,7 +69,7 @@ impl Plugin for CharacterPlugin {
 pub enum CharacterPath {
     /// Relative to the asset folder.
     Asset(String),
-    /// A file elsewhere (loaded with the asset server's override for paths outside its folder).
+    /// A file elsewhere (an absolute path: the demo allows paths outside the asset folder).
     File(PathBuf),
 }
 

@@ -118,8 +118,9 @@ fn main() -> ExitCode {
                 })
                 .set(AssetPlugin {
                     file_path: asset_folder.clone(),
-                    // Characters from anywhere on disk are opened with `load_override`.
-                    unapproved_path_mode: UnapprovedPathMode::Deny,
+                    // A viewer of files the user picks (no scripts or mods): a character from
+                    // anywhere on disk, and the textures a `.gltf` there refers to, may load.
+                    unapproved_path_mode: UnapprovedPathMode::Allow,
                     ..default()
                 }),
         )
