@@ -17,7 +17,7 @@ use transform_gizmo_bevy::{GizmoMode, GizmoOptions, GizmoOrientation, GizmoTarge
 use crate::camera::{Orbit, viewport_rect};
 use crate::character::{BodyFrame, Character, PropsShown};
 use crate::settings::DemoSettings;
-use crate::solver::{SolverSetup, SolverUi, goal_lines};
+use crate::solver::{SolverSetup, goal_lines, head_look_at};
 
 /// Top centre of the step the scripted motion puts the left foot on, in body units (see
 /// [`BodyFrame::point`]).
@@ -205,14 +205,11 @@ fn decorate_targets(
                     continue;
                 };
                 if role == Role::Head
-                    && setup.solver == SolverUi::Rig
-                    && let Some(head) = position(HumanoidBone::Head)
+                    && let Some((axis, offset)) =
+                        head_look_at(setup, position(HumanoidBone::Head), &frame)
                 {
-                    // The rig's look-at goal aims the face: its target goes in front of the
-                    // head (the full-body humanoid places its own look-at target).
-                    let axis = head.rotation().inverse() * frame.forward;
                     commands.insert_resource(HeadAxis(axis));
-                    transform.translation += (frame.forward * 0.8 + frame.up * 0.08) * s;
+                    transform.translation += offset;
                 }
                 let rest_dir = match role {
                     Role::LeftHand => Some((HumanoidBone::LeftLowerArm, HumanoidBone::LeftHand)),

@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::character::{Character, CharacterAsset, MappingSummary};
 use crate::handles::Role;
 use crate::settings::DemoSettings;
-use crate::solver::{SolveState, SolverSetup, is_solving, read_solve};
+use crate::solver::{SolveState, SolverSetup, balance_active, is_solving, read_solve};
 
 /// Frames of history in the convergence plot.
 const HISTORY: usize = 240;
@@ -223,11 +223,10 @@ fn record_readouts(
         *total_micros = 0.0;
     }
     r.mapping = Some(mapping);
-    r.center_of_mass = match com {
-        Some(c) if c.active && setup.solver == crate::solver::SolverUi::FullBody => {
-            format!("{:.1} mm", status.center_of_mass_residual * 1000.0)
-        }
-        _ => "off".to_owned(),
+    r.center_of_mass = if balance_active(setup, com) {
+        format!("{:.1} mm", status.center_of_mass_residual * 1000.0)
+    } else {
+        "off".to_owned()
     };
     let (Some(targets), Some(bones)) = (targets, bones) else {
         // Not set up (yet, or a required role is missing): no goal to report.

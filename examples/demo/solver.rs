@@ -9,7 +9,7 @@ use bevy_ik::ik_core::humanoid::HumanoidBone;
 use bevy_ik::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::character::Character;
+use crate::character::{BodyFrame, Character};
 use crate::handles::{HeadAxis, Role, TargetHandle};
 use crate::settings::{DemoSettings, FullBodyUi, RigUi};
 
@@ -129,6 +129,24 @@ fn attach_rig(
             commands.entity(limb).insert(IkDisabled);
         }
     }
+}
+
+/// In the rig mode, the head's look-at goal aims the face: the head's aiming axis in its own
+/// frame (the character's forward) and how far to move the head target so it sits in front of
+/// the face. `None` in the other modes (the full-body humanoid places its own look-at target).
+pub fn head_look_at(
+    setup: &SolverSetup,
+    head: Option<&GlobalTransform>,
+    frame: &BodyFrame,
+) -> Option<(Vec3, Vec3)> {
+    let head = head.filter(|_| setup.solver == SolverUi::Rig)?;
+    let axis = head.rotation().inverse() * frame.forward;
+    Some((axis, frame.vector(Vec3::new(0.0, 0.08, 0.8))))
+}
+
+/// Whether the balance readout applies: the full-body solver with its centre-of-mass goal on.
+pub fn balance_active(setup: &SolverSetup, com: Option<&IkCenterOfMass>) -> bool {
+    setup.solver == SolverUi::FullBody && com.is_some_and(|c| c.active)
 }
 
 /// The full-body rig as the panel describes it, starting from the rig the demo set up.
