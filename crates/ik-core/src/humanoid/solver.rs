@@ -65,7 +65,8 @@
 //! fifth of [`FullBodySettings::give_way_distance`] — 5 % of the body height by default — and
 //! by no less than 90 % of the previous miss), one of them *gives way*: the goal with the
 //! largest priority number; among equal priorities the look-at first, then a hand, then a foot,
-//! then the pelvis (the humanoid default order, overridable with [`EffectorGoal::priority`]);
+//! (the humanoid default order, overridable with [`EffectorGoal::priority`]; the pelvis and the
+//! centre of mass at priority 0 never give way: they trade off by weight, as balance needs);
 //! within those a limb stretched toward a target beyond its reach first (the surest sign of
 //! infeasibility: the target is projected onto what the limb can reach), else the goal missed
 //! most. A goal that gives way pulls with a tenth of its weight and a tenth of the usual step,
@@ -349,10 +350,11 @@ pub struct FullBodySettings {
     /// Graceful degradation of [`FullBodySolver::solve`]: when goals stay unmet over two
     /// solves, one of them gives way from the next solve on — the goal with the largest
     /// priority number; among equal priorities the look-at first, then a hand, then a foot
-    /// (the humanoid default order: pelvis and feet before hands, hands before the look-at);
+    /// (the humanoid default order: pelvis and feet before hands, hands before the look-at; the
+    /// pelvis and the centre of mass at priority 0 never give way);
     /// among those a limb stretched toward a target beyond its reach first, else the goal
     /// missed most, measured in units of this distance for positions (and of
-    /// [`FullBodySettings::give_way_angle`] for orientations and the look-at). That goal: it pulls with a twentieth of its weight and sits out the polish pass,
+    /// [`FullBodySettings::give_way_angle`] for orientations and the look-at). That goal: it pulls with a tenth of its weight and sits out the polish pass,
     /// so it cannot drag the goals that can be met off them; it is back at full weight as soon
     /// as a solve meets it. Misses under a fifth of this scale never give way (they are
     /// converging). Model units; 0 (the default) means 5 % of the rest body height; infinity
@@ -539,6 +541,8 @@ pub struct FullBodySolver {
     demoting: bool,
     /// The rest body height (hips to head plus hips to feet), for scale-free defaults.
     body_height: f32,
+    /// Whether this attempt has an active centre-of-mass goal.
+    balancing: bool,
     /// Cold solve (restarts, global swivel search) or tracking.
     cold: bool,
     bone_count: usize,
@@ -828,6 +832,7 @@ impl FullBodySolver {
             demoted: [false; CHANNELS],
             missed: [0.0; CHANNELS],
             demoting: false,
+            balancing: false,
             body_height,
             cold: false,
             bone_count: n,
@@ -1250,7 +1255,9 @@ impl FullBodySolver {
             }
         }
         // The order in which goals give way: a larger priority number first, then the look-at,
-        // then the hands, then the feet, then the pelvis and the centre of mass.
+        // then the hands, then the feet. The pelvis and the centre of mass at priority 0 never
+        // give way: they trade off against each other by weight, by design (balance).
+        let mut never = [false; CHANNELS];
         for (c, r) in rank.iter_mut().enumerate() {
             let (k, priority) = match c {
                 10 => (5, goals.look_at.priority),
@@ -1264,6 +1271,7 @@ impl FullBodySolver {
                 _ => 0.0,
             };
             *r += f32::from(priority.min(50)) * 1e5 + class * 1e4;
+            never[c] = class == 0.0 && priority == 0;
         }
         let mut worst: Option<(usize, f32)> = None;
         for (c, &m) in missed.iter().enumerate() {
@@ -1273,7 +1281,11 @@ impl FullBodySolver {
                 && (!require_stuck || (self.missed[c] > 0.0 && m >= 0.9 * self.missed[c]));
             if m == 0.0 {
                 self.demoted[c] = false;
-            } else if !self.demoted[c] && stuck && worst.is_none_or(|(_, w)| rank[c] > w) {
+            } else if !self.demoted[c]
+                && !never[c]
+                && stuck
+                && worst.is_none_or(|(_, w)| rank[c] > w)
+            {
                 worst = Some((c, rank[c]));
             }
         }
@@ -1306,6 +1318,7 @@ impl FullBodySolver {
         let s = self.settings;
         let mut report = FullBodyReport::default();
         let balance = goals.center_of_mass.enabled && goals.center_of_mass.weight > 0.0;
+        self.balancing = balance;
         self.pelvis_pin = self.pin_pelvis(skeleton, pose, goals.get(Effector::Pelvis), balance);
         if s.analytic_limbs {
             // Start the limbs at the right elbow/knee angles: the Jacobian is poor at leaving a
@@ -1348,12 +1361,12 @@ impl FullBodySolver {
                 || report.iterations >= budget
                 || !s.analytic_limbs
                 || (stalled && round > 0)
-                || (demoted && self.others_met(goals, &report))
+                || (self.any_gives_way(goals) && self.others_met(goals, &report))
             {
                 break;
             }
         }
-        if !report.converged && self.any_demoted(goals) {
+        if !report.converged && self.any_demoted(goals) && !self.others_met(goals, &report) {
             // Polish: the goals that gave way pulled the others off by a little; a few steps
             // without them bring the others back onto their goals. Frame after frame this
             // settles where the pull has no component the other goals allow (their null
@@ -1376,7 +1389,7 @@ impl FullBodySolver {
     /// Whether every goal channel that does not give way is within tolerance in `report`.
     fn others_met(&self, goals: &FullBodyGoals, report: &FullBodyReport) -> bool {
         let s = &self.settings;
-        let keep = |c: usize| self.demotion(c) >= POLISH_CUTOFF;
+        let keep = |c: usize| !self.sits_out(c);
         let effectors = report
             .residuals
             .iter()
@@ -1399,12 +1412,37 @@ impl FullBodySolver {
                 || report.center_of_mass <= s.com_tolerance)
     }
 
-    /// Whether a goal channel that takes part gives way in the polish pass.
-    fn any_demoted(&self, goals: &FullBodyGoals) -> bool {
+    /// Whether channel `c` sits out the polish pass: a goal that gives way, and while
+    /// balancing the centre of mass and a free pelvis position (the soft pair that trades off
+    /// by weight; the polish restores the hard goals — feet, hands, look-at — in their null
+    /// space, so balance never costs a foot).
+    fn sits_out(&self, c: usize) -> bool {
+        self.demotion(c) < POLISH_CUTOFF
+            || (self.balancing
+                && (c == channel(6, false)
+                    || (c == channel(Effector::Pelvis as usize, false)
+                        && self.pelvis_pin == PelvisPin::Free)))
+    }
+
+    /// Whether a goal channel that takes part gives way.
+    fn any_gives_way(&self, goals: &FullBodyGoals) -> bool {
         if !self.demoting {
             return false;
         }
         let cut = |c: usize| self.demotion(c) < POLISH_CUTOFF;
+        goals.effectors.iter().enumerate().any(|(k, g)| {
+            (g.wants_position() && cut(channel(k, false)))
+                || (g.wants_rotation() && cut(channel(k, true)))
+        }) || (goals.look_at.enabled && cut(channel(5, false)))
+            || (goals.center_of_mass.enabled && cut(channel(6, false)))
+    }
+
+    /// Whether a goal channel that takes part sits out the polish pass (see `sits_out`).
+    fn any_demoted(&self, goals: &FullBodyGoals) -> bool {
+        if !self.demoting && !self.balancing {
+            return false;
+        }
+        let cut = |c: usize| self.sits_out(c);
         goals.effectors.iter().enumerate().any(|(k, g)| {
             (g.wants_position() && cut(channel(k, false)))
                 || (g.wants_rotation() && cut(channel(k, true)))
@@ -1568,8 +1606,11 @@ impl FullBodySolver {
         let mut wr = [0.0f32; 5];
         // In a polish pass the goals that gave way are left out entirely.
         let factor = |c: usize| {
-            let f = self.demotion(c);
-            if polish && f < POLISH_CUTOFF { 0.0 } else { f }
+            if polish && self.sits_out(c) {
+                0.0
+            } else {
+                self.demotion(c)
+            }
         };
         for (k, g) in goals.effectors.iter().enumerate() {
             wp[k] = g.position_weight * factor(channel(k, false));
