@@ -158,7 +158,7 @@ impl BatchScratch {
 }
 
 /// Three lane vectors: one `Vec3` per limb.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct V3 {
     x: F,
     y: F,
@@ -166,7 +166,7 @@ struct V3 {
 }
 
 /// Four lane vectors: one `Quat` per limb.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct Q {
     x: F,
     y: F,
@@ -278,7 +278,7 @@ impl Q {
     }
     #[inline(always)]
     fn normalize(self) -> Self {
-        self.scale(F::ONE / self.length_squared().sqrt())
+        self.scale(inv_sqrt(self.length_squared()))
     }
     /// `self * v` for a unit quaternion: `v + 2w (b × v) + 2 b × (b × v)`.
     #[inline(always)]
@@ -314,6 +314,15 @@ impl Q {
     fn finite_probe(self) -> F {
         (self.x + self.y + self.z + self.w) * F::ZERO
     }
+}
+
+/// `1 / √x` to about 2e-7 relative: the hardware estimate (12 bits) and one Newton step,
+/// cheaper than a square root and a division, whose shared unit the solve otherwise queues on.
+/// (Zero or a non-finite `x` gives a non-finite result, as `1 / √x` would.)
+#[inline(always)]
+fn inv_sqrt(x: F) -> F {
+    let y = x.recip_sqrt();
+    y * (F::splat(1.5) - F::splat(0.5) * x * y * y)
 }
 
 /// `x` clamped to `[lo, hi]`, NaN giving `lo` (as the scalar solve's `clamp_fast`: SSE `maxps`
@@ -355,9 +364,13 @@ fn frame_rotation(a: [V3; 3], k: F, b: [V3; 3]) -> Q {
     let v = x[0].add(x[1]).add(x[2]);
     let w = k + t[0] + t[1] + t[2];
     let direct = Q::from_vw(v, w);
-    // Near a half turn (about 14 % of uniformly random rotations, so a branch on it would be
-    // mispredicted often): both routes in every lane, one select.
+    // Near a half turn (about 14 % of uniformly random rotations: in about half the blocks of
+    // random goals, which still measured faster than computing it always): both routes in
+    // every lane, one select.
     let near = w.cmp_le(F::splat(0.05) * k);
+    if near.none() {
+        return direct;
+    }
     let first = t[0].cmp_ge(t[1]) & t[0].cmp_ge(t[2]);
     let second = !first & t[1].cmp_ge(t[2]);
     let pick = |u: [V3; 3]| V3::select(first, u[0], V3::select(second, u[1], u[2]));
@@ -368,66 +381,82 @@ fn frame_rotation(a: [V3; 3], k: F, b: [V3; 3]) -> Q {
     Q::select(near, half, direct)
 }
 
-/// Structure-of-arrays storage of one `Vec3` per limb (padded to whole lanes).
-#[derive(Clone, Debug, Default)]
-struct SoaV3 {
-    x: Vec<f32>,
-    y: Vec<f32>,
-    z: Vec<f32>,
+/// One limb's rest data, as read from its [`TwoBoneIk`].
+#[derive(Clone, Copy, Debug)]
+struct RestLimb {
+    /// Local rest translations of root, mid and tip.
+    t: [Vec3; 3],
+    /// Rest scales of root and mid.
+    scale: [Vec3; 2],
+    /// The bend axis in use, root local frame (unit).
+    bend: Vec3,
+    /// Cosines of the flex limits (min, max), the limits, and the soft-reach fraction.
+    cos_flex: [f32; 2],
+    flex: [f32; 2],
+    soft_reach: f32,
 }
 
-impl SoaV3 {
-    fn push(&mut self, v: Vec3) {
-        self.x.push(v.x);
-        self.y.push(v.y);
-        self.z.push(v.z);
-    }
-    fn set(&mut self, i: usize, v: Vec3) {
-        self.x[i] = v.x;
-        self.y[i] = v.y;
-        self.z[i] = v.z;
-    }
-    #[inline(always)]
-    fn lanes(&self, block: usize) -> V3 {
-        let r = block * LANES..block * LANES + LANES;
-        V3 {
-            x: lanes(&self.x[r.clone()]),
-            y: lanes(&self.y[r.clone()]),
-            z: lanes(&self.z[r]),
+impl RestLimb {
+    /// A benign limb for the padding lanes (results discarded).
+    const PADDING: Self = Self {
+        t: [Vec3::ZERO, Vec3::X, Vec3::X],
+        scale: [Vec3::ONE; 2],
+        bend: Vec3::Z,
+        cos_flex: [1.0, -1.0],
+        flex: [0.0, core::f32::consts::PI],
+        soft_reach: 0.0,
+    };
+}
+
+/// The rest data of one block of limbs, lane per limb (the batch is an array of these:
+/// structure of arrays within a block, so each field is one aligned vector load).
+#[derive(Clone, Copy, Debug)]
+struct RestBlock {
+    t_root: V3,
+    t_mid: V3,
+    t_tip: V3,
+    root_scale: V3,
+    mid_scale: V3,
+    bend: V3,
+    cos_flex_min: F,
+    cos_flex_max: F,
+    flex_min: F,
+    flex_max: F,
+    soft_reach: F,
+}
+
+impl RestBlock {
+    fn new(limbs: &[RestLimb; LANES]) -> Self {
+        let f = |g: &dyn Fn(&RestLimb) -> f32| F::from(limbs.each_ref().map(g));
+        let v = |g: &dyn Fn(&RestLimb) -> Vec3| V3 {
+            x: f(&|l| g(l).x),
+            y: f(&|l| g(l).y),
+            z: f(&|l| g(l).z),
+        };
+        Self {
+            t_root: v(&|l| l.t[0]),
+            t_mid: v(&|l| l.t[1]),
+            t_tip: v(&|l| l.t[2]),
+            root_scale: v(&|l| l.scale[0]),
+            mid_scale: v(&|l| l.scale[1]),
+            bend: v(&|l| l.bend),
+            cos_flex_min: f(&|l| l.cos_flex[0]),
+            cos_flex_max: f(&|l| l.cos_flex[1]),
+            flex_min: f(&|l| l.flex[0]),
+            flex_max: f(&|l| l.flex[1]),
+            soft_reach: f(&|l| l.soft_reach),
         }
     }
-}
-
-#[inline(always)]
-fn lanes(s: &[f32]) -> F {
-    let a: [f32; LANES] = s.try_into().unwrap_or([0.0; LANES]);
-    F::from(a)
-}
-
-/// The per-limb rest data of one limb, structure-of-arrays over the batch.
-#[derive(Clone, Debug, Default)]
-struct RestData {
-    /// Local rest translations of root, mid and tip.
-    t_root: SoaV3,
-    t_mid: SoaV3,
-    t_tip: SoaV3,
-    /// Rest scales of root and mid.
-    root_scale: SoaV3,
-    mid_scale: SoaV3,
-    /// The bend axis in use, root local frame (unit).
-    bend: SoaV3,
-    cos_flex_min: Vec<f32>,
-    cos_flex_max: Vec<f32>,
-    flex_min: Vec<f32>,
-    flex_max: Vec<f32>,
-    soft_reach: Vec<f32>,
 }
 
 /// Many two-bone limbs solved together (see the [module docs](self)).
 #[derive(Clone, Debug)]
 pub struct TwoBoneBatch {
     len: usize,
-    rest: RestData,
+    /// Per block of [`LANES`] limbs.
+    rest: Vec<RestBlock>,
+    /// Per limb (the blocks are rebuilt from it when a limb changes).
+    rest_limbs: Vec<RestLimb>,
     /// Whether any limb has soft reach on (the lanes then evaluate its `exp`).
     any_soft: bool,
     /// Each limb's solver re-indexed onto the three-bone `mini` skeleton, for the rare lanes.
@@ -450,7 +479,7 @@ impl TwoBoneBatch {
     pub fn try_new<'a>(
         limbs: impl IntoIterator<Item = (&'a Skeleton, &'a TwoBoneIk)>,
     ) -> Result<Self, BatchError> {
-        let mut rest = RestData::default();
+        let mut rest_limbs = Vec::new();
         let mut scalar = Vec::new();
         let mut translations = Vec::new();
         let mut scales = Vec::new();
@@ -469,17 +498,14 @@ impl TwoBoneBatch {
             }
             let bones = skeleton.bones();
             let t = [ik.root, ik.mid, ik.tip].map(|i| bones[i].rest.translation);
-            rest.t_root.push(t[0]);
-            rest.t_mid.push(t[1]);
-            rest.t_tip.push(t[2]);
-            rest.root_scale.push(ik.root_rest_scale);
-            rest.mid_scale.push(ik.mid_rest_scale);
-            rest.bend.push(ik.bend_axis.into());
-            rest.cos_flex_min.push(ik.cos_flex_min);
-            rest.cos_flex_max.push(ik.cos_flex_max);
-            rest.flex_min.push(ik.settings.flex_min);
-            rest.flex_max.push(ik.settings.flex_max);
-            rest.soft_reach.push(ik.settings.soft_reach);
+            rest_limbs.push(RestLimb {
+                t,
+                scale: [ik.root_rest_scale, ik.mid_rest_scale],
+                bend: ik.bend_axis.into(),
+                cos_flex: [ik.cos_flex_min, ik.cos_flex_max],
+                flex: [ik.settings.flex_min, ik.settings.flex_max],
+                soft_reach: ik.settings.soft_reach,
+            });
             translations.push(t);
             scales.push([ik.root_rest_scale, ik.mid_rest_scale]);
             scalar.push(TwoBoneIk {
@@ -490,22 +516,10 @@ impl TwoBoneBatch {
             });
         }
         let len = scalar.len();
-        // Pad to whole lanes with copies of a benign limb (results discarded).
-        let pad = len.div_ceil(LANES) * LANES - len;
-        for _ in 0..pad {
-            rest.t_root.push(Vec3::ZERO);
-            rest.t_mid.push(Vec3::X);
-            rest.t_tip.push(Vec3::X);
-            rest.root_scale.push(Vec3::ONE);
-            rest.mid_scale.push(Vec3::ONE);
-            rest.bend.push(Vec3::Z);
-            rest.cos_flex_min.push(1.0);
-            rest.cos_flex_max.push(-1.0);
-            rest.flex_min.push(0.0);
-            rest.flex_max.push(core::f32::consts::PI);
-            rest.soft_reach.push(0.0);
-        }
-        let any_soft = rest.soft_reach.iter().any(|&s| s > 0.0);
+        let rest = (0..len.div_ceil(LANES))
+            .map(|b| Self::rest_block(&rest_limbs, b))
+            .collect();
+        let any_soft = rest_limbs.iter().any(|l| l.soft_reach > 0.0);
         let mini = Skeleton::try_new(vec![
             Bone::new("root", None, BoneTransform::IDENTITY),
             Bone::new("mid", Some(0), BoneTransform::from_translation(Vec3::X)),
@@ -518,12 +532,23 @@ impl TwoBoneBatch {
         Ok(Self {
             len,
             rest,
+            rest_limbs,
             any_soft,
             scalar,
             translations,
             scales,
             mini,
         })
+    }
+
+    /// Block `b` of `limbs`, padded.
+    fn rest_block(limbs: &[RestLimb], b: usize) -> RestBlock {
+        RestBlock::new(&core::array::from_fn(|l| {
+            limbs
+                .get(b * LANES + l)
+                .copied()
+                .unwrap_or(RestLimb::PADDING)
+        }))
     }
 
     /// Number of limbs.
@@ -554,9 +579,8 @@ impl TwoBoneBatch {
                 limbs: self.len,
             });
         }
-        self.rest.t_root.set(limb, translations[0]);
-        self.rest.t_mid.set(limb, translations[1]);
-        self.rest.t_tip.set(limb, translations[2]);
+        self.rest_limbs[limb].t = translations;
+        self.rest[limb / LANES] = Self::rest_block(&self.rest_limbs, limb / LANES);
         self.translations[limb] = translations;
         Ok(())
     }
@@ -622,27 +646,31 @@ impl TwoBoneBatch {
         // Each limb's inputs as vector rows, transposed into lanes below (a 4 × 4 transpose in
         // registers: writing lanes one float at a time and reading them back as vectors
         // stalled every load on store forwarding).
-        let mut rows = [[F::ZERO; LANES]; ROWS];
-        let mut has_o = [0.0; LANES];
-        // Lanes whose goal is on the common path (full weights, a pole position).
+        // Padding lanes repeat the block's first limb (results discarded).
+        let limb = |lane: usize| base + if lane < count { lane } else { 0 };
+        let lanes: [_; LANES] = core::array::from_fn(|lane| {
+            gather(
+                &goals[limb(lane)],
+                &parents[limb(lane)],
+                &rotations[limb(lane)],
+            )
+        });
+        // Lanes whose goal is on the lanes' path (full weights, a pole position or `Keep`).
         let mut simple = 0u32;
-        for lane in 0..LANES {
-            // Padding lanes repeat the block's first limb (results discarded).
-            let i = base + if lane < count { lane } else { 0 };
-            let (lane_rows, o, on_path) = gather(&goals[i], &parents[i], &rotations[i]);
-            for (row, value) in rows.iter_mut().zip(lane_rows) {
-                row[lane] = value;
-            }
-            has_o[lane] = o;
-            if lane < count && on_path {
+        for (lane, l) in lanes.iter().enumerate() {
+            if lane < count && l.on_path {
                 simple |= 1 << lane;
             }
         }
-        let input = Gathered::from_rows(&rows, has_o);
+        let input = Gathered::from_lanes(&lanes);
         let out = self.lanes(block, &input);
         let solved = simple & (out.ok.move_mask() as u32);
         let new = [out.root, out.mid, out.tip].map(|q| F::transpose([q.x, q.y, q.z, q.w]));
-        let (reachable, limited) = (out.reachable.move_mask(), out.flex_limited.move_mask());
+        let (reachable, limited, pole_fallback) = (
+            out.reachable.move_mask(),
+            out.flex_limited.move_mask(),
+            out.pole_fallback.move_mask(),
+        );
         let (error, flex, dist) = (
             out.error.to_array(),
             out.flex.to_array(),
@@ -658,7 +686,7 @@ impl TwoBoneBatch {
                     position_error: error[lane],
                     flex_angle: flex[lane],
                     flex_limited: limited & (1 << lane) != 0,
-                    pole_fallback: false,
+                    pole_fallback: pole_fallback & (1 << lane) != 0,
                     target_distance: dist[lane],
                     lengths: [l1[lane], l2[lane]],
                 };
@@ -726,8 +754,7 @@ impl TwoBoneBatch {
     /// The common-path solve of one block's four lanes; `ok` marks the lanes it is valid for.
     #[inline(always)]
     fn lanes(&self, block: usize, g: &Gathered) -> LaneOut {
-        let rest = &self.rest;
-        let r = block * LANES..block * LANES + LANES;
+        let rest = &self.rest[block];
         let s = |v: f32| F::splat(v);
         let Gathered {
             pt,
@@ -740,21 +767,25 @@ impl TwoBoneBatch {
             pole,
             o,
             has_o,
+            has_pole,
         } = *g;
 
         // The incoming limb, in the root's (unscaled) rotation frame.
-        let p_root = pt.add(qp.rotate(ps.mul(rest.t_root.lanes(block))));
-        let root_scale = ps.mul(rest.root_scale.lanes(block));
-        let u1 = root_scale.mul(rest.t_mid.lanes(block));
-        let u2 = root_scale
-            .mul(rest.mid_scale.lanes(block))
-            .mul(rest.t_tip.lanes(block));
+        let p_root = pt.add(qp.rotate(ps.mul(rest.t_root)));
+        let root_scale = ps.mul(rest.root_scale);
+        let u1 = root_scale.mul(rest.t_mid);
+        let u2 = root_scale.mul(rest.mid_scale).mul(rest.t_tip);
         let (l1, l2) = (u1.dot(u1).sqrt(), u2.dot(u2).sqrt());
         let b_cur = qm.rotate(u2);
         let min_len = s(MIN_BONE_LENGTH * 1e-3);
-        // Every input flows into the written rotations, which are checked at the end, except
-        // the incoming root rotation (the scalar solve refuses a non-finite one).
-        let mut ok = l1.cmp_gt(min_len) & l2.cmp_gt(min_len) & qr.finite_probe().cmp_eq(F::ZERO);
+        // The values that need not reach the written rotations (which are checked at the end)
+        // on every route: the incoming root rotation, the target and the pole, and the root
+        // position (the scalar solve refuses non-finite ones).
+        let probe = qr.finite_probe()
+            + Q::from_vw(target, F::ZERO).finite_probe()
+            + Q::from_vw(pole, F::ZERO).finite_probe()
+            + Q::from_vw(p_root, F::ZERO).finite_probe();
+        let mut ok = l1.cmp_gt(min_len) & l2.cmp_gt(min_len) & probe.cmp_eq(F::ZERO);
         let total = l1 + l2;
         let ua = u1.scale(F::ONE / l1);
 
@@ -762,11 +793,8 @@ impl TwoBoneBatch {
         let d = target.sub(p_root);
         let dd = d.dot(d);
         let dist = dd.sqrt();
-        ok &= dist.cmp_gt(s(1e-6) * total);
-        let (cos_min, cos_max) = (
-            lanes(&rest.cos_flex_min[r.clone()]),
-            lanes(&rest.cos_flex_max[r.clone()]),
-        );
+        let far = dist.cmp_gt(s(1e-6) * total);
+        let (cos_min, cos_max) = (rest.cos_flex_min, rest.cos_flex_max);
         let inv_2l1l2 = F::ONE / (s(2.0) * l1 * l2);
         let l_sq = l1 * l1 + l2 * l2;
         let cos_raw = (dd - l_sq) * inv_2l1l2;
@@ -775,7 +803,7 @@ impl TwoBoneBatch {
         let mut cos_geom = clamp(cos_raw, s(-1.0), s(1.0));
         if self.any_soft {
             // Past (1 − soft_reach) of the maximum reach the distance eases out exponentially.
-            let soft = lanes(&rest.soft_reach[r.clone()]);
+            let soft = rest.soft_reach;
             let d_max = (l_sq + s(2.0) * l1 * l2 * cos_min).fast_max(F::ZERO).sqrt();
             let band = soft * d_max;
             let start = d_max - band;
@@ -791,13 +819,17 @@ impl TwoBoneBatch {
         let sin_phi = sin_sq.sqrt();
 
         // Bend axis normal to the upper segment (it already is unless scales moved it).
-        let bend = rest.bend.lanes(block);
+        let bend = rest.bend;
         let along = bend.dot(ua);
-        let normal = bend.sub(ua.scale(along));
-        let n2 = normal.dot(normal);
         let exact = along.abs().cmp_lt(s(1e-7));
-        ok &= exact | (n2.cmp_gt(s(1e-10) * bend.dot(bend)) & n2.cmp_gt(s(1e-30)));
-        let h = V3::select(exact, bend, normal.scale(F::ONE / n2.sqrt()));
+        let mut h = bend;
+        if !exact.all() {
+            // (Only when a non-uniform scale turned the upper segment.)
+            let normal = bend.sub(ua.scale(along));
+            let n2 = normal.dot(normal);
+            ok &= exact | (n2.cmp_gt(s(1e-10) * bend.dot(bend)) & n2.cmp_gt(s(1e-30)));
+            h = V3::select(exact, bend, normal.scale(F::ONE / n2.sqrt()));
+        }
         let side = h.cross(ua);
         let ub_des = ua.scale(cos_phi).add(side.scale(sin_phi));
         let (c_along, c_across) = (l1 + l2 * cos_phi, l2 * sin_phi);
@@ -806,23 +838,68 @@ impl TwoBoneBatch {
         let c = ua.scale(c_along).add(side.scale(c_across));
         let c_x_h = ua.scale(c_across).sub(side.scale(c_along));
 
-        // The target frame from the pole, scaled by |d| |v × d| (no division).
+        // The target frame from the pole, scaled by |d| |v × d| (no division), where the
+        // products stay within f32's range (the scalar solve's test).
         let v = pole.sub(p_root);
         let vv = v.dot(v);
         let t2 = total * total;
         let size = dd * vv * dd * t2 * t2;
-        ok &= size.cmp_lt(s(1e30)) & size.cmp_gt(s(1e-30));
+        let scaled_try = far & size.cmp_lt(s(1e30)) & size.cmp_gt(s(1e-30));
         let x = v.cross(d);
         let xx = x.dot(x);
-        ok &= xx.cmp_gt(s(1e-10) * vv * dd) & xx.cmp_gt(s(1e-30) * dd);
+        let scaled =
+            has_pole & scaled_try & xx.cmp_gt(s(1e-10) * vv * dd) & xx.cmp_gt(s(1e-30) * dd);
         let len = xx.sqrt();
-        let (b1, b2, b3) = (d.scale(len), x.scale(dist), d.cross(x));
-        let kb = dist * len;
+        let (mut b1, mut b2, mut b3) = (d.scale(len), x.scale(dist), d.cross(x));
+        let mut kb = dist * len;
+        let mut pole_fallback = F::ZERO;
+        if !(scaled | !ok).all() {
+            // The unit frame on the unit target direction: for a target at the root (aim at the
+            // incoming tip), a pole beyond the scaled frame's range, the incoming bend plane of
+            // a `Keep` goal or of a pole collinear with the target.
+            let root_in = qp.mul(qr);
+            let to_tip = root_in.rotate(u1.add(b_cur));
+            let tt = to_tip.dot(to_tip);
+            // (Else the scalar solve aims along the upper segment.)
+            ok &= far | tt.cmp_gt(s(1e-30));
+            let dir = V3::select(far, d.scale(F::ONE / dist), to_tip.scale(inv_sqrt(tt)));
+            let xu = v.cross(dir);
+            let xu2 = xu.dot(xu);
+            let pole_unit =
+                has_pole & !scaled_try & xu2.cmp_gt(s(1e-10) * vv) & xu2.cmp_gt(s(1e-30));
+            let hk = root_in.rotate(h);
+            let nk = hk.sub(dir.scale(hk.dot(dir)));
+            let nk2 = nk.dot(nk);
+            let keep = nk2.cmp_gt(s(1e-10) * hk.dot(hk)) & nk2.cmp_gt(s(1e-30));
+            // (Else the scalar solve takes the rest plane.)
+            ok &= scaled | pole_unit | keep;
+            pole_fallback = has_pole & !(scaled | pole_unit);
+            let n = V3::select(pole_unit, xu.scale(inv_sqrt(xu2)), nk.scale(inv_sqrt(nk2)));
+            b1 = V3::select(scaled, b1, dir);
+            b2 = V3::select(scaled, b2, n);
+            b3 = V3::select(scaled, b3, dir.cross(n));
+            kb = scaled.blend(kb, F::ONE);
+        }
 
         // Mid: turn the lower segment onto its new direction (half-vector arc, scaled by l2).
         let dot_turn = b_cur.dot(ub_des);
-        ok &= dot_turn.cmp_gt(s(-0.99) * l2);
-        let delta = Q::from_vw(b_cur.cross(ub_des), l2 + dot_turn);
+        let mut delta = Q::from_vw(b_cur.cross(ub_des), l2 + dot_turn);
+        let near_half = dot_turn.cmp_le(s(-0.99) * l2);
+        if near_half.any() {
+            // Rare (a limb folding from straight, or the reverse): the frame rotation about
+            // the bend axis, as the scalar solve's `half_turn`.
+            let from = b_cur.scale(F::ONE / l2);
+            let hn = h.sub(from.scale(h.dot(from)));
+            let hn2 = hn.dot(hn);
+            ok &= !near_half | (hn2.cmp_gt(s(1e-10)) & hn2.cmp_gt(s(1e-30)));
+            let hc = hn.scale(F::ONE / hn2.sqrt());
+            let half = frame_rotation(
+                [from, hc, from.cross(hc)],
+                F::ONE,
+                [ub_des, h, ub_des.cross(h)],
+            );
+            delta = Q::select(near_half, half, delta);
+        }
         let m_new = delta.mul(qm);
 
         // Root: the rotation taking (c, h, c × h) onto (b1, b2, b3), both scaled frames.
@@ -840,14 +917,11 @@ impl TwoBoneBatch {
             .cmp_eq(F::ZERO);
 
         // Measured: the tip by forward kinematics of the written rotations.
-        let root_model = qp.mul(new_root).normalize();
+        // (Unit up to rounding, as the parent's rotation is: the solve assumes that too.)
+        let root_model = qp.mul(new_root);
         let tip_fk = p_root.add(root_model.rotate(u1.add(new_mid.rotate(u2))));
         let e = tip_fk.sub(target);
-        let flex = clamp(
-            acos(cos_phi),
-            lanes(&rest.flex_min[r.clone()]),
-            lanes(&rest.flex_max[r]),
-        );
+        let flex = clamp(acos(cos_phi), rest.flex_min, rest.flex_max);
         LaneOut {
             ok,
             root: new_root,
@@ -855,6 +929,7 @@ impl TwoBoneBatch {
             tip: new_tip,
             reachable,
             flex_limited,
+            pole_fallback,
             error: e.dot(e).sqrt(),
             flex,
             dist,
@@ -880,30 +955,34 @@ fn row4(q: Quat) -> F {
     F::from(q.to_array())
 }
 
-/// One limb's input as vector rows, whether its goal has an orientation (1 or 0), and whether
-/// the goal is on the lanes' path (finite, full weights, a pole position; the orientation, if
-/// any, at full weight). Values are not checked here: the lanes test them.
+/// One limb's input as vector rows, and its goal's kind.
+struct LaneIn {
+    rows: [F; ROWS],
+    /// Whether the goal has an orientation, a pole position.
+    has_o: bool,
+    has_pole: bool,
+    /// Whether the goal is on the lanes' path (finite weights, full position weight, a pole
+    /// position at full weight or [`Pole::Keep`]; the orientation, if any, at full weight).
+    /// Values are not checked here: the lanes test them.
+    on_path: bool,
+}
+
 #[inline(always)]
-fn gather(
-    goal: &LimbGoal,
-    parent: &BoneTransform,
-    rotations: &[Quat; 3],
-) -> ([F; ROWS], f32, bool) {
+fn gather(goal: &LimbGoal, parent: &BoneTransform, rotations: &[Quat; 3]) -> LaneIn {
     // (Weights must be finite, as the scalar solve checks, and full: `∞ >= 1`.)
     let full = |w: f32| w.is_finite() && w >= 1.0;
     let (o, o_ok) = match goal.orientation {
         Some(o) => (o, full(goal.rotation_weight) && o.length_squared() >= 1e-12),
         None => (Quat::IDENTITY, goal.rotation_weight.is_finite()),
     };
-    let (pole, on_path) = match goal.pole {
-        Pole::Position(p) => (
-            p,
-            o_ok && full(goal.position_weight) && full(goal.pole_weight),
-        ),
-        Pole::Keep | Pole::Swivel(_) => (Vec3::ZERO, false),
+    let (pole, pole_ok) = match goal.pole {
+        Pole::Position(p) => (Some(p), full(goal.pole_weight)),
+        // (The pole weight has nothing to blend toward: the incoming plane stands.)
+        Pole::Keep => (None, goal.pole_weight.is_finite()),
+        Pole::Swivel(_) => (None, false),
     };
-    (
-        [
+    LaneIn {
+        rows: [
             row3(parent.translation),
             row4(parent.rotation),
             row3(parent.scale),
@@ -911,12 +990,13 @@ fn gather(
             row4(rotations[1]),
             row4(rotations[2]),
             row3(goal.target),
-            row3(pole),
+            row3(pole.unwrap_or(Vec3::ZERO)),
             row4(o),
         ],
-        if goal.orientation.is_some() { 1.0 } else { 0.0 },
-        on_path,
-    )
+        has_o: goal.orientation.is_some(),
+        has_pole: pole.is_some(),
+        on_path: o_ok && pole_ok && full(goal.position_weight),
+    }
 }
 
 /// One block's per-call input in lanes.
@@ -932,19 +1012,24 @@ struct Gathered {
     pole: V3,
     o: Q,
     has_o: F,
+    has_pole: F,
 }
 
 impl Gathered {
     /// Transposes the limbs' rows into lanes.
     #[inline(always)]
-    fn from_rows(rows: &[[F; LANES]; ROWS], has_o: [f32; LANES]) -> Self {
+    fn from_lanes(lanes: &[LaneIn; LANES]) -> Self {
+        let rows = |r: usize| F::transpose(lanes.each_ref().map(|l| l.rows[r]));
         let v3 = |r: usize| {
-            let [x, y, z, _] = F::transpose(rows[r]);
+            let [x, y, z, _] = rows(r);
             V3 { x, y, z }
         };
         let q = |r: usize| {
-            let [x, y, z, w] = F::transpose(rows[r]);
+            let [x, y, z, w] = rows(r);
             Q { x, y, z, w }
+        };
+        let mask = |f: &dyn Fn(&LaneIn) -> bool| {
+            F::from(lanes.each_ref().map(|l| if f(l) { 1.0 } else { 0.0 })).cmp_ne(F::ZERO)
         };
         Self {
             pt: v3(0),
@@ -956,7 +1041,8 @@ impl Gathered {
             target: v3(6),
             pole: v3(7),
             o: q(8),
-            has_o: F::from(has_o).cmp_ne(F::ZERO),
+            has_o: mask(&|l| l.has_o),
+            has_pole: mask(&|l| l.has_pole),
         }
     }
 }
@@ -969,6 +1055,7 @@ struct LaneOut {
     tip: Q,
     reachable: F,
     flex_limited: F,
+    pole_fallback: F,
     error: F,
     flex: F,
     dist: F,
