@@ -111,7 +111,7 @@ use crate::skeleton::{Bone, MIN_BONE_LENGTH, Skeleton};
 
 /// The lane type: four limbs per vector.
 type F = f32x4;
-/// Limbs per vector.
+/// Limbs per vector (the gather and the transposes are written out for four).
 const LANES: usize = 4;
 
 /// Errors from building a [`TwoBoneBatch`] or from a call with mismatched slices.
@@ -672,13 +672,16 @@ impl TwoBoneBatch {
         // stalled every load on store forwarding).
         // Padding lanes repeat the block's first limb (results discarded).
         let limb = |lane: usize| base + if lane < count { lane } else { 0 };
-        let lanes: [_; LANES] = core::array::from_fn(|lane| {
+        // (Written out: `core::array::from_fn` left the gather as a call per lane, through
+        // memory, which measured as much as the whole gather.)
+        let g = |lane: usize| {
             gather(
                 &goals[limb(lane)],
                 &parents[limb(lane)],
                 &rotations[limb(lane)],
             )
-        });
+        };
+        let lanes: [LaneIn; LANES] = [g(0), g(1), g(2), g(3)];
         // Lanes whose goal is on the lanes' path (full weights, a pole position or `Keep`).
         let mut simple = 0u32;
         for (lane, l) in lanes.iter().enumerate() {
@@ -932,11 +935,15 @@ impl TwoBoneBatch {
         let root_rot = frame_rotation([a1, a2, a3], k, [b1, b2, b3]);
         let new_root = qp.conjugate().mul(root_rot).normalize();
         let new_mid = m_new.normalize().flush_subnormal();
-        let tip = m_new
-            .conjugate()
-            .mul(root_rot.conjugate().mul(o))
-            .normalize();
-        let new_tip = Q::select(has_o, tip, qt);
+        let new_tip = if has_o.any() {
+            let tip = m_new
+                .conjugate()
+                .mul(root_rot.conjugate().mul(o))
+                .normalize();
+            Q::select(has_o, tip, qt)
+        } else {
+            qt
+        };
         ok &= (new_root.finite_probe() + new_mid.finite_probe() + new_tip.finite_probe())
             .cmp_eq(F::ZERO);
 
@@ -993,17 +1000,20 @@ struct LaneIn {
 
 #[inline(always)]
 fn gather(goal: &LimbGoal, parent: &BoneTransform, rotations: &[Quat; 3]) -> LaneIn {
+    // Branch-free where the goal kinds vary from limb to limb (a mispredicted branch per limb
+    // measured as much as the lanes' arithmetic): the orientation is read through a selected
+    // reference, the flags are combined with `&` / `|`.
     // (Weights must be finite, as the scalar solve checks, and full: `∞ >= 1`.)
-    let full = |w: f32| w.is_finite() && w >= 1.0;
-    let (o, o_ok) = match goal.orientation {
-        Some(o) => (o, full(goal.rotation_weight) && o.length_squared() >= 1e-12),
-        None => (Quat::IDENTITY, goal.rotation_weight.is_finite()),
-    };
-    let (pole, pole_ok) = match goal.pole {
-        Pole::Position(p) => (Some(p), full(goal.pole_weight)),
+    let full = |w: f32| w.is_finite() & (w >= 1.0);
+    let has_o = goal.orientation.is_some();
+    let o = *goal.orientation.as_ref().unwrap_or(&Quat::IDENTITY);
+    let rw = goal.rotation_weight;
+    let o_ok = rw.is_finite() & (!has_o | (full(rw) & (o.length_squared() >= 1e-12)));
+    let (pole, has_pole, pole_ok) = match goal.pole {
+        Pole::Position(p) => (p, true, full(goal.pole_weight)),
         // (The pole weight has nothing to blend toward: the incoming plane stands.)
-        Pole::Keep => (None, goal.pole_weight.is_finite()),
-        Pole::Swivel(_) => (None, false),
+        Pole::Keep => (Vec3::ZERO, false, goal.pole_weight.is_finite()),
+        Pole::Swivel(_) => (Vec3::ZERO, false, false),
     };
     LaneIn {
         rows: [
@@ -1014,12 +1024,12 @@ fn gather(goal: &LimbGoal, parent: &BoneTransform, rotations: &[Quat; 3]) -> Lan
             row4(rotations[1]),
             row4(rotations[2]),
             row3(goal.target),
-            row3(pole.unwrap_or(Vec3::ZERO)),
+            row3(pole),
             row4(o),
         ],
-        has_o: goal.orientation.is_some(),
-        has_pole: pole.is_some(),
-        on_path: o_ok && pole_ok && full(goal.position_weight),
+        has_o,
+        has_pole,
+        on_path: o_ok & pole_ok & full(goal.position_weight),
     }
 }
 
@@ -1043,7 +1053,14 @@ impl Gathered {
     /// Transposes the limbs' rows into lanes.
     #[inline(always)]
     fn from_lanes(lanes: &[LaneIn; LANES]) -> Self {
-        let rows = |r: usize| F::transpose(lanes.each_ref().map(|l| l.rows[r]));
+        let rows = |r: usize| {
+            F::transpose([
+                lanes[0].rows[r],
+                lanes[1].rows[r],
+                lanes[2].rows[r],
+                lanes[3].rows[r],
+            ])
+        };
         let v3 = |r: usize| {
             let [x, y, z, _] = rows(r);
             V3 { x, y, z }
@@ -1052,9 +1069,15 @@ impl Gathered {
             let [x, y, z, w] = rows(r);
             Q { x, y, z, w }
         };
-        let mask = |f: &dyn Fn(&LaneIn) -> bool| {
-            F::from(lanes.each_ref().map(|l| if f(l) { 1.0 } else { 0.0 })).cmp_ne(F::ZERO)
-        };
+        let flag = |b: bool| if b { 1.0 } else { 0.0 };
+        let [a, b, c, d] = lanes;
+        let has_o = F::from([flag(a.has_o), flag(b.has_o), flag(c.has_o), flag(d.has_o)]);
+        let has_pole = F::from([
+            flag(a.has_pole),
+            flag(b.has_pole),
+            flag(c.has_pole),
+            flag(d.has_pole),
+        ]);
         Self {
             pt: v3(0),
             qp: q(1),
@@ -1065,8 +1088,8 @@ impl Gathered {
             target: v3(6),
             pole: v3(7),
             o: q(8),
-            has_o: mask(&|l| l.has_o),
-            has_pole: mask(&|l| l.has_pole),
+            has_o: has_o.cmp_ne(F::ZERO),
+            has_pole: has_pole.cmp_ne(F::ZERO),
         }
     }
 }
