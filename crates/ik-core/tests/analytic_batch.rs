@@ -407,3 +407,63 @@ fn solving_does_not_allocate() {
     assert_eq!(ALLOCATIONS.with(Cell::get), 0);
     assert!(reports[5].is_err() && reports[17].is_ok());
 }
+
+/// Solving a batch in ranges (as threads would split it) gives exactly what one call gives;
+/// a range must start on a lane block and stay within the batch.
+#[test]
+fn ranges_solve_like_the_whole_batch() {
+    let setup = analytic_goals::setup();
+    let n = 103;
+    let batch = TwoBoneBatch::try_new((0..n).map(|_| (&setup.skeleton, &setup.ik))).unwrap();
+    let goals = &setup.goals[..n];
+    let parents = vec![setup.parent; n];
+    let [r, m, t] = setup.ik.bones();
+    let start = [
+        setup.pose.rotations[r],
+        setup.pose.rotations[m],
+        setup.pose.rotations[t],
+    ];
+    let mut whole = vec![start; n];
+    let mut whole_reports = vec![Ok(LimbReport::default()); n];
+    let mut scratch = BatchScratch::new();
+    batch
+        .solve(
+            goals,
+            &parents,
+            &mut whole,
+            &mut whole_reports,
+            &mut scratch,
+        )
+        .unwrap();
+    let mut parts = vec![start; n];
+    let mut part_reports = vec![Ok(LimbReport::default()); n];
+    let chunk = 3 * TwoBoneBatch::LANES;
+    for (c, ((rot, rep), (g, p))) in parts
+        .chunks_mut(chunk)
+        .zip(part_reports.chunks_mut(chunk))
+        .zip(goals.chunks(chunk).zip(parents.chunks(chunk)))
+        .enumerate()
+    {
+        batch
+            .solve_range(c * chunk, g, p, rot, rep, &mut scratch)
+            .unwrap();
+    }
+    assert_eq!(format!("{whole:?}"), format!("{parts:?}"));
+    assert_eq!(whole_reports, part_reports);
+    let mut one = [start];
+    let mut one_report = [Ok(LimbReport::default())];
+    // Not on a block boundary; past the last limb.
+    for first in [1, 104] {
+        assert!(matches!(
+            batch.solve_range(
+                first,
+                &goals[..1],
+                &parents[..1],
+                &mut one,
+                &mut one_report,
+                &mut scratch
+            ),
+            Err(BatchError::IndexOutOfRange { .. })
+        ));
+    }
+}

@@ -575,6 +575,9 @@ impl TwoBoneBatch {
         }))
     }
 
+    /// Limbs per SIMD vector: [`TwoBoneBatch::solve_range`] starts at a multiple of it.
+    pub const LANES: usize = LANES;
+
     /// Number of limbs.
     #[must_use]
     pub fn len(&self) -> usize {
@@ -631,7 +634,40 @@ impl TwoBoneBatch {
         reports: &mut [Result<LimbReport, AnalyticError>],
         scratch: &mut BatchScratch,
     ) -> Result<usize, BatchError> {
-        let n = self.len;
+        if goals.len() != self.len {
+            return Err(BatchError::LengthMismatch {
+                limbs: self.len,
+                slice: "goals",
+                found: goals.len(),
+            });
+        }
+        self.solve_range(0, goals, parents, rotations, reports, scratch)
+    }
+
+    /// [`TwoBoneBatch::solve`] for the limbs `first..first + goals.len()` only, the slices
+    /// holding just those limbs: for splitting a batch between threads (each with its own
+    /// [`BatchScratch`]), e.g. with `chunks_mut` of a multiple of [`TwoBoneBatch::LANES`].
+    ///
+    /// # Errors
+    /// [`BatchError::LengthMismatch`] when the slices' lengths differ, and
+    /// [`BatchError::IndexOutOfRange`] when `first` is not a multiple of
+    /// [`TwoBoneBatch::LANES`] or the range runs past the last limb; nothing is written then.
+    pub fn solve_range(
+        &self,
+        first: usize,
+        goals: &[LimbGoal],
+        parents: &[BoneTransform],
+        rotations: &mut [[Quat; 3]],
+        reports: &mut [Result<LimbReport, AnalyticError>],
+        scratch: &mut BatchScratch,
+    ) -> Result<usize, BatchError> {
+        let n = goals.len();
+        if !first.is_multiple_of(LANES) || first + n > self.len {
+            return Err(BatchError::IndexOutOfRange {
+                index: if !first.is_multiple_of(LANES) { first } else { first + n },
+                limbs: self.len,
+            });
+        }
         for (slice, found) in [
             ("goals", goals.len()),
             ("parents", parents.len()),
@@ -648,7 +684,14 @@ impl TwoBoneBatch {
         }
         let mut scalar = 0;
         for block in 0..n.div_ceil(LANES) {
-            scalar += self.solve_block(block, goals, parents, rotations, reports, scratch);
+            scalar += self.solve_block(
+                first / LANES + block,
+                &goals[block * LANES..],
+                &parents[block * LANES..],
+                &mut rotations[block * LANES..],
+                &mut reports[block * LANES..],
+                scratch,
+            );
         }
         Ok(scalar)
     }
@@ -665,13 +708,15 @@ impl TwoBoneBatch {
         reports: &mut [Result<LimbReport, AnalyticError>],
         scratch: &mut BatchScratch,
     ) -> usize {
+        // The slices start at this block's first limb and hold `count` of its limbs.
         let base = block * LANES;
-        let count = (self.len - base).min(LANES);
+        let count = goals.len().min(LANES);
+        debug_assert!(base + count <= self.len);
         // Each limb's inputs as vector rows, transposed into lanes below (a 4 × 4 transpose in
         // registers: writing lanes one float at a time and reading them back as vectors
         // stalled every load on store forwarding).
         // Padding lanes repeat the block's first limb (results discarded).
-        let limb = |lane: usize| base + if lane < count { lane } else { 0 };
+        let limb = |lane: usize| if lane < count { lane } else { 0 };
         // (Written out: `core::array::from_fn` left the gather as a call per lane, through
         // memory, which measured as much as the whole gather.)
         let g = |lane: usize| {
@@ -705,9 +750,8 @@ impl TwoBoneBatch {
         );
         let (l1, l2) = (out.l1.to_array(), out.l2.to_array());
         for lane in 0..count {
-            let i = base + lane;
             if solved & (1 << lane) != 0 {
-                rotations[i] = new.map(|q| Quat::from_array(q[lane].to_array()));
+                rotations[lane] = new.map(|q| Quat::from_array(q[lane].to_array()));
                 let report = LimbReport {
                     reachable: reachable & (1 << lane) != 0,
                     position_error: error[lane],
@@ -718,13 +762,18 @@ impl TwoBoneBatch {
                     lengths: [l1[lane], l2[lane]],
                 };
                 // (Overwriting an `Ok` in place: no call to drop the previous value.)
-                match &mut reports[i] {
+                match &mut reports[lane] {
                     Ok(r) => *r = report,
                     other => *other = Ok(report),
                 }
             } else {
-                reports[i] =
-                    self.solve_scalar(i, &goals[i], &parents[i], &mut rotations[i], scratch);
+                reports[lane] = self.solve_scalar(
+                    base + lane,
+                    &goals[lane],
+                    &parents[lane],
+                    &mut rotations[lane],
+                    scratch,
+                );
             }
         }
         count - solved.count_ones() as usize
