@@ -84,23 +84,29 @@
 //! # Performance
 //!
 //! Bench `analytic_batch` (batch and scalar in the same run, on the analytic bench's 1000-goal
-//! mix, 1000 limbs per call): about 1.35× the scalar solve's throughput on the development
-//! machine's default x86-64 (SSE2) build, ≈ 48 against ≈ 64 ns per limb with the machine
-//! loaded (where the scalar bench shows ≈ 50 ns idle); see the `bevy_ik` README's *Peers* section.
-//! Short of the 4× that four lanes suggest, for measured reasons:
+//! mix, 1000 limbs per call): about 1.6× the scalar solve's throughput on the development
+//! machine's default x86-64 (SSE2) build, ≈ 41 against ≈ 64 ns per limb with the machine
+//! loaded (where the scalar bench shows ≈ 50 ns idle); see the `bevy_ik` README's *Peers*
+//! section. Short of the 4× that four lanes suggest, for measured reasons:
 //! - the scalar solve already uses glam's SSE2 vectors across x, y and z, so on vector work
 //!   lanes gain at most 4/3; the gain is on the scalar parts (square roots, divisions, the law
 //!   of cosines, the masks), done four at a time, and on independent limbs overlapping (the
 //!   scalar solve is bound by one dependency chain);
-//! - the lanes are bound by instruction throughput: about 2500 instructions per block of four
-//!   limbs, a third of them register copies and spills (SSE2's two-operand encoding, sixteen
-//!   vector registers), plus the gather and transposes of the caller's data and the forward
-//!   kinematics that measures each residual. Replacing square root + division normalisations
-//!   by a reciprocal square root and a Newton step, and a branch over the rare near-half-turn
-//!   frame, each measured a few ns per limb faster; building for x86-64-v3 (AVX2, FMA,
-//!   three-operand encoding) is where the rest would come from (`-C target-cpu`), which a
-//!   library cannot choose for its users without `unsafe` runtime dispatch (this crate forbids
-//!   `unsafe`).
+//! - reading the caller's goals, parents and rotations into lanes and writing rotations and
+//!   reports back costs about 12 ns per limb of the 41 (measured with the lanes' arithmetic
+//!   stubbed out); the lanes' arithmetic, the forward kinematics that measures each residual
+//!   included, the rest;
+//! - building for x86-64-v3 (AVX2, FMA, three-operand encoding; `-C target-cpu=x86-64-v3`)
+//!   changed little with four lanes (≈ 39 against ≈ 61 ns): the work is arithmetic, not
+//!   register copies. Eight lanes (`f32x8` on AVX) were not tried, and a library cannot pick
+//!   AVX for its users without `unsafe` runtime dispatch, which this crate forbids.
+//!
+//! Measured and kept: the gather written out for four lanes (`core::array::from_fn` left a
+//! call per lane, ~8 ns per limb), 4 × 4 transposes in registers instead of lane-by-lane stores
+//! (which stalled on store forwarding), normalisation by reciprocal square root and a Newton
+//! step instead of square root and division, and branches over blocks without a near-half-turn
+//! frame or a wrist orientation.
+
 use glam::{Quat, Vec3};
 use thiserror::Error;
 use wide::{CmpEq, CmpGe, CmpGt, CmpLe, CmpLt, CmpNe, f32x4};
@@ -664,7 +670,11 @@ impl TwoBoneBatch {
         let n = goals.len();
         if !first.is_multiple_of(LANES) || first + n > self.len {
             return Err(BatchError::IndexOutOfRange {
-                index: if !first.is_multiple_of(LANES) { first } else { first + n },
+                index: if !first.is_multiple_of(LANES) {
+                    first
+                } else {
+                    first + n
+                },
                 limbs: self.len,
             });
         }
