@@ -78,8 +78,9 @@
 //! reciprocal square roots, selects on comparison masks and `exp` (soft reach), and glam's
 //! `Vec4` has no lane-wise square root; `wide` is already in this crate's tree
 //! (nalgebra → simba), so it costs no build time. `f32x4` rather than `f32x8`: the default
-//! x86-64 target has SSE2 and no AVX, where `wide`'s `f32x8` is two `f32x4` (twice the
-//! instructions per vector operation, no more limbs per instruction); not measured.
+//! x86-64 target has SSE2 and no AVX, where `wide`'s `f32x8` is two `f32x4`, i.e. two blocks
+//! interleaved; measured slower (≈ 55 against ≈ 41 ns per limb: more spills, and the branches
+//! over rare cases taken in more blocks).
 //!
 //! # Performance
 //!
@@ -98,8 +99,9 @@
 //!   included, the rest;
 //! - building for x86-64-v3 (AVX2, FMA, three-operand encoding; `-C target-cpu=x86-64-v3`)
 //!   changed little with four lanes (≈ 39 against ≈ 61 ns): the work is arithmetic, not
-//!   register copies. Eight lanes (`f32x8` on AVX) were not tried, and a library cannot pick
-//!   AVX for its users without `unsafe` runtime dispatch, which this crate forbids.
+//!   register copies. Eight lanes on AVX were not tried (on SSE2 they were slower, above), and
+//!   a library cannot pick AVX for its users without `unsafe` runtime dispatch, which this
+//!   crate forbids.
 //!
 //! Measured and kept: the gather written out for four lanes (`core::array::from_fn` left a
 //! call per lane, ~8 ns per limb), 4 × 4 transposes in registers instead of lane-by-lane stores
