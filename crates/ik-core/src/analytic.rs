@@ -278,7 +278,7 @@ impl LimbGoal {
             return Err(AnalyticError::NonFiniteGoal("target"));
         }
         if let Some(q) = self.orientation
-            && (!q.is_finite() || q.length_squared() < 1e-12)
+            && !(1e-12..=1e12).contains(&q.length_squared())
         {
             return Err(AnalyticError::NonFiniteGoal("orientation"));
         }
@@ -302,7 +302,8 @@ pub struct LimbReport {
     /// Whether the effective (weight-blended) target lies within the limb's reach allowed by
     /// the flex limits. When false the limb extends (or folds) as far as it may toward it.
     pub reachable: bool,
-    /// Distance from the solved tip to the effective target, model units.
+    /// Distance from the solved tip to the effective target, model units, measured by forward
+    /// kinematics of the written rotations.
     pub position_error: f32,
     /// The solved flex angle of the mid joint, radians (0 = straight).
     pub flex_angle: f32,
@@ -380,11 +381,26 @@ fn cross_and_length(v: Vec3A, axis: Vec3A, axis2: f32) -> Option<(Vec3A, f32)> {
     // Squared lengths as `s + s.yzx + s.zxy` (the sum in every lane: fewer shuffles than `dot`).
     let (xx, vv) = (x * x, v * v);
     let len2 = (xx + xx.yzx() + xx.zxy()).x;
-    if len2 > 1e-10 * (vv + vv.yzx() + vv.zxy()).x * axis2 && len2 > 1e-30 * axis2 {
+    let vv2 = (vv + vv.yzx() + vv.zxy()).x * axis2;
+    if len2 > 1e-10 * vv2 && len2 > 1e-30 * axis2 {
+        if len2 < 1e-4 * vv2 {
+            return Some(orthogonal_cross(x, axis, axis2));
+        }
         Some((x, len2.sqrt()))
     } else {
         None
     }
+}
+
+/// `x = v × axis` for a nearly collinear `v` (sin of the angle under 1e-2): the rounding of
+/// the cross product's cancelling terms leaves `x` off the normal plane of `axis` by up to
+/// ε / sin of a radian — enough to tilt the limb's frame and miss the target by 0.3 % of the
+/// limb. One Gram–Schmidt step puts it back. Out of line: rare.
+#[cold]
+#[inline(never)]
+fn orthogonal_cross(x: Vec3A, axis: Vec3A, axis2: f32) -> (Vec3A, f32) {
+    let x = x - axis * (x.dot(axis) / axis2);
+    (x, x.length())
 }
 
 /// The target frame `(b1, b2, b3)` = (target direction, bend-plane normal, their cross
@@ -505,6 +521,25 @@ fn frame_rotation_near_half_turn(
     };
     let turned = Quat::from_vec4((2.0 * ai.cross(bi) - v).extend(2.0 * (k + ti) - w));
     Quat::from_vec4(bi.extend(0.0)) * turned
+}
+
+/// The tip's distance from `target` with the root rotation normalised first (the rare
+/// overflow path of the measured position error).
+#[cold]
+#[inline(never)]
+fn measured_error_unit(root: Quat, c: Vec3A, p_root: Vec3A, target: Vec3A) -> f32 {
+    let q = Quat::from_vec4(Vec4::from(root) * (Vec4::from(root).abs().max_element().recip()));
+    let tip = p_root + rotate(q.normalize(), c);
+    let e = tip.distance(target);
+    if e.is_finite() { e } else { f32::MAX }
+}
+
+/// `q v q*` for any (not necessarily unit) `q`: `|q|²` times `v` rotated by `q`.
+#[inline(always)]
+fn sandwich(q: Quat, v: Vec3A) -> Vec3A {
+    let b = Vec3A::from(q.xyz());
+    let w = q.w;
+    v * (w * w - b.length_squared()) + b * (2.0 * b.dot(v)) + b.cross(v) * (2.0 * w)
 }
 
 /// `q * v` for a unit quaternion `q = (b, w)`: `v + 2w (b × v) + 2 b × (b × v)`, two cross
@@ -827,7 +862,7 @@ impl TwoBoneIk {
         // Without bones between root, mid and tip (the common case) a copy of the solve without
         // the rigid-offset walks and their rotations (`Option`s known to be `None`) runs.
         if self.upper_between.is_empty() && self.lower_between.is_empty() {
-            self.solve_impl::<false>(skeleton, pose, goal, parent)
+            self.solve_impl::<false, false>(skeleton, pose, goal, parent)
         } else {
             self.solve_between(skeleton, pose, goal, parent)
         }
@@ -843,13 +878,35 @@ impl TwoBoneIk {
         goal: &LimbGoal,
         parent: &BoneTransform,
     ) -> Result<LimbReport, AnalyticError> {
-        self.solve_impl::<true>(skeleton, pose, goal, parent)
+        self.solve_impl::<true, false>(skeleton, pose, goal, parent)
+    }
+
+    /// [`TwoBoneIk::solve_impl`] again with the pole's target frame built at unit scale, for
+    /// the rare goals where the scaled frame left f32's range (a target ~1e-6 from the root
+    /// with a pole: the root's rotation near a half turn underflows). Out of line and cold, so
+    /// the common solve is unchanged.
+    #[cold]
+    #[inline(never)]
+    fn solve_unit_frame(
+        &self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goal: &LimbGoal,
+        parent: &BoneTransform,
+    ) -> Result<LimbReport, AnalyticError> {
+        if self.upper_between.is_empty() && self.lower_between.is_empty() {
+            self.solve_impl::<false, true>(skeleton, pose, goal, parent)
+        } else {
+            self.solve_impl::<true, true>(skeleton, pose, goal, parent)
+        }
     }
 
     /// [`TwoBoneIk::solve_with_parent`]; `BETWEEN`: whether to walk the bones between root and
-    /// mid and between mid and tip (the result without them is the same either way).
+    /// mid and between mid and tip (the result without them is the same either way);
+    /// `UNIT_FRAME`: whether to build the pole's target frame at unit scale (the retry of
+    /// [`TwoBoneIk::solve_unit_frame`]).
     #[inline(always)]
-    fn solve_impl<const BETWEEN: bool>(
+    fn solve_impl<const BETWEEN: bool, const UNIT_FRAME: bool>(
         &self,
         skeleton: &Skeleton,
         pose: &mut Pose,
@@ -1028,7 +1085,7 @@ impl TwoBoneIk {
                 // norms below grow like `size` = |d|⁴ |v|² (l1 + l2)⁴.
                 let g = dd * v.length_squared();
                 let size = g * dd * (total * total) * (total * total);
-                let frame = if far && size < 1e30 && size > 1e-30 {
+                let frame = if !UNIT_FRAME && far && size < 1e30 && size > 1e-30 {
                     cross_and_length(v, d, dd).map(|(x, len)| TargetFrame {
                         b1: d * len,
                         b2: x * dist,
@@ -1095,6 +1152,14 @@ impl TwoBoneIk {
         let new_root = root_raw * inv_root;
         // The tip, and a value that is finite exactly when it is (below).
         let (new_tip, tip_check) = match goal.orientation {
+            Some(o) if w_rot >= 1.0 && q_mt.is_none() && UNIT_FRAME => {
+                // (The retry: unit factors, so that the norms' product cannot overflow on a
+                // limb ~1e9 units long.)
+                let tip =
+                    m_new.normalize().conjugate() * (new_root_rot.normalize().conjugate() * o);
+                let tip = tip.normalize();
+                (tip, Vec4::from(tip).element_sum())
+            }
             Some(o) if w_rot >= 1.0 && q_mt.is_none() => {
                 // The target orientation in the new frame of the tip's parent,
                 // (root_rot m_new)⁻¹ o, grouped as m_new⁻¹ (root_rot⁻¹ o) so that the two
@@ -1111,7 +1176,11 @@ impl TwoBoneIk {
                     o,
                     w_rot,
                     q_parent * q_root * m_cur,
-                    new_root_rot * m_new,
+                    if UNIT_FRAME {
+                        new_root_rot.normalize() * m_new.normalize()
+                    } else {
+                        new_root_rot * m_new
+                    },
                     q_mt,
                 );
                 (tip, Vec4::from(tip).element_sum())
@@ -1122,15 +1191,31 @@ impl TwoBoneIk {
         // are (a non-finite factor makes its norm non-finite; a zero one, the inverse).
         let check = mid2 + inv_mid + root2 + inv_root + tip_check;
         if !(check * 0.0 == 0.0) {
+            if !UNIT_FRAME {
+                // (`pose` is still untouched.)
+                return self.solve_unit_frame(skeleton, pose, goal, parent);
+            }
             return Err(goal_error_or(goal, AnalyticError::DegeneratePose));
         }
         pose.rotations[self.root] = new_root;
         pose.rotations[self.mid] = new_mid;
         pose.rotations[self.tip] = new_tip;
+        // The position error measured on the written root rotation: the tip by forward
+        // kinematics of the new root rotation applied to the root→tip vector (which the
+        // mid's exact half-vector arc gives to rounding), not the |c| the solve aimed for.
+        // (`sandwich` is |q|² q v q⁻¹: one division, no root. Off the outputs' chains.)
+        // (`c` itself is a unit stand-in when the limb folds onto the root: the true vector.)
+        let c_true = ua * c_along + side * c_across;
+        let tip = p_root + sandwich(new_root_rot, c_true) * root_rot2.recip();
+        let mut position_error = tip.distance(target);
+        if !position_error.is_finite() {
+            // The unnormalised product left f32's range (a limb ~1e15 long, a rotation's norm
+            // near underflow): the same with the unit rotation.
+            position_error = measured_error_unit(new_root_rot, c_true, p_root, target);
+        }
         Ok(LimbReport {
             reachable,
-            // The tip lies on the root→target ray at distance |c| (exactly, up to rounding).
-            position_error: (dist - c_len).abs(),
+            position_error,
             // (Clamped again: acos near ±1 is coarse in f32.)
             flex_angle: clamp_fast(
                 acos_fast(cos_phi),
@@ -1557,15 +1642,15 @@ mod tests {
                     .with_weights(weights[0], weights[1], weights[2]),
             };
             let mut general = pose.clone();
-            let fast = ik.solve_impl::<false>(&skeleton, &mut pose, &goal, &parent);
-            let slow = ik.solve_impl::<true>(&skeleton, &mut general, &goal, &parent);
+            let fast = ik.solve_impl::<false, false>(&skeleton, &mut pose, &goal, &parent);
+            let slow = ik.solve_impl::<true, false>(&skeleton, &mut general, &goal, &parent);
             proptest::prop_assert_eq!(fast, slow);
             proptest::prop_assert_eq!(format!("{pose:?}"), format!("{general:?}"));
             // And the public entry point takes the fast path here.
             let mut public = general.clone();
             proptest::prop_assert_eq!(
                 ik.solve_with_parent(&skeleton, &mut public, &goal, &parent),
-                ik.solve_impl::<false>(&skeleton, &mut general, &goal, &parent)
+                ik.solve_impl::<false, false>(&skeleton, &mut general, &goal, &parent)
             );
         }
     }

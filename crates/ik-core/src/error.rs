@@ -7,5 +7,6 @@
 pub use crate::analytic::AnalyticError;
 pub use crate::humanoid::HumanoidError;
 pub use crate::jacobian::JacobianError;
+pub use crate::limits::LimitError;
 pub use crate::rotation::RotationError;
 pub use crate::skeleton::SkeletonError;

@@ -5,10 +5,58 @@
 //! "Relative to rest" means the limit constrains `delta = rest.rotation⁻¹ * local.rotation`
 //! (see [`crate::rotation`]), so a limit means the same thing whatever the rig's bind pose and
 //! bone axes are.
+//!
+//! # Malformed limits and angle ranges
+//!
+//! [`JointLimit::validate`] says whether a limit is well formed: unit, finite axes (within
+//! [`AXIS_UNIT_TOLERANCE`]), bounds with `min ≤ max` (angles within ±[`MAX_ANGLE_BOUND`],
+//! slider offsets within ±[`MAX_COORDINATE`]), non-negative finite swing half-angles.
+//! Every solver rejects a malformed limit at set-up with that error. [`JointLimit::contains`]
+//! and [`JointLimit::clamp`] never panic and never turn finite input into a non-finite value:
+//! on a malformed limit (a NaN bound, `min > max`, a zero axis, …) they behave like
+//! [`JointLimit::Free`] (everything is inside, nothing is moved).
+//!
+//! Angles (hinge angles, twist angles) are measured in `(−π, π]`, but a range may reach past
+//! ±π: an angle is inside `[min, max]` when it or the same angle plus or minus a whole turn is,
+//! so the range `[2, 4]` contains −2.5 (= −2.5 + 2π ≈ 3.78), and a range at least 2π wide
+//! contains every angle. Clamping picks the bound nearer around the circle, and its result is
+//! always inside by [`JointLimit::contains`].
+
+use core::f32::consts::PI;
 
 use glam::{Quat, Vec2, Vec3};
+use thiserror::Error;
 
 use crate::rotation;
+use crate::skeleton::MAX_COORDINATE;
+
+/// Why a [`JointLimit`] is malformed (see [`JointLimit::validate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum LimitError {
+    /// A hinge, slider, twist or swing axis is zero, not finite or not of unit length.
+    #[error("the limit's {0} axis is zero, not finite or not of unit length")]
+    InvalidAxis(&'static str),
+    /// A bound is NaN, infinite or out of range (angles beyond ±[`MAX_ANGLE_BOUND`], slider
+    /// offsets beyond ±[`MAX_COORDINATE`]), or `min > max`.
+    #[error("the limit's {0} range is not finite or has min > max")]
+    InvalidRange(&'static str),
+    /// The swing axis of a swing–twist limit is not perpendicular to its twist axis.
+    #[error("the swing axis is not perpendicular to the twist axis")]
+    AxesNotPerpendicular,
+    /// A swing half-angle is negative or not finite.
+    #[error("a swing half-angle is negative or not finite")]
+    InvalidSwingRange,
+}
+
+/// How far from 1 the length of a limit's axis may be for [`JointLimit::validate`] (checked on
+/// the squared length: `|‖axis‖² − 1| ≤ 2 · AXIS_UNIT_TOLERANCE`).
+pub const AXIS_UNIT_TOLERANCE: f32 = 1e-3;
+
+/// The largest magnitude (radians) of a hinge or twist bound [`JointLimit::validate`] accepts:
+/// two whole turns. Ranges may reach past ±π (see the module docs), but a bound of 10⁶ rad is
+/// a unit mistake, and f32 cannot place such an angle to better than 0.06 rad.
+pub const MAX_ANGLE_BOUND: f32 = 4.0 * PI;
 
 /// A limit on one joint, relative to the bone's rest transform.
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
@@ -73,12 +121,45 @@ pub struct SwingTwistLimit {
 pub const LIMIT_SLACK: f32 = 1e-5;
 
 impl JointLimit {
+    /// Checks that the limit is well formed: unit, finite axes (within
+    /// [`AXIS_UNIT_TOLERANCE`]), finite bounds with `min ≤ max`, a swing axis perpendicular to
+    /// the twist axis and non-negative finite swing half-angles. Angle ranges wider than 2π are
+    /// allowed (they contain every angle). [`JointLimit::Free`] and [`JointLimit::Locked`] are
+    /// always valid.
+    ///
+    /// # Errors
+    /// [`LimitError::InvalidAxis`], [`LimitError::InvalidRange`],
+    /// [`LimitError::AxesNotPerpendicular`] or [`LimitError::InvalidSwingRange`].
+    pub fn validate(&self) -> Result<(), LimitError> {
+        match *self {
+            Self::Free | Self::Locked => Ok(()),
+            Self::Hinge { axis, min, max } => {
+                check_axis(axis, "hinge")?;
+                check_range(min, max, "hinge")
+            }
+            Self::Slider { axis, min, max } => {
+                check_axis(axis, "slider")?;
+                check_range(min, max, "slider")
+            }
+            Self::SwingTwist(limit) => limit.validate(),
+        }
+    }
+
+    /// Whether [`JointLimit::validate`] passes.
+    #[inline]
+    #[must_use]
+    pub fn is_valid(&self) -> bool {
+        self.validate().is_ok()
+    }
+
     /// Whether a bone's local rotation and translation satisfy this limit, relative to the
     /// bone's rest rotation and translation, allowing `tolerance` (radians for rotations,
     /// model units for sliders).
     ///
     /// [`JointLimit::Locked`] always contains: a lock keeps the *incoming* rotation, which the
-    /// limit does not know (solvers enforce locks by not moving the joint).
+    /// limit does not know (solvers enforce locks by not moving the joint). So does a malformed
+    /// limit (see [`JointLimit::validate`] and the [module docs](self)). Hinge and twist ranges
+    /// that reach past ±π are taken around the circle.
     #[must_use]
     pub fn contains(
         &self,
@@ -88,27 +169,32 @@ impl JointLimit {
         translation: Vec3,
         tolerance: f32,
     ) -> bool {
+        if !self.is_valid() {
+            return true;
+        }
         match *self {
             Self::Free | Self::Locked => true,
             Self::Hinge { axis, min, max } => {
                 let (swing, angle) = hinge_parts(rest_rotation.inverse() * rotation, axis);
-                swing <= tolerance && angle >= min - tolerance && angle <= max + tolerance
+                swing <= tolerance && angle_in_range(angle, min, max, tolerance)
             }
             Self::SwingTwist(limit) => {
                 limit.contains(rest_rotation.inverse() * rotation, tolerance)
             }
             Self::Slider { axis, min, max } => {
-                let d = translation - rest_translation;
-                let along = d.dot(axis);
-                (d - axis * along).length() <= tolerance
-                    && along >= min - tolerance
-                    && along <= max + tolerance
+                let (along, off_axis) = slider_parts(translation, rest_translation, axis);
+                off_axis <= f64::from(tolerance)
+                    && along >= f64::from(min) - f64::from(tolerance)
+                    && along <= f64::from(max) + f64::from(tolerance)
             }
         }
     }
 
     /// Moves a bone's local rotation / translation onto the nearest point inside this limit,
     /// relative to the rest transform. Returns whether anything changed.
+    ///
+    /// A malformed limit (see [`JointLimit::validate`]) changes nothing; a finite input never
+    /// becomes non-finite, and a clamped value is always inside by [`JointLimit::contains`].
     ///
     /// Values inside the limit (within [`LIMIT_SLACK`]) are left bit-identical. A hinge limit
     /// drops any off-axis rotation and clamps the angle; a swing–twist limit clamps the twist
@@ -122,46 +208,145 @@ impl JointLimit {
         rotation: &mut Quat,
         translation: &mut Vec3,
     ) -> bool {
+        if !self.is_valid() {
+            return false;
+        }
         match *self {
             Self::Free | Self::Locked => false,
             Self::Hinge { axis, min, max } => {
                 let delta = rest_rotation.inverse() * *rotation;
                 let (swing, angle) = hinge_parts(delta, axis);
-                if swing <= LIMIT_SLACK && angle >= min - LIMIT_SLACK && angle <= max + LIMIT_SLACK
-                {
+                if swing <= LIMIT_SLACK && angle_in_range(angle, min, max, LIMIT_SLACK) {
                     return false;
                 }
                 let clamped = clamp_angle(angle, min, max);
-                *rotation = (rest_rotation * Quat::from_axis_angle(axis, clamped)).normalize();
-                true
+                // (The axis is unit only to within `AXIS_UNIT_TOLERANCE`.)
+                let axis = axis.normalize();
+                write_rotation(
+                    rotation,
+                    rest_rotation * Quat::from_axis_angle(axis, clamped),
+                )
             }
             Self::SwingTwist(limit) => {
                 let delta = rest_rotation.inverse() * *rotation;
                 match limit.clamp_delta(delta) {
-                    Some(d) => {
-                        *rotation = (rest_rotation * d).normalize();
-                        true
-                    }
+                    Some(d) => write_rotation(rotation, rest_rotation * d),
                     None => false,
                 }
             }
             Self::Slider { axis, min, max } => {
-                let d = *translation - rest_translation;
-                let along = d.dot(axis);
-                if (d - axis * along).length() <= LIMIT_SLACK
-                    && along >= min - LIMIT_SLACK
-                    && along <= max + LIMIT_SLACK
+                let (along, off_axis) = slider_parts(*translation, rest_translation, axis);
+                let slack = f64::from(LIMIT_SLACK);
+                if off_axis <= slack
+                    && along >= f64::from(min) - slack
+                    && along <= f64::from(max) + slack
                 {
                     return false;
                 }
-                *translation = rest_translation + axis * along.clamp(min, max.max(min));
+                // (`along` is finite: f64 holds any difference of finite f32 values.)
+                let along = along.clamp(f64::from(min), f64::from(max));
+                let axis = axis.as_dvec3().normalize();
+                let t = (rest_translation.as_dvec3() + axis * along).as_vec3();
+                if !t.is_finite() {
+                    // Only when the rest translation itself sits at the edge of f32's range.
+                    return false;
+                }
+                *translation = t;
                 true
             }
         }
     }
 }
 
+/// The axis check of [`JointLimit::validate`] (on the squared length, no square root: the
+/// clamps run it on every call).
+#[inline]
+fn check_axis(axis: Vec3, what: &'static str) -> Result<(), LimitError> {
+    // |‖a‖² − 1| ≤ 2 tol  ⇔  ‖a‖ within about tol of 1 (NaN fails the comparison).
+    if (axis.length_squared() - 1.0).abs() <= 2.0 * AXIS_UNIT_TOLERANCE {
+        Ok(())
+    } else {
+        Err(LimitError::InvalidAxis(what))
+    }
+}
+
+/// The range check of [`JointLimit::validate`]: angle bounds within ±[`MAX_ANGLE_BOUND`],
+/// slider bounds within ±[`MAX_COORDINATE`].
+#[inline]
+fn check_range(min: f32, max: f32, what: &'static str) -> Result<(), LimitError> {
+    let bound = if what == "slider" {
+        MAX_COORDINATE
+    } else {
+        MAX_ANGLE_BOUND
+    };
+    if min.abs() <= bound && max.abs() <= bound && min <= max {
+        Ok(())
+    } else {
+        Err(LimitError::InvalidRange(what))
+    }
+}
+
+/// Writes `rest * delta`, normalised, into `rotation` when it can be normalised (it cannot only
+/// for a zero or non-finite `rest` passed to the public [`JointLimit::clamp`]); returns whether
+/// it wrote.
+fn write_rotation(rotation: &mut Quat, q: Quat) -> bool {
+    let len_sq = q.length_squared();
+    if !(len_sq.is_finite() && len_sq > 1e-30) {
+        return false;
+    }
+    *rotation = q * len_sq.sqrt().recip();
+    true
+}
+
+/// A slider's offset from rest along `axis` and its distance from the axis line, in f64 so
+/// that no difference of finite f32 translations overflows.
+fn slider_parts(translation: Vec3, rest: Vec3, axis: Vec3) -> (f64, f64) {
+    let d = translation.as_dvec3() - rest.as_dvec3();
+    let axis = axis.as_dvec3().normalize();
+    let along = d.dot(axis);
+    (along, (d - axis * along).length())
+}
+
+/// Whether the angle `a` (in `(−π, π]`) lies in `[min, max]` widened by `tolerance`, around the
+/// circle: `a` or `a ± 2πk`. The plain comparison decides every range inside `[−π, π]`.
+#[inline]
+fn angle_in_range(a: f32, min: f32, max: f32, tolerance: f32) -> bool {
+    let (lo, hi) = (min - tolerance, max + tolerance);
+    if a >= lo && a <= hi {
+        return true;
+    }
+    if (lo >= -PI && hi <= PI) || !a.is_finite() {
+        return false;
+    }
+    angle_in_wrapped_range(a, lo, hi)
+}
+
+/// [`angle_in_range`] for a range reaching past ±π.
+#[cold]
+fn angle_in_wrapped_range(a: f32, lo: f32, hi: f32) -> bool {
+    let (a, lo, hi) = (f64::from(a), f64::from(lo), f64::from(hi));
+    let width = hi - lo;
+    width >= core::f64::consts::TAU || (a - lo).rem_euclid(core::f64::consts::TAU) <= width
+}
+
 impl SwingTwistLimit {
+    /// Checks the limit as [`JointLimit::validate`] does.
+    ///
+    /// # Errors
+    /// [`LimitError::InvalidAxis`], [`LimitError::AxesNotPerpendicular`],
+    /// [`LimitError::InvalidSwingRange`] or [`LimitError::InvalidRange`].
+    pub fn validate(&self) -> Result<(), LimitError> {
+        check_axis(self.twist_axis, "twist")?;
+        check_axis(self.swing_axis, "swing")?;
+        if self.twist_axis.dot(self.swing_axis).abs() > AXIS_UNIT_TOLERANCE {
+            return Err(LimitError::AxesNotPerpendicular);
+        }
+        if !(self.swing_half_angles.is_finite() && self.swing_half_angles.min_element() >= 0.0) {
+            return Err(LimitError::InvalidSwingRange);
+        }
+        check_range(self.twist_min, self.twist_max, "twist")
+    }
+
     /// Splits a rest-relative rotation into the swing rotation vector's two components (along
     /// `swing_axis` and `twist_axis × swing_axis`) and the twist angle in `(−π, π]`.
     #[must_use]
@@ -190,8 +375,11 @@ impl SwingTwistLimit {
     /// `tolerance` radians.
     #[must_use]
     pub fn contains(&self, delta: Quat, tolerance: f32) -> bool {
+        if self.validate().is_err() {
+            return true;
+        }
         let (s, twist) = self.decompose(delta);
-        if twist < self.twist_min - tolerance || twist > self.twist_max + tolerance {
+        if !angle_in_range(twist, self.twist_min, self.twist_max, tolerance) {
             return false;
         }
         let c = closest_on_ellipse(s, self.swing_half_angles);
@@ -203,10 +391,12 @@ impl SwingTwistLimit {
     /// [`LIMIT_SLACK`]).
     #[must_use]
     pub fn clamp_delta(&self, delta: Quat) -> Option<Quat> {
+        if self.validate().is_err() {
+            return None;
+        }
         let (s, twist) = self.decompose(delta);
         let c = closest_on_ellipse(s, self.swing_half_angles);
-        let twist_in =
-            twist >= self.twist_min - LIMIT_SLACK && twist <= self.twist_max + LIMIT_SLACK;
+        let twist_in = angle_in_range(twist, self.twist_min, self.twist_max, LIMIT_SLACK);
         if twist_in && s.distance(c) <= LIMIT_SLACK {
             return None;
         }
@@ -224,10 +414,11 @@ fn hinge_parts(delta: Quat, axis: Vec3) -> (f32, f32) {
     )
 }
 
-/// Clamps an angle in `(−π, π]` to `[min, max]`, choosing the nearer end around the circle.
+/// Clamps an angle in `(−π, π]` to `[min, max]` (taken around the circle, see
+/// [`angle_in_range`]), choosing the nearer end around the circle.
 fn clamp_angle(a: f32, min: f32, max: f32) -> f32 {
     let max = max.max(min);
-    if a >= min && a <= max {
+    if angle_in_range(a, min, max, 0.0) {
         return a;
     }
     let to_min = rotation::wrap_angle(min - a).abs();

@@ -5,7 +5,10 @@ use core::ops::Mul;
 
 use glam::{Affine3A, Quat, Vec3};
 
-use crate::skeleton::{Skeleton, SkeletonError};
+use crate::skeleton::{MAX_COORDINATE, Skeleton, SkeletonError};
+
+/// How far from 1 the length of a pose rotation may be for [`Pose::validate`].
+pub const UNIT_ROTATION_TOLERANCE: f32 = 1e-3;
 
 /// A translation, rotation and scale, composed like Bevy's `Transform`.
 ///
@@ -209,10 +212,18 @@ impl Pose {
         self.translations.clone_from(&other.translations);
     }
 
-    /// Checks that the pose has one entry per bone of `skeleton` and is finite.
+    /// Checks that the pose has one entry per bone of `skeleton`, is finite, has unit
+    /// rotations and translations within [`MAX_COORDINATE`].
+    ///
+    /// A rotation counts as unit when its length is within [`UNIT_ROTATION_TOLERANCE`] of 1:
+    /// the drift of normalised quaternions after some arithmetic passes; a zero, tiny or
+    /// arbitrarily scaled quaternion (which would scale bone offsets in forward kinematics)
+    /// does not. Normalise rotations you build by hand (`Quat::normalize`) before solving.
     ///
     /// # Errors
-    /// [`SkeletonError::PoseLengthMismatch`] or [`SkeletonError::NonFinitePose`].
+    /// [`SkeletonError::PoseLengthMismatch`], [`SkeletonError::NonFinitePose`] (a NaN or
+    /// infinite component, or a translation component beyond ±[`MAX_COORDINATE`]) or
+    /// [`SkeletonError::NonUnitRotation`].
     pub fn validate(&self, skeleton: &Skeleton) -> Result<(), SkeletonError> {
         if self.rotations.len() != skeleton.len() || self.translations.len() != skeleton.len() {
             return Err(SkeletonError::PoseLengthMismatch {
@@ -221,9 +232,16 @@ impl Pose {
             });
         }
         for (i, (q, t)) in self.rotations.iter().zip(&self.translations).enumerate() {
-            if !q.is_finite() || !t.is_finite() {
+            if !q.is_finite() || !t.is_finite() || t.abs().max_element() > MAX_COORDINATE {
                 return Err(SkeletonError::NonFinitePose {
                     bone: skeleton.bones()[i].name.clone(),
+                });
+            }
+            let length = q.length();
+            if !length.is_finite() || (length - 1.0).abs() > UNIT_ROTATION_TOLERANCE {
+                return Err(SkeletonError::NonUnitRotation {
+                    bone: skeleton.bones()[i].name.clone(),
+                    length,
                 });
             }
         }

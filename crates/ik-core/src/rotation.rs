@@ -268,13 +268,18 @@ pub fn to_rotation_vector(q: Quat) -> Vec3 {
 
 /// The rotation for a rotation vector (unit axis × angle, radians): the inverse of
 /// [`to_rotation_vector`]. Accurate for tiny vectors; a zero or non-finite vector gives the
-/// identity.
+/// identity. A vector so long that its squared length overflows f32 (|v| ≳ 1.8e19) is measured
+/// in f64 and its angle reduced modulo 2π, so the result is always a finite unit quaternion.
 #[must_use]
 pub fn from_rotation_vector(v: Vec3) -> Quat {
     if !v.is_finite() {
         return Quat::IDENTITY;
     }
-    let angle = v.length();
+    let angle_sq = v.length_squared();
+    if !angle_sq.is_finite() {
+        return from_huge_rotation_vector(v);
+    }
+    let angle = angle_sq.sqrt();
     let half = 0.5 * angle;
     // sin(θ/2)/θ, by its series below 1e-3 (error < θ⁴/3840).
     let k = if angle < 1e-3 {
@@ -283,6 +288,24 @@ pub fn from_rotation_vector(v: Vec3) -> Quat {
         half.sin() / angle
     };
     Quat::from_xyzw(v.x * k, v.y * k, v.z * k, half.cos())
+}
+
+/// [`from_rotation_vector`] for a finite vector whose squared length overflows f32: the length
+/// in f64 (no overflow for f32 components), the angle reduced modulo 2π.
+#[cold]
+fn from_huge_rotation_vector(v: Vec3) -> Quat {
+    let d = v.as_dvec3();
+    let len = d.length();
+    let half = 0.5 * len.rem_euclid(core::f64::consts::TAU);
+    let axis = (d / len).as_vec3();
+    let (s, c) = half.sin_cos();
+    (Quat::from_xyzw(
+        axis.x * s as f32,
+        axis.y * s as f32,
+        axis.z * s as f32,
+        c as f32,
+    ))
+    .normalize()
 }
 
 /// Shortest-arc rotation between two (normalised here) directions, with `fallback_axis` used

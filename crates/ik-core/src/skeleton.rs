@@ -42,8 +42,9 @@ pub enum SkeletonError {
         /// A bone on the cycle.
         bone: String,
     },
-    /// A rest transform has a NaN or infinite component, or a zero scale.
-    #[error("bone `{bone}` has a non-finite or degenerate rest transform")]
+    /// A rest transform has a NaN or infinite component or a zero scale, or places the bone
+    /// beyond ±[`MAX_COORDINATE`] in model space (with its scale beyond ±1e6).
+    #[error("bone `{bone}` has a non-finite, degenerate or out-of-range rest transform")]
     NonFiniteRest {
         /// The bone.
         bone: String,
@@ -84,16 +85,32 @@ pub enum SkeletonError {
         /// Entries in the pose.
         found: usize,
     },
-    /// A pose has a NaN or infinite rotation or translation.
-    #[error("pose has a non-finite transform at bone `{bone}`")]
+    /// A pose has a NaN or infinite rotation or translation, or a translation beyond
+    /// ±[`MAX_COORDINATE`].
+    #[error("pose has a non-finite or out-of-range transform at bone `{bone}`")]
     NonFinitePose {
         /// The bone.
         bone: String,
+    },
+    /// A pose rotation is not a unit quaternion (zero, or its length is more than
+    /// [`crate::pose::UNIT_ROTATION_TOLERANCE`] from 1).
+    #[error("pose rotation of bone `{bone}` has length {length}, not 1")]
+    NonUnitRotation {
+        /// The bone.
+        bone: String,
+        /// The rotation's length.
+        length: f32,
     },
 }
 
 /// Bones shorter than this (in model units, relative to the skeleton's size) count as zero length.
 pub const MIN_BONE_LENGTH: f32 = 1e-6;
+
+/// The largest coordinate (model units) a skeleton's rest pose, a pose's translations or a
+/// solver goal may have. IK in f32 means nothing far beyond it (one unit of precision is then
+/// larger than 10⁷), and squared distances of larger values overflow f32; such input is
+/// rejected as out of range instead of producing infinities or NaN.
+pub const MAX_COORDINATE: f32 = 1e15;
 
 /// One bone: a name, an optional parent and a rest transform relative to the parent.
 #[derive(Clone, Debug, PartialEq)]
@@ -132,7 +149,8 @@ impl Skeleton {
     /// # Errors
     /// [`SkeletonError::Empty`], [`SkeletonError::ParentOutOfRange`],
     /// [`SkeletonError::ParentAfterChild`], [`SkeletonError::Cycle`] (a bone that is its own
-    /// parent) or [`SkeletonError::NonFiniteRest`].
+    /// parent) or [`SkeletonError::NonFiniteRest`] (also for a rest pose reaching beyond
+    /// ±[`MAX_COORDINATE`] in model space).
     pub fn try_new(bones: Vec<Bone>) -> Result<Self, SkeletonError> {
         if bones.is_empty() {
             return Err(SkeletonError::Empty);
@@ -166,7 +184,11 @@ impl Skeleton {
                 }
             }
             let r = &bone.rest;
-            if !r.is_finite() || r.scale.abs().min_element() < 1e-12 || r.rotation.length() < 1e-6 {
+            let rotation_length = r.rotation.length();
+            if !r.is_finite()
+                || r.scale.abs().min_element() < 1e-12
+                || !(1e-6..=1e6).contains(&rotation_length)
+            {
                 return Err(SkeletonError::NonFiniteRest {
                     bone: bone.name.clone(),
                 });
@@ -179,7 +201,18 @@ impl Skeleton {
                 b
             })
             .collect();
-        Ok(Self { bones })
+        let skeleton = Self { bones };
+        // The rest pose in model space must stay in range (scales multiply down the chain).
+        for (bone, m) in skeleton.bones.iter().zip(skeleton.rest_model_transforms()) {
+            if !(m.translation.abs().max_element() <= MAX_COORDINATE
+                && m.scale.abs().max_element() <= 1e6)
+            {
+                return Err(SkeletonError::NonFiniteRest {
+                    bone: bone.name.clone(),
+                });
+            }
+        }
+        Ok(skeleton)
     }
 
     /// Builds a skeleton from bones in any order, sorting them parents-first.

@@ -61,6 +61,66 @@ fn goals() -> impl Strategy<Value = FullBodyGoals> {
         })
 }
 
+/// Per priority level (3 and above together): goal channels met at the default tolerances and
+/// summed residuals in tolerances — the order in which cold solves compare results.
+fn levels(g: &FullBodyGoals, r: &ik_core::humanoid::FullBodyReport) -> [(u32, f32); 4] {
+    let s = ik_core::humanoid::FullBodySettings::default();
+    let mut out = [(0u32, 0.0f32); 4];
+    let mut add = |p: u8, on: bool, res: f32, tol: f32| {
+        if on {
+            let l = &mut out[usize::from(p.min(3))];
+            if res <= tol {
+                l.0 += 1;
+            } else {
+                l.1 += res / tol;
+            }
+        }
+    };
+    for (e, res) in g.effectors.iter().zip(&r.residuals) {
+        let on = e.enabled;
+        add(
+            e.priority,
+            on && e.position_weight > 0.0,
+            res.position,
+            s.position_tolerance,
+        );
+        add(
+            e.priority,
+            on && e.rotation_weight > 0.0,
+            res.rotation,
+            s.rotation_tolerance,
+        );
+    }
+    let (l, c) = (&g.look_at, &g.center_of_mass);
+    add(
+        l.priority,
+        l.enabled && l.weight > 0.0,
+        r.look_at,
+        s.rotation_tolerance,
+    );
+    add(
+        c.priority,
+        c.enabled && c.weight > 0.0,
+        r.center_of_mass,
+        s.com_tolerance,
+    );
+    out
+}
+
+/// Whether `b` is no worse than `a` by that order (beyond float noise: re-clamping an in-limit
+/// pose moves it by rounding).
+fn no_worse(a: [(u32, f32); 4], b: [(u32, f32); 4]) -> bool {
+    for (x, y) in a.iter().zip(&b) {
+        if x.0 != y.0 {
+            return y.0 > x.0;
+        }
+        if (x.1 - y.1).abs() > 1e-3 * (1.0 + x.1.max(y.1)) {
+            return y.1 < x.1;
+        }
+    }
+    true
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
@@ -70,15 +130,21 @@ proptest! {
         let (map, _) = HumanoidMap::from_skeleton(&s);
         let mut solver = FullBodySolver::new(&s, &map).unwrap();
         let mut pose = s.rest_pose();
-        let first = solver.solve(&s, &mut pose, &g).unwrap();
+        let first = solver.solve_cold(&s, &mut pose, &g).unwrap();
         prop_assert!(pose.is_finite());
         prop_assert!(first.cost.is_finite());
         prop_assert!(solver.pose_within_limits(&s, &pose, 1e-4));
         if twice {
-            let second = solver.solve(&s, &mut pose, &g).unwrap();
+            let second = solver.solve_cold(&s, &mut pose, &g).unwrap();
             prop_assert!(pose.is_finite());
             prop_assert!(solver.pose_within_limits(&s, &pose, 1e-4));
-            prop_assert!(second.cost <= first.cost, "{} > {}", second.cost, first.cost);
+            // Never worse by the order cold solves use.
+            let (a, b) = (levels(&g, &first), levels(&g, &second));
+            prop_assert!(no_worse(a, b), "{b:?} after {a:?}");
+            // Tracking from there stays finite and in limits.
+            let third = solver.solve(&s, &mut pose, &g).unwrap();
+            prop_assert!(pose.is_finite() && third.cost.is_finite());
+            prop_assert!(solver.pose_within_limits(&s, &pose, 1e-4));
         }
         // Bone lengths (local translations) are untouched except the floating hips.
         let hips = map.get(ik_core::humanoid::HumanoidBone::Hips).unwrap();

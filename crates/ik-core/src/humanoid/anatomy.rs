@@ -219,6 +219,22 @@ impl HumanoidLimits {
         self.limits[role.index()] = limit;
     }
 
+    /// Checks every role's limit with [`JointLimit::validate`] (unit finite axes, finite
+    /// ordered ranges); [`FullBodySolver::with_limits`](super::FullBodySolver::with_limits)
+    /// calls it.
+    ///
+    /// # Errors
+    /// [`HumanoidError::InvalidLimit`] naming the first role (in [`HumanoidBone::ALL`] order)
+    /// whose limit is malformed.
+    pub fn validate(&self) -> Result<(), HumanoidError> {
+        for role in HumanoidBone::ALL {
+            if let Err(error) = self.get(role).validate() {
+                return Err(HumanoidError::InvalidLimit { role, error });
+            }
+        }
+        Ok(())
+    }
+
     /// Anatomical defaults (see [`default_ball_range`] and [`default_hinge_range`]) for every
     /// mapped role, with axes derived from the rig: twist axes are rest bone directions, swing
     /// and hinge axes come from the [`BodyFrame`], all expressed in each bone's rest local frame.
@@ -398,5 +414,34 @@ impl HumanoidMasses {
     #[must_use]
     pub fn total(&self) -> f32 {
         self.masses.iter().sum()
+    }
+}
+
+impl super::FullBodyGoals {
+    /// Checks what [`FullBodySolver::solve`](super::FullBodySolver::solve) needs of the goals,
+    /// enabled or not: finite values, positions and targets within
+    /// ±[`MAX_COORDINATE`](crate::skeleton::MAX_COORDINATE), and effector rotations that can be
+    /// normalised (squared norm in `[1e-12, 1e12]`; they need not be unit).
+    ///
+    /// # Errors
+    /// [`HumanoidError::NonFiniteGoal`].
+    pub fn validate(&self) -> Result<(), HumanoidError> {
+        use crate::skeleton::MAX_COORDINATE;
+        let point = |p: Vec3| p.is_finite() && p.abs().max_element() <= MAX_COORDINATE;
+        let ok = self.effectors.iter().all(|e| {
+            point(e.position)
+                && e.rotation.is_finite()
+                && (1e-12..=1e12).contains(&e.rotation.length_squared())
+                && e.position_weight.is_finite()
+                && e.rotation_weight.is_finite()
+        }) && point(self.look_at.target)
+            && self.look_at.weight.is_finite()
+            && point(self.center_of_mass.target)
+            && self.center_of_mass.weight.is_finite();
+        if ok {
+            Ok(())
+        } else {
+            Err(HumanoidError::NonFiniteGoal)
+        }
     }
 }

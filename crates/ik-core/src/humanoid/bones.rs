@@ -214,6 +214,15 @@ impl HumanoidBone {
     pub fn from_bone_name(name: &str) -> Option<Self> {
         super::names::classify(name).map(|c| c.role)
     }
+
+    /// The role with this exact VRM humanoid bone name (`hips`, `leftUpperArm`, …, as
+    /// [`HumanoidBone::vrm_name`] writes it; the keys of a VRM file's
+    /// `humanoid.humanBones` table, 0.x and 1.0 alike). `None` for VRM bones this crate has no
+    /// role for (fingers, eyes, jaw).
+    #[must_use]
+    pub fn from_vrm_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.vrm_name() == name)
+    }
 }
 
 impl core::fmt::Display for HumanoidBone {

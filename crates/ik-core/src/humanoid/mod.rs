@@ -7,9 +7,10 @@
 //! # Bone names
 //!
 //! [`HumanoidBone::from_bone_name`] is case- and separator-insensitive. A name is split into
-//! words at `:` `_` `.` `-` spaces, camelCase humps and letter/digit boundaries; a namespace
-//! before the last `:` and the prefixes `mixamorig`, `DEF-`, `J_Bip_`, `Bip01`, `CC_Base_` are
-//! dropped; `l`/`left`/`r`/`right` (anywhere) give the side and `C` marks the centre line; a
+//! words at `:` `_` `.` `-` `|` spaces, camelCase humps and letter/digit boundaries; a namespace
+//! before the last `:`, the prefixes `mixamorig`, `DEF-`, `J_Bip_`, `Bip01`, `CC_Base_`, `b_`,
+//! `Armature` and the exporter suffix `_Armature` (Blender's VRM 0.x export:
+//! `upper_arm.l_Armature`, `pelvis_Armature`) are dropped; `l`/`left`/`r`/`right` (anywhere) give the side and `C` marks the centre line; a
 //! trailing number is kept apart. The remaining words, glued together, must be *exactly* one of:
 //!
 //! | role | centre / per side words |
@@ -22,7 +23,7 @@
 //! | upper arm | `upperarm` `arm` `uparm` |
 //! | lower arm | `lowerarm` `forearm` `elbow` |
 //! | forearm twist | `lowerarmtwist` `forearmtwist` `lowerarmroll` `forearmroll` |
-//! | hand | `hand` `wrist` |
+//! | hand | `hand` `wrist` `palm` |
 //! | upper leg | `upperleg` `upleg` `thigh` `hip` (with a side) |
 //! | lower leg | `lowerleg` `leg` `shin` `calf` `knee` |
 //! | foot | `foot` `ankle` |
@@ -36,6 +37,31 @@
 //! Spine numbering differs between conventions (Mixamo `Spine`/`Spine1`/`Spine2`, Unreal
 //! `spine_01`…`spine_05`, Rigify `spine` = pelvis and `spine.004` = neck), so the chest and upper
 //! chest are assigned from the hierarchy by [`HumanoidMap::from_skeleton`], never from numbers.
+//!
+//! # Control bones, mesh nodes, detached feet, and the report
+//!
+//! Rigs exported with their control rig, or as a scene graph, carry several bones per name:
+//! an upper-case `HEAD` control under the root, IK hand controls, mesh nodes named like their
+//! joints. [`HumanoidMap::from_skeleton`] takes the bone on the chain (below its parent role's
+//! bone), then a skinned one when the caller says which bones are skinned
+//! ([`HumanoidMap::from_skeleton_with`], [`MappingOptions::with_skinned`]), then the one
+//! nearest the root, with a name not in capitals only, with children.
+//!
+//! Quaternius exports parent the feet to the root as IK controls (`Foot.L` beside `Body`, not
+//! below `LowerLeg.L`). Such a foot is never taken: the lower leg's end bone (`LowerLeg.L_end`)
+//! plays the foot when the rig has one ([`MappingSource::LowerLegEnd`]); otherwise the foot is
+//! reported unmapped with [`UnmappedReason::DetachedControlBone`], and
+//! [`HumanoidMap::lower_leg_ends_for_detached_feet`] makes end bones to append so that the rig
+//! maps and solves (the caller then moves the detached foot bones along).
+//!
+//! A rig that carries its own humanoid table (a VRM file's `humanoid.humanBones`) is mapped
+//! from it with [`HumanoidMap::from_table`] ([`HumanoidBone::from_vrm_name`] reads its keys);
+//! names and the hierarchy only fill what the table leaves out.
+//!
+//! [`MappingReport`] lists every role: mapped (bone, name, [`MappingSource`]) or not (and why:
+//! [`UnmappedReason`]), and every bone whose name named a role but was passed over (and why:
+//! [`PassedOverReason`]). Its `Display` form is a readable multi-line report for a UI or a log;
+//! [`MappingReport::summary`] is one line.
 //!
 //! # Limits and axes
 //!
@@ -56,7 +82,10 @@ pub use anatomy::{
     default_ball_range, default_hinge_range,
 };
 pub use bones::{HumanoidBone, Side};
-pub use map::{HumanoidMap, MappingReport};
+pub use map::{
+    HumanoidMap, MappingOptions, MappingReport, MappingSource, PassedOver, PassedOverReason,
+    RoleMapping, UnmappedReason, UnmappedRole,
+};
 pub use solver::{
     CenterOfMassGoal, Effector, EffectorGoal, FullBodyGoals, FullBodyReport, FullBodySettings,
     FullBodySolver, GoalResidual, LookAtGoal, PostureReference,
@@ -98,6 +127,14 @@ pub enum HumanoidError {
     /// Hips, head and limbs do not span a body frame (all on one line).
     #[error("the rest pose's hips, head and limbs do not define up/left/forward directions")]
     DegenerateBodyFrame,
+    /// A role's joint limit is malformed (see [`crate::limits::JointLimit::validate`]).
+    #[error("the joint limit of `{role}` is malformed: {error}")]
+    InvalidLimit {
+        /// The role.
+        role: HumanoidBone,
+        /// What is wrong with its limit.
+        error: crate::limits::LimitError,
+    },
     /// A goal has a NaN or infinite component.
     #[error("a full-body goal is not finite")]
     NonFiniteGoal,

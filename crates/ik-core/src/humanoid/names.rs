@@ -51,23 +51,27 @@ fn is_number(w: &str) -> bool {
     !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// Removes leading rig prefixes: `mixamorig`, `DEF`, `J_Bip`, `Bip01`, `CC_Base`.
+/// Removes leading rig prefixes (`mixamorig`, `DEF`, `J_Bip`, `Bip01`, `CC_Base`, `b_`,
+/// `Armature`) and the exporter suffix `_Armature` (Blender's VRM export, `upper_arm.l_Armature`).
 fn strip_prefixes(w: &mut Vec<String>) {
     loop {
         let n = match w.first().map(String::as_str) {
             Some(p) if p.starts_with("mixamorig") => {
                 1 + usize::from(w.get(1).is_some_and(|x| is_number(x)))
             }
-            Some("def") => 1,
+            Some("def" | "b" | "armature") => 1,
             Some("j") if w.get(1).is_some_and(|x| x == "bip") => 2,
             Some("bip") => 1 + usize::from(w.get(1).is_some_and(|x| is_number(x))),
             Some("cc") if w.get(1).is_some_and(|x| x == "base") => 2,
             _ => 0,
         };
         if n == 0 || n >= w.len() {
-            return;
+            break;
         }
         w.drain(..n);
+    }
+    while w.len() > 1 && w.last().is_some_and(|x| x == "armature") {
+        w.pop();
     }
 }
 
@@ -131,7 +135,7 @@ pub(crate) fn classify(name: &str) -> Option<Classified> {
                 "lowerarmtwist" | "forearmtwist" | "lowerarmroll" | "forearmroll" => {
                     B::LeftLowerArmTwist
                 }
-                "hand" | "wrist" => B::LeftHand,
+                "hand" | "wrist" | "palm" => B::LeftHand,
                 "upperleg" | "upleg" | "thigh" | "hip" => B::LeftUpperLeg,
                 "lowerleg" | "leg" | "shin" | "calf" | "knee" => B::LeftLowerLeg,
                 "foot" | "ankle" => B::LeftFoot,
@@ -159,6 +163,21 @@ pub(crate) fn is_center_line(name: &str) -> bool {
     })
 }
 
+/// Whether the name is written in capitals only (`HEAD`, `FOOT_L`): control rigs name their
+/// controls so; a tie-break against a deform bone of the same role.
+pub(crate) fn is_all_caps(name: &str) -> bool {
+    let mut letters = name.chars().filter(|c| c.is_alphabetic());
+    let first_two = letters.clone().take(2).count() == 2;
+    first_two && letters.all(char::is_uppercase)
+}
+
+/// Whether the name marks the end (tip) of a bone: `LowerLeg.L_end`, `ball_leaf_l`, `head_tip`.
+pub(crate) fn is_end_marker(name: &str) -> bool {
+    words(name)
+        .iter()
+        .any(|w| matches!(w.as_str(), "end" | "leaf" | "tip" | "top" | "nub"))
+}
+
 /// Whether the name marks a twist/roll helper (`upperarm_twist_01_l`, `thigh_roll.L`).
 pub(crate) fn is_twist_helper(name: &str) -> bool {
     words(name).iter().any(|w| w == "twist" || w == "roll")
@@ -183,6 +202,23 @@ mod tests {
             ["lowerarm", "twist", "01", "l"]
         );
         assert_eq!(words("Left Up Leg"), ["left", "up", "leg"]);
+    }
+
+    #[test]
+    fn exporter_prefixes_and_suffixes_are_dropped() {
+        use HumanoidBone as B;
+        let role = |n: &str| classify(n).map(|c| c.role);
+        assert_eq!(role("upper_arm.l_Armature"), Some(B::LeftUpperArm));
+        assert_eq!(role("pelvis_Armature"), Some(B::Hips));
+        assert_eq!(role("b_LeftUpperArm_09"), Some(B::LeftUpperArm));
+        assert_eq!(classify("b_LeftUpperArm_09").unwrap().number, Some(9));
+        assert_eq!(role("Armature|Hips"), Some(B::Hips));
+        assert_eq!(role("b_Head_05"), Some(B::Head));
+        // A name that is only the prefix or suffix stays itself.
+        assert_eq!(role("Armature"), None);
+        assert_eq!(role("b"), None);
+        assert!(is_all_caps("HEAD") && is_all_caps("FOOT_L") && !is_all_caps("Head"));
+        assert!(!is_all_caps("L") && is_end_marker("LowerLeg.L_end") && !is_end_marker("Leg"));
     }
 
     #[test]

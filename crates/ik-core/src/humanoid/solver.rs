@@ -41,11 +41,60 @@
 //! (tails and restarts included): hybrid cold 108 µs, warm 16 µs; pure Jacobian cold 473 µs,
 //! warm 24 µs.
 //!
-//! Restarts: an attempt that does not converge is repeated from the rest pose (for a warm start)
-//! or from deterministic perturbations of the start, up to [`FullBodySettings::max_restarts`];
-//! the best result by [`FullBodyReport::cost`] is returned, and never one worse than the incoming
-//! pose, so repeated solves toward unreachable goals never get worse. A pose that already meets
-//! every goal is returned bit-identical.
+//! # Two entry points: tracking and cold
+//!
+//! Games feed a solver goals that move every frame, come from other systems and are often
+//! infeasible (a hand target out of reach, a slope beyond the ankle's range, a look-at behind
+//! the body). [`FullBodySolver::solve`] is built for that (*tracking*, one call per frame from
+//! the previous frame's solution); [`FullBodySolver::solve_cold`] is for a pose unrelated to the
+//! goals (a character appearing, a teleport).
+//!
+//! **Bounded cost.** A tracking solve spends at most [`FullBodySettings::max_iterations`]
+//! Jacobian iterations (default 6), and a pass stops early when it stalls (the summed
+//! logarithms of its residuals drop by less than 0.05 over three iterations: an infeasible
+//! goal, a limit in the way). Nothing is restarted; a goal the budget did not reach keeps
+//! converging over the next frames (tested: its residual never grows from frame to frame).
+//!
+//! **Temporal coherence.** No restarts, no perturbed starts and no global search in tracking:
+//! each limb's swivel is only refined near where it is (a cold solve also searches the full
+//! turn), so when several poses are equally good the one nearest the last frame's wins, and the
+//! elbow or knee stays on its side. Along the gameplay scenarios (benchmark `gameplay`) no
+//! joint turns more than 20° in a frame.
+//!
+//! **Graceful degradation.** When goals stay unmet over two solves (missed by more than a
+//! fifth of [`FullBodySettings::give_way_distance`] — 5 % of the body height by default — and
+//! by no less than 90 % of the previous miss), one of them *gives way*: the goal with the
+//! largest priority number; among equal priorities the look-at first, then a hand, then a foot,
+//! then the pelvis (the humanoid default order, overridable with [`EffectorGoal::priority`]);
+//! within those a limb stretched toward a target beyond its reach first (the surest sign of
+//! infeasibility: the target is projected onto what the limb can reach), else the goal missed
+//! most. A goal that gives way pulls with a tenth of its weight and a tenth of the usual step,
+//! and a *polish* pass at the end of each solve (two iterations of the budget, without those
+//! goals) brings the other goals back onto their targets. Frame after frame this settles where
+//! the pull has no component the other goals allow — the closest feasible result for the goal
+//! that gave way, at no cost to the others — and the goal is back at full weight as soon as a
+//! solve meets it. [`FullBodyReport::giving_way`] says which goals give way.
+//!
+//! **No frozen frames.** A tracking solve returns its result even when it scores worse than the
+//! incoming pose (the old "never worse than the input" rule handed back last frame's pose and
+//! every goal lagged a frame); only a non-finite result falls back to the input.
+//!
+//! **Honest reports.** Every residual is measured on the returned pose by forward kinematics.
+//!
+//! A cold solve runs up to [`FullBodySettings::cold_iterations`] per attempt and, while an
+//! attempt does not converge, [`FullBodySettings::max_restarts`] restarts (from the rest pose,
+//! then from deterministic perturbations of the start); candidates are compared level by
+//! level of priority — more goals met, then a lower summed residual — and the best is kept,
+//! never one worse than the incoming pose by that order. Goals that still stay unmet then give
+//! way one by one (up to three more passes), each kept only if it is better by the same order.
+//! A pose that already meets every goal is returned bit-identical by both.
+//!
+//! Measured with `cargo bench -p ik-core --bench gameplay` (14 rigs: the six naming conventions
+//! in two rest-axis styles each and the two CC0 characters in `assets/`; 240 frames per rig and
+//! scenario; per-solve time as the fastest of five runs of the same solve from the same state,
+//! on the shared 2-core machine under a load average of 12–14 from other builds): see the
+//! crate README's table. Feasibility is decided by an oracle — a cold solve with a large budget
+//! that switches off, in the order of giving way, the goals it cannot meet.
 //!
 //! The optional balance goal ([`CenterOfMassGoal`]) adds the ground-plane centre of mass of the
 //! de Leva segments ([`HumanoidMasses`]) as rows of the same Jacobian.
@@ -58,7 +107,10 @@
 //! first, whatever its level (its position, and its rotation for a 6D goal), and the analytic
 //! finish only moves each limb's own joints, so it never costs another limb's goal.
 //!
-//! No allocation per solve: all work buffers live in the solver and are sized at construction.
+//! No allocation per solve: all work buffers live in the solver and are sized at construction
+//! (a test counts allocations, cold and tracking). Forward kinematics only visits the bones the
+//! solver reads (ancestors of its joints, effectors, head and mass segments), not fingers and
+//! helper bones.
 
 use glam::{Quat, Vec3};
 
@@ -284,12 +336,30 @@ pub enum PostureReference {
 /// Solver settings.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default))]
 pub struct FullBodySettings {
-    /// Jacobian iteration budget per attempt.
+    /// Jacobian iteration budget of one [`FullBodySolver::solve`] (one frame of tracking). A
+    /// goal it cannot meet in that budget keeps converging over the next frames.
     pub max_iterations: u32,
-    /// Extra attempts from perturbed starts when an attempt does not converge (the best
-    /// result is kept).
+    /// Jacobian iteration budget of each attempt of [`FullBodySolver::solve_cold`].
+    pub cold_iterations: u32,
+    /// Extra attempts of [`FullBodySolver::solve_cold`] from perturbed starts when an attempt
+    /// does not converge (the best result is kept). Tracking never restarts.
     pub max_restarts: u32,
+    /// Graceful degradation of [`FullBodySolver::solve`]: when goals stay unmet over two
+    /// solves, one of them gives way from the next solve on — the goal with the largest
+    /// priority number; among equal priorities the look-at first, then a hand, then a foot
+    /// (the humanoid default order: pelvis and feet before hands, hands before the look-at);
+    /// among those a limb stretched toward a target beyond its reach first, else the goal
+    /// missed most, measured in units of this distance for positions (and of
+    /// [`FullBodySettings::give_way_angle`] for orientations and the look-at). That goal: it pulls with a twentieth of its weight and sits out the polish pass,
+    /// so it cannot drag the goals that can be met off them; it is back at full weight as soon
+    /// as a solve meets it. Misses under a fifth of this scale never give way (they are
+    /// converging). Model units; 0 (the default) means 5 % of the rest body height; infinity
+    /// disables giving way.
+    pub give_way_distance: f32,
+    /// The angular scale of [`FullBodySettings::give_way_distance`], radians (default 0.2).
+    pub give_way_angle: f32,
     /// Success threshold for positions (model units).
     pub position_tolerance: f32,
     /// Success threshold for orientations and the look-at (radians).
@@ -317,8 +387,11 @@ pub struct FullBodySettings {
 impl Default for FullBodySettings {
     fn default() -> Self {
         Self {
-            max_iterations: 30,
+            max_iterations: 6,
+            cold_iterations: 30,
             max_restarts: 3,
+            give_way_distance: 0.0,
+            give_way_angle: 0.2,
             position_tolerance: 1e-4,
             rotation_tolerance: 1e-3,
             com_tolerance: 5e-3,
@@ -359,12 +432,15 @@ pub struct FullBodyReport {
     pub center_of_mass: f32,
     /// Number of joint clamps applied by the last Jacobian step and the limb finish.
     pub limits_hit: u32,
-    /// Every enabled residual divided by its tolerance and weighted `1000^−priority`, summed:
-    /// the quantity restarts minimise. Never larger than the incoming pose's cost for the same
-    /// goals.
+    /// Every enabled residual divided by its tolerance and weighted `1000^−priority`, summed
+    /// (measured on the returned pose).
     pub cost: f32,
     /// Restarts used (0 when the first attempt converged).
     pub restarts: u32,
+    /// The goals judged infeasible, which give way from the next solve on (see
+    /// [`FullBodySettings::give_way_distance`]): indexed like [`Effector::ALL`], then the
+    /// look-at (5) and the centre of mass (6).
+    pub giving_way: [bool; 7],
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -432,6 +508,8 @@ struct Limb {
     end: usize,
     /// Bones from `upper` to `end` inclusive, parents first.
     path: Vec<usize>,
+    /// Rest length upper → lower → end: the limb's reach.
+    reach: f32,
 }
 
 /// Full-body humanoid IK over a [`HumanoidMap`]: see the [module docs](self).
@@ -452,7 +530,22 @@ pub struct FullBodySolver {
     up: Vec3,
     segments: Vec<Segment>,
     pelvis_pin: PelvisPin,
+    /// Per goal channel (see [`channel`]): whether it gives way (see
+    /// [`FullBodySettings::give_way_distance`]).
+    demoted: [bool; CHANNELS],
+    /// Per goal channel: the previous solve's miss in give-way scales (0 when met).
+    missed: [f32; CHANNELS],
+    /// Whether this solve weakens the channels that give way (tracking).
+    demoting: bool,
+    /// The rest body height (hips to head plus hips to feet), for scale-free defaults.
+    body_height: f32,
+    /// Cold solve (restarts, global swivel search) or tracking.
+    cold: bool,
     bone_count: usize,
+    /// The bones whose model transforms the solver reads (ancestors of its joints, effectors,
+    /// head and mass segments), parents first: forward kinematics skips the rest (fingers,
+    /// end bones, helpers).
+    fk_bones: Vec<usize>,
     cols: usize,
     // Scratch.
     model: Vec<BoneTransform>,
@@ -474,6 +567,36 @@ pub struct FullBodySolver {
 }
 
 const MAX_ROWS: usize = 5 * 6 + 3 + 3;
+
+/// Goal channels: position and rotation of each effector, the look-at, the centre of mass.
+const CHANNELS: usize = 12;
+
+/// The channel of effector `k`'s position (`rotation == false`) or rotation; 10 is the
+/// look-at, 11 the centre of mass.
+const fn channel(k: usize, rotation: bool) -> usize {
+    if k < 5 {
+        2 * k + rotation as usize
+    } else {
+        k + 5
+    }
+}
+
+/// A Jacobian pass stops when the summed logarithms of its residuals (in tolerances, goals
+/// that give way left out) have not dropped by this much over [`STALL_WINDOW`] iterations
+/// (about 5 % of one residual): an infeasible goal, or a limit in the way.
+const STALL_PROGRESS: f32 = 0.05;
+const STALL_WINDOW: usize = 3;
+
+/// The weight factor of a goal that gives way (it must still make progress in what the other
+/// goals leave free; the polish pass undoes the rest).
+const GIVE_WAY_FACTOR: f32 = 0.1;
+/// Misses under this many give-way scales never give way.
+const GIVE_WAY_MIN: f32 = 0.2;
+
+/// Goals weakened below this factor sit out the polish pass.
+const POLISH_CUTOFF: f32 = 0.5;
+/// Iterations of a tracking solve's budget kept for the polish pass.
+const POLISH_ITERATIONS: u32 = 2;
 
 /// What the pelvis goal pinned before the Jacobian runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -518,6 +641,7 @@ impl FullBodySolver {
         limits: HumanoidLimits,
     ) -> Result<Self, HumanoidError> {
         map.validate(skeleton)?;
+        limits.validate()?;
         let model = skeleton.rest_model_transforms();
         let frame = BodyFrame::from_model(&model, map)?;
         let req = |r: B| map.get(r).ok_or(HumanoidError::MissingBone(r));
@@ -634,6 +758,8 @@ impl FullBodySolver {
                 .collect();
             path.push(upper);
             path.reverse();
+            let reach = model[upper].translation.distance(model[lower].translation)
+                + model[lower].translation.distance(model[end].translation);
             limbs.push(Limb {
                 effector: k,
                 upper,
@@ -641,6 +767,7 @@ impl FullBodySolver {
                 twist,
                 end,
                 path,
+                reach,
             });
         }
         if role_direction(skeleton, &model, map, B::Head).is_none() {
@@ -660,8 +787,32 @@ impl FullBodySolver {
         }
         let n = skeleton.len();
         let joint_count = joints.len();
+        let body_height = {
+            let p = |b: usize| model[b].translation;
+            let feet = 0.5 * (p(effector_bones[2]) + p(effector_bones[3]));
+            let hips = p(effector_bones[4]);
+            hips.distance(p(head)) + hips.distance(feet)
+        };
+        let mut wanted = vec![false; n];
+        let seeds = joints
+            .iter()
+            .map(|j| j.bone)
+            .chain(effector_bones)
+            .chain([head])
+            .chain(segments.iter().map(|s| s.bone))
+            .chain(limbs.iter().flat_map(|l| l.path.clone()));
+        for b in seeds {
+            for a in skeleton.ancestors_inclusive(b) {
+                if wanted[a] {
+                    break;
+                }
+                wanted[a] = true;
+            }
+        }
+        let fk_bones = (0..n).filter(|&b| wanted[b]).collect();
         Ok(Self {
             settings: FullBodySettings::default(),
+            fk_bones,
             masses,
             up: frame.up,
             segment_pos: vec![Vec3::ZERO; segments.len()],
@@ -674,6 +825,11 @@ impl FullBodySolver {
             look_chain,
             head_aim,
             pelvis_pin: PelvisPin::Free,
+            demoted: [false; CHANNELS],
+            missed: [0.0; CHANNELS],
+            demoting: false,
+            body_height,
+            cold: false,
             bone_count: n,
             cols,
             model: Vec::with_capacity(n),
@@ -784,10 +940,22 @@ impl FullBodySolver {
         })
     }
 
-    /// Solves `pose` in place toward `goals`, starting from the pose given (warm start).
+    /// Solves `pose` in place toward `goals`, starting from the pose given: one frame of
+    /// tracking (the previous frame's solution, or the animated pose, as the start).
+    ///
+    /// Built for goals that move every frame and are not always feasible: the cost is bounded
+    /// ([`FullBodySettings::max_iterations`], and a pass stops early when it stalls), there
+    /// are no restarts (so no jump to another, equally good pose: the limbs' swivel is only
+    /// searched near where it is), a goal that the previous solve could not meet while others
+    /// were met is weakened ([`FullBodySettings::demoted_weight`]) so it cannot pull the met
+    /// goals away, and the result always follows the goals (it is never the previous frame's
+    /// pose handed back because it scored better). A goal the budget did not reach keeps
+    /// converging over the next frames. For an unrelated pose (a first frame, a teleport), use
+    /// [`FullBodySolver::solve_cold`].
     ///
     /// Unreachable goals are not errors: the pose gets as close as limits allow and the report
-    /// says so. The returned pose never violates a joint limit.
+    /// says so. The returned pose never violates a joint limit; its residuals are measured on
+    /// it. A pose that already meets every goal is returned bit for bit.
     ///
     /// # Errors
     /// [`HumanoidError::Skeleton`] when `pose` or `skeleton` does not match the skeleton the
@@ -799,6 +967,35 @@ impl FullBodySolver {
         pose: &mut Pose,
         goals: &FullBodyGoals,
     ) -> Result<FullBodyReport, HumanoidError> {
+        self.solve_mode(skeleton, pose, goals, false)
+    }
+
+    /// Solves `pose` toward goals unrelated to it (from the rest pose, after a teleport): up to
+    /// [`FullBodySettings::cold_iterations`] per attempt and, while an attempt does not
+    /// converge, [`FullBodySettings::max_restarts`] restarts — from the rest pose, then from
+    /// deterministic perturbations — keeping the best result by [`FullBodyReport::cost`], never
+    /// one worse than the incoming pose. Every goal counts at full weight. Costs more and may
+    /// land on another pose than the one a frame-to-frame [`FullBodySolver::solve`] would
+    /// follow; use it once, then track.
+    ///
+    /// # Errors
+    /// As [`FullBodySolver::solve`].
+    pub fn solve_cold(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goals: &FullBodyGoals,
+    ) -> Result<FullBodyReport, HumanoidError> {
+        self.solve_mode(skeleton, pose, goals, true)
+    }
+
+    fn solve_mode(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goals: &FullBodyGoals,
+        cold: bool,
+    ) -> Result<FullBodyReport, HumanoidError> {
         if skeleton.len() != self.bone_count {
             return Err(SkeletonError::PoseLengthMismatch {
                 expected: self.bone_count,
@@ -807,6 +1004,7 @@ impl FullBodySolver {
             .into());
         }
         pose.validate(skeleton)?;
+        goals.validate()?;
         if !goals.is_finite() {
             return Err(HumanoidError::NonFiniteGoal);
         }
@@ -820,57 +1018,280 @@ impl FullBodySolver {
             }
         }
         let s = self.settings;
+        self.cold = cold;
         for j in &self.joints {
             let rest = &skeleton.bones()[j.bone].rest;
             let (r, t) = (&mut pose.rotations[j.bone], &mut pose.translations[j.bone]);
             j.limit.clamp(rest.rotation, rest.translation, r, t);
         }
         self.start.copy_from(pose);
-        // The incoming pose is the first candidate: a solve never makes things worse, and an
-        // already converged pose comes back bit-identical.
-        skeleton.model_transforms_into(pose, &mut self.model);
+        self.fk(skeleton, pose);
         let mut initial = FullBodyReport::default();
         initial.converged = self.measure(goals, &mut initial);
         initial.cost = self.score(&initial, goals);
         if initial.converged {
+            // Already there: bit for bit.
+            self.demoted = [false; CHANNELS];
+            self.missed = [0.0; CHANNELS];
             return Ok(initial);
         }
-        self.best.copy_from(pose);
-        let mut best = Some((initial.cost, initial));
-        let mut iterations = 0;
-        let mut restarts = 0;
-        for attempt in 0..=s.max_restarts {
-            if attempt == 1 && self.start != self.rest {
-                // A warm start that got stuck: try from the rest pose first.
-                pose.copy_from(&self.rest);
-            } else if attempt > 0 {
-                pose.copy_from(&self.start);
-                self.perturb(skeleton, pose, attempt);
-            }
-            restarts = attempt;
-            let mut report = self.attempt(skeleton, pose, goals);
-            iterations += report.iterations;
-            report.iterations = iterations;
-            let score = self.score(&report, goals);
-            report.cost = score;
-            if best.is_none_or(|(b, _)| score < b) {
-                self.best.copy_from(pose);
-                best = Some((score, report));
-            }
-            if report.converged {
-                break;
-            }
+        // Graceful degradation: goals that proved infeasible give way (tracking only).
+        self.demoting = !cold && s.give_way_distance.is_finite();
+        if cold {
+            self.demoted = [false; CHANNELS];
         }
-        let mut report = best.map_or_else(FullBodyReport::default, |(_, r)| r);
-        report.iterations = iterations;
-        report.restarts = restarts;
-        pose.copy_from(&self.best);
+        let mut report = if cold {
+            self.best.copy_from(pose);
+            let mut best = (initial.cost, initial);
+            let mut iterations = 0;
+            let mut restarts = 0;
+            for attempt in 0..=s.max_restarts {
+                if attempt == 1 && self.start != self.rest {
+                    // A warm start that got stuck: try from the rest pose first.
+                    pose.copy_from(&self.rest);
+                } else if attempt > 0 {
+                    pose.copy_from(&self.start);
+                    self.perturb(skeleton, pose, attempt);
+                }
+                restarts = attempt;
+                let mut report = self.attempt(skeleton, pose, goals, s.cold_iterations);
+                iterations += report.iterations;
+                let score = self.score(&report, goals);
+                report.cost = score;
+                if self.better(&report, &best.1, goals) {
+                    self.best.copy_from(pose);
+                    best = (score, report);
+                }
+                if report.converged {
+                    break;
+                }
+            }
+            pose.copy_from(&self.best);
+            let mut report = best.1;
+            // Goals that stay unmet give way one by one (the order of giving way), each time
+            // with a pass that lets the others be met.
+            // Kept only if better (see `better`).
+            for _ in 0..3 {
+                if report.converged
+                    || !s.give_way_distance.is_finite()
+                    || !self.give_way(skeleton, pose, goals, &report, false)
+                {
+                    break;
+                }
+                self.demoting = true;
+                self.best.copy_from(pose);
+                let mut r = self.attempt(skeleton, pose, goals, s.cold_iterations);
+                iterations += r.iterations;
+                r.cost = self.score(&r, goals);
+                if self.better(&r, &report, goals) {
+                    report = r;
+                } else {
+                    pose.copy_from(&self.best);
+                    break;
+                }
+            }
+            self.demoting = false;
+            report.iterations = iterations;
+            report.restarts = restarts;
+            report
+        } else {
+            let mut report = self.attempt(skeleton, pose, goals, s.max_iterations);
+            report.cost = self.score(&report, goals);
+            report
+        };
         if !pose.is_finite() {
-            // Never hand back NaN: fall back to the reference (input or rest) pose.
-            pose.copy_from(&self.reference);
-            report.converged = false;
+            // Never hand back NaN: fall back to the (limit-clamped) incoming pose.
+            pose.copy_from(&self.start);
+            self.fk(skeleton, pose);
+            report.converged = self.measure(goals, &mut report);
+            report.cost = self.score(&report, goals);
+        }
+        self.give_way(skeleton, pose, goals, &report, true);
+        for (k, g) in report.giving_way.iter_mut().enumerate() {
+            *g = if k < 5 {
+                self.demoted[channel(k, false)] || self.demoted[channel(k, true)]
+            } else {
+                self.demoted[channel(k, false)]
+            };
         }
         Ok(report)
+    }
+
+    /// The order of cold-solve candidates, level by level of priority (0 first): more goals
+    /// of the level met, then a lower summed residual (in tolerances) of the level; the first
+    /// level that differs decides. A cold solve never returns a result worse than its input
+    /// by this order.
+    fn better(&self, a: &FullBodyReport, b: &FullBodyReport, goals: &FullBodyGoals) -> bool {
+        let (la, lb) = (self.levels(a, goals), self.levels(b, goals));
+        for (x, y) in la.iter().zip(&lb) {
+            if x.0 != y.0 {
+                return x.0 > y.0;
+            }
+            if (x.1 - y.1).abs() > 1e-4 * (1.0 + x.1.abs().max(y.1.abs())) {
+                return x.1 < y.1;
+            }
+        }
+        false
+    }
+
+    /// Per priority level (3 and above share the last): goal channels met, and the summed
+    /// residuals (in tolerances) of the channels not met.
+    fn levels(&self, report: &FullBodyReport, goals: &FullBodyGoals) -> [(u32, f32); 4] {
+        let s = &self.settings;
+        let mut out = [(0u32, 0.0f32); 4];
+        let mut add = |priority: u8, wanted: bool, r: f32, tol: f32| {
+            if wanted {
+                let l = &mut out[usize::from(priority.min(3))];
+                // (A met goal counts as met: its leftover residual decides nothing.)
+                if r <= tol {
+                    l.0 += 1;
+                } else {
+                    l.1 += r / tol;
+                }
+            }
+        };
+        for (r, g) in report.residuals.iter().zip(&goals.effectors) {
+            add(
+                g.priority,
+                g.wants_position(),
+                r.position,
+                s.position_tolerance,
+            );
+            add(
+                g.priority,
+                g.wants_rotation(),
+                r.rotation,
+                s.rotation_tolerance,
+            );
+        }
+        let (l, c) = (&goals.look_at, &goals.center_of_mass);
+        add(
+            l.priority,
+            l.enabled && l.weight > 0.0,
+            report.look_at,
+            s.rotation_tolerance,
+        );
+        add(
+            c.priority,
+            c.enabled && c.weight > 0.0,
+            report.center_of_mass,
+            s.com_tolerance,
+        );
+        out
+    }
+
+    /// Forward kinematics of the bones the solver reads into `self.model`.
+    fn fk(&mut self, skeleton: &Skeleton, pose: &Pose) {
+        self.model.resize(self.bone_count, BoneTransform::IDENTITY);
+        for i in 0..self.fk_bones.len() {
+            let b = self.fk_bones[i];
+            let local = pose.local_transform(skeleton, b);
+            self.model[b] = match skeleton.parent(b) {
+                Some(p) => self.model[p].mul_transform(&local),
+                None => local,
+            };
+        }
+    }
+
+    /// Updates which goals give way, from `report` (measured on the output): met goals are
+    /// back at full weight; of the goals still missed by more than a fifth of the give-way
+    /// scale (and, with `require_stuck`, missed by no less in the previous solve), the first in
+    /// the order of giving way (see [`FullBodySettings::give_way_distance`]) gives way.
+    /// Returns whether one did.
+    fn give_way(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &Pose,
+        goals: &FullBodyGoals,
+        report: &FullBodyReport,
+        require_stuck: bool,
+    ) -> bool {
+        let s = &self.settings;
+        let d = if s.give_way_distance > 0.0 {
+            s.give_way_distance
+        } else {
+            0.05 * self.body_height
+        };
+        let a = s.give_way_angle;
+        let mut missed = [0.0f32; CHANNELS];
+        for (k, (r, g)) in report.residuals.iter().zip(&goals.effectors).enumerate() {
+            if g.wants_position() && r.position > s.position_tolerance {
+                missed[channel(k, false)] = r.position / d;
+            }
+            if g.wants_rotation() && r.rotation > s.rotation_tolerance {
+                missed[channel(k, true)] = r.rotation / a;
+            }
+        }
+        if report.look_at > s.rotation_tolerance {
+            missed[channel(5, false)] = report.look_at / a;
+        }
+        if report.center_of_mass > s.com_tolerance {
+            missed[channel(6, false)] = report.center_of_mass / d;
+        }
+        // A limb stretched toward a target beyond its reach is the surest sign of an
+        // infeasible goal: those give way first, the most stretched first.
+        let mut rank = missed;
+        if self
+            .limbs
+            .iter()
+            .any(|l| missed[channel(l.effector, false)] > GIVE_WAY_MIN)
+        {
+            self.fk(skeleton, pose);
+        }
+        for limb in &self.limbs {
+            let c = channel(limb.effector, false);
+            if missed[c] > GIVE_WAY_MIN {
+                let g = &goals.effectors[limb.effector];
+                let root = self.model[limb.upper].translation;
+                let stretch = (g.position.distance(root) - limb.reach) / limb.reach;
+                if stretch > 0.0 {
+                    rank[c] = 1e3 + stretch;
+                }
+            }
+        }
+        // The order in which goals give way: a larger priority number first, then the look-at,
+        // then the hands, then the feet, then the pelvis and the centre of mass.
+        for (c, r) in rank.iter_mut().enumerate() {
+            let (k, priority) = match c {
+                10 => (5, goals.look_at.priority),
+                11 => (6, goals.center_of_mass.priority),
+                _ => (c / 2, goals.effectors[c / 2].priority),
+            };
+            let class = match k {
+                5 => 3.0,
+                0 | 1 => 2.0,
+                2 | 3 => 1.0,
+                _ => 0.0,
+            };
+            *r += f32::from(priority.min(50)) * 1e5 + class * 1e4;
+        }
+        let mut worst: Option<(usize, f32)> = None;
+        for (c, &m) in missed.iter().enumerate() {
+            // Only a goal that is not converging gives way: missed by more than the minimum,
+            // and by no less than 90 % of the previous solve's miss (two solves in a row).
+            let stuck = m > GIVE_WAY_MIN
+                && (!require_stuck || (self.missed[c] > 0.0 && m >= 0.9 * self.missed[c]));
+            if m == 0.0 {
+                self.demoted[c] = false;
+            } else if !self.demoted[c] && stuck && worst.is_none_or(|(_, w)| rank[c] > w) {
+                worst = Some((c, rank[c]));
+            }
+        }
+        self.missed = missed;
+        if let Some((c, _)) = worst {
+            self.demoted[c] = true;
+        }
+        worst.is_some()
+    }
+
+    /// The weight factor of `channel` in this solve (see
+    /// [`FullBodySettings::give_way_distance`]).
+    fn demotion(&self, channel: usize) -> f32 {
+        if self.demoting && self.demoted[channel] {
+            GIVE_WAY_FACTOR
+        } else {
+            1.0
+        }
     }
 
     /// One solve attempt from the current pose: pelvis pin, limb pre-pass, then Jacobian rounds
@@ -880,9 +1301,9 @@ impl FullBodySolver {
         skeleton: &Skeleton,
         pose: &mut Pose,
         goals: &FullBodyGoals,
+        budget: u32,
     ) -> FullBodyReport {
         let s = self.settings;
-        let budget = s.max_iterations;
         let mut report = FullBodyReport::default();
         let balance = goals.center_of_mass.enabled && goals.center_of_mass.weight > 0.0;
         self.pelvis_pin = self.pin_pelvis(skeleton, pose, goals.get(Effector::Pelvis), balance);
@@ -899,7 +1320,17 @@ impl FullBodySolver {
                 1.0
             };
             let left = budget.saturating_sub(report.iterations);
-            let (iters, hits) = self.jacobian(skeleton, pose, goals, coarse, left);
+            // Keep a few iterations for the polish pass when some goal gives way.
+            let demoted = self.any_demoted(goals);
+            let left = if demoted {
+                left.saturating_sub(POLISH_ITERATIONS)
+            } else {
+                left
+            };
+            if left == 0 && round > 0 {
+                break;
+            }
+            let (iters, hits, stalled) = self.jacobian(skeleton, pose, goals, coarse, left, false);
             report.iterations += iters;
             report.limits_hit = hits;
             // Right after the limb pre-pass with no Jacobian step, the limbs are finished.
@@ -909,13 +1340,76 @@ impl FullBodySolver {
                 }
                 report.limits_hit += self.finish_look_at(skeleton, pose, goals);
             }
-            skeleton.model_transforms_into(pose, &mut self.model);
+            self.fk(skeleton, pose);
             report.converged = self.measure(goals, &mut report);
-            if report.converged || report.iterations >= budget || !s.analytic_limbs {
+            // A stalled pass after the first round will not do better in the next one; with
+            // goals giving way, once the others are met the polish pass takes over.
+            if report.converged
+                || report.iterations >= budget
+                || !s.analytic_limbs
+                || (stalled && round > 0)
+                || (demoted && self.others_met(goals, &report))
+            {
                 break;
             }
         }
+        if !report.converged && self.any_demoted(goals) {
+            // Polish: the goals that gave way pulled the others off by a little; a few steps
+            // without them bring the others back onto their goals. Frame after frame this
+            // settles where the pull has no component the other goals allow (their null
+            // space): the closest feasible result for the goals that gave way, at no cost to
+            // the others.
+            let left = budget.saturating_sub(report.iterations).max(1);
+            let (iters, hits, _) = self.jacobian(skeleton, pose, goals, 1.0, left, true);
+            report.iterations += iters;
+            report.limits_hit = hits;
+            if s.analytic_limbs {
+                report.limits_hit += self.finish_limbs(skeleton, pose, goals);
+                report.limits_hit += self.finish_look_at(skeleton, pose, goals);
+            }
+            self.fk(skeleton, pose);
+            report.converged = self.measure(goals, &mut report);
+        }
         report
+    }
+
+    /// Whether every goal channel that does not give way is within tolerance in `report`.
+    fn others_met(&self, goals: &FullBodyGoals, report: &FullBodyReport) -> bool {
+        let s = &self.settings;
+        let keep = |c: usize| self.demotion(c) >= POLISH_CUTOFF;
+        let effectors = report
+            .residuals
+            .iter()
+            .zip(&goals.effectors)
+            .enumerate()
+            .all(|(k, (r, g))| {
+                (!g.wants_position()
+                    || !keep(channel(k, false))
+                    || r.position <= s.position_tolerance)
+                    && (!g.wants_rotation()
+                        || !keep(channel(k, true))
+                        || r.rotation <= s.rotation_tolerance)
+            });
+        effectors
+            && (!goals.look_at.enabled
+                || !keep(channel(5, false))
+                || report.look_at <= s.rotation_tolerance)
+            && (!goals.center_of_mass.enabled
+                || !keep(channel(6, false))
+                || report.center_of_mass <= s.com_tolerance)
+    }
+
+    /// Whether a goal channel that takes part gives way in the polish pass.
+    fn any_demoted(&self, goals: &FullBodyGoals) -> bool {
+        if !self.demoting {
+            return false;
+        }
+        let cut = |c: usize| self.demotion(c) < POLISH_CUTOFF;
+        goals.effectors.iter().enumerate().any(|(k, g)| {
+            (g.wants_position() && cut(channel(k, false)))
+                || (g.wants_rotation() && cut(channel(k, true)))
+        }) || (goals.look_at.enabled && cut(channel(5, false)))
+            || (goals.center_of_mass.enabled && cut(channel(6, false)))
     }
 
     /// Residuals in units of their tolerances, summed (lower is better).
@@ -1054,8 +1548,9 @@ impl FullBodySolver {
         Some(((m.rotation * self.head_aim).normalize(), t))
     }
 
-    /// Damped-least-squares iterations until the residuals are below `coarse` × tolerance or
-    /// `budget` runs out. Returns (iterations, clamps in the last step).
+    /// Damped-least-squares iterations until the residuals are below `coarse` × tolerance,
+    /// `budget` runs out or the pass stalls ([`STALL_PROGRESS`]). Returns (iterations, clamps in
+    /// the last step, whether it stalled).
     fn jacobian(
         &mut self,
         skeleton: &Skeleton,
@@ -1063,57 +1558,98 @@ impl FullBodySolver {
         goals: &FullBodyGoals,
         coarse: f32,
         budget: u32,
-    ) -> (u32, u32) {
+        polish: bool,
+    ) -> (u32, u32, bool) {
         let s = self.settings;
         let cols = self.cols;
         let mut hits = 0;
+        // Per-channel weights this solve (demoted channels weakened).
+        let mut wp = [0.0f32; 5];
+        let mut wr = [0.0f32; 5];
+        // In a polish pass the goals that gave way are left out entirely.
+        let factor = |c: usize| {
+            let f = self.demotion(c);
+            if polish && f < POLISH_CUTOFF { 0.0 } else { f }
+        };
+        for (k, g) in goals.effectors.iter().enumerate() {
+            wp[k] = g.position_weight * factor(channel(k, false));
+            wr[k] = g.rotation_weight * factor(channel(k, true));
+        }
+        let look_weight = goals.look_at.weight * factor(channel(5, false));
+        let com_weight = goals.center_of_mass.weight * factor(channel(6, false));
+        // Summed unclamped residuals (in tolerances) of the last iterations, for stall checks.
+        let mut history = [f32::INFINITY; STALL_WINDOW];
         for it in 0..budget {
-            skeleton.model_transforms_into(pose, &mut self.model);
+            self.fk(skeleton, pose);
             // Rows: per effector position (3) and rotation (3), then look-at (3).
             let mut rows = 0;
             let mut done = true;
             let mut row_of = [[usize::MAX; 2]; 7];
             let mut row_level = [0u8; MAX_ROWS];
+            let mut progress = 0.0f32;
             for (k, g) in goals.effectors.iter().enumerate() {
                 if self.pelvis_pin != PelvisPin::Free && k == Effector::Pelvis as usize {
                     // Exact already; its rows would be zero.
                     continue;
                 }
                 let m = self.model[self.effector_bones[k]];
-                if g.wants_position() {
+                if g.wants_position() && wp[k] > 0.0 {
                     let err = g.position - m.translation;
                     done &= err.length() <= s.position_tolerance * coarse;
-                    let w = g.position_weight.sqrt();
-                    let err = clamp_len(err, s.max_position_step) * w;
+                    progress += (err.length() / s.position_tolerance).ln_1p()
+                        * full(wp[k], g.position_weight);
+                    let w = wp[k].sqrt();
+                    let err = clamp_len(
+                        err,
+                        s.max_position_step * step_factor(wp[k], g.position_weight),
+                    ) * w;
                     self.e[rows..rows + 3].copy_from_slice(&err.to_array());
                     row_of[k][0] = rows;
                     row_level[rows..rows + 3].fill(g.priority);
                     rows += 3;
                 }
-                if g.wants_rotation() {
+                if g.wants_rotation() && wr[k] > 0.0 {
                     let err = to_rotation_vector(g.rotation * m.rotation.inverse());
                     done &= err.length() <= s.rotation_tolerance * coarse;
-                    let w = g.rotation_weight.sqrt();
-                    let err = clamp_len(err, s.max_rotation_step) * w;
+                    progress += (err.length() / s.rotation_tolerance).ln_1p()
+                        * full(wr[k], g.rotation_weight);
+                    let w = wr[k].sqrt();
+                    let err = clamp_len(
+                        err,
+                        s.max_rotation_step * step_factor(wr[k], g.rotation_weight),
+                    ) * w;
                     self.e[rows..rows + 3].copy_from_slice(&err.to_array());
                     row_of[k][1] = rows;
                     row_level[rows..rows + 3].fill(g.priority);
                     rows += 3;
                 }
             }
-            let look = self.look_dirs(goals);
+            let look = if look_weight > 0.0 {
+                self.look_dirs(goals)
+            } else {
+                None
+            };
             if let Some((d, t)) = look {
                 done &= vec_angle(d, t) <= s.rotation_tolerance * coarse;
-                let err = (t - d) * goals.look_at.weight.sqrt();
+                progress += (vec_angle(d, t) / s.rotation_tolerance).ln_1p()
+                    * full(look_weight, goals.look_at.weight);
+                let err = clamp_len(t - d, 2.0 * step_factor(look_weight, goals.look_at.weight))
+                    * look_weight.sqrt();
                 self.e[rows..rows + 3].copy_from_slice(&err.to_array());
                 row_of[5][0] = rows;
                 row_level[rows..rows + 3].fill(goals.look_at.priority);
                 rows += 3;
             }
-            let com = self.com_error(goals);
+            let com = if com_weight > 0.0 {
+                self.com_error(goals)
+            } else {
+                None
+            };
             if let Some((err, _)) = com {
                 done &= err.length() <= s.com_tolerance * coarse;
-                let err = clamp_len(err, s.max_position_step) * goals.center_of_mass.weight.sqrt();
+                progress += (err.length() / s.com_tolerance).ln_1p()
+                    * full(com_weight, goals.center_of_mass.weight);
+                let err = clamp_len(err, s.max_position_step) * com_weight.sqrt();
                 self.e[rows..rows + 3].copy_from_slice(&err.to_array());
                 row_of[6][0] = rows;
                 row_level[rows..rows + 3].fill(goals.center_of_mass.priority);
@@ -1128,12 +1664,20 @@ impl FullBodySolver {
                 posture_step = it == 0 && self.z.iter().any(|v| v.abs() > 1e-6);
             }
             if (done && !posture_step) || rows == 0 {
-                return (it, hits);
+                return (it, hits, false);
             }
+            // Stalled: no real progress over the last iterations (an infeasible goal, a limit
+            // in the way). Stop spending the budget; the analytic finish and the next frames
+            // take it from here.
+            let oldest = history[it as usize % STALL_WINDOW];
+            if !self.cold && oldest - progress < STALL_PROGRESS {
+                return (it, hits, true);
+            }
+            history[it as usize % STALL_WINDOW] = progress;
             // Jacobian, row-major rows × cols.
             let jac = &mut self.jac[..rows * cols];
             jac.fill(0.0);
-            let look_w = goals.look_at.weight.max(0.0).sqrt();
+            let look_w = look_weight.max(0.0).sqrt();
             let head_dir = look.map_or(Vec3::ZERO, |(d, _)| d);
             for (ji, j) in self.joints.iter().enumerate() {
                 if self.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
@@ -1158,9 +1702,7 @@ impl FullBodySolver {
                         }
                     }
                 }
-                let com_w = com.map_or(0.0, |(_, total)| {
-                    goals.center_of_mass.weight.max(0.0).sqrt() / total
-                });
+                let com_w = com.map_or(0.0, |(_, total)| com_weight.max(0.0).sqrt() / total);
                 let mut axes = [(Vec3::ZERO, false); 6];
                 let n = match j.dof {
                     Dof::Floating => {
@@ -1220,7 +1762,6 @@ impl FullBodySolver {
                             }
                             continue;
                         }
-                        let g = &goals.effectors[k];
                         let [rp, rr] = row_of[k];
                         if rp != usize::MAX {
                             let x = self.model[self.effector_bones[k]].translation;
@@ -1229,10 +1770,10 @@ impl FullBodySolver {
                             } else {
                                 axis.cross(x - pivot)
                             };
-                            set3(jac, rp, cols, col, v * g.position_weight.sqrt());
+                            set3(jac, rp, cols, col, v * wp[k].sqrt());
                         }
                         if rr != usize::MAX && !translation {
-                            set3(jac, rr, cols, col, axis * g.rotation_weight.sqrt());
+                            set3(jac, rr, cols, col, axis * wr[k].sqrt());
                         }
                     }
                 }
@@ -1274,7 +1815,7 @@ impl FullBodySolver {
                 a[r * rows + r] += lambda2;
             }
             if !cholesky(a, rows) {
-                return (it + 1, hits);
+                return (it + 1, hits, false);
             }
             self.y[..rows].copy_from_slice(&self.e[..rows]);
             cholesky_solve(a, rows, &mut self.y[..rows]);
@@ -1311,7 +1852,7 @@ impl FullBodySolver {
             }
             hits = self.apply(skeleton, pose);
         }
-        (budget, hits)
+        (budget, hits, false)
     }
 
     /// The step for goals on several priority levels: recursive null-space projection
@@ -1545,7 +2086,7 @@ impl FullBodySolver {
 
     /// The analytic limb finish (see the module docs). Returns the clamp count.
     fn finish_limbs(&mut self, skeleton: &Skeleton, pose: &mut Pose, goals: &FullBodyGoals) -> u32 {
-        skeleton.model_transforms_into(pose, &mut self.model);
+        self.fk(skeleton, pose);
         let mut hits = 0;
         for li in 0..self.limbs.len() {
             let limb = &self.limbs[li];
@@ -1559,8 +2100,8 @@ impl FullBodySolver {
                 &mut self.model,
                 limb,
                 &goal,
-                &self.limits,
                 &self.joints,
+                self.cold,
             );
         }
         hits
@@ -1618,8 +2159,8 @@ fn finish_limb(
     model: &mut [BoneTransform],
     limb: &Limb,
     goal: &EffectorGoal,
-    _limits: &HumanoidLimits,
     joints: &[Joint],
+    global_swivel: bool,
 ) -> u32 {
     let mut hits = 0;
     let (upper, lower, end) = (limb.upper, limb.lower, limb.end);
@@ -1709,9 +2250,10 @@ fn finish_limb(
                 }
             };
             if best.0 > 1e-3 {
-                // Near the current swivel first (frame-to-frame coherence), then everywhere.
+                // Near the current swivel first (frame-to-frame coherence), then, in a cold
+                // solve only, everywhere: tracking never jumps to another swivel.
                 refine(&mut best, 0.25);
-                if best.0 > 1e-3 {
+                if best.0 > 1e-3 && global_swivel {
                     let steps = 24;
                     for i in 1..steps {
                         let psi = wrap(i as f32 * core::f32::consts::TAU / steps as f32);
@@ -1752,6 +2294,17 @@ fn finish_limb(
         refresh(skeleton, pose, model, &limb.path[limb.path.len() - 1..]);
     }
     hits
+}
+
+/// The error clamp factor of a goal whose weight this solve is `w` out of `full`: a goal that
+/// gives way pulls with a tenth of the usual step, so the polish pass can undo its pull.
+fn step_factor(w: f32, full: f32) -> f32 {
+    if w < full { 0.1 } else { 1.0 }
+}
+
+/// 1 for a goal at full weight this solve, 0 for one that gives way.
+fn full(w: f32, full: f32) -> f32 {
+    if w < full { 0.0 } else { 1.0 }
 }
 
 /// `local` turned by the model-space rotation vector `w` about its own origin.

@@ -135,7 +135,8 @@ pub enum JacobianError {
         /// What is wrong.
         what: &'static str,
     },
-    /// A task has no rows, a zero axis, a bad mass table, bad weights or a non-finite value.
+    /// A task has no rows, a zero axis, a bad mass table (a mass outside `[0, 1e12]`), bad
+    /// weights, or a non-finite value or a point beyond ±[`crate::skeleton::MAX_COORDINATE`].
     #[error("task {task}: {what}")]
     InvalidTask {
         /// The task.
@@ -165,7 +166,8 @@ pub enum JacobianError {
         /// Tasks (or joints) in the goals.
         found: usize,
     },
-    /// An enabled task has a non-finite target, weight or support polygon.
+    /// An enabled task has a non-finite target, weight or support polygon, or a target point
+    /// beyond ±[`crate::skeleton::MAX_COORDINATE`].
     #[error("the goal of task {task} is not finite")]
     NonFiniteGoal {
         /// The task.
@@ -175,6 +177,12 @@ pub enum JacobianError {
     #[error(transparent)]
     Pose(#[from] SkeletonError),
 }
+
+/// The smallest [`JointSpec::stiffness`] a solver accepts.
+pub const MIN_STIFFNESS: f32 = 1e-6;
+
+/// The largest [`JointSpec::stiffness`] a solver accepts.
+pub const MAX_STIFFNESS: f32 = 1e6;
 
 /// The degrees of freedom a joint adds to its bone.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -224,8 +232,9 @@ pub struct JointSpec {
     pub kind: JointKind,
     /// The limit, relative to the bone's rest transform.
     pub limit: JointLimit,
-    /// Stiffness (> 0): the weighted pseudo-inverse moves a joint of stiffness `k` like a
-    /// joint of stiffness 1 whose columns are scaled by `1/√k`. Default 1.
+    /// Stiffness, in [[`MIN_STIFFNESS`], [`MAX_STIFFNESS`]]: the weighted pseudo-inverse moves
+    /// a joint of stiffness `k` like a joint of stiffness 1 whose columns are scaled by `1/√k`.
+    /// Default 1.
     pub stiffness: f32,
     /// A locked joint keeps its incoming transform (no columns).
     pub locked: bool,
@@ -782,7 +791,8 @@ impl JacobianSolver {
     ///
     /// # Errors
     /// [`JacobianError::BoneOutOfRange`], [`JacobianError::DuplicateJoint`],
-    /// [`JacobianError::InvalidJoint`] (zero/non-finite axis or stiffness, limit not fitting
+    /// [`JacobianError::InvalidJoint`] (zero/non-finite axis, stiffness outside
+    /// [[`MIN_STIFFNESS`], [`MAX_STIFFNESS`]], malformed limit or one not fitting
     /// the kind), [`JacobianError::InvalidTask`] (no rows, zero axis, bad masses or weights,
     /// a second posture task) or [`JacobianError::InvalidSettings`].
     pub fn try_new(
@@ -1125,8 +1135,8 @@ fn validate_joint(j: usize, spec: &mut JointSpec, len: usize) -> Result<(), Jaco
             len,
         });
     }
-    if !(spec.stiffness.is_finite() && spec.stiffness > 0.0) {
-        return bad("stiffness must be finite and > 0");
+    if !(MIN_STIFFNESS..=MAX_STIFFNESS).contains(&spec.stiffness) {
+        return bad("stiffness must be in [1e-6, 1e6]");
     }
     let unit = |a: Vec3| a.is_finite() && (a.length() - 1.0).abs() < 1e-3;
     match &mut spec.kind {
@@ -1136,27 +1146,32 @@ fn validate_joint(j: usize, spec: &mut JointSpec, len: usize) -> Result<(), Jaco
         },
         JointKind::Ball | JointKind::Floating | JointKind::Fixed => {}
     }
-    let ok = match (spec.kind, spec.limit) {
-        (_, JointLimit::Free | JointLimit::Locked) | (JointKind::Fixed, _) => true,
-        (JointKind::Hinge { axis }, JointLimit::Hinge { axis: la, min, max })
-        | (JointKind::Slider { axis }, JointLimit::Slider { axis: la, min, max }) => {
-            unit(la) && axis.dot(la) > 0.9999 && min.is_finite() && max.is_finite() && min <= max
-        }
-        (JointKind::Ball, JointLimit::Hinge { axis: la, min, max }) => {
-            unit(la) && min.is_finite() && max.is_finite() && min <= max
-        }
-        (JointKind::Ball, JointLimit::SwingTwist(l)) => {
-            unit(l.twist_axis)
-                && unit(l.swing_axis)
-                && l.twist_axis.dot(l.swing_axis).abs() < 1e-3
-                && l.swing_half_angles.is_finite()
-                && l.swing_half_angles.min_element() >= 0.0
-                && l.twist_min.is_finite()
-                && l.twist_max.is_finite()
-                && l.twist_min <= l.twist_max
-        }
-        _ => false,
-    };
+    let ok = spec.limit.is_valid()
+        && match (spec.kind, spec.limit) {
+            (_, JointLimit::Free | JointLimit::Locked) | (JointKind::Fixed, _) => true,
+            (JointKind::Hinge { axis }, JointLimit::Hinge { axis: la, min, max })
+            | (JointKind::Slider { axis }, JointLimit::Slider { axis: la, min, max }) => {
+                unit(la)
+                    && axis.dot(la) > 0.9999
+                    && min.is_finite()
+                    && max.is_finite()
+                    && min <= max
+            }
+            (JointKind::Ball, JointLimit::Hinge { axis: la, min, max }) => {
+                unit(la) && min.is_finite() && max.is_finite() && min <= max
+            }
+            (JointKind::Ball, JointLimit::SwingTwist(l)) => {
+                unit(l.twist_axis)
+                    && unit(l.swing_axis)
+                    && l.twist_axis.dot(l.swing_axis).abs() < 1e-3
+                    && l.swing_half_angles.is_finite()
+                    && l.swing_half_angles.min_element() >= 0.0
+                    && l.twist_min.is_finite()
+                    && l.twist_max.is_finite()
+                    && l.twist_min <= l.twist_max
+            }
+            _ => false,
+        };
     if ok {
         Ok(())
     } else {
@@ -1193,8 +1208,10 @@ fn validate_task(
             axes,
         } => {
             bone_ok(*bone)?;
-            if !local_point.is_finite() {
-                return bad("non-finite local point");
+            if !(local_point.is_finite()
+                && local_point.abs().max_element() <= crate::skeleton::MAX_COORDINATE)
+            {
+                return bad("non-finite or out-of-range local point");
             }
             if axes.count() == 0 {
                 return bad("no axis selected");
@@ -1227,7 +1244,10 @@ fn validate_task(
                         len,
                     });
                 }
-                if !(m.mass.is_finite() && m.mass >= 0.0 && m.local_center.is_finite()) {
+                if !((0.0..=1e12).contains(&m.mass)
+                    && m.local_center.is_finite()
+                    && m.local_center.abs().max_element() <= crate::skeleton::MAX_COORDINATE)
+                {
                     return bad("masses must be finite and ≥ 0");
                 }
                 total += m.mass;

@@ -11,7 +11,7 @@ use super::{
 };
 use crate::pose::{BoneTransform, Pose};
 use crate::rotation::{to_rotation_vector as rotation_vector, twist_angle, wrap_angle as wrap};
-use crate::skeleton::Skeleton;
+use crate::skeleton::{MAX_COORDINATE, Skeleton};
 
 /// Damping growth beyond which a solve counts as stalled.
 const MAX_MU: f64 = 1e10;
@@ -255,6 +255,7 @@ impl JacobianSolver {
                 && g.weight >= 0.0
                 && g.channel_weights.is_finite()
                 && g.point.is_finite()
+                && g.point.abs().max_element() <= MAX_COORDINATE
                 && g.rotation.is_finite()
                 && g.rotation.length_squared() > 1e-12
                 && g.support_polygon.iter().all(|v| v.is_finite());

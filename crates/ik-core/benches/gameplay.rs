@@ -1,0 +1,180 @@
+//! The full-body solver under gameplay goals (see `tests/support/gameplay.rs`): a walk with
+//! FK-consistent goals (control), over uneven ground, with hands reaching in and out of reach
+//! and the head looking around, and both — on the procedural test rigs (every naming
+//! convention, two rest-axis styles each) and the CC0 characters in `assets/`, warm-started
+//! frame to frame with default settings.
+//!
+//! Prints per scenario: median / p99 / max µs per solve, frames over 1 ms, flips (a joint
+//! turning more than 20° in one frame), the largest per-frame joint turn, feasible goals met at
+//! 1 mm / 1° (feasibility decided by a cold oracle, see the support module), frozen frames.
+//! Then criterion times whole sequences of each scenario on the Mixamo-named test rig (per
+//! frame: its time over the frame count).
+//!
+//! `IK_GAMEPLAY_FRAMES` sets the frames per rig and scenario (default 240: 4 s at 60 Hz).
+
+use core::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use ik_core::humanoid::FullBodySolver;
+
+#[path = "../tests/support/gameplay.rs"]
+mod gameplay;
+use gameplay::{Frame, GoalMask, Rig, Run, Scenario, feasible_goals, rigs, run, scenario_frames};
+
+fn solve_cold(
+    s: &mut FullBodySolver,
+    sk: &ik_core::Skeleton,
+    p: &mut ik_core::Pose,
+    g: &ik_core::humanoid::FullBodyGoals,
+) {
+    let keep = *s.settings();
+    s.settings_mut().cold_iterations = 200;
+    s.settings_mut().max_restarts = 6;
+    let _ = s.solve_cold(sk, p, g);
+    *s.settings_mut() = keep;
+}
+
+/// A game's per-frame call: cold when the character appears, then tracking.
+fn track(
+    s: &mut FullBodySolver,
+    sk: &ik_core::Skeleton,
+    p: &mut ik_core::Pose,
+    g: &ik_core::humanoid::FullBodyGoals,
+    frame: usize,
+) -> bool {
+    if frame == 0 {
+        s.solve_cold(sk, p, g).is_ok()
+    } else {
+        s.solve(sk, p, g).is_ok()
+    }
+}
+
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+struct Prepared {
+    rig: Rig,
+    frames: Vec<Frame>,
+    feasible: Vec<GoalMask>,
+}
+
+fn bench(c: &mut Criterion) {
+    let n: usize = std::env::var("IK_GAMEPLAY_FRAMES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(240);
+    let all_rigs = rigs(true);
+    eprintln!(
+        "gameplay: {} rigs ({}), {n} frames each per scenario",
+        all_rigs.len(),
+        all_rigs
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    eprintln!(
+        "{:<8} | {:^26} | {:^26} | {:>6} {:>6} {:>8} | {:>22} | {:>6}",
+        "scenario",
+        "wall µs: median p99 max",
+        "fastest of 5: median p99 max",
+        ">1ms",
+        "flips",
+        "max turn",
+        "feasible met (frames)",
+        "frozen"
+    );
+    let mut timed: Vec<(Scenario, Prepared)> = Vec::new();
+    for scenario in Scenario::ALL {
+        let mut total = Run::default();
+        let mut times = Vec::new();
+        let mut cpu = Vec::new();
+        for (ri, rig_src) in all_rigs.iter().enumerate() {
+            let rig = Rig::new(rig_src.name.clone(), rig_src.skeleton.clone()).expect("maps");
+            let frames = scenario_frames(&rig, scenario, n, ri as u32 + 1);
+            let feasible = feasible_goals(&rig, &frames, solve_cold);
+            let mut solver = rig.solver();
+            // One untimed pass to warm caches, then the timed one from a fresh solver.
+            let _ = run(&rig, &mut solver, &frames, &feasible, false, track);
+            let mut solver = rig.solver();
+            let r = run(&rig, &mut solver, &frames, &feasible, true, track);
+            // Warm solves only: the first frame is the cold solve of a character appearing.
+            times.extend_from_slice(&r.times_us[1..]);
+            cpu.extend_from_slice(&r.fastest_us[1..]);
+            total.flips += r.flips;
+            total.largest_turn_deg = total.largest_turn_deg.max(r.largest_turn_deg);
+            total.frames_all_feasible_met += r.frames_all_feasible_met;
+            total.feasible += r.feasible;
+            total.feasible_met += r.feasible_met;
+            total.worst_feasible_miss = total.worst_feasible_miss.max(r.worst_feasible_miss);
+            total.frozen += r.frozen;
+            total.frames += r.frames;
+            total.errors += r.errors;
+            total.non_finite += r.non_finite;
+            if rig.name.starts_with("Mixamo/PlusY") {
+                timed.push((
+                    scenario,
+                    Prepared {
+                        rig,
+                        frames,
+                        feasible,
+                    },
+                ));
+            }
+        }
+        times.sort_by(f64::total_cmp);
+        cpu.sort_by(f64::total_cmp);
+        let over = times.iter().filter(|&&t| t > 1000.0).count();
+        eprintln!(
+            "{:<8} | {:>7.1} {:>7.1} {:>8.1} | {:>7.1} {:>7.1} {:>8.1} | {:>5.2}% {:>6} {:>7.1}° | {:>8.2}% ({:>6.2}% frames) | {:>6}   (worst feasible miss {:.1} mm|°, {} solves, errors {}, non-finite {})",
+            format!("{scenario:?}"),
+            percentile(&times, 0.5),
+            percentile(&times, 0.99),
+            times.last().copied().unwrap_or(f64::NAN),
+            percentile(&cpu, 0.5),
+            percentile(&cpu, 0.99),
+            cpu.last().copied().unwrap_or(f64::NAN),
+            over as f64 * 100.0 / times.len().max(1) as f64,
+            total.flips,
+            total.largest_turn_deg,
+            total.feasible_met as f64 * 100.0 / total.feasible.max(1) as f64,
+            total.frames_all_feasible_met as f64 * 100.0 / total.frames.max(1) as f64,
+            total.frozen,
+            total.worst_feasible_miss,
+            times.len(),
+            total.errors,
+            total.non_finite,
+        );
+    }
+    // Criterion: one whole sequence per iteration (the cold first frame, then tracking), on
+    // the Mixamo-named test rig; the per-frame figure is the time over the frame count.
+    let mut group = c.benchmark_group("gameplay");
+    for (scenario, p) in &timed {
+        let mut solver = p.rig.solver();
+        let mut pose = p.frames[0].input.clone();
+        let _ = &p.feasible;
+        group.throughput(criterion::Throughput::Elements(p.frames.len() as u64));
+        group.bench_function(format!("{scenario:?}/sequence"), |b| {
+            b.iter(|| {
+                pose.copy_from(&p.frames[0].input);
+                for (f, frame) in p.frames.iter().enumerate() {
+                    black_box(track(
+                        &mut solver,
+                        &p.rig.skeleton,
+                        &mut pose,
+                        black_box(&frame.goals),
+                        f,
+                    ));
+                }
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

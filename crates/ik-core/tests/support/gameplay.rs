@@ -1,0 +1,571 @@
+//! Gameplay goals for the full-body solver, as a game feeds them (shared by
+//! `tests/gameplay.rs` and `benches/gameplay.rs`): a procedural walk on every rig, then
+//!
+//! * `Control` — goals by forward kinematics of the in-limit walk pose (what animation gives);
+//! * `Uneven` — the walk over uneven ground: each foot raised or lowered up to ±12 cm and turned
+//!   to a slope of up to 20°, the pelvis lowered with the lower foot;
+//! * `Reach` — the walk's feet and pelvis, hands reaching (position only) for points that drift
+//!   from 30 % to 125 % of the arm's length from the shoulder, the head looking at a point that
+//!   swings up to 150° to either side and ±30° up and down;
+//! * `Both` — uneven ground and reaching + look-around together.
+//!
+//! Distances are in "human metres": scaled by the rig's leg length over 0.9 m, so a 1.8 m rig
+//! and a rig in centimetres see the same motion.
+//!
+//! Which goals are feasible is decided by an oracle, not assumed: a cold solve (restarts, a
+//! large budget) from the same input; while it leaves a goal unmet, the goal it misses most is
+//! switched off and the oracle solves again. The goals it then meets are the feasible ones —
+//! those a game solver must meet, whatever the infeasible ones do.
+
+#![allow(dead_code)]
+
+use ik_core::glam::{Quat, Vec3};
+use ik_core::humanoid::{
+    BodyFrame, Effector, FullBodyGoals, FullBodyReport, FullBodySolver, HumanoidBone as B,
+    HumanoidMap, RestAxes, RigConvention, test_rig,
+};
+use ik_core::limits::JointLimit;
+use ik_core::{Pose, Skeleton};
+
+#[path = "gltf_rig.rs"]
+mod gltf_rig;
+pub use gltf_rig::{CC0_RIGS, load_skeleton};
+
+/// A rig to run the scenarios on.
+pub struct Rig {
+    /// Display name.
+    pub name: String,
+    /// The skeleton.
+    pub skeleton: Skeleton,
+    /// Its humanoid map.
+    pub map: HumanoidMap,
+    /// Leg length over 0.9 m: model units per "human metre".
+    pub scale: f32,
+}
+
+impl Rig {
+    /// Builds a rig, or `None` when the skeleton does not map to a full humanoid.
+    pub fn new(name: impl Into<String>, skeleton: Skeleton) -> Option<Self> {
+        let (map, _) = HumanoidMap::from_skeleton(&skeleton);
+        FullBodySolver::new(&skeleton, &map).ok()?;
+        let model = skeleton.rest_model_transforms();
+        let p = |r: B| map.get(r).map(|i| model[i].translation);
+        let leg = p(B::LeftUpperLeg)?.distance(p(B::LeftLowerLeg)?)
+            + p(B::LeftLowerLeg)?.distance(p(B::LeftFoot)?);
+        Some(Self {
+            name: name.into(),
+            skeleton,
+            map,
+            scale: leg / 0.9,
+        })
+    }
+
+    /// A fresh solver with default settings.
+    pub fn solver(&self) -> FullBodySolver {
+        FullBodySolver::new(&self.skeleton, &self.map).expect("rig was checked to map")
+    }
+}
+
+/// The procedural test rigs (every naming convention, two rest-axis styles each) and, with
+/// `cc0`, the characters made by others in `assets/`.
+pub fn rigs(cc0: bool) -> Vec<Rig> {
+    let axes = [
+        RestAxes::PlusX,
+        RestAxes::MinusZ,
+        RestAxes::Identity,
+        RestAxes::PlusX,
+        RestAxes::MinusZ,
+        RestAxes::Identity,
+    ];
+    let mut out = Vec::new();
+    for (c, second) in RigConvention::ALL.into_iter().zip(axes) {
+        for a in [RestAxes::PlusY, second] {
+            out.extend(Rig::new(format!("{c:?}/{a:?}"), test_rig(c, a)));
+        }
+    }
+    if cc0 {
+        for file in CC0_RIGS {
+            let skeleton = load_skeleton(file).expect("bundled CC0 rig loads");
+            out.push(Rig::new(file, skeleton).expect("bundled CC0 rig maps to a humanoid"));
+        }
+    }
+    out
+}
+
+/// A gameplay scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scenario {
+    /// Goals by forward kinematics of the in-limit walk.
+    Control,
+    /// Feet on uneven ground.
+    Uneven,
+    /// Hands reaching in and out of reach, head looking around.
+    Reach,
+    /// Both.
+    Both,
+}
+
+impl Scenario {
+    /// Every scenario.
+    pub const ALL: [Self; 4] = [Self::Control, Self::Uneven, Self::Reach, Self::Both];
+}
+
+/// Smooth pseudo-noise in [-1, 1]: a sum of three sines with seed-dependent phases.
+fn noise(t: f32, seed: u32) -> f32 {
+    let s = seed as f32 * 1.618_034;
+    ((t * 0.71 + s).sin() * 0.5
+        + (t * 1.37 + 2.0 * s).sin() * 0.3
+        + (t * 2.13 + 3.0 * s).sin() * 0.2)
+        .clamp(-1.0, 1.0)
+}
+
+/// Rotates bone `b` by the model-space rotation `d` in its rest configuration: the local
+/// rotation that turns the bone by `d` about its origin when its parents are at rest (and
+/// carries along with them otherwise, as an animation curve does).
+fn turn(
+    skeleton: &Skeleton,
+    rest_model: &[ik_core::BoneTransform],
+    pose: &mut Pose,
+    b: usize,
+    d: Quat,
+) {
+    let m = rest_model[b].rotation;
+    pose.rotations[b] = (skeleton.bones()[b].rest.rotation * (m.inverse() * d * m)).normalize();
+}
+
+/// The walk pose at `phase` (cycles; one cycle is one stride of both legs), clamped to the
+/// solver's limits.
+pub fn walk_pose(rig: &Rig, solver: &FullBodySolver, phase: f32) -> Pose {
+    use core::f32::consts::TAU;
+    let sk = &rig.skeleton;
+    let map = &rig.map;
+    let frame = BodyFrame::from_rest(sk, map).expect("rig has a body frame");
+    let rest_model = sk.rest_model_transforms();
+    let mut pose = sk.rest_pose();
+    let w = phase * TAU;
+    let deg = f32::to_radians;
+    let get = |r: B| map.get(r);
+    if let Some(h) = get(B::Hips) {
+        let lift = frame.up * (0.015 * (2.0 * w).cos() - 0.02) * rig.scale;
+        // The hips' translation is in its parent's frame.
+        let parent_rot = sk
+            .parent(h)
+            .map_or(Quat::IDENTITY, |p| rest_model[p].rotation);
+        let parent_scale = sk.parent(h).map_or(Vec3::ONE, |p| rest_model[p].scale);
+        pose.translations[h] += (parent_rot.inverse() * lift) / parent_scale;
+        turn(
+            sk,
+            &rest_model,
+            &mut pose,
+            h,
+            Quat::from_axis_angle(frame.up, deg(5.0) * w.sin()),
+        );
+    }
+    for (r, d) in [
+        (
+            B::Spine,
+            Quat::from_axis_angle(frame.up, -deg(4.0) * w.sin()),
+        ),
+        (
+            B::Chest,
+            Quat::from_axis_angle(frame.up, -deg(3.0) * w.sin()),
+        ),
+    ] {
+        if let Some(b) = get(r) {
+            turn(sk, &rest_model, &mut pose, b, d);
+        }
+    }
+    for (side, sign) in [(0usize, 1.0f32), (1, -1.0)] {
+        let pick = |l: B, r: B| if side == 0 { l } else { r };
+        let s = (w + if side == 0 {
+            0.0
+        } else {
+            core::f32::consts::PI
+        })
+        .sin();
+        // Thigh swing about the body's left axis (forward is flexion), knee bend in swing.
+        if let Some(b) = get(pick(B::LeftUpperLeg, B::RightUpperLeg)) {
+            turn(
+                sk,
+                &rest_model,
+                &mut pose,
+                b,
+                Quat::from_axis_angle(frame.left, -deg(25.0) * s),
+            );
+        }
+        let knee = deg(8.0)
+            + deg(45.0)
+                * (0.5
+                    + 0.5
+                        * (w + 1.2
+                            + if side == 0 {
+                                0.0
+                            } else {
+                                core::f32::consts::PI
+                            })
+                        .sin())
+                .powi(2);
+        if let Some(b) = get(pick(B::LeftLowerLeg, B::RightLowerLeg))
+            && let JointLimit::Hinge { axis, min, max } =
+                solver.limits().get(pick(B::LeftLowerLeg, B::RightLowerLeg))
+        {
+            pose.rotations[b] = (sk.bones()[b].rest.rotation
+                * Quat::from_axis_angle(axis, knee.clamp(min, max)))
+            .normalize();
+        }
+        if let Some(b) = get(pick(B::LeftFoot, B::RightFoot)) {
+            turn(
+                sk,
+                &rest_model,
+                &mut pose,
+                b,
+                Quat::from_axis_angle(frame.left, deg(10.0) * s),
+            );
+        }
+        // Arms: down from the rest pose toward the sides, swinging opposite to the legs.
+        if let Some(b) = get(pick(B::LeftUpperArm, B::RightUpperArm)) {
+            let down = Quat::from_axis_angle(frame.forward, -sign * deg(55.0));
+            let swing = Quat::from_axis_angle(frame.left, deg(20.0) * s);
+            turn(sk, &rest_model, &mut pose, b, swing * down);
+        }
+        if let Some(b) = get(pick(B::LeftLowerArm, B::RightLowerArm))
+            && let JointLimit::Hinge { axis, min, max } =
+                solver.limits().get(pick(B::LeftLowerArm, B::RightLowerArm))
+        {
+            let bend = deg(25.0) + deg(15.0) * s;
+            pose.rotations[b] = (sk.bones()[b].rest.rotation
+                * Quat::from_axis_angle(axis, bend.clamp(min, max)))
+            .normalize();
+        }
+    }
+    // Keep the pose inside the solver's limits: FK of it is a consistent, reachable goal set.
+    for (role, b) in map.iter() {
+        let rest = &sk.bones()[b].rest;
+        let (mut r, mut t) = (pose.rotations[b], pose.translations[b]);
+        solver
+            .limits()
+            .get(role)
+            .clamp(rest.rotation, rest.translation, &mut r, &mut t);
+        pose.rotations[b] = r;
+        pose.translations[b] = t;
+    }
+    pose
+}
+
+/// One frame's goals and the input pose (the animated walk pose of that frame).
+pub struct Frame {
+    /// The goals.
+    pub goals: FullBodyGoals,
+    /// The animated pose the game would hand the solver (before IK).
+    pub input: Pose,
+}
+
+/// `frames` frames at 60 Hz of `scenario` on `rig`, seeded.
+pub fn scenario_frames(rig: &Rig, scenario: Scenario, frames: usize, seed: u32) -> Vec<Frame> {
+    let mut solver = rig.solver();
+    let frame = BodyFrame::from_rest(&rig.skeleton, &rig.map).expect("rig has a body frame");
+    let s = rig.scale;
+    let mut out = Vec::with_capacity(frames);
+    let uneven = matches!(scenario, Scenario::Uneven | Scenario::Both);
+    let reach = matches!(scenario, Scenario::Reach | Scenario::Both);
+    for f in 0..frames {
+        let t = f as f32 / 60.0;
+        let pose = walk_pose(rig, &solver, t * 0.9);
+        let mut goals = solver.goals_at_pose(&rig.skeleton, &pose);
+        let model = rig.skeleton.model_transforms(&pose);
+        if uneven {
+            let mut lowest = 0.0f32;
+            for (k, e) in [(0u32, Effector::LeftFoot), (1, Effector::RightFoot)] {
+                let h = 0.12 * s * noise(t * 1.3, seed * 7 + k);
+                let slope = 20f32.to_radians() * noise(t * 0.9, seed * 11 + k + 3);
+                let dir = 0.7 * t + seed as f32 + k as f32;
+                let axis = (frame.left * dir.cos() + frame.forward * dir.sin()).normalize();
+                let g = goals.get_mut(e);
+                g.position += frame.up * h;
+                g.rotation = (Quat::from_axis_angle(axis, slope) * g.rotation).normalize();
+                lowest = lowest.min(h);
+            }
+            goals.get_mut(Effector::Pelvis).position += frame.up * lowest;
+        }
+        if reach {
+            for (k, e, upper) in [
+                (0u32, Effector::LeftHand, B::LeftUpperArm),
+                (1, Effector::RightHand, B::RightUpperArm),
+            ] {
+                let (Some(u), Some(l), Some(h)) = (
+                    rig.map.get(upper),
+                    rig.map.get(if k == 0 {
+                        B::LeftLowerArm
+                    } else {
+                        B::RightLowerArm
+                    }),
+                    rig.map.get(e.bone()),
+                ) else {
+                    continue;
+                };
+                let rest = rig.skeleton.rest_model_transforms();
+                let arm = rest[u].translation.distance(rest[l].translation)
+                    + rest[l].translation.distance(rest[h].translation);
+                let side = if k == 0 { frame.left } else { -frame.left };
+                let a = 0.8 * noise(t * 0.6, seed * 13 + k);
+                let b = 0.5 * noise(t * 0.5, seed * 17 + k);
+                let dir =
+                    (frame.forward * a.cos() * b.cos() + side * a.sin().abs() + frame.up * b.sin())
+                        .normalize();
+                let r = 0.775 + 0.475 * noise(t * 0.8, seed * 19 + k);
+                let g = goals.get_mut(e);
+                g.position = model[u].translation + dir * arm * r;
+                g.rotation_weight = 0.0;
+            }
+            let head = model[solver.head_bone()];
+            let yaw = 150f32.to_radians() * noise(t * 0.35, seed * 23);
+            let pitch = 30f32.to_radians() * noise(t * 0.5, seed * 29);
+            let dir = Quat::from_axis_angle(frame.up, yaw)
+                * Quat::from_axis_angle(frame.left, pitch)
+                * frame.forward;
+            goals.look_at.target = head.translation + dir * 2.0 * s;
+        }
+        out.push(Frame { goals, input: pose });
+    }
+    out
+}
+
+/// Which goals of a frame are enabled, indexed like [`Effector::ALL`] then the look-at.
+pub type GoalMask = [bool; 6];
+
+fn enabled_mask(goals: &FullBodyGoals) -> GoalMask {
+    let mut m = [false; 6];
+    for (k, g) in goals.effectors.iter().enumerate() {
+        m[k] = g.enabled;
+    }
+    m[5] = goals.look_at.enabled;
+    m
+}
+
+/// Residual of goal `k` in units of the acceptance thresholds (1 mm scaled to the rig, 1°):
+/// ≤ 1 is met.
+pub fn goal_error(report: &FullBodyReport, k: usize, scale: f32) -> f32 {
+    let mm = 1e-3 * scale;
+    let deg = 1f32.to_radians();
+    if k < 5 {
+        let r = report.residuals[k];
+        (r.position / mm).max(r.rotation / deg)
+    } else {
+        report.look_at / deg
+    }
+}
+
+/// Residuals measured on `pose` (FK) for `goals`, independent of any solver report.
+pub fn measure(
+    rig: &Rig,
+    solver: &FullBodySolver,
+    pose: &Pose,
+    goals: &FullBodyGoals,
+) -> FullBodyReport {
+    let model = rig.skeleton.model_transforms(pose);
+    let mut r = FullBodyReport::default();
+    for (k, g) in goals.effectors.iter().enumerate() {
+        if !g.enabled {
+            continue;
+        }
+        let m = model[solver.effector_bones()[k]];
+        if g.position_weight > 0.0 {
+            r.residuals[k].position = m.translation.distance(g.position);
+        }
+        if g.rotation_weight > 0.0 {
+            r.residuals[k].rotation = m.rotation.angle_between(g.rotation);
+        }
+    }
+    if goals.look_at.enabled {
+        let head = model[solver.head_bone()];
+        let d = (head.rotation * solver.head_aim_axis()).normalize();
+        if let Some(t) = (goals.look_at.target - head.translation).try_normalize() {
+            r.look_at = d.cross(t).length().atan2(d.dot(t));
+        }
+    }
+    r
+}
+
+/// How much goal `k`'s limb is stretched beyond its reach toward its target on `pose`
+/// (negative when within reach; `None` for the pelvis and the look-at).
+fn stretch(rig: &Rig, pose: &Pose, goals: &FullBodyGoals, k: usize) -> Option<f32> {
+    let (u, l, e) = match k {
+        0 => (B::LeftUpperArm, B::LeftLowerArm, B::LeftHand),
+        1 => (B::RightUpperArm, B::RightLowerArm, B::RightHand),
+        2 => (B::LeftUpperLeg, B::LeftLowerLeg, B::LeftFoot),
+        3 => (B::RightUpperLeg, B::RightLowerLeg, B::RightFoot),
+        _ => return None,
+    };
+    let (u, l, e) = (rig.map.get(u)?, rig.map.get(l)?, rig.map.get(e)?);
+    let rest = rig.skeleton.rest_model_transforms();
+    let reach = rest[u].translation.distance(rest[l].translation)
+        + rest[l].translation.distance(rest[e].translation);
+    let root = rig.skeleton.model_transform(pose, u).translation;
+    Some((goals.effectors[k].position.distance(root) - reach) / reach)
+}
+
+/// The oracle: which goals of each frame are feasible (see the module docs). `solve_cold`
+/// is the oracle's solve (restarts and a large budget). The goal switched off first is, as in
+/// the solver's own order of giving way, the look-at, then a hand, then a foot, then the
+/// pelvis; within one class a limb stretched beyond its reach, else the goal missed most.
+pub fn feasible_goals(
+    rig: &Rig,
+    frames: &[Frame],
+    mut solve_cold: impl FnMut(&mut FullBodySolver, &Skeleton, &mut Pose, &FullBodyGoals),
+) -> Vec<GoalMask> {
+    let mut solver = rig.solver();
+    let mut out = Vec::with_capacity(frames.len());
+    let mut pose = frames
+        .first()
+        .map_or_else(|| rig.skeleton.rest_pose(), |f| f.input.clone());
+    for f in frames {
+        let mut goals = f.goals;
+        let mut mask = enabled_mask(&goals);
+        let start = pose.clone();
+        for _ in 0..6 {
+            pose.copy_from(&start);
+            solve_cold(&mut solver, &rig.skeleton, &mut pose, &goals);
+            let r = measure(rig, &solver, &pose, &goals);
+            let worst = (0..6)
+                .filter(|&k| mask[k] && goal_error(&r, k, rig.scale) > 1.0)
+                .map(|k| {
+                    let class = match k {
+                        5 => 3.0,
+                        0 | 1 => 2.0,
+                        2 | 3 => 1.0,
+                        _ => 0.0,
+                    };
+                    let within = match stretch(rig, &pose, &goals, k) {
+                        Some(st) if st > 0.0 => 1e3 + st,
+                        _ => goal_error(&r, k, rig.scale).min(999.0),
+                    };
+                    (k, class * 1e4 + within)
+                })
+                .max_by(|a, b| a.1.total_cmp(&b.1));
+            let Some((k, _)) = worst else { break };
+            mask[k] = false;
+            if k < 5 {
+                goals.effectors[k].enabled = false;
+            } else {
+                goals.look_at.enabled = false;
+            }
+        }
+        out.push(mask);
+    }
+    out
+}
+
+/// Runs of each timed solve (see [`Run::fastest_us`]).
+pub const REPEATS: usize = 5;
+
+/// What a warm, frame-to-frame run of a solver did over a scenario.
+#[derive(Clone, Debug, Default)]
+pub struct Run {
+    /// Per-solve wall-clock times, µs (only when timed).
+    pub times_us: Vec<f64>,
+    /// Per-solve fastest of [`REPEATS`] runs of the same solve from the same state, µs (only
+    /// when timed): the solve's own cost without the noise of a shared machine.
+    pub fastest_us: Vec<f64>,
+    /// Joint-frames in which a mapped joint turned more than 20°.
+    pub flips: usize,
+    /// The largest per-frame turn of any mapped joint, degrees.
+    pub largest_turn_deg: f32,
+    /// Frames whose feasible goals were all met at 1 mm / 1°.
+    pub frames_all_feasible_met: usize,
+    /// Feasible goal-frames, and those met.
+    pub feasible: usize,
+    /// Feasible goal-frames that were met.
+    pub feasible_met: usize,
+    /// The worst miss of a feasible goal, in units of 1 mm / 1°.
+    pub worst_feasible_miss: f32,
+    /// Frames whose output equals the previous frame's although the goals moved.
+    pub frozen: usize,
+    /// Frames run.
+    pub frames: usize,
+    /// Solver errors (should be none).
+    pub errors: usize,
+    /// Frames with a non-finite output.
+    pub non_finite: usize,
+}
+
+/// Runs `solve` warm over `frames` (each frame starts from the previous frame's solution, the
+/// first from the animated pose; `solve` gets the frame index, so it can solve the first one
+/// cold as a game does when a character appears), measuring everything in [`Run`].
+pub fn run(
+    rig: &Rig,
+    solver: &mut FullBodySolver,
+    frames: &[Frame],
+    feasible: &[GoalMask],
+    timed: bool,
+    mut solve: impl FnMut(&mut FullBodySolver, &Skeleton, &mut Pose, &FullBodyGoals, usize) -> bool,
+) -> Run {
+    let mut out = Run::default();
+    let roles: Vec<usize> = rig.map.iter().map(|(_, b)| b).collect();
+    let mut prev: Option<Pose> = None;
+    let mut prev_goals: Option<FullBodyGoals> = None;
+    let mut pose = rig.skeleton.rest_pose();
+    for (f, frame) in frames.iter().enumerate() {
+        // A game hands the solver the pose it solved last frame (warm start); the very first
+        // frame starts from the animation.
+        if prev.is_none() {
+            pose.copy_from(&frame.input);
+        }
+        if timed {
+            // The same solve from the same state (solver and pose cloned outside the timing),
+            // repeated: its fastest run is the solve's own cost, free of the noise of a shared
+            // machine.
+            let mut fastest = f64::INFINITY;
+            for _ in 1..REPEATS {
+                let (mut s, mut p) = (solver.clone(), pose.clone());
+                let start = std::time::Instant::now();
+                let _ = solve(&mut s, &rig.skeleton, &mut p, &frame.goals, f);
+                fastest = fastest.min(start.elapsed().as_secs_f64() * 1e6);
+            }
+            out.fastest_us.push(fastest);
+        }
+        let start = std::time::Instant::now();
+        let ok = solve(solver, &rig.skeleton, &mut pose, &frame.goals, f);
+        if timed {
+            let t = start.elapsed().as_secs_f64() * 1e6;
+            out.times_us.push(t);
+            if let Some(last) = out.fastest_us.last_mut() {
+                *last = last.min(t);
+            }
+        }
+        out.errors += usize::from(!ok);
+        out.frames += 1;
+        if !pose.is_finite() {
+            out.non_finite += 1;
+            pose.copy_from(&frame.input);
+        }
+        let r = measure(rig, solver, &pose, &frame.goals);
+        let mut all = true;
+        for (k, &wanted) in feasible[f].iter().enumerate() {
+            if !wanted {
+                continue;
+            }
+            out.feasible += 1;
+            let e = goal_error(&r, k, rig.scale);
+            if e <= 1.0 {
+                out.feasible_met += 1;
+            } else {
+                all = false;
+                out.worst_feasible_miss = out.worst_feasible_miss.max(e);
+            }
+        }
+        out.frames_all_feasible_met += usize::from(all);
+        if let (Some(p), Some(g)) = (&prev, &prev_goals) {
+            for &b in &roles {
+                let turn = p.rotations[b].angle_between(pose.rotations[b]).to_degrees();
+                out.largest_turn_deg = out.largest_turn_deg.max(turn);
+                out.flips += usize::from(turn > 20.0);
+            }
+            if *p == pose && *g != frame.goals {
+                out.frozen += 1;
+            }
+        }
+        prev = Some(pose.clone());
+        prev_goals = Some(frame.goals);
+    }
+    out
+}

@@ -1,0 +1,328 @@
+//! The `bevy_ik` demo: a glTF character whose hands, feet, pelvis and head follow targets you
+//! drag with a gizmo, over its idle animation, with an egui panel to tune the solver.
+//!
+//! ```text
+//! cargo run --release --features demo --example demo [-- CHARACTER.glb]
+//! cargo run --features demo --example demo -- --screenshot shot.png [--frames 60]
+//!     [--character FILE.glb|FILE.gltf] [--solver full-body|rig|limbs]
+//!     [--settings saved.ron] [--yaw DEGREES]
+//! ```
+//!
+//! * Any humanoid glTF character opens: a path on the command line (a file on disk, or a name
+//!   in the asset folder), a `.glb`/`.gltf` dropped on the window, or the panel's picker of the
+//!   characters in `assets/` (the bundled one, made by `examples/make_character.rs`, and four
+//!   CC0 characters made by others: see `assets/LICENSE.md`). [`IkHumanoid`] recognises the
+//!   bones by name; the panel shows what it mapped and what is missing. The camera, handles and
+//!   scripted motion are sized to the character's measured bounds.
+//! * Click a coloured handle to select it; `T` translate, `R` rotate, `L` local/global axes,
+//!   `Esc` deselect. Right mouse drag orbits, middle drag pans, the wheel zooms. `F12` saves a
+//!   screenshot (`bevy_ik_demo_N.png`), `Ctrl+Q` quits.
+//! * Three solvers: the humanoid's hybrid full-body solver (default), a general Jacobian
+//!   [`IkRig`] the demo builds on the mapped bones (per-goal weights, priority levels, blends),
+//!   or four analytic [`IkLimb`]s with elbow and knee poles. Switching re-creates the character.
+//! * `--screenshot PATH` runs headless-friendly: scripted target motion, waits until the
+//!   character is loaded and actually drawn (pipelines compile asynchronously; the pixels of
+//!   captured frames are checked), selects a handle through the mouse-picking code, writes the
+//!   PNG and exits 0 (1 on failure). `--frames N` sets the least number of frames after set-up.
+//! * At exit the demo prints one line `IK_SUMMARY {json}`: the character file, humanoid roles
+//!   mapped and missing, goals met, each goal's last and largest residual, the mean solve time.
+//!
+//! One small plugin per concern, like Bevy's `scene_viewer`: [`character`] (files, scene,
+//! bounds), [`solver`] (everything that depends on the solver mode), [`handles`] (targets,
+//! gizmo, scripted motion, overlay), [`camera`], [`panel`], [`settings`] (RON), [`readouts`]
+//! (residuals, plots, summary) and [`screenshot`].
+
+mod camera;
+mod character;
+mod handles;
+mod panel;
+mod readouts;
+mod screenshot;
+mod settings;
+mod solver;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use bevy::asset::UnapprovedPathMode;
+use bevy::prelude::*;
+use bevy::window::WindowResolution;
+use bevy_egui::EguiPlugin;
+use bevy_ik::prelude::*;
+use transform_gizmo_bevy::{GizmoMode, GizmoOptions, GizmoOrientation, TransformGizmoPlugin};
+
+use crate::camera::CameraPlugin;
+use crate::character::{CharacterPath, CharacterPlugin, DEFAULT_CHARACTER};
+use crate::handles::HandlesPlugin;
+use crate::panel::PanelPlugin;
+use crate::readouts::{ReadoutsPlugin, RunSummary};
+use crate::screenshot::{CLEAR, KeysPlugin, ScreenshotPlugin};
+use crate::settings::{DemoSettings, SettingsPlugin, load_settings};
+use crate::solver::{SolverPlugin, SolverUi};
+
+const USAGE: &str = "usage: demo [CHARACTER | --character FILE.glb|FILE.gltf] [--screenshot PATH [--frames N]] [--solver full-body|rig|limbs] [--settings FILE.ron] [--yaw DEGREES]";
+
+fn main() -> ExitCode {
+    let options = match Options::parse(std::env::args().skip(1)) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("demo: {e}\n{USAGE}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut settings = match &options.settings {
+        None => DemoSettings::default(),
+        Some(path) => match load_settings(path) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("demo: cannot load settings: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+    if let Some(solver) = options.solver {
+        settings.solver = solver;
+    }
+    settings.scripted_motion |= options.screenshot.is_some();
+    let character = options.character.as_deref().map_or_else(
+        || CharacterPath::Asset(DEFAULT_CHARACTER.to_owned()),
+        CharacterPath::from_argument,
+    );
+    if !character.is_supported() {
+        eprintln!(
+            "demo: {} is not a .glb or .gltf file (VRM is not supported yet)",
+            character.display()
+        );
+        return ExitCode::FAILURE;
+    }
+    let asset_folder = asset_folder();
+    let outcome = Arc::new(Mutex::new(None));
+    let summary = Arc::new(Mutex::new(RunSummary::default()));
+    let mut app = App::new();
+    app.insert_resource(ClearColor(Color::srgb_u8(CLEAR[0], CLEAR[1], CLEAR[2])))
+        .insert_resource(GlobalAmbientLight {
+            color: Color::srgb(0.85, 0.9, 1.0),
+            brightness: 350.0,
+            ..default()
+        })
+        .add_plugins(
+            DefaultPlugins
+                .set(WindowPlugin {
+                    primary_window: Some(Window {
+                        title: "bevy_ik demo".into(),
+                        resolution: WindowResolution::new(1280, 720),
+                        ..default()
+                    }),
+                    ..default()
+                })
+                .set(AssetPlugin {
+                    file_path: asset_folder.clone(),
+                    // A viewer of files the user picks (no scripts or mods): a character from
+                    // anywhere on disk, and the textures a `.gltf` there refers to, may load.
+                    unapproved_path_mode: UnapprovedPathMode::Allow,
+                    ..default()
+                }),
+        )
+        .add_plugins((
+            IkPlugin::default(),
+            EguiPlugin::default(),
+            TransformGizmoPlugin,
+        ))
+        .insert_resource(GizmoOptions {
+            gizmo_modes: GizmoMode::all_translate(),
+            gizmo_orientation: GizmoOrientation::Global,
+            hotkeys: None,
+            group_targets: false,
+            ..default()
+        })
+        .add_plugins((
+            SettingsPlugin { initial: settings },
+            CharacterPlugin {
+                initial: character,
+                asset_folder: PathBuf::from(&asset_folder),
+                hide_props: options.screenshot.is_some(),
+            },
+            SolverPlugin,
+            HandlesPlugin,
+            CameraPlugin { yaw: options.yaw },
+            PanelPlugin,
+            KeysPlugin,
+            ReadoutsPlugin {
+                summary: summary.clone(),
+            },
+        ));
+    if let Some(path) = &options.screenshot {
+        app.add_plugins(ScreenshotPlugin {
+            path: path.clone(),
+            frames: options.frames,
+            outcome: outcome.clone(),
+        });
+    }
+    let exit = app.run();
+    let result = outcome.lock().map(|o| o.clone()).unwrap_or(None);
+    if let Ok(mut summary) = summary.lock() {
+        if let (Some(path), Some(Ok(_))) = (&options.screenshot, &result) {
+            summary.screenshot = Some(path.display().to_string());
+        }
+        if let Some(Err(e)) = &result {
+            summary.error = Some(e.clone());
+        }
+        println!("{}", summary.line());
+    }
+    match (options.screenshot, result, exit) {
+        (Some(_), Some(Ok(message)), _) => {
+            println!("{message}");
+            ExitCode::SUCCESS
+        }
+        (Some(_), Some(Err(message)), _) => {
+            eprintln!("demo: {message}");
+            ExitCode::FAILURE
+        }
+        (Some(_), None, _) => {
+            eprintln!("demo: the window closed before the screenshot was taken");
+            ExitCode::FAILURE
+        }
+        (None, _, AppExit::Success) => ExitCode::SUCCESS,
+        (None, _, AppExit::Error(_)) => ExitCode::FAILURE,
+    }
+}
+
+/// The asset folder: Bevy's default (`assets` under `BEVY_ASSET_ROOT`, `CARGO_MANIFEST_DIR` or
+/// the executable's folder), except when the binary is run directly from the build folder, where
+/// the repository's `assets` (known at compile time) is used if it still exists.
+fn asset_folder() -> String {
+    let repository = concat!(env!("CARGO_MANIFEST_DIR"), "/assets");
+    let env_root = std::env::var_os("BEVY_ASSET_ROOT")
+        .or_else(|| std::env::var_os("CARGO_MANIFEST_DIR"))
+        .map(PathBuf::from);
+    match env_root {
+        Some(root) => root.join("assets").display().to_string(),
+        None if Path::new(repository).join(DEFAULT_CHARACTER).is_file() => repository.to_owned(),
+        None => std::env::current_exe()
+            .ok()
+            .and_then(|exe| Some(exe.parent()?.join("assets")))
+            .map_or_else(|| "assets".to_owned(), |p| p.display().to_string()),
+    }
+}
+
+/// Command-line options.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Options {
+    /// The character to open (a file, or a name in the asset folder).
+    character: Option<String>,
+    /// Save a screenshot here and exit.
+    screenshot: Option<PathBuf>,
+    /// Least number of frames to run after the character is set up before the screenshot.
+    frames: u32,
+    /// Start with this solver.
+    solver: Option<SolverUi>,
+    /// Start with the camera at this yaw (degrees, 0 = in front of the character).
+    yaw: Option<f32>,
+    /// Start with the panel settings saved in this RON file.
+    settings: Option<PathBuf>,
+}
+
+impl Options {
+    fn parse(mut args: impl Iterator<Item = String>) -> Result<Self, String> {
+        let mut options = Self {
+            frames: 60,
+            ..Self::default()
+        };
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "--screenshot" => {
+                    let path = args.next().ok_or("--screenshot needs a path")?;
+                    options.screenshot = Some(PathBuf::from(path));
+                }
+                "--frames" => {
+                    let n = args.next().ok_or("--frames needs a number")?;
+                    options.frames = n.parse().map_err(|_| format!("bad frame count `{n}`"))?;
+                }
+                "--solver" => {
+                    let name = args.next();
+                    options.solver = Some(
+                        name.as_deref()
+                            .and_then(SolverUi::from_name)
+                            .ok_or_else(|| {
+                                format!("--solver takes full-body, rig or limbs, not {name:?}")
+                            })?,
+                    );
+                }
+                "--settings" => {
+                    let path = args.next().ok_or("--settings needs a path")?;
+                    options.settings = Some(PathBuf::from(path));
+                }
+                "--yaw" => {
+                    let n = args.next().ok_or("--yaw needs degrees")?;
+                    let yaw: f32 = n.parse().map_err(|_| format!("bad yaw `{n}`"))?;
+                    if !yaw.is_finite() {
+                        return Err(format!("bad yaw `{n}`"));
+                    }
+                    options.yaw = Some(yaw);
+                }
+                "--character" => {
+                    let path = args.next().ok_or("--character needs a path")?;
+                    options.set_character(path)?;
+                }
+                other if other.starts_with('-') => {
+                    return Err(format!("unknown argument `{other}`"));
+                }
+                _ => options.set_character(arg)?,
+            }
+        }
+        Ok(options)
+    }
+
+    fn set_character(&mut self, path: String) -> Result<(), String> {
+        if let Some(first) = &self.character {
+            return Err(format!("two characters given: `{first}` and `{path}`"));
+        }
+        self.character = Some(path);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> impl Iterator<Item = String> {
+        list.iter()
+            .map(|s| (*s).to_owned())
+            .collect::<Vec<_>>()
+            .into_iter()
+    }
+
+    #[test]
+    fn command_line_is_parsed_and_bad_input_rejected() {
+        let o = Options::parse(args(&[
+            "--screenshot",
+            "shot.png",
+            "--frames",
+            "12",
+            "--solver",
+            "limbs",
+            "--yaw",
+            "-30",
+            "--character",
+            "robot.glb",
+        ]))
+        .expect("valid arguments");
+        assert_eq!(o.screenshot, Some(PathBuf::from("shot.png")));
+        assert_eq!(o.frames, 12);
+        assert_eq!(o.solver, Some(SolverUi::Limbs));
+        assert_eq!(o.yaw, Some(-30.0));
+        assert_eq!(o.character.as_deref(), Some("robot.glb"));
+        let positional = Options::parse(args(&["my model.gltf"])).expect("a positional path");
+        assert_eq!(positional.character.as_deref(), Some("my model.gltf"));
+        assert_eq!(positional.frames, 60);
+        assert!(Options::parse(args(&["a.glb", "--character", "b.glb"])).is_err());
+        assert!(Options::parse(args(&["--character"])).is_err());
+        assert!(Options::parse(args(&["--frames", "many"])).is_err());
+        assert!(Options::parse(args(&["--yaw", "NaN"])).is_err());
+        assert!(Options::parse(args(&["--solver", "fabrik"])).is_err());
+        assert!(Options::parse(args(&["--screenshot"])).is_err());
+        assert!(Options::parse(args(&["--fullscreen"])).is_err());
+    }
+}

@@ -1,0 +1,576 @@
+//! Everything that depends on which solver drives the character ([`SolverUi`]), in one place:
+//! the [`IkHumanoid`] each mode spawns, the [`IkRig`] the "Jacobian rig" mode adds, pushing the
+//! panel's settings into the components, reading each goal's residual back, and which goals
+//! and handles a mode uses. When `bevy_ik` grows an IK stack, the three modes become three
+//! stacks built here.
+
+use bevy::prelude::*;
+use bevy_ik::ik_core::humanoid::HumanoidBone;
+use bevy_ik::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::character::{BodyFrame, Character};
+use crate::handles::{HeadAxis, Role, TargetHandle};
+use crate::settings::{DemoSettings, FullBodyUi, RigUi};
+
+/// Which `bevy_ik` solver drives the character.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SolverUi {
+    /// [`IkHumanoidSolver::FullBody`]: ik-core's hybrid full-body solver (Jacobian over every
+    /// humanoid joint, limbs finished analytically), head look-at.
+    FullBody,
+    /// An [`IkRig`] the demo builds on the mapped bones: the general Jacobian rig, with per-goal
+    /// weights, priority levels and blends.
+    Rig,
+    /// [`IkHumanoidSolver::Limbs`]: four analytic two-bone [`IkLimb`]s with elbow and knee poles.
+    Limbs,
+}
+
+impl SolverUi {
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SolverUi::FullBody => "full-body",
+            SolverUi::Rig => "rig",
+            SolverUi::Limbs => "limbs",
+        }
+    }
+
+    /// Parses a command-line name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [SolverUi::FullBody, SolverUi::Rig, SolverUi::Limbs]
+            .into_iter()
+            .find(|s| s.name() == name)
+    }
+}
+
+/// Registers the mode-dependent systems.
+pub struct SolverPlugin;
+
+impl Plugin for SolverPlugin {
+    fn build(&self, app: &mut App) {
+        app.add_systems(Update, (attach_rig, apply_solver_settings).chain());
+    }
+}
+
+/// What the character was set up with: on the character's root next to its [`IkHumanoid`].
+#[derive(Component, Clone, Copy, Debug)]
+pub struct SolverSetup {
+    /// The mode.
+    pub solver: SolverUi,
+    /// The full-body settings at set-up.
+    pub full_body: FullBodyUi,
+}
+
+impl SolverSetup {
+    /// The set-up these settings ask for.
+    pub fn from_settings(settings: &DemoSettings) -> Self {
+        Self {
+            solver: settings.solver,
+            full_body: settings.full_body,
+        }
+    }
+
+    /// Whether a character set up like this must be re-created to follow `settings`
+    /// ([`IkHumanoid`] reads its solver and most full-body settings once, at set-up).
+    pub fn is_stale(&self, settings: &DemoSettings) -> bool {
+        self.solver != settings.solver
+            || (self.solver == SolverUi::FullBody
+                && self.full_body.set_up_only() != settings.full_body.set_up_only())
+    }
+
+    /// The humanoid component for this set-up.
+    pub fn humanoid(&self) -> IkHumanoid {
+        let fb = self.full_body;
+        IkHumanoid {
+            solver: match self.solver {
+                SolverUi::FullBody => IkHumanoidSolver::FullBody,
+                SolverUi::Rig | SolverUi::Limbs => IkHumanoidSolver::Limbs,
+            },
+            // The rig mode drives the limbs' targets with an IkRig instead (see `attach_rig`).
+            poles: self.solver == SolverUi::Limbs,
+            head: fb.head,
+            weight: if self.solver == SolverUi::FullBody {
+                fb.weight
+            } else {
+                1.0
+            },
+            full_body_settings: fb.core(),
+            balance: fb.balance(),
+            ..IkHumanoid::auto()
+        }
+    }
+}
+
+/// In the rig mode: once the humanoid is mapped, put an [`IkRig`] on it with a goal per target
+/// (the panel's settings are applied by `apply_solver_settings`) and switch its analytic limbs
+/// off.
+fn attach_rig(
+    mut commands: Commands,
+    humanoids: Query<
+        (Entity, &IkHumanoidTargets, &IkHumanoidBones, &SolverSetup),
+        Added<IkHumanoidTargets>,
+    >,
+) {
+    for (entity, targets, bones, setup) in &humanoids {
+        if setup.solver != SolverUi::Rig {
+            continue;
+        }
+        let mut goals = Vec::new();
+        for role in Role::ALL {
+            if let (Some(bone), Some(target)) = (bones.get(role.bone()), role.target(targets)) {
+                goals.push(IkGoal::position(bone, target));
+            }
+        }
+        let mut rig = IkRig::new(goals).with_limits(IkJointLimits::Humanoid);
+        rig.movable_root = bones.get(HumanoidBone::Hips).map(BoneRef::Entity);
+        commands.entity(entity).insert(rig);
+        for &limb in &targets.limbs {
+            commands.entity(limb).insert(IkDisabled);
+        }
+    }
+}
+
+/// In the rig mode, the head's look-at goal aims the face: the head's aiming axis in its own
+/// frame (the character's forward) and how far to move the head target so it sits in front of
+/// the face. `None` in the other modes (the full-body humanoid places its own look-at target).
+pub fn head_look_at(
+    setup: &SolverSetup,
+    head: Option<&GlobalTransform>,
+    frame: &BodyFrame,
+) -> Option<(Vec3, Vec3)> {
+    let head = head.filter(|_| setup.solver == SolverUi::Rig)?;
+    let axis = head.rotation().inverse() * frame.forward;
+    Some((axis, frame.vector(Vec3::new(0.0, 0.08, 0.8))))
+}
+
+/// Whether the balance readout applies: the full-body solver with its centre-of-mass goal on.
+pub fn balance_active(setup: &SolverSetup, com: Option<&IkCenterOfMass>) -> bool {
+    setup.solver == SolverUi::FullBody && com.is_some_and(|c| c.active)
+}
+
+/// The full-body rig as the panel describes it, starting from the rig the demo set up.
+pub fn rig_from_ui(
+    current: &IkRig,
+    ui: &RigUi,
+    targets: &IkHumanoidTargets,
+    bones: &IkHumanoidBones,
+    head_axis: Option<Vec3>,
+) -> IkRig {
+    let mut rig = current.clone();
+    rig.weight = ui.weight;
+    rig.settings = IkRigSettings {
+        max_iterations: ui.max_iterations.max(1),
+        position_tolerance: ui.position_tolerance_mm.max(0.001) / 1000.0,
+        angle_tolerance: ui.angle_tolerance_deg.max(0.001).to_radians(),
+        posture_gain: ui.posture_gain,
+    };
+    rig.limits = if ui.joint_limits {
+        IkJointLimits::Humanoid
+    } else {
+        IkJointLimits::Free
+    };
+    rig.movable_root = ui
+        .pelvis_translates
+        .then(|| bones.get(HumanoidBone::Hips).map(BoneRef::Entity))
+        .flatten();
+    for goal in &mut rig.goals {
+        let Some(role) = role_of_goal(goal, bones) else {
+            continue;
+        };
+        let g = ui.goals[role.index()];
+        goal.target = role.target(targets).filter(|_| g.enabled);
+        goal.weight = g.weight;
+        goal.priority = g.priority;
+        goal.blend = g.blend;
+        goal.kind = match (role, head_axis) {
+            (Role::Head, Some(axis)) if ui.head_look_at => IkGoalKind::LookAt { axis },
+            (Role::Head, _) => IkGoalKind::Rotation,
+            _ if g.rotation => IkGoalKind::PositionRotation,
+            _ => IkGoalKind::Position,
+        };
+    }
+    rig
+}
+
+/// The role whose bone a rig goal moves.
+fn role_of_goal(goal: &IkGoal, bones: &IkHumanoidBones) -> Option<Role> {
+    let BoneRef::Entity(bone) = goal.bone else {
+        return None;
+    };
+    Role::ALL
+        .into_iter()
+        .find(|r| bones.get(r.bone()) == Some(bone))
+}
+
+/// Pushes changed settings into the humanoid, the rig or the limbs, and shows the handles the
+/// mode uses.
+fn apply_solver_settings(
+    settings: Res<DemoSettings>,
+    mut humanoids: Query<
+        (
+            Entity,
+            Ref<IkHumanoidTargets>,
+            &IkHumanoidBones,
+            &mut IkHumanoid,
+        ),
+        With<Character>,
+    >,
+    mut rigs: Query<&mut IkRig>,
+    mut limbs: Query<(&mut IkLimb, Has<IkDisabled>)>,
+    mut handles: Query<(Ref<TargetHandle>, &mut Visibility)>,
+    head_axis: Option<Res<HeadAxis>>,
+    mut commands: Commands,
+) {
+    let Ok((character, targets, bones, mut humanoid)) = humanoids.single_mut() else {
+        return;
+    };
+    let head_changed = head_axis.as_ref().is_some_and(DetectChanges::is_changed);
+    let new_handles = handles.iter().any(|(h, _)| h.is_added());
+    let changed = settings.is_changed() || targets.is_changed() || head_changed || new_handles;
+    if let Ok(mut rig) = rigs.get_mut(character)
+        && (changed || rig.is_added())
+    {
+        let new = rig_from_ui(
+            &rig,
+            &settings.rig,
+            &targets,
+            bones,
+            head_axis.as_ref().map(|h| h.0),
+        );
+        if *rig != new {
+            *rig = new;
+        }
+    }
+    if !changed {
+        return;
+    }
+    if settings.solver == SolverUi::FullBody && humanoid.weight != settings.full_body.weight {
+        humanoid.weight = settings.full_body.weight;
+    }
+    if settings.solver == SolverUi::FullBody && humanoid.balance != settings.full_body.balance() {
+        humanoid.balance = settings.full_body.balance();
+    }
+    for role in Role::ALL {
+        let Some(i) = role.limb() else { continue };
+        let Some(&limb_entity) = targets.limbs.get(i) else {
+            continue;
+        };
+        let ui = settings.limbs[i];
+        let Ok((mut limb, disabled)) = limbs.get_mut(limb_entity) else {
+            continue;
+        };
+        let (flex_min, flex_max) = if ui.flex_limits {
+            (3f32.to_radians(), 150f32.to_radians())
+        } else {
+            (0.0, core::f32::consts::PI)
+        };
+        let mut new = limb.clone();
+        new.weight = ui.weight;
+        new.rotation_weight = ui.rotation_weight;
+        new.pole = role.pole(&targets).filter(|_| ui.use_pole);
+        new.pole_weight = ui.pole_weight;
+        new.soft_reach = ui.soft_reach;
+        new.flex_min = flex_min;
+        new.flex_max = flex_max;
+        if *limb != new {
+            *limb = new;
+        }
+        // In the rig mode the IkRig drives these targets and the limbs stay off.
+        match (ui.enabled && settings.solver == SolverUi::Limbs, disabled) {
+            (true, true) => {
+                commands.entity(limb_entity).remove::<IkDisabled>();
+            }
+            (false, false) => {
+                commands.entity(limb_entity).insert(IkDisabled);
+            }
+            _ => {}
+        }
+    }
+    for (handle, mut visibility) in &mut handles {
+        let shown = settings.draw.handles && uses_handle(&settings, handle.role, handle.pole);
+        visibility.set_if_neq(if shown {
+            Visibility::Inherited
+        } else {
+            Visibility::Hidden
+        });
+    }
+}
+
+/// Whether the current mode and settings use the handle of `role` (its pole if `pole`).
+pub fn uses_handle(settings: &DemoSettings, role: Role, pole: bool) -> bool {
+    match (settings.solver, role.limb()) {
+        (SolverUi::Limbs, Some(i)) => {
+            settings.limbs[i].enabled && (!pole || settings.limbs[i].use_pole)
+        }
+        (SolverUi::Limbs, None) => false,
+        (SolverUi::Rig, _) => settings.rig.goals[role.index()].enabled,
+        (SolverUi::FullBody, _) => role != Role::Head || settings.full_body.head,
+    }
+}
+
+/// Whether the character is set up and its solver has written a pose.
+pub fn is_solving(
+    setup: &SolverSetup,
+    targets: &IkHumanoidTargets,
+    status: &IkStatus,
+    rig: Option<&IkRig>,
+    statuses: &Query<&IkStatus>,
+) -> bool {
+    match setup.solver {
+        SolverUi::FullBody => status.ready && status.solved,
+        SolverUi::Rig => rig.is_some() && status.ready && status.solved,
+        SolverUi::Limbs => {
+            !targets.limbs.is_empty()
+                && targets
+                    .limbs
+                    .iter()
+                    .all(|&l| statuses.get(l).is_ok_and(|s| s.ready && s.solved))
+        }
+    }
+}
+
+/// One goal's state after the last solve.
+#[derive(Clone, Debug, Default)]
+pub struct GoalState {
+    /// The residual: millimetres, or degrees when `degrees` (NaN when unknown).
+    pub value: f32,
+    /// Whether `value` is an angle.
+    pub degrees: bool,
+    /// The goal is active in this mode (else it is off or has no bone).
+    pub active: bool,
+    /// Within the solver's tolerance.
+    pub met: bool,
+    /// What the panel shows ("3.2 mm", "off", …).
+    pub text: String,
+}
+
+/// What the last solve reported, per goal and overall.
+#[derive(Clone, Debug, Default)]
+pub struct SolveState {
+    /// Per goal, in [`Role::ALL`] order.
+    pub goals: [GoalState; 6],
+    /// One line about the solve.
+    pub summary: String,
+    /// Iterations of the last solve (`None` for the analytic limbs).
+    pub iterations: Option<u32>,
+    /// The last problem reported, if any.
+    pub error: Option<String>,
+}
+
+fn format_value(value: f32, degrees: bool) -> String {
+    if degrees {
+        format!("{value:.2}°")
+    } else {
+        format!("{value:.2} mm")
+    }
+}
+
+fn iterations_summary(status: &IkStatus) -> String {
+    if status.solved {
+        format!(
+            "{} iteration{} · {}",
+            status.iterations,
+            if status.iterations == 1 { "" } else { "s" },
+            if status.converged {
+                "converged"
+            } else {
+                "best effort (not all goals within tolerance)"
+            }
+        )
+    } else {
+        "not solved".to_owned()
+    }
+}
+
+/// Reads each goal's residual for the character's mode.
+pub fn read_solve(
+    settings: &DemoSettings,
+    setup: &SolverSetup,
+    targets: &IkHumanoidTargets,
+    bones: &IkHumanoidBones,
+    status: &IkStatus,
+    rig: Option<&IkRig>,
+    limbs: &Query<(&IkStatus, Has<IkDisabled>)>,
+) -> SolveState {
+    let mut state = SolveState::default();
+    for g in &mut state.goals {
+        g.value = f32::NAN;
+        g.text = "—".to_owned();
+    }
+    match setup.solver {
+        SolverUi::FullBody => {
+            let fb = setup.full_body;
+            // Residuals come in `Effector::ALL` order (hands, feet, pelvis; like `Role::ALL`),
+            // then the look-at angle.
+            for role in Role::ALL {
+                let g = &mut state.goals[role.index()];
+                g.active = role.target(targets).is_some() && bones.get(role.bone()).is_some();
+                if !g.active {
+                    g.text = "off".to_owned();
+                    continue;
+                }
+                let Some(&v) = status.residuals.get(role.index()) else {
+                    continue;
+                };
+                if !status.solved {
+                    continue;
+                }
+                g.degrees = role == Role::Head;
+                g.value = if g.degrees {
+                    v.to_degrees()
+                } else {
+                    v * 1000.0
+                };
+                let tolerance = if g.degrees {
+                    fb.rotation_tolerance_deg
+                } else {
+                    fb.position_tolerance_mm
+                };
+                g.met = g.value <= tolerance * 1.001;
+                g.text = format_value(g.value, g.degrees);
+            }
+            state.summary = iterations_summary(status);
+            state.iterations = Some(status.iterations);
+            state.error = status.last_error.as_ref().map(ToString::to_string);
+        }
+        SolverUi::Rig => {
+            let ui = &settings.rig;
+            for (i, goal) in rig.iter().flat_map(|r| r.goals.iter()).enumerate() {
+                let Some(role) = role_of_goal(goal, bones) else {
+                    continue;
+                };
+                let degrees = matches!(goal.kind, IkGoalKind::Rotation | IkGoalKind::LookAt { .. });
+                let g = &mut state.goals[role.index()];
+                g.degrees = degrees;
+                match (goal.target, status.residuals.get(i)) {
+                    (None, _) => g.text = "off".to_owned(),
+                    (Some(_), Some(&v)) if status.solved => {
+                        g.active = true;
+                        g.value = if degrees { v.to_degrees() } else { v * 1000.0 };
+                        let tolerance = if degrees {
+                            ui.angle_tolerance_deg
+                        } else {
+                            ui.position_tolerance_mm
+                        };
+                        g.met = g.value <= tolerance * 1.001;
+                        g.text = format_value(g.value, degrees);
+                    }
+                    _ => g.active = true,
+                }
+            }
+            state.summary = iterations_summary(status);
+            state.iterations = Some(status.iterations);
+            state.error = status.last_error.as_ref().map(ToString::to_string);
+        }
+        SolverUi::Limbs => {
+            let mut reached = 0;
+            let mut solving = 0;
+            for role in Role::ALL {
+                let g = &mut state.goals[role.index()];
+                let Some(i) = role.limb() else {
+                    g.text = "off".to_owned();
+                    continue;
+                };
+                let Some((s, disabled)) = targets.limbs.get(i).and_then(|&l| limbs.get(l).ok())
+                else {
+                    continue;
+                };
+                if disabled {
+                    g.text = "off".to_owned();
+                } else {
+                    g.active = true;
+                    solving += 1;
+                    if s.solved {
+                        g.value = s.position_residual * 1000.0;
+                        g.met = s.converged;
+                        g.text = format!(
+                            "{:.2} mm{}",
+                            g.value,
+                            if s.converged { "" } else { " (out of reach)" }
+                        );
+                        reached += usize::from(s.converged);
+                    }
+                }
+                if let Some(e) = &s.last_error {
+                    state.error = Some(e.to_string());
+                }
+            }
+            state.summary =
+                format!("analytic: {reached} of {solving} limbs on target, 1 iteration each");
+        }
+    }
+    state
+}
+
+/// The lines from each goal's bone to its target (and from the elbows and knees to their poles),
+/// as (from, to, is a pole) triples.
+pub fn goal_lines(
+    setup: &SolverSetup,
+    targets: &IkHumanoidTargets,
+    bones: &IkHumanoidBones,
+    rig: Option<&IkRig>,
+    limbs: &Query<(&IkLimb, Has<IkDisabled>)>,
+    mut line: impl FnMut(Entity, Entity, bool),
+) {
+    let bone = |b: &BoneRef| match b {
+        BoneRef::Entity(e) => Some(*e),
+        BoneRef::Name(_) => None,
+    };
+    if setup.solver == SolverUi::FullBody {
+        // The hybrid humanoid solver's goals: each role's bone to its target.
+        for role in Role::ALL {
+            if let (Some(from), Some(to)) = (bones.get(role.bone()), role.target(targets)) {
+                line(from, to, false);
+            }
+        }
+    }
+    for goal in rig.iter().flat_map(|r| r.goals.iter()) {
+        if let (Some(from), Some(to)) = (bone(&goal.bone), goal.target) {
+            line(from, to, false);
+        }
+    }
+    for &limb_entity in &targets.limbs {
+        let Ok((limb, disabled)) = limbs.get(limb_entity) else {
+            continue;
+        };
+        if disabled {
+            continue;
+        }
+        if let (Some(tip), Some(target)) = (bone(&limb.tip), limb.target) {
+            line(tip, target, false);
+        }
+        if let (Some(mid), Some(pole)) = (bone(&limb.mid), limb.pole) {
+            line(mid, pole, true);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn solver_names_round_trip_and_unknown_names_are_rejected() {
+        for s in [SolverUi::FullBody, SolverUi::Rig, SolverUi::Limbs] {
+            assert_eq!(SolverUi::from_name(s.name()), Some(s));
+        }
+        assert_eq!(SolverUi::from_name("fabrik"), None);
+    }
+
+    #[test]
+    fn changing_a_set_up_only_setting_makes_the_character_stale() {
+        let settings = DemoSettings::default();
+        let setup = SolverSetup::from_settings(&settings);
+        assert!(!setup.is_stale(&settings));
+        let mut live = settings.clone();
+        live.full_body.weight = 0.3;
+        assert!(!setup.is_stale(&live), "the weight is applied live");
+        let mut set_up = settings.clone();
+        set_up.full_body.max_iterations += 1;
+        assert!(setup.is_stale(&set_up));
+        let mut other = settings;
+        other.solver = SolverUi::Limbs;
+        assert!(setup.is_stale(&other));
+    }
+}
