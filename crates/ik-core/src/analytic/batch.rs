@@ -933,10 +933,17 @@ impl TwoBoneBatch {
         let t2 = total * total;
         let size = dd * vv * dd * t2 * t2;
         let scaled_try = far & size.cmp_lt(s(1e30)) & size.cmp_gt(s(1e-30));
-        let x = v.cross(d);
-        let xx = x.dot(x);
+        let mut x = v.cross(d);
+        let mut xx = x.dot(x);
         let scaled =
             has_pole & scaled_try & xx.cmp_gt(s(1e-10) * vv * dd) & xx.cmp_gt(s(1e-30) * dd);
+        // A nearly collinear pole (sin under 1e-2): one Gram–Schmidt step puts `v × d` back on
+        // the plane normal to `d`, as the scalar solve's `cross_and_length` does.
+        let near_collinear = xx.cmp_lt(s(1e-4) * vv * dd);
+        if near_collinear.any() {
+            x = V3::select(near_collinear, x.sub(d.scale(x.dot(d) / dd)), x);
+            xx = x.dot(x);
+        }
         let len = xx.sqrt();
         let (mut b1, mut b2, mut b3) = (d.scale(len), x.scale(dist), d.cross(x));
         let mut kb = dist * len;
@@ -951,14 +958,28 @@ impl TwoBoneBatch {
             // (Else the scalar solve aims along the upper segment.)
             ok &= far | tt.cmp_gt(s(1e-30));
             let dir = V3::select(far, d.scale(F::ONE / dist), to_tip.scale(inv_sqrt(tt)));
-            let xu = v.cross(dir);
-            let xu2 = xu.dot(xu);
+            let mut xu = v.cross(dir);
+            let mut xu2 = xu.dot(xu);
             let pole_unit =
                 has_pole & !scaled_try & xu2.cmp_gt(s(1e-10) * vv) & xu2.cmp_gt(s(1e-30));
+            let near_collinear = xu2.cmp_lt(s(1e-4) * vv);
+            if near_collinear.any() {
+                xu = V3::select(near_collinear, xu.sub(dir.scale(xu.dot(dir))), xu);
+                xu2 = xu.dot(xu);
+            }
             let hk = root_in.rotate(h);
-            let nk = hk.sub(dir.scale(hk.dot(dir)));
-            let nk2 = nk.dot(nk);
-            let keep = nk2.cmp_gt(s(1e-10) * hk.dot(hk)) & nk2.cmp_gt(s(1e-30));
+            let hh = hk.dot(hk);
+            let mut nk = hk.sub(dir.scale(hk.dot(dir)));
+            let mut nk2 = nk.dot(nk);
+            let keep = nk2.cmp_gt(s(1e-10) * hh) & nk2.cmp_gt(s(1e-30));
+            // An incoming bend axis nearly along the target line (sin under 1e-2): a second
+            // Gram–Schmidt step, as for poles, so that the frame stays orthogonal. (The scalar
+            // solve's `normal_part` takes one step: there it can be off by ~1e-5 rad.)
+            let near_collinear = nk2.cmp_lt(s(1e-4) * hh);
+            if near_collinear.any() {
+                nk = V3::select(near_collinear, nk.sub(dir.scale(nk.dot(dir))), nk);
+                nk2 = nk.dot(nk);
+            }
             // (Else the scalar solve takes the rest plane.)
             ok &= scaled | pole_unit | keep;
             pole_fallback = has_pole & !(scaled | pole_unit);
@@ -1069,7 +1090,10 @@ fn gather(goal: &LimbGoal, parent: &BoneTransform, rotations: &[Quat; 3]) -> Lan
     let has_o = goal.orientation.is_some();
     let o = *goal.orientation.as_ref().unwrap_or(&Quat::IDENTITY);
     let rw = goal.rotation_weight;
-    let o_ok = rw.is_finite() & (!has_o | (full(rw) & (o.length_squared() >= 1e-12)));
+    // (An orientation's squared norm outside [1e-12, 1e12] is a bad goal, as in the scalar
+    // solve.)
+    let o2 = o.length_squared();
+    let o_ok = rw.is_finite() & (!has_o | (full(rw) & (1e-12..=1e12).contains(&o2)));
     let (pole, has_pole, pole_ok) = match goal.pole {
         Pole::Position(p) => (p, true, full(goal.pole_weight)),
         // (The pole weight has nothing to blend toward: the incoming plane stands.)
