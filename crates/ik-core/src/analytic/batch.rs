@@ -85,20 +85,19 @@
 //! # Performance
 //!
 //! Bench `analytic_batch` (batch and scalar in the same run, on the analytic bench's 1000-goal
-//! mix, 1000 limbs per call): about 1.6× the scalar solve's throughput on the development
-//! machine's default x86-64 (SSE2) build, ≈ 41 against ≈ 64 ns per limb with the machine
-//! loaded (where the scalar bench shows ≈ 50 ns idle); see the `bevy_ik` README's *Peers*
-//! section. Short of the 4× that four lanes suggest, for measured reasons:
+//! mix, 1000 limbs per call): about 1.55× the scalar solve's throughput on the development
+//! machine's default x86-64 (SSE2) build, ≈ 45 against ≈ 70 ns per limb with the machine
+//! loaded; see the `bevy_ik` README's *Peers* section. Short of the 4× that four lanes suggest, for measured reasons:
 //! - the scalar solve already uses glam's SSE2 vectors across x, y and z, so on vector work
 //!   lanes gain at most 4/3; the gain is on the scalar parts (square roots, divisions, the law
 //!   of cosines, the masks), done four at a time, and on independent limbs overlapping (the
 //!   scalar solve is bound by one dependency chain);
 //! - reading the caller's goals, parents and rotations into lanes and writing rotations and
-//!   reports back costs about 12 ns per limb of the 41 (measured with the lanes' arithmetic
-//!   stubbed out); the lanes' arithmetic, the forward kinematics that measures each residual
-//!   included, the rest;
+//!   reports back costs about 12 ns per limb (measured with the lanes' arithmetic stubbed
+//!   out); the lanes' arithmetic, the forward kinematics that measures each residual included,
+//!   the rest;
 //! - building for x86-64-v3 (AVX2, FMA, three-operand encoding; `-C target-cpu=x86-64-v3`)
-//!   changed little with four lanes (≈ 39 against ≈ 61 ns): the work is arithmetic, not
+//!   changed little with four lanes (≈ 39 against ≈ 41 ns): the work is arithmetic, not
 //!   register copies. Eight lanes on AVX were not tried (on SSE2 they were slower, above), and
 //!   a library cannot pick AVX for its users without `unsafe` runtime dispatch, which this
 //!   crate forbids.
