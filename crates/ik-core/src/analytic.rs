@@ -52,6 +52,8 @@
 //! common path got slower), and building for x86-64-v3 (only ~0.8 ns). Timings were compared
 //! in alternating A/B runs; instruction counts (callgrind) did not predict them.
 
+pub mod batch;
+
 use core::f32::consts::PI;
 
 use glam::{Quat, Vec3, Vec3A, Vec3Swizzles, Vec4};

@@ -1,0 +1,1195 @@
+//! Batched two-bone limb IK for crowds: many [`TwoBoneIk`] limbs per call, four at a time in
+//! SIMD lanes.
+//!
+//! [`TwoBoneBatch`] is built once from `(skeleton, limb)` pairs and keeps the limbs' rest data
+//! (segment offsets, rest scales, bend axes, flex limits, soft reach) as a structure of arrays.
+//! Each [`TwoBoneBatch::solve`] then takes one [`LimbGoal`] and the root's parent model
+//! transform per limb, reads and writes the limbs' local `[root, mid, tip]` rotations in place
+//! and fills one report per limb. It allocates nothing.
+//!
+//! ```
+//! use ik_core::analytic::batch::{BatchScratch, TwoBoneBatch};
+//! use ik_core::analytic::{LimbGoal, TwoBoneIk};
+//! use ik_core::{Bone, BoneTransform, Skeleton};
+//! use glam::{Quat, Vec3};
+//!
+//! let skeleton = Skeleton::try_new(vec![
+//!     Bone::new("shoulder", None, BoneTransform::IDENTITY),
+//!     Bone::new("elbow", Some(0), BoneTransform::from_translation(Vec3::X * 0.3)),
+//!     Bone::new("wrist", Some(1), BoneTransform::from_translation(Vec3::X * 0.25)),
+//! ])?;
+//! let arm = TwoBoneIk::try_new(&skeleton, 0, 1, 2)?;
+//! // A crowd of 100 identical arms (they could all be different).
+//! let batch = TwoBoneBatch::try_new((0..100).map(|_| (&skeleton, &arm)))?;
+//! let goals: Vec<_> = (0..100)
+//!     .map(|i| LimbGoal::new(Vec3::new(0.3, 0.002 * i as f32, 0.2)).with_pole(Vec3::NEG_Z))
+//!     .collect();
+//! let parents = vec![BoneTransform::IDENTITY; 100];
+//! let mut rotations = vec![[Quat::IDENTITY; 3]; 100];
+//! let mut reports = vec![Ok(Default::default()); 100];
+//! let mut scratch = BatchScratch::new();
+//! batch.solve(&goals, &parents, &mut rotations, &mut reports, &mut scratch)?;
+//! for report in &reports {
+//!     let report = report.as_ref().expect("good input");
+//!     // Measured from forward kinematics of the written rotations.
+//!     assert!(report.reachable && report.position_error < 1e-5);
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Semantics
+//!
+//! Those of [`TwoBoneIk::solve_with_parent`], limb by limb: the same flex from the law of
+//! cosines with soft reach and flex limits, the same pole plane (and the same fallback to the
+//! incoming bend plane for a [`Pole::Keep`] goal or a pole collinear with the target), wrist
+//! orientation and weights, the same [`LimbReport`] flags, and bad input as a per-limb `Err`
+//! status (the limb's rotations left unchanged) instead of a failed call. The lanes compute
+//! goals with full weights and a pole position or [`Pole::Keep`], including targets at the root
+//! and turns near a half turn. A lane off that path — a [`Pole::Swivel`] goal, partial weights,
+//! the rest-plane fallback (incoming plane degenerate too), any non-finite value — is handed to
+//! the scalar [`TwoBoneIk`] solve itself, so the rare cases have one implementation
+//! ([`TwoBoneBatch::solve`] returns how many limbs took it). Two differences, both stricter:
+//! - [`LimbReport::position_error`] is *measured*: the distance from the tip placed by forward
+//!   kinematics of the written rotations to the effective target (the scalar solve computes it
+//!   from its own construction).
+//! - A limb whose result would hold a non-finite value (e.g. a NaN incoming tip rotation that
+//!   the scalar solve passes through when the goal has no orientation) is reported as
+//!   [`AnalyticError::DegeneratePose`] and left unchanged: the batch never writes a NaN.
+//!
+//! The results match the scalar solve's to rounding (the test `tests/analytic_batch.rs` holds
+//! joint positions to 1e-5 of the limb length on the bench's goal mix and on random rigs); the
+//! written quaternions are normalised with a hardware reciprocal square root and one Newton
+//! step (unit to about 2e-7).
+//!
+//! The limbs' local translations are their skeletons' rest translations, read at set-up (as a
+//! [`Pose`] from [`Skeleton::rest_pose`] has them); call
+//! [`TwoBoneBatch::set_translations`] when animation moves them. Limbs with bones between root,
+//! mid and tip (twist bones) are refused at set-up ([`BatchError::BonesBetween`]): solve those
+//! with [`TwoBoneIk`].
+//!
+//! # Layout and SIMD
+//!
+//! Lanes are [`wide::f32x4`]: four limbs per vector. The rest data is stored per block of four
+//! limbs, field by field (structure of arrays within a block, so each field is one aligned
+//! load); the per-call goals, parents and rotations are read from the caller's slices as one
+//! vector per `Vec3`/`Quat` and transposed 4 × 4 into lanes in registers, and the written
+//! rotations transposed back. `wide` rather than glam's `Vec4` (which the scalar solve uses as
+//! *one* vector per limb, across x, y, z): a lane-per-limb layout needs lane-wise square roots,
+//! reciprocal square roots, selects on comparison masks and `exp` (soft reach), and glam's
+//! `Vec4` has no lane-wise square root; `wide` is already in this crate's tree
+//! (nalgebra → simba), so it costs no build time. `f32x4` rather than `f32x8`: the default
+//! x86-64 target has SSE2 and no AVX, where `wide`'s `f32x8` is two `f32x4`, i.e. two blocks
+//! interleaved; measured slower (≈ 55 against ≈ 41 ns per limb: more spills, and the branches
+//! over rare cases taken in more blocks).
+//!
+//! # Performance
+//!
+//! Bench `analytic_batch` (batch and scalar in the same run, on the analytic bench's 1000-goal
+//! mix, 1000 limbs per call): about 1.55× the scalar solve's throughput on the development
+//! machine's default x86-64 (SSE2) build, ≈ 45 against ≈ 70 ns per limb with the machine
+//! loaded; see the `bevy_ik` README's *Peers* section. Short of the 4× that four lanes suggest, for measured reasons:
+//! - the scalar solve already uses glam's SSE2 vectors across x, y and z, so on vector work
+//!   lanes gain at most 4/3; the gain is on the scalar parts (square roots, divisions, the law
+//!   of cosines, the masks), done four at a time, and on independent limbs overlapping (the
+//!   scalar solve is bound by one dependency chain);
+//! - reading the caller's goals, parents and rotations into lanes and writing rotations and
+//!   reports back costs about 12 ns per limb (measured with the lanes' arithmetic stubbed
+//!   out); the lanes' arithmetic, the forward kinematics that measures each residual included,
+//!   the rest;
+//! - building for x86-64-v3 (AVX2, FMA, three-operand encoding; `-C target-cpu=x86-64-v3`)
+//!   changed little with four lanes (≈ 39 against ≈ 41 ns): the work is arithmetic, not
+//!   register copies. Eight lanes on AVX were not tried (on SSE2 they were slower, above), and
+//!   a library cannot pick AVX for its users without `unsafe` runtime dispatch, which this
+//!   crate forbids.
+//!
+//! Measured and kept: the gather written out for four lanes (`core::array::from_fn` left a
+//! call per lane, ~8 ns per limb), 4 × 4 transposes in registers instead of lane-by-lane stores
+//! (which stalled on store forwarding), normalisation by reciprocal square root and a Newton
+//! step instead of square root and division, and branches over blocks without a near-half-turn
+//! frame or a wrist orientation.
+
+use glam::{Quat, Vec3};
+use thiserror::Error;
+use wide::{CmpEq, CmpGe, CmpGt, CmpLe, CmpLt, CmpNe, f32x4};
+
+use super::{AnalyticError, LimbGoal, LimbReport, Pole, TwoBoneIk};
+use crate::pose::{BoneTransform, Pose};
+use crate::skeleton::{Bone, MIN_BONE_LENGTH, Skeleton};
+
+/// The lane type: four limbs per vector.
+type F = f32x4;
+/// Limbs per vector (the gather and the transposes are written out for four).
+const LANES: usize = 4;
+
+/// Errors from building a [`TwoBoneBatch`] or from a call with mismatched slices.
+///
+/// Bad *values* (a NaN target, a degenerate parent) are not errors of the call: they are the
+/// affected limb's `Err` report.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[non_exhaustive]
+pub enum BatchError {
+    /// The limb at this index has bones between root and mid or between mid and tip.
+    #[error("limb {limb} has bones between root, mid and tip; solve it with `TwoBoneIk`")]
+    BonesBetween {
+        /// Index of the limb in the set-up order.
+        limb: usize,
+    },
+    /// The limb at this index does not fit its skeleton.
+    #[error("limb {limb}: {source}")]
+    Limb {
+        /// Index of the limb in the set-up order.
+        limb: usize,
+        /// What is wrong with it.
+        source: AnalyticError,
+    },
+    /// A per-call slice does not have one entry per limb.
+    #[error("the batch has {limbs} limbs but `{slice}` has {found} entries")]
+    LengthMismatch {
+        /// Limbs in the batch.
+        limbs: usize,
+        /// The slice's name.
+        slice: &'static str,
+        /// Its length.
+        found: usize,
+    },
+    /// A limb index is out of range.
+    #[error("limb index {index} out of range for a batch of {limbs}")]
+    IndexOutOfRange {
+        /// The index given.
+        index: usize,
+        /// Limbs in the batch.
+        limbs: usize,
+    },
+}
+
+/// Reusable scratch for [`TwoBoneBatch::solve`]: the three-bone pose the scalar solve of rare
+/// lanes works on. Make one per thread and keep it.
+#[derive(Clone, Debug)]
+pub struct BatchScratch {
+    pose: Pose,
+}
+
+impl Default for BatchScratch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl BatchScratch {
+    /// A scratch buffer (allocates once, here).
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            pose: Pose {
+                rotations: vec![Quat::IDENTITY; 3],
+                translations: vec![Vec3::ZERO; 3],
+            },
+        }
+    }
+}
+
+/// Three lane vectors: one `Vec3` per limb.
+#[derive(Clone, Copy, Debug)]
+struct V3 {
+    x: F,
+    y: F,
+    z: F,
+}
+
+/// Four lane vectors: one `Quat` per limb.
+#[derive(Clone, Copy, Debug)]
+struct Q {
+    x: F,
+    y: F,
+    z: F,
+    w: F,
+}
+
+impl V3 {
+    #[inline(always)]
+    fn add(self, o: Self) -> Self {
+        Self {
+            x: self.x + o.x,
+            y: self.y + o.y,
+            z: self.z + o.z,
+        }
+    }
+    #[inline(always)]
+    fn sub(self, o: Self) -> Self {
+        Self {
+            x: self.x - o.x,
+            y: self.y - o.y,
+            z: self.z - o.z,
+        }
+    }
+    #[inline(always)]
+    fn mul(self, o: Self) -> Self {
+        Self {
+            x: self.x * o.x,
+            y: self.y * o.y,
+            z: self.z * o.z,
+        }
+    }
+    #[inline(always)]
+    fn scale(self, s: F) -> Self {
+        Self {
+            x: self.x * s,
+            y: self.y * s,
+            z: self.z * s,
+        }
+    }
+    #[inline(always)]
+    fn dot(self, o: Self) -> F {
+        self.x * o.x + self.y * o.y + self.z * o.z
+    }
+    #[inline(always)]
+    fn cross(self, o: Self) -> Self {
+        Self {
+            x: self.y * o.z - self.z * o.y,
+            y: self.z * o.x - self.x * o.z,
+            z: self.x * o.y - self.y * o.x,
+        }
+    }
+    #[inline(always)]
+    fn select(mask: F, t: Self, f: Self) -> Self {
+        Self {
+            x: mask.blend(t.x, f.x),
+            y: mask.blend(t.y, f.y),
+            z: mask.blend(t.z, f.z),
+        }
+    }
+}
+
+impl Q {
+    #[inline(always)]
+    fn v(self) -> V3 {
+        V3 {
+            x: self.x,
+            y: self.y,
+            z: self.z,
+        }
+    }
+    #[inline(always)]
+    fn from_vw(v: V3, w: F) -> Self {
+        Self {
+            x: v.x,
+            y: v.y,
+            z: v.z,
+            w,
+        }
+    }
+    #[inline(always)]
+    fn conjugate(self) -> Self {
+        Self {
+            x: -self.x,
+            y: -self.y,
+            z: -self.z,
+            w: self.w,
+        }
+    }
+    /// The Hamilton product `self * o` (as glam's `Quat * Quat`).
+    #[inline(always)]
+    fn mul(self, o: Self) -> Self {
+        let (a, b) = (self.v(), o.v());
+        let v = b.scale(self.w).add(a.scale(o.w)).add(a.cross(b));
+        Self::from_vw(v, self.w * o.w - a.dot(b))
+    }
+    #[inline(always)]
+    fn length_squared(self) -> F {
+        self.x * self.x + self.y * self.y + self.z * self.z + self.w * self.w
+    }
+    #[inline(always)]
+    fn scale(self, s: F) -> Self {
+        Self {
+            x: self.x * s,
+            y: self.y * s,
+            z: self.z * s,
+            w: self.w * s,
+        }
+    }
+    #[inline(always)]
+    fn normalize(self) -> Self {
+        self.scale(inv_sqrt(self.length_squared()))
+    }
+    /// `self * v` for a unit quaternion: `v + 2w (b × v) + 2 b × (b × v)`.
+    #[inline(always)]
+    fn rotate(self, v: V3) -> V3 {
+        let b = self.v();
+        let t = b.cross(v).scale(F::splat(2.0));
+        v.add(t.scale(self.w)).add(b.cross(t))
+    }
+    #[inline(always)]
+    fn select(mask: F, t: Self, f: Self) -> Self {
+        Self {
+            x: mask.blend(t.x, f.x),
+            y: mask.blend(t.y, f.y),
+            z: mask.blend(t.z, f.z),
+            w: mask.blend(t.w, f.w),
+        }
+    }
+    /// Components below 1e-20 in magnitude set to zero (as the scalar solve's
+    /// `flush_subnormal`: they would turn subnormal over repeated solves).
+    #[inline(always)]
+    fn flush_subnormal(self) -> Self {
+        let tiny = F::splat(1e-20);
+        let f = |c: F| c.abs().cmp_ge(tiny).blend(c, F::ZERO);
+        Self {
+            x: f(self.x),
+            y: f(self.y),
+            z: f(self.z),
+            w: f(self.w),
+        }
+    }
+    /// Zero in every lane whose components are all finite, NaN elsewhere.
+    #[inline(always)]
+    fn finite_probe(self) -> F {
+        (self.x + self.y + self.z + self.w) * F::ZERO
+    }
+}
+
+/// `1 / √x` to about 2e-7 relative: the hardware estimate (12 bits) and one Newton step,
+/// cheaper than a square root and a division, whose shared unit the solve otherwise queues on.
+/// (Zero or a non-finite `x` gives a non-finite result, as `1 / √x` would.)
+#[inline(always)]
+fn inv_sqrt(x: F) -> F {
+    let y = x.recip_sqrt();
+    y * (F::splat(1.5) - F::splat(0.5) * x * y * y)
+}
+
+/// `x` clamped to `[lo, hi]`, NaN giving `lo` (as the scalar solve's `clamp_fast`: SSE `maxps`
+/// returns its second operand when either is NaN).
+#[inline(always)]
+fn clamp(x: F, lo: F, hi: F) -> F {
+    x.fast_max(lo).fast_min(hi)
+}
+
+/// `acos(x)` for `x` in `[−1, 1]` to within 5e-7 rad: the scalar solve's polynomial
+/// (Abramowitz & Stegun 4.4.46), lane-wise.
+#[allow(clippy::excessive_precision)]
+#[inline(always)]
+fn acos(x: F) -> F {
+    let a = x.abs();
+    let c = |v: f32| F::splat(v);
+    let (a2, a4) = (a * a, (a * a) * (a * a));
+    let p01 = c(1.570_796_305_0) - c(0.214_598_801_6) * a;
+    let p23 = c(0.088_978_987_4) - c(0.050_174_304_6) * a;
+    let p45 = c(0.030_891_881_0) - c(0.017_088_125_6) * a;
+    let p67 = c(0.006_670_090_1) - c(0.001_262_491_1) * a;
+    let p = (p01 + a2 * p23) + a4 * (p45 + a2 * p67);
+    let r = (F::ONE - a).sqrt() * p;
+    x.cmp_lt(F::ZERO).blend(c(core::f32::consts::PI) - r, r)
+}
+
+/// The rotation taking the frame `a` onto the frame `b` (both orthogonal, right-handed, scaled
+/// by factors whose product is `k > 0`), up to a positive factor: the scalar solve's
+/// `frame_rotation_scaled`, with its near-half-turn case as a lane select instead of a branch.
+///
+/// `(Σ aᵢ × bᵢ, k + Σ aᵢ·bᵢ)` is `4 k cos(θ/2)` times the unit rotation, exact unless θ nears
+/// π; where `w ≤ 0.05 k` the target frame is first turned by π about its axis `bᵢ` with the
+/// largest `tᵢ = aᵢ·bᵢ` (which negates the other two axes' terms) and that half turn `(bᵢ, 0)`
+/// applied back.
+#[inline(always)]
+fn frame_rotation(a: [V3; 3], k: F, b: [V3; 3]) -> Q {
+    let x = [a[0].cross(b[0]), a[1].cross(b[1]), a[2].cross(b[2])];
+    let t = [a[0].dot(b[0]), a[1].dot(b[1]), a[2].dot(b[2])];
+    let v = x[0].add(x[1]).add(x[2]);
+    let w = k + t[0] + t[1] + t[2];
+    let direct = Q::from_vw(v, w);
+    // Near a half turn (about 14 % of uniformly random rotations: in about half the blocks of
+    // random goals, which still measured faster than computing it always): both routes in
+    // every lane, one select.
+    let near = w.cmp_le(F::splat(0.05) * k);
+    if near.none() {
+        return direct;
+    }
+    let first = t[0].cmp_ge(t[1]) & t[0].cmp_ge(t[2]);
+    let second = !first & t[1].cmp_ge(t[2]);
+    let pick = |u: [V3; 3]| V3::select(first, u[0], V3::select(second, u[1], u[2]));
+    let (xi, bi) = (pick(x), pick(b));
+    let ti = first.blend(t[0], second.blend(t[1], t[2]));
+    let turned = Q::from_vw(xi.scale(F::splat(2.0)).sub(v), F::splat(2.0) * (k + ti) - w);
+    let half = Q::from_vw(bi, F::ZERO).mul(turned);
+    Q::select(near, half, direct)
+}
+
+/// One limb's rest data, as read from its [`TwoBoneIk`].
+#[derive(Clone, Copy, Debug)]
+struct RestLimb {
+    /// Local rest translations of root, mid and tip.
+    t: [Vec3; 3],
+    /// Rest scales of root and mid.
+    scale: [Vec3; 2],
+    /// The bend axis in use, root local frame (unit).
+    bend: Vec3,
+    /// Cosines of the flex limits (min, max), the limits, and the soft-reach fraction.
+    cos_flex: [f32; 2],
+    flex: [f32; 2],
+    soft_reach: f32,
+}
+
+impl RestLimb {
+    /// A benign limb for the padding lanes (results discarded).
+    const PADDING: Self = Self {
+        t: [Vec3::ZERO, Vec3::X, Vec3::X],
+        scale: [Vec3::ONE; 2],
+        bend: Vec3::Z,
+        cos_flex: [1.0, -1.0],
+        flex: [0.0, core::f32::consts::PI],
+        soft_reach: 0.0,
+    };
+}
+
+/// The rest data of one block of limbs, lane per limb (the batch is an array of these:
+/// structure of arrays within a block, so each field is one aligned vector load).
+#[derive(Clone, Copy, Debug)]
+struct RestBlock {
+    t_root: V3,
+    t_mid: V3,
+    t_tip: V3,
+    root_scale: V3,
+    mid_scale: V3,
+    bend: V3,
+    cos_flex_min: F,
+    cos_flex_max: F,
+    flex_min: F,
+    flex_max: F,
+    soft_reach: F,
+}
+
+impl RestBlock {
+    fn new(limbs: &[RestLimb; LANES]) -> Self {
+        let f = |g: &dyn Fn(&RestLimb) -> f32| F::from(limbs.each_ref().map(g));
+        let v = |g: &dyn Fn(&RestLimb) -> Vec3| V3 {
+            x: f(&|l| g(l).x),
+            y: f(&|l| g(l).y),
+            z: f(&|l| g(l).z),
+        };
+        Self {
+            t_root: v(&|l| l.t[0]),
+            t_mid: v(&|l| l.t[1]),
+            t_tip: v(&|l| l.t[2]),
+            root_scale: v(&|l| l.scale[0]),
+            mid_scale: v(&|l| l.scale[1]),
+            bend: v(&|l| l.bend),
+            cos_flex_min: f(&|l| l.cos_flex[0]),
+            cos_flex_max: f(&|l| l.cos_flex[1]),
+            flex_min: f(&|l| l.flex[0]),
+            flex_max: f(&|l| l.flex[1]),
+            soft_reach: f(&|l| l.soft_reach),
+        }
+    }
+}
+
+/// Many two-bone limbs solved together (see the [module docs](self)).
+#[derive(Clone, Debug)]
+pub struct TwoBoneBatch {
+    len: usize,
+    /// Per block of [`LANES`] limbs.
+    rest: Vec<RestBlock>,
+    /// Per limb (the blocks are rebuilt from it when a limb changes).
+    rest_limbs: Vec<RestLimb>,
+    /// Whether any limb has soft reach on (the lanes then evaluate its `exp`).
+    any_soft: bool,
+    /// Each limb's solver re-indexed onto the three-bone `mini` skeleton, for the rare lanes.
+    scalar: Vec<TwoBoneIk>,
+    /// Each limb's local translations (root, mid, tip), for the rare lanes.
+    translations: Vec<[Vec3; 3]>,
+    /// Each limb's root and mid rest scales, for forward kinematics of the rare lanes.
+    scales: Vec<[Vec3; 2]>,
+    /// A root → mid → tip skeleton: the scalar solve without bones between reads only its
+    /// length, so one serves every limb.
+    mini: Skeleton,
+}
+
+impl TwoBoneBatch {
+    /// A batch of the given limbs, each with the skeleton it was built on.
+    ///
+    /// # Errors
+    /// [`BatchError::BonesBetween`] for a limb with bones between root, mid and tip, and
+    /// [`BatchError::Limb`] for a limb whose bone indices do not fit its skeleton.
+    pub fn try_new<'a>(
+        limbs: impl IntoIterator<Item = (&'a Skeleton, &'a TwoBoneIk)>,
+    ) -> Result<Self, BatchError> {
+        let mut rest_limbs = Vec::new();
+        let mut scalar = Vec::new();
+        let mut translations = Vec::new();
+        let mut scales = Vec::new();
+        for (limb, (skeleton, ik)) in limbs.into_iter().enumerate() {
+            if !(ik.upper_between.is_empty() && ik.lower_between.is_empty()) {
+                return Err(BatchError::BonesBetween { limb });
+            }
+            if ik.tip >= skeleton.len() {
+                return Err(BatchError::Limb {
+                    limb,
+                    source: AnalyticError::PoseMismatch {
+                        needed: ik.tip + 1,
+                        found: skeleton.len(),
+                    },
+                });
+            }
+            let bones = skeleton.bones();
+            let t = [ik.root, ik.mid, ik.tip].map(|i| bones[i].rest.translation);
+            rest_limbs.push(RestLimb {
+                t,
+                scale: [ik.root_rest_scale, ik.mid_rest_scale],
+                bend: ik.bend_axis.into(),
+                cos_flex: [ik.cos_flex_min, ik.cos_flex_max],
+                flex: [ik.settings.flex_min, ik.settings.flex_max],
+                soft_reach: ik.settings.soft_reach,
+            });
+            translations.push(t);
+            scales.push([ik.root_rest_scale, ik.mid_rest_scale]);
+            scalar.push(TwoBoneIk {
+                root: 0,
+                mid: 1,
+                tip: 2,
+                ..ik.clone()
+            });
+        }
+        let len = scalar.len();
+        let rest = (0..len.div_ceil(LANES))
+            .map(|b| Self::rest_block(&rest_limbs, b))
+            .collect();
+        let any_soft = rest_limbs.iter().any(|l| l.soft_reach > 0.0);
+        let mini = Skeleton::try_new(vec![
+            Bone::new("root", None, BoneTransform::IDENTITY),
+            Bone::new("mid", Some(0), BoneTransform::from_translation(Vec3::X)),
+            Bone::new("tip", Some(1), BoneTransform::from_translation(Vec3::X)),
+        ])
+        .map_err(|e| BatchError::Limb {
+            limb: 0,
+            source: e.into(),
+        })?;
+        Ok(Self {
+            len,
+            rest,
+            rest_limbs,
+            any_soft,
+            scalar,
+            translations,
+            scales,
+            mini,
+        })
+    }
+
+    /// Block `b` of `limbs`, padded.
+    fn rest_block(limbs: &[RestLimb], b: usize) -> RestBlock {
+        RestBlock::new(&core::array::from_fn(|l| {
+            limbs
+                .get(b * LANES + l)
+                .copied()
+                .unwrap_or(RestLimb::PADDING)
+        }))
+    }
+
+    /// Limbs per SIMD vector: [`TwoBoneBatch::solve_range`] starts at a multiple of it.
+    pub const LANES: usize = LANES;
+
+    /// Number of limbs.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the batch has no limbs.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Replaces limb `limb`'s local translations of root, mid and tip (the rest translations
+    /// from set-up), for rigs whose animation moves them.
+    ///
+    /// # Errors
+    /// [`BatchError::IndexOutOfRange`].
+    pub fn set_translations(
+        &mut self,
+        limb: usize,
+        translations: [Vec3; 3],
+    ) -> Result<(), BatchError> {
+        if limb >= self.len {
+            return Err(BatchError::IndexOutOfRange {
+                index: limb,
+                limbs: self.len,
+            });
+        }
+        self.rest_limbs[limb].t = translations;
+        self.rest[limb / LANES] = Self::rest_block(&self.rest_limbs, limb / LANES);
+        self.translations[limb] = translations;
+        Ok(())
+    }
+
+    /// Solves every limb toward its goal.
+    ///
+    /// Per limb `i`: `goals[i]`, the model transform of its root's parent `parents[i]`, its
+    /// local rotations `rotations[i]` = `[root, mid, tip]` (the incoming pose, overwritten with
+    /// the solved one), and `reports[i]`, set to the limb's report or to the error the scalar
+    /// [`TwoBoneIk::solve_with_parent`] gives for that input (the limb's rotations are then
+    /// unchanged). The tip's rotation changes only for a goal with an orientation.
+    ///
+    /// Returns how many limbs took the scalar solve (goals off the lanes' common path, see the
+    /// [module docs](self)), for profiling.
+    ///
+    /// # Errors
+    /// [`BatchError::LengthMismatch`] when a slice does not have one entry per limb; nothing is
+    /// written then.
+    pub fn solve(
+        &self,
+        goals: &[LimbGoal],
+        parents: &[BoneTransform],
+        rotations: &mut [[Quat; 3]],
+        reports: &mut [Result<LimbReport, AnalyticError>],
+        scratch: &mut BatchScratch,
+    ) -> Result<usize, BatchError> {
+        if goals.len() != self.len {
+            return Err(BatchError::LengthMismatch {
+                limbs: self.len,
+                slice: "goals",
+                found: goals.len(),
+            });
+        }
+        self.solve_range(0, goals, parents, rotations, reports, scratch)
+    }
+
+    /// [`TwoBoneBatch::solve`] for the limbs `first..first + goals.len()` only, the slices
+    /// holding just those limbs: for splitting a batch between threads (each with its own
+    /// [`BatchScratch`]), e.g. with `chunks_mut` of a multiple of [`TwoBoneBatch::LANES`].
+    ///
+    /// # Errors
+    /// [`BatchError::LengthMismatch`] when the slices' lengths differ, and
+    /// [`BatchError::IndexOutOfRange`] when `first` is not a multiple of
+    /// [`TwoBoneBatch::LANES`] or the range runs past the last limb; nothing is written then.
+    pub fn solve_range(
+        &self,
+        first: usize,
+        goals: &[LimbGoal],
+        parents: &[BoneTransform],
+        rotations: &mut [[Quat; 3]],
+        reports: &mut [Result<LimbReport, AnalyticError>],
+        scratch: &mut BatchScratch,
+    ) -> Result<usize, BatchError> {
+        let n = goals.len();
+        if !first.is_multiple_of(LANES) || first + n > self.len {
+            return Err(BatchError::IndexOutOfRange {
+                index: if !first.is_multiple_of(LANES) {
+                    first
+                } else {
+                    first + n
+                },
+                limbs: self.len,
+            });
+        }
+        for (slice, found) in [
+            ("goals", goals.len()),
+            ("parents", parents.len()),
+            ("rotations", rotations.len()),
+            ("reports", reports.len()),
+        ] {
+            if found != n {
+                return Err(BatchError::LengthMismatch {
+                    limbs: n,
+                    slice,
+                    found,
+                });
+            }
+        }
+        let mut scalar = 0;
+        for block in 0..n.div_ceil(LANES) {
+            scalar += self.solve_block(
+                first / LANES + block,
+                &goals[block * LANES..],
+                &parents[block * LANES..],
+                &mut rotations[block * LANES..],
+                &mut reports[block * LANES..],
+                scratch,
+            );
+        }
+        Ok(scalar)
+    }
+
+    /// Solves the limbs of one lane block: the lanes on the common path in SIMD, the others
+    /// with the scalar solve (returns how many).
+    #[inline(always)]
+    fn solve_block(
+        &self,
+        block: usize,
+        goals: &[LimbGoal],
+        parents: &[BoneTransform],
+        rotations: &mut [[Quat; 3]],
+        reports: &mut [Result<LimbReport, AnalyticError>],
+        scratch: &mut BatchScratch,
+    ) -> usize {
+        // The slices start at this block's first limb and hold `count` of its limbs.
+        let base = block * LANES;
+        let count = goals.len().min(LANES);
+        debug_assert!(base + count <= self.len);
+        // Each limb's inputs as vector rows, transposed into lanes below (a 4 × 4 transpose in
+        // registers: writing lanes one float at a time and reading them back as vectors
+        // stalled every load on store forwarding).
+        // Padding lanes repeat the block's first limb (results discarded).
+        let limb = |lane: usize| if lane < count { lane } else { 0 };
+        // (Written out: `core::array::from_fn` left the gather as a call per lane, through
+        // memory, which measured as much as the whole gather.)
+        let g = |lane: usize| {
+            gather(
+                &goals[limb(lane)],
+                &parents[limb(lane)],
+                &rotations[limb(lane)],
+            )
+        };
+        let lanes: [LaneIn; LANES] = [g(0), g(1), g(2), g(3)];
+        // Lanes whose goal is on the lanes' path (full weights, a pole position or `Keep`).
+        let mut simple = 0u32;
+        for (lane, l) in lanes.iter().enumerate() {
+            if lane < count && l.on_path {
+                simple |= 1 << lane;
+            }
+        }
+        let input = Gathered::from_lanes(&lanes);
+        let out = self.lanes(block, &input);
+        let solved = simple & (out.ok.move_mask() as u32);
+        let new = [out.root, out.mid, out.tip].map(|q| F::transpose([q.x, q.y, q.z, q.w]));
+        let (reachable, limited, pole_fallback) = (
+            out.reachable.move_mask(),
+            out.flex_limited.move_mask(),
+            out.pole_fallback.move_mask(),
+        );
+        let (error, flex, dist) = (
+            out.error.to_array(),
+            out.flex.to_array(),
+            out.dist.to_array(),
+        );
+        let (l1, l2) = (out.l1.to_array(), out.l2.to_array());
+        for lane in 0..count {
+            if solved & (1 << lane) != 0 {
+                rotations[lane] = new.map(|q| Quat::from_array(q[lane].to_array()));
+                let report = LimbReport {
+                    reachable: reachable & (1 << lane) != 0,
+                    position_error: error[lane],
+                    flex_angle: flex[lane],
+                    flex_limited: limited & (1 << lane) != 0,
+                    pole_fallback: pole_fallback & (1 << lane) != 0,
+                    target_distance: dist[lane],
+                    lengths: [l1[lane], l2[lane]],
+                };
+                // (Overwriting an `Ok` in place: no call to drop the previous value.)
+                match &mut reports[lane] {
+                    Ok(r) => *r = report,
+                    other => *other = Ok(report),
+                }
+            } else {
+                reports[lane] = self.solve_scalar(
+                    base + lane,
+                    &goals[lane],
+                    &parents[lane],
+                    &mut rotations[lane],
+                    scratch,
+                );
+            }
+        }
+        count - solved.count_ones() as usize
+    }
+
+    /// One limb with the scalar solve (the rare lanes), its residual measured like the lanes'.
+    #[cold]
+    #[inline(never)]
+    fn solve_scalar(
+        &self,
+        i: usize,
+        goal: &LimbGoal,
+        parent: &BoneTransform,
+        rotations: &mut [Quat; 3],
+        scratch: &mut BatchScratch,
+    ) -> Result<LimbReport, AnalyticError> {
+        let pose = &mut scratch.pose;
+        pose.rotations.copy_from_slice(rotations);
+        pose.translations.copy_from_slice(&self.translations[i]);
+        let mut report = self.scalar[i].solve_with_parent(&self.mini, pose, goal, parent)?;
+        let new: [Quat; 3] = [pose.rotations[0], pose.rotations[1], pose.rotations[2]];
+        if !new.iter().all(|q| q.is_finite()) {
+            return Err(AnalyticError::DegeneratePose);
+        }
+        let w_pos = goal.position_weight.clamp(0.0, 1.0);
+        let target = if w_pos >= 1.0 {
+            goal.target
+        } else {
+            self.tip_position(i, parent, rotations)
+                .lerp(goal.target, w_pos)
+        };
+        report.position_error = self.tip_position(i, parent, &new).distance(target);
+        *rotations = new;
+        Ok(report)
+    }
+
+    /// The tip's model position by forward kinematics of local rotations `[root, mid, tip]`.
+    fn tip_position(&self, i: usize, parent: &BoneTransform, rotations: &[Quat; 3]) -> Vec3 {
+        let [t_root, t_mid, t_tip] = self.translations[i];
+        let [s_root, s_mid] = self.scales[i];
+        let root = parent.mul_transform(&BoneTransform {
+            translation: t_root,
+            rotation: rotations[0],
+            scale: s_root,
+        });
+        let mid = root.mul_transform(&BoneTransform {
+            translation: t_mid,
+            rotation: rotations[1],
+            scale: s_mid,
+        });
+        mid.transform_point(t_tip)
+    }
+
+    /// The common-path solve of one block's four lanes; `ok` marks the lanes it is valid for.
+    #[inline(always)]
+    fn lanes(&self, block: usize, g: &Gathered) -> LaneOut {
+        let rest = &self.rest[block];
+        let s = |v: f32| F::splat(v);
+        let Gathered {
+            pt,
+            qp,
+            ps,
+            qr,
+            qm,
+            qt,
+            target,
+            pole,
+            o,
+            has_o,
+            has_pole,
+        } = *g;
+
+        // The incoming limb, in the root's (unscaled) rotation frame.
+        let p_root = pt.add(qp.rotate(ps.mul(rest.t_root)));
+        let root_scale = ps.mul(rest.root_scale);
+        let u1 = root_scale.mul(rest.t_mid);
+        let u2 = root_scale.mul(rest.mid_scale).mul(rest.t_tip);
+        let (l1, l2) = (u1.dot(u1).sqrt(), u2.dot(u2).sqrt());
+        let b_cur = qm.rotate(u2);
+        let min_len = s(MIN_BONE_LENGTH * 1e-3);
+        // The values that need not reach the written rotations (which are checked at the end)
+        // on every route: the incoming root rotation, the target and the pole, and the root
+        // position (the scalar solve refuses non-finite ones).
+        let probe = qr.finite_probe()
+            + Q::from_vw(target, F::ZERO).finite_probe()
+            + Q::from_vw(pole, F::ZERO).finite_probe()
+            + Q::from_vw(p_root, F::ZERO).finite_probe();
+        let mut ok = l1.cmp_gt(min_len) & l2.cmp_gt(min_len) & probe.cmp_eq(F::ZERO);
+        let total = l1 + l2;
+        let ua = u1.scale(F::ONE / l1);
+
+        // Root→target and the flex by the law of cosines.
+        let d = target.sub(p_root);
+        let dd = d.dot(d);
+        let dist = dd.sqrt();
+        let far = dist.cmp_gt(s(1e-6) * total);
+        let (cos_min, cos_max) = (rest.cos_flex_min, rest.cos_flex_max);
+        let inv_2l1l2 = F::ONE / (s(2.0) * l1 * l2);
+        let l_sq = l1 * l1 + l2 * l2;
+        let cos_raw = (dd - l_sq) * inv_2l1l2;
+        let tol = s(1e-5);
+        let reachable = cos_raw.cmp_le(cos_min + tol) & cos_raw.cmp_ge(cos_max - tol);
+        let mut cos_geom = clamp(cos_raw, s(-1.0), s(1.0));
+        if self.any_soft {
+            // Past (1 − soft_reach) of the maximum reach the distance eases out exponentially.
+            let soft = rest.soft_reach;
+            let d_max = (l_sq + s(2.0) * l1 * l2 * cos_min).fast_max(F::ZERO).sqrt();
+            let band = soft * d_max;
+            let start = d_max - band;
+            let eased =
+                d_max - band * (-(dist - start) / band.fast_max(s(f32::MIN_POSITIVE))).exp();
+            let dist_eff = (soft.cmp_gt(F::ZERO) & dist.cmp_gt(start)).blend(eased, dist);
+            let soft_geom = clamp((dist_eff * dist_eff - l_sq) * inv_2l1l2, s(-1.0), s(1.0));
+            cos_geom = soft.cmp_gt(F::ZERO).blend(soft_geom, cos_geom);
+        }
+        let cos_phi = clamp(cos_geom, cos_max, cos_min);
+        let flex_limited = (cos_phi - cos_geom).abs().cmp_gt(s(1e-6));
+        let sin_sq = F::ONE - cos_phi * cos_phi;
+        let sin_phi = sin_sq.sqrt();
+
+        // Bend axis normal to the upper segment (it already is unless scales moved it).
+        let bend = rest.bend;
+        let along = bend.dot(ua);
+        let exact = along.abs().cmp_lt(s(1e-7));
+        let mut h = bend;
+        if !exact.all() {
+            // (Only when a non-uniform scale turned the upper segment.)
+            let normal = bend.sub(ua.scale(along));
+            let n2 = normal.dot(normal);
+            ok &= exact | (n2.cmp_gt(s(1e-10) * bend.dot(bend)) & n2.cmp_gt(s(1e-30)));
+            h = V3::select(exact, bend, normal.scale(F::ONE / n2.sqrt()));
+        }
+        let side = h.cross(ua);
+        let ub_des = ua.scale(cos_phi).add(side.scale(sin_phi));
+        let (c_along, c_across) = (l1 + l2 * cos_phi, l2 * sin_phi);
+        let c_len = (c_along * c_along + l2 * l2 * sin_sq).sqrt();
+        ok &= c_len.cmp_gt(s(1e-6) * total);
+        let c = ua.scale(c_along).add(side.scale(c_across));
+        let c_x_h = ua.scale(c_across).sub(side.scale(c_along));
+
+        // The target frame from the pole, scaled by |d| |v × d| (no division), where the
+        // products stay within f32's range (the scalar solve's test).
+        let v = pole.sub(p_root);
+        let vv = v.dot(v);
+        let t2 = total * total;
+        let size = dd * vv * dd * t2 * t2;
+        let scaled_try = far & size.cmp_lt(s(1e30)) & size.cmp_gt(s(1e-30));
+        let mut x = v.cross(d);
+        let mut xx = x.dot(x);
+        let scaled =
+            has_pole & scaled_try & xx.cmp_gt(s(1e-10) * vv * dd) & xx.cmp_gt(s(1e-30) * dd);
+        // A nearly collinear pole (sin under 1e-2): one Gram–Schmidt step puts `v × d` back on
+        // the plane normal to `d`, as the scalar solve's `cross_and_length` does.
+        let near_collinear = xx.cmp_lt(s(1e-4) * vv * dd);
+        if near_collinear.any() {
+            x = V3::select(near_collinear, x.sub(d.scale(x.dot(d) / dd)), x);
+            xx = x.dot(x);
+        }
+        let len = xx.sqrt();
+        let (mut b1, mut b2, mut b3) = (d.scale(len), x.scale(dist), d.cross(x));
+        let mut kb = dist * len;
+        let mut pole_fallback = F::ZERO;
+        if !(scaled | !ok).all() {
+            // The unit frame on the unit target direction: for a target at the root (aim at the
+            // incoming tip), a pole beyond the scaled frame's range, the incoming bend plane of
+            // a `Keep` goal or of a pole collinear with the target.
+            let root_in = qp.mul(qr);
+            let to_tip = root_in.rotate(u1.add(b_cur));
+            let tt = to_tip.dot(to_tip);
+            // (Else the scalar solve aims along the upper segment.)
+            ok &= far | tt.cmp_gt(s(1e-30));
+            let dir = V3::select(far, d.scale(F::ONE / dist), to_tip.scale(inv_sqrt(tt)));
+            let mut xu = v.cross(dir);
+            let mut xu2 = xu.dot(xu);
+            let pole_unit =
+                has_pole & !scaled_try & xu2.cmp_gt(s(1e-10) * vv) & xu2.cmp_gt(s(1e-30));
+            let near_collinear = xu2.cmp_lt(s(1e-4) * vv);
+            if near_collinear.any() {
+                xu = V3::select(near_collinear, xu.sub(dir.scale(xu.dot(dir))), xu);
+                xu2 = xu.dot(xu);
+            }
+            let hk = root_in.rotate(h);
+            let hh = hk.dot(hk);
+            let mut nk = hk.sub(dir.scale(hk.dot(dir)));
+            let mut nk2 = nk.dot(nk);
+            let keep = nk2.cmp_gt(s(1e-10) * hh) & nk2.cmp_gt(s(1e-30));
+            // An incoming bend axis nearly along the target line (sin under 1e-2): a second
+            // Gram–Schmidt step, as for poles, so that the frame stays orthogonal. (The scalar
+            // solve's `normal_part` takes one step: there it can be off by ~1e-5 rad.)
+            let near_collinear = nk2.cmp_lt(s(1e-4) * hh);
+            if near_collinear.any() {
+                nk = V3::select(near_collinear, nk.sub(dir.scale(nk.dot(dir))), nk);
+                nk2 = nk.dot(nk);
+            }
+            // (Else the scalar solve takes the rest plane.)
+            ok &= scaled | pole_unit | keep;
+            pole_fallback = has_pole & !(scaled | pole_unit);
+            let n = V3::select(pole_unit, xu.scale(inv_sqrt(xu2)), nk.scale(inv_sqrt(nk2)));
+            b1 = V3::select(scaled, b1, dir);
+            b2 = V3::select(scaled, b2, n);
+            b3 = V3::select(scaled, b3, dir.cross(n));
+            kb = scaled.blend(kb, F::ONE);
+        }
+
+        // Mid: turn the lower segment onto its new direction (half-vector arc, scaled by l2).
+        let dot_turn = b_cur.dot(ub_des);
+        let mut delta = Q::from_vw(b_cur.cross(ub_des), l2 + dot_turn);
+        let near_half = dot_turn.cmp_le(s(-0.99) * l2);
+        if near_half.any() {
+            // Rare (a limb folding from straight, or the reverse): the frame rotation about
+            // the bend axis, as the scalar solve's `half_turn`.
+            let from = b_cur.scale(F::ONE / l2);
+            let hn = h.sub(from.scale(h.dot(from)));
+            let hn2 = hn.dot(hn);
+            ok &= !near_half | (hn2.cmp_gt(s(1e-10)) & hn2.cmp_gt(s(1e-30)));
+            let hc = hn.scale(F::ONE / hn2.sqrt());
+            let half = frame_rotation(
+                [from, hc, from.cross(hc)],
+                F::ONE,
+                [ub_des, h, ub_des.cross(h)],
+            );
+            delta = Q::select(near_half, half, delta);
+        }
+        let m_new = delta.mul(qm);
+
+        // Root: the rotation taking (c, h, c × h) onto (b1, b2, b3), both scaled frames.
+        let (a1, a2, a3) = (c, h.scale(c_len), c_x_h);
+        let k = c_len * kb;
+        let root_rot = frame_rotation([a1, a2, a3], k, [b1, b2, b3]);
+        let new_root = qp.conjugate().mul(root_rot).normalize();
+        let new_mid = m_new.normalize().flush_subnormal();
+        let new_tip = if has_o.any() {
+            let tip = m_new
+                .conjugate()
+                .mul(root_rot.conjugate().mul(o))
+                .normalize();
+            Q::select(has_o, tip, qt)
+        } else {
+            qt
+        };
+        ok &= (new_root.finite_probe() + new_mid.finite_probe() + new_tip.finite_probe())
+            .cmp_eq(F::ZERO);
+
+        // Measured: the tip by forward kinematics of the written rotations.
+        // (Unit up to rounding, as the parent's rotation is: the solve assumes that too.)
+        let root_model = qp.mul(new_root);
+        let tip_fk = p_root.add(root_model.rotate(u1.add(new_mid.rotate(u2))));
+        let e = tip_fk.sub(target);
+        let flex = clamp(acos(cos_phi), rest.flex_min, rest.flex_max);
+        LaneOut {
+            ok,
+            root: new_root,
+            mid: new_mid,
+            tip: new_tip,
+            reachable,
+            flex_limited,
+            pole_fallback,
+            error: e.dot(e).sqrt(),
+            flex,
+            dist,
+            l1,
+            l2,
+        }
+    }
+}
+
+/// Vector rows per limb: parent translation, rotation, scale; incoming root, mid, tip
+/// rotations; target, pole, orientation.
+const ROWS: usize = 9;
+
+/// A `Vec3` as a vector row (`w` = 0).
+#[inline(always)]
+fn row3(v: Vec3) -> F {
+    F::from([v.x, v.y, v.z, 0.0])
+}
+
+/// A `Quat` as a vector row.
+#[inline(always)]
+fn row4(q: Quat) -> F {
+    F::from(q.to_array())
+}
+
+/// One limb's input as vector rows, and its goal's kind.
+struct LaneIn {
+    rows: [F; ROWS],
+    /// Whether the goal has an orientation, a pole position.
+    has_o: bool,
+    has_pole: bool,
+    /// Whether the goal is on the lanes' path (finite weights, full position weight, a pole
+    /// position at full weight or [`Pole::Keep`]; the orientation, if any, at full weight).
+    /// Values are not checked here: the lanes test them.
+    on_path: bool,
+}
+
+#[inline(always)]
+fn gather(goal: &LimbGoal, parent: &BoneTransform, rotations: &[Quat; 3]) -> LaneIn {
+    // Branch-free where the goal kinds vary from limb to limb (a mispredicted branch per limb
+    // measured as much as the lanes' arithmetic): the orientation is read through a selected
+    // reference, the flags are combined with `&` / `|`.
+    // (Weights must be finite, as the scalar solve checks, and full: `∞ >= 1`.)
+    let full = |w: f32| w.is_finite() & (w >= 1.0);
+    let has_o = goal.orientation.is_some();
+    let o = *goal.orientation.as_ref().unwrap_or(&Quat::IDENTITY);
+    let rw = goal.rotation_weight;
+    // (An orientation's squared norm outside [1e-12, 1e12] is a bad goal, as in the scalar
+    // solve.)
+    let o2 = o.length_squared();
+    let o_ok = rw.is_finite() & (!has_o | (full(rw) & (1e-12..=1e12).contains(&o2)));
+    let (pole, has_pole, pole_ok) = match goal.pole {
+        Pole::Position(p) => (p, true, full(goal.pole_weight)),
+        // (The pole weight has nothing to blend toward: the incoming plane stands.)
+        Pole::Keep => (Vec3::ZERO, false, goal.pole_weight.is_finite()),
+        Pole::Swivel(_) => (Vec3::ZERO, false, false),
+    };
+    LaneIn {
+        rows: [
+            row3(parent.translation),
+            row4(parent.rotation),
+            row3(parent.scale),
+            row4(rotations[0]),
+            row4(rotations[1]),
+            row4(rotations[2]),
+            row3(goal.target),
+            row3(pole),
+            row4(o),
+        ],
+        has_o,
+        has_pole,
+        on_path: o_ok & pole_ok & full(goal.position_weight),
+    }
+}
+
+/// One block's per-call input in lanes.
+#[derive(Clone, Copy)]
+struct Gathered {
+    pt: V3,
+    qp: Q,
+    ps: V3,
+    qr: Q,
+    qm: Q,
+    qt: Q,
+    target: V3,
+    pole: V3,
+    o: Q,
+    has_o: F,
+    has_pole: F,
+}
+
+impl Gathered {
+    /// Transposes the limbs' rows into lanes.
+    #[inline(always)]
+    fn from_lanes(lanes: &[LaneIn; LANES]) -> Self {
+        let rows = |r: usize| {
+            F::transpose([
+                lanes[0].rows[r],
+                lanes[1].rows[r],
+                lanes[2].rows[r],
+                lanes[3].rows[r],
+            ])
+        };
+        let v3 = |r: usize| {
+            let [x, y, z, _] = rows(r);
+            V3 { x, y, z }
+        };
+        let q = |r: usize| {
+            let [x, y, z, w] = rows(r);
+            Q { x, y, z, w }
+        };
+        let flag = |b: bool| if b { 1.0 } else { 0.0 };
+        let [a, b, c, d] = lanes;
+        let has_o = F::from([flag(a.has_o), flag(b.has_o), flag(c.has_o), flag(d.has_o)]);
+        let has_pole = F::from([
+            flag(a.has_pole),
+            flag(b.has_pole),
+            flag(c.has_pole),
+            flag(d.has_pole),
+        ]);
+        Self {
+            pt: v3(0),
+            qp: q(1),
+            ps: v3(2),
+            qr: q(3),
+            qm: q(4),
+            qt: q(5),
+            target: v3(6),
+            pole: v3(7),
+            o: q(8),
+            has_o: has_o.cmp_ne(F::ZERO),
+            has_pole: has_pole.cmp_ne(F::ZERO),
+        }
+    }
+}
+
+/// The lanes' results.
+struct LaneOut {
+    ok: F,
+    root: Q,
+    mid: Q,
+    tip: Q,
+    reachable: F,
+    flex_limited: F,
+    pole_fallback: F,
+    error: F,
+    flex: F,
+    dist: F,
+    l1: F,
+    l2: F,
+}
