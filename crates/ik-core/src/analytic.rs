@@ -361,11 +361,25 @@ pub struct TwoBoneIk {
 fn normal_part(v: Vec3A, axis: Vec3A) -> Option<Vec3A> {
     let r = v - axis * v.dot(axis);
     let len2 = r.length_squared();
-    if len2 > 1e-10 * v.length_squared() && len2 > 1e-30 {
+    let vv = v.length_squared();
+    if len2 > 1e-10 * vv && len2 > 1e-30 {
+        if len2 < 1e-4 * vv {
+            return Some(normal_part_again(r, axis));
+        }
         Some(r * len2.sqrt().recip())
     } else {
         None
     }
+}
+
+/// [`normal_part`] of a `v` nearly along `axis` (sin under 1e-2): the subtraction's rounding
+/// leaves `r` off the normal plane by up to ε / sin; a second Gram–Schmidt step puts it back
+/// (as [`orthogonal_cross`] does for the pole's normal). Out of line: rare.
+#[cold]
+#[inline(never)]
+fn normal_part_again(r: Vec3A, axis: Vec3A) -> Vec3A {
+    let r = r - axis * r.dot(axis);
+    r * r.length_squared().sqrt().recip()
 }
 
 /// `v × axis` and its length, for an `axis` with squared length `axis2` (> 0). For a unit

@@ -114,7 +114,7 @@ fn no_worse(a: [(u32, f32); 4], b: [(u32, f32); 4]) -> bool {
         if x.0 != y.0 {
             return y.0 > x.0;
         }
-        if (x.1 - y.1).abs() > 1e-3 * (1.0 + x.1.max(y.1)) {
+        if (x.1 - y.1).abs() > 1e-4 * (1.0 + x.1.max(y.1)) {
             return y.1 < x.1;
         }
     }
