@@ -1220,7 +1220,8 @@ impl TwoBoneIk {
         // (`sandwich` is |q|² q v q⁻¹: one division, no root. Off the outputs' chains.)
         // (`c` itself is a unit stand-in when the limb folds onto the root: the true vector.)
         let c_true = ua * c_along + side * c_across;
-        let tip = p_root + sandwich(new_root_rot, c_true) * root_rot2.recip();
+        // (1 / |root rotation|² = |parent|² / root2, from the inverse root already formed.)
+        let tip = p_root + sandwich(new_root_rot, c_true) * (parent2 * inv_root * inv_root);
         let mut position_error = tip.distance(target);
         if !position_error.is_finite() {
             // The unnormalised product left f32's range (a limb ~1e15 long, a rotation's norm
