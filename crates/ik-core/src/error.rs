@@ -9,3 +9,4 @@ pub use crate::humanoid::HumanoidError;
 pub use crate::jacobian::JacobianError;
 pub use crate::rotation::RotationError;
 pub use crate::skeleton::SkeletonError;
+pub use crate::stack::StackError;
