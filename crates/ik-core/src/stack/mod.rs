@@ -239,6 +239,12 @@ impl IkStack {
         self.slots.get_mut(index)
     }
 
+    /// The skeleton, the pose buffer and the stages at once (to use a stage's solver on the
+    /// current pose, e.g. [`FullBodySolver::center_of_mass`](crate::humanoid::FullBodySolver::center_of_mass)).
+    pub fn parts_mut(&mut self) -> (&Skeleton, &mut PoseBuffer, &mut [StageSlot]) {
+        (&self.skeleton, &mut self.buffer, &mut self.slots)
+    }
+
     /// The pose buffer (the output after [`IkStack::solve`]).
     #[must_use]
     pub fn buffer(&self) -> &PoseBuffer {

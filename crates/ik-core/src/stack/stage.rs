@@ -173,6 +173,20 @@ impl TwoBoneStage {
     pub fn ik(&self) -> &TwoBoneIk {
         &self.ik
     }
+
+    /// Changes the limb's settings (flex limits, soft reach, bend axis) without rebuilding it.
+    ///
+    /// # Errors
+    /// [`TwoBoneIk::set_settings`]'s.
+    pub fn set_settings(
+        &mut self,
+        settings: crate::analytic::LimbSettings,
+    ) -> Result<(), crate::analytic::AnalyticError> {
+        if *self.ik.settings() == settings {
+            return Ok(());
+        }
+        self.ik.set_settings(settings)
+    }
 }
 
 /// A generic Jacobian stage: [`JacobianSolver`], its per-frame [`Goals`] and its
@@ -205,6 +219,17 @@ impl JacobianStage {
     #[must_use]
     pub fn solver(&self) -> &JacobianSolver {
         &self.solver
+    }
+
+    /// Changes the solver's settings (iterations, tolerances, damping) without rebuilding it.
+    ///
+    /// # Errors
+    /// [`JacobianSolver::set_settings`]'s.
+    pub fn set_settings(
+        &mut self,
+        settings: crate::jacobian::SolverSettings,
+    ) -> Result<(), crate::jacobian::JacobianError> {
+        self.solver.set_settings(settings)
     }
 
     /// The scratch: per-task residuals of the last solve ([`JacobianScratch::residuals`]).
@@ -265,6 +290,10 @@ pub struct CustomReport {
 pub trait CustomStage: Any + Debug + Send + Sync {
     /// The bones `solve` may write, each a valid index of the stack's skeleton.
     fn bones(&self) -> &[usize];
+
+    /// Receives this frame's target from the host (model space), if the host has one for the
+    /// stage (the Bevy plugin passes a target entity's transform). Ignored by default.
+    fn set_target(&mut self, _target: Option<crate::pose::BoneTransform>) {}
 
     /// Solves in place.
     ///
