@@ -55,6 +55,8 @@ pub struct IkCharacter {
     incomplete: bool,
     /// Character-level set-up problem (reported on every stage).
     warned: Vec<IkError>,
+    /// How many times set-up built the skeleton and stack.
+    set_ups: u32,
 }
 
 impl core::fmt::Debug for IkCharacter {
@@ -84,6 +86,13 @@ impl IkCharacter {
     /// The stage entities, in the order they run (set up or not).
     pub fn stages(&self) -> impl Iterator<Item = Entity> + '_ {
         self.keys.iter().map(|(e, _)| *e)
+    }
+
+    /// How many times the skeleton and stack were (re)built: once at set-up, then only on a
+    /// structural change of a stage (never for weights, targets or tolerances).
+    #[must_use]
+    pub fn set_ups(&self) -> u32 {
+        self.set_ups
     }
 
     /// The ik-core stack (skeleton, the last output pose, each stage's outcome).
@@ -620,6 +629,7 @@ fn rebuild(
 ) {
     let old = ch.rt.take();
     let old_keys = core::mem::take(&mut ch.keys);
+    ch.set_ups += 1;
     ch.incomplete = false;
     let mut resolver = Resolver {
         h,
