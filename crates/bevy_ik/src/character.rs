@@ -627,8 +627,18 @@ fn rebuild(
     statuses: &mut Query<&mut IkStatus>,
     h: &Hierarchy<'_, '_>,
 ) {
-    let old = ch.rt.take();
+    let mut old = ch.rt.take();
     let old_keys = core::mem::take(&mut ch.keys);
+    // Problems already logged stay logged across rebuilds (each is logged once).
+    let mut old_warned: Vec<(Entity, Vec<IkError>)> = old
+        .as_mut()
+        .map(|rt| {
+            rt.stages
+                .iter_mut()
+                .map(|s| (s.entity, core::mem::take(&mut s.warned)))
+                .collect()
+        })
+        .unwrap_or_default();
     ch.set_ups += 1;
     ch.incomplete = false;
     let mut resolver = Resolver {
@@ -702,18 +712,22 @@ fn rebuild(
                     &mut rt.stack.slots_mut()[slot].stage,
                     Stage::custom(Placeholder),
                 );
-                Ok((moved, st.kind, st.warned))
+                Ok((moved, st.kind))
             }
             (None, Ok(need)) => {
                 let item = descs.get(*e).ok();
                 match item.as_ref().and_then(Desc::of) {
-                    Some(d) => build_stage(&d, need, character, &skeleton, &entities, h)
-                        .map(|(s, k)| (s, k, Vec::new())),
+                    Some(d) => build_stage(&d, need, character, &skeleton, &entities, h),
                     None => Err(IkError::NotAChain),
                 }
             }
             (None, Err(err)) => Err(err.clone()),
         };
+        let warned_before = old_warned
+            .iter_mut()
+            .find(|(oe, _)| oe == e)
+            .map(|(_, w)| core::mem::take(w))
+            .unwrap_or_default();
         let mut rt_stage = StageRt {
             entity: *e,
             kind: StageKind::Custom,
@@ -722,14 +736,13 @@ fn rebuild(
             frame_error: None,
             summary: None,
             residuals: Vec::new(),
-            warned: Vec::new(),
+            warned: warned_before,
         };
         match built {
-            Ok((stage, kind, warned)) => match stack.push(stage) {
+            Ok((stage, kind)) => match stack.push(stage) {
                 Ok(slot) => {
                     rt_stage.kind = kind;
                     rt_stage.slot = Some(slot);
-                    rt_stage.warned = warned;
                     if let Ok(mut s) = statuses.get_mut(*e)
                         && (!s.ready || s.last_error.is_some())
                     {
