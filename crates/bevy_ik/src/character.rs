@@ -2,7 +2,7 @@
 //! pattern: the component on the character root owns the runtime state; the stages are
 //! described by components, see [`crate::stage`]).
 //!
-//! Set-up ([`set_up_characters`]) runs only when something structural changed: a stage
+//! Set-up (`set_up_characters`) runs only when something structural changed: a stage
 //! description was added, removed, reordered or changed in a structural field (its bones, a
 //! rig's goal set or limits, a custom stage's builder), or bones may have appeared while a
 //! set-up was incomplete. It resolves the bones (by entity, `Name` or humanoid role), builds
@@ -10,7 +10,7 @@
 //! is the model-space frame) and one [`IkStack`] with a stage per description. A stage whose
 //! structure did not change keeps its solver (and its warm start) when the skeleton is
 //! unchanged. Weights, targets, poles, tolerances, iteration budgets and flags are per-frame
-//! parameters, read by [`crate::pipeline`] every frame.
+//! parameters, read every frame by the pipeline (see [`IkPlugin`](crate::IkPlugin)).
 
 use bevy::ecs::change_detection::{DetectChanges, Ref};
 use bevy::ecs::component::Component;

@@ -8,7 +8,7 @@ pub mod components;
 pub mod debug_draw;
 pub mod error;
 pub mod humanoid;
-pub mod pipeline;
+mod pipeline;
 mod pose_io;
 pub mod rig;
 mod setup;

@@ -1,8 +1,8 @@
 //! The one per-frame pipeline every character goes through: gather its input pose and its
-//! stages' goals once ([`gather_character_poses`]), solve its stack in order, characters in
-//! parallel ([`solve_characters`]), write the bones once ([`write_bone_transforms`], the only
+//! stages' goals once (`gather_character_poses`), solve its stack in order, characters in
+//! parallel (`solve_characters`), write the bones once (`write_bone_transforms`, the only
 //! system that writes `Transform`s) and publish each stage's status where it changed
-//! ([`publish_ik_status`]).
+//! (`publish_ik_status`).
 //!
 //! # The input pose
 //!

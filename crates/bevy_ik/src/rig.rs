@@ -77,8 +77,9 @@ pub struct IkGoal {
     pub weight: f32,
     /// Priority level, 0 = highest: a lower level only uses the freedom the higher ones leave.
     pub priority: u8,
-    /// IK/FK blend of this goal: the effective target is blended from the animated bone's
-    /// pose (0) to the target (1).
+    /// IK/FK blend of this goal: the effective target is blended from the bone's pose in the
+    /// character's input (animated) pose (0) to the target (1). (The rig's
+    /// [`IkRig::weight`] blends the rig stage's whole output over the pose it received.)
     pub blend: f32,
 }
 
