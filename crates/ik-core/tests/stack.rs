@@ -526,3 +526,48 @@ fn malformed_setup_is_an_error_not_a_panic() {
     let report = stack.solve();
     assert_eq!(report.failed, 1);
 }
+
+#[test]
+fn an_unchanged_input_warm_starts_from_the_last_output_and_blends_against_the_input() {
+    let r = rig(RestAxes::PlusY, 21);
+    let stage = full_body(&r);
+    let mut bare_solver = stage.solver.clone();
+    let goals = stage.goals;
+    let mut stack = IkStack::new(r.skeleton.clone());
+    stack.push(Stage::full_body(stage)).unwrap();
+    assert!(stack.slots()[0].warm_start);
+    stack.set_input(&r.input).unwrap();
+    stack.solve();
+    let first = stack.pose().clone();
+    // The bare solver, warm-started from its own output, as a game loop without animation
+    // would: the stack's second solve on the same input equals it bit for bit.
+    let mut bare = first.clone();
+    bare_solver.solve(&r.skeleton, &mut bare, &goals).unwrap();
+    stack.set_input(&r.input).unwrap();
+    stack.solve();
+    assert_eq!(bits(stack.pose()), bits(&bare));
+    // A changed input is solved from the input (no warm start): equal to a fresh solve.
+    let mut moved = r.input.clone();
+    let spine = r.map.get(H::Spine).unwrap();
+    moved.rotations[spine] = moved.rotations[spine] * Quat::from_rotation_x(0.05);
+    let mut fresh_solver = full_body(&r).solver;
+    let mut fresh = moved.clone();
+    fresh_solver.solve(&r.skeleton, &mut fresh, &goals).unwrap();
+    stack.set_input(&moved).unwrap();
+    stack.solve();
+    let model = r.skeleton.model_transforms(stack.pose());
+    let want = r.skeleton.model_transforms(&fresh);
+    let hips = r.map.get(H::Hips).unwrap();
+    assert!(model[hips].translation.distance(want[hips].translation) < 1e-4);
+    // Weight 0.5 with a warm start: still half of the (warm) solution, against the input.
+    stack.slots_mut()[0].weight = 0.5;
+    for _ in 0..3 {
+        stack.set_input(&r.input).unwrap();
+        stack.solve();
+    }
+    let half = stack.pose().clone();
+    stack.set_input(&r.input).unwrap();
+    stack.solve();
+    assert_eq!(bits(stack.pose()), bits(&half), "weight 0.5 is stationary");
+    assert!(half.translations[hips].distance(r.input.translations[hips]) > 0.01);
+}

@@ -18,6 +18,12 @@
 //!   solver on its output), or the error that stopped it. A stage that fails leaves its bones
 //!   as it found them and the next stages still run.
 //!
+//! **Warm start** ([`StageSlot::warm_start`], on for the iterative stages): when a stage's
+//! input over its bones is bit for bit the input of its last successful solve (nothing
+//! animated those bones), the solver starts from that solve's unblended output instead — the
+//! frame-to-frame warm start that keeps a still character cheap (a converged solve returns at
+//! once). The blend still runs against this frame's input, so weights stay stationary.
+//!
 //! Goals are per-frame parameters: write them into the slots ([`StageSlot::stage`], e.g.
 //! [`Stage::as_two_bone_mut`]) every frame; nothing is rebuilt. After set-up,
 //! [`IkStack::solve`] does not allocate (a test counts allocations), provided the stages'
@@ -130,6 +136,22 @@ pub struct StageSlot {
     pub enabled: bool,
     /// The last solve's outcome (written by [`IkStack::solve`]).
     pub outcome: StageOutcome,
+    /// Warm start (see the module docs): when the stage's input for its bones equals the
+    /// input of its last successful solve, the solver starts from that solve's (unblended)
+    /// output instead of the input. On by default for the iterative stages (Jacobian, full
+    /// body), off for the others.
+    pub warm_start: bool,
+    /// The last successful solve's unblended output and its input, over the stage's bones.
+    warm: Vec<(Quat, Vec3)>,
+    warm_input: Vec<(Quat, Vec3)>,
+    warm_valid: bool,
+}
+
+impl StageSlot {
+    /// Forgets the warm start (the next solve starts from its input).
+    pub fn reset_warm_start(&mut self) {
+        self.warm_valid = false;
+    }
 }
 
 /// What one [`IkStack::solve`] did.
@@ -192,6 +214,7 @@ impl IkStack {
         }
         let need = stage.bones().len();
         self.saved.reserve(need.saturating_sub(self.saved.len()));
+        let warm_start = matches!(stage, Stage::Jacobian(_) | Stage::FullBody(_));
         self.slots.insert(
             index.min(self.slots.len()),
             StageSlot {
@@ -199,6 +222,10 @@ impl IkStack {
                 weight: 1.0,
                 enabled: true,
                 outcome: StageOutcome::NotRun,
+                warm_start,
+                warm: Vec::with_capacity(need),
+                warm_input: Vec::with_capacity(need),
+                warm_valid: false,
             },
         );
         Ok(())
@@ -324,8 +351,32 @@ impl IkStack {
                     .iter()
                     .map(|&b| (pose.rotations[b], pose.translations[b])),
             );
+            let warm = slot.warm_start && slot.warm_valid && slot.warm_input == *saved;
+            if warm {
+                let pose = buffer.pose_unchecked_mut();
+                for (&b, &(q, t)) in slot.stage.bones().iter().zip(slot.warm.iter()) {
+                    pose.rotations[b] = q;
+                    pose.translations[b] = t;
+                }
+                if let Some(&first) = slot.stage.bones().iter().min() {
+                    buffer.invalidate_from(first);
+                }
+            }
             let result = slot.stage.run(skeleton, buffer);
             let pose = buffer.pose_unchecked_mut();
+            if slot.warm_start {
+                slot.warm_valid = result.is_ok();
+                if slot.warm_valid {
+                    slot.warm.clear();
+                    slot.warm.extend(
+                        slot.stage
+                            .bones()
+                            .iter()
+                            .map(|&b| (pose.rotations[b], pose.translations[b])),
+                    );
+                    slot.warm_input.clone_from(saved);
+                }
+            }
             let kept = result.is_ok() && weight > 0.0;
             let mut touched = usize::MAX;
             for (&b, &(q0, t0)) in slot.stage.bones().iter().zip(saved.iter()) {
