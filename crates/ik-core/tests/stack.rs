@@ -549,7 +549,7 @@ fn an_unchanged_input_warm_starts_from_the_last_output_and_blends_against_the_in
     // A changed input is solved from the input (no warm start): equal to a fresh solve.
     let mut moved = r.input.clone();
     let spine = r.map.get(H::Spine).unwrap();
-    moved.rotations[spine] = moved.rotations[spine] * Quat::from_rotation_x(0.05);
+    moved.rotations[spine] *= Quat::from_rotation_x(0.05);
     let mut fresh_solver = full_body(&r).solver;
     let mut fresh = moved.clone();
     fresh_solver.solve(&r.skeleton, &mut fresh, &goals).unwrap();
