@@ -44,7 +44,7 @@ use crate::stage::{IkCustom, IkStageOf, IkStages};
 /// it. [`IkDisabled`] on the character entity switches the whole character off.
 #[derive(Component, Default)]
 pub struct IkCharacter {
-    pub(crate) rt: Option<Box<Runtime>>,
+    pub(crate) rt: Option<Runtime>,
     /// Set-up must run (a description changed).
     pub(crate) dirty: bool,
     /// Set-up ran at least once.
@@ -511,7 +511,7 @@ fn build_stage(
             let ik = TwoBoneIk::try_with_settings(skeleton, root, mid, tip, limb.settings())
                 .map_err(|e| IkError::InvalidChain(e.to_string()))?;
             Ok((
-                Stage::two_bone(TwoBoneStage::new(ik, LimbGoal::new(Vec3::ZERO))),
+                Stage::two_bone(TwoBoneStage::new(skeleton, ik, LimbGoal::new(Vec3::ZERO))),
                 StageKind::Limb {
                     bones: [root, mid, tip],
                     rotation_target: None,
@@ -660,7 +660,7 @@ fn rebuild(
     let skeleton = if resolved.is_empty() {
         Err(None)
     } else {
-        build_skeleton(character, &resolved, h, old.as_deref()).map_err(Some)
+        build_skeleton(character, &resolved, h, old.as_ref()).map_err(Some)
     };
     let (frame, entities, skeleton) = match skeleton {
         Ok(s) => s,
@@ -679,7 +679,7 @@ fn rebuild(
     // The remembered input of bones the plugin wrote last frame carries over.
     let mut input = skeleton.rest_pose();
     let mut written = vec![None; skeleton.len()];
-    if let Some(rt) = old.as_deref() {
+    if let Some(rt) = old.as_ref() {
         for (i, &e) in entities.iter().enumerate() {
             if let Some(j) = rt.index_of(e)
                 && rt.written[j].is_some()
@@ -765,7 +765,7 @@ fn rebuild(
         }
         stages.push(rt_stage);
     }
-    ch.rt = Some(Box::new(Runtime {
+    ch.rt = Some(Runtime {
         first: usize::from(frame.is_some()),
         frame,
         entities,
@@ -776,7 +776,7 @@ fn rebuild(
         frame_error: None,
         solved: false,
         warned: Vec::new(),
-    }));
+    });
     ch.keys = order;
 }
 

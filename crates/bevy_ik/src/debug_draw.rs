@@ -113,7 +113,7 @@ fn draw_ik_gizmos(
     }
     let pos = |e| globals.get(e).ok().map(GlobalTransform::translation);
     for (character, humanoid_targets) in &characters {
-        let Some(rt) = character.rt.as_deref() else {
+        let Some(rt) = character.rt.as_ref() else {
             continue;
         };
         let skeleton = rt.stack.skeleton();

@@ -52,12 +52,11 @@ pub mod prelude {
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IkSystems {
     /// Finishes set-up where a structure changed (maps humanoids, resolves bones, builds each
-    /// character's skeleton and stack), then reads each character's input pose (its bones'
-    /// local transforms, once) and its stages' goals (target and pole entities' current global
-    /// transforms, weights, settings).
+    /// character's skeleton and stack).
     Prepare,
-    /// Solves every character's stack in parallel, its stages in order; touches no
-    /// `Transform`.
+    /// Per character, in parallel: reads its input pose (its bones' local transforms, once)
+    /// and its stages' goals (target and pole entities' current global transforms, weights,
+    /// settings), then solves its stack, the stages in order; writes no `Transform`.
     Solve,
     /// Writes each character's output pose to its bones' `Transform`s with `set_if_neq` (the
     /// only `Transform` writer), then each stage's `IkStatus` where it changed.
@@ -83,12 +82,12 @@ pub enum IkSystems {
 ///                               resolve bones (entity, Name, role), build the character's
 ///                               skeleton and ik-core stack
 ///   clear_rescan
-///   gather_character_poses      per character, in parallel: read the input pose once (the
-///                               remembered input where nothing rewrote a bone), the model
-///                               frame, every stage's targets, weights and settings
 /// IkSystems::Solve
-///   solve_characters            per character, in parallel: the stack's stages in order,
-///                               each blended by its weight
+///   solve_characters            per character, in parallel, in one pass: read the input
+///                               pose once (the remembered input where nothing rewrote a
+///                               bone), the model frame, every stage's targets, weights and
+///                               settings; then the stack's stages in order, each blended
+///                               by its weight
 /// IkSystems::Writeback
 ///   write_bone_transforms       the only Transform writer: each character's output
 ///                               (set_if_neq), input restored where IK stopped writing
@@ -98,7 +97,7 @@ pub enum IkSystems {
 /// ```
 ///
 /// Targets and poles are read at their *current* global transform, computed from their own and
-/// their ancestors' `Transform`s during [`IkSystems::Prepare`], so a target moved in `Update`
+/// their ancestors' `Transform`s during [`IkSystems::Solve`], so a target moved in `Update`
 /// this frame is reached this frame (no one-frame lag through `GlobalTransform`).
 ///
 /// Stages of one character run in order on one pose: a limb stage after a stage that moved
@@ -166,7 +165,6 @@ impl Plugin for IkPlugin {
                 )
                     .chain()
                     .in_set(setup::SetupSystems),
-                pipeline::gather_character_poses.in_set(IkSystems::Prepare),
                 pipeline::solve_characters.in_set(IkSystems::Solve),
                 (pipeline::write_bone_transforms, pipeline::publish_ik_status)
                     .chain()

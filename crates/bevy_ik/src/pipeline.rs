@@ -1,6 +1,6 @@
 //! The one per-frame pipeline every character goes through: gather its input pose and its
-//! stages' goals once (`gather_character_poses`), solve its stack in order, characters in
-//! parallel (`solve_characters`), write the bones once (`write_bone_transforms`, the only
+//! stages' goals once and solve its stack in order, characters in parallel
+//! (`solve_characters`), write the bones once (`write_bone_transforms`, the only
 //! system that writes `Transform`s) and publish each stage's status where it changed
 //! (`publish_ik_status`).
 //!
@@ -33,24 +33,6 @@ use crate::humanoid::{self, IkHumanoid};
 use crate::pose_io;
 use crate::rig::{self, IkRig};
 use crate::stage::{IkCustom, IkStageOf};
-
-/// Reads every character's input pose (one pass over its bones), the model-space frame and
-/// each stage's goals, in parallel over characters.
-pub(crate) fn gather_character_poses(
-    mut characters: Query<(&mut IkCharacter, Has<IkDisabled>), Without<IkStageOf>>,
-    descs: Query<DescItem>,
-    transforms: Query<&Transform>,
-    helper: TransformHelper,
-) {
-    characters
-        .par_iter_mut()
-        .for_each(|(mut character, disabled)| {
-            let Some(rt) = character.rt.as_deref_mut() else {
-                return;
-            };
-            gather(rt, disabled, &descs, &transforms, &helper);
-        });
-}
 
 fn gather(
     rt: &mut Runtime,
@@ -162,17 +144,22 @@ fn read_input(rt: &mut Runtime, transforms: &Query<&Transform>) -> Result<(), Ik
     Ok(())
 }
 
-/// Solves every character's stack in parallel (its stages in order) and summarises each
-/// stage's outcome.
+/// Per character, in parallel: reads its input pose (one pass over its bones), the model-space
+/// frame and each stage's goals, then solves its stack (the stages in order) and summarises
+/// each stage's outcome — in one pass, while the character's data is in cache.
 pub(crate) fn solve_characters(
     mut characters: Query<(Entity, &mut IkCharacter, Has<IkDisabled>), Without<IkStageOf>>,
+    descs: Query<DescItem>,
+    transforms: Query<&Transform>,
+    helper: TransformHelper,
 ) {
     characters
         .par_iter_mut()
         .for_each(|(entity, mut character, disabled)| {
-            let Some(rt) = character.rt.as_deref_mut() else {
+            let Some(rt) = character.rt.as_mut() else {
                 return;
             };
+            gather(rt, disabled, &descs, &transforms, &helper);
             if disabled {
                 return;
             }
@@ -277,7 +264,7 @@ pub(crate) fn write_bone_transforms(
     mut transforms: Query<&mut Transform>,
 ) {
     for mut character in &mut characters {
-        let Some(rt) = character.rt.as_deref_mut() else {
+        let Some(rt) = character.rt.as_mut() else {
             continue;
         };
         if rt.frame_error.is_some() {
@@ -330,7 +317,7 @@ pub(crate) fn publish_ik_status(
             let Ok((ch, disabled)) = characters.get(character) else {
                 return;
             };
-            let Some(rt) = ch.rt.as_deref() else {
+            let Some(rt) = ch.rt.as_ref() else {
                 return;
             };
             let Some(st) = rt.stages.iter().find(|s| s.entity == entity) else {

@@ -105,7 +105,7 @@ fn one_stage_stack_equals_the_bare_solver_bit_for_bit() {
             .unwrap();
         let mut stack = IkStack::new(r.skeleton.clone());
         stack
-            .push(Stage::two_bone(TwoBoneStage::new(ik, goal)))
+            .push(Stage::two_bone(TwoBoneStage::new(&r.skeleton, ik, goal)))
             .unwrap();
         stack.set_input(&r.input).unwrap();
         stack.solve();
@@ -183,6 +183,7 @@ fn an_arm_after_the_full_body_meets_its_target_exactly() {
         let target = arm_target(&r, &r.input);
         let arm = stack
             .push(Stage::two_bone(TwoBoneStage::new(
+                &r.skeleton,
                 left_arm(&r),
                 LimbGoal::new(target),
             )))
@@ -203,6 +204,7 @@ fn an_arm_after_the_full_body_meets_its_target_exactly() {
         let without = {
             let mut s = IkStack::new(r.skeleton.clone());
             s.push(Stage::two_bone(TwoBoneStage::new(
+                &r.skeleton,
                 left_arm(&r),
                 LimbGoal::new(target),
             )))
@@ -221,6 +223,7 @@ fn arm_stack(r: &Rig, weight: f32) -> (IkStack, Vec3) {
     let target = arm_target(r, &r.input);
     stack
         .push(Stage::two_bone(TwoBoneStage::new(
+            &r.skeleton,
             left_arm(r),
             LimbGoal::new(target).with_swivel(-0.3),
         )))
@@ -304,6 +307,7 @@ fn a_failing_stage_is_reported_and_the_others_still_run() {
     // A NaN target.
     stack
         .push(Stage::two_bone(TwoBoneStage::new(
+            &r.skeleton,
             left_arm(&r),
             LimbGoal::new(Vec3::new(f32::NAN, 0.0, 0.0)),
         )))
@@ -311,6 +315,7 @@ fn a_failing_stage_is_reported_and_the_others_still_run() {
     // A NaN weight.
     stack
         .push(Stage::two_bone(TwoBoneStage::new(
+            &r.skeleton,
             left_arm(&r),
             LimbGoal::new(Vec3::ZERO),
         )))
@@ -328,6 +333,7 @@ fn a_failing_stage_is_reported_and_the_others_still_run() {
         r.skeleton.model_transforms(&r.input)[hand].translation + Vec3::new(0.0, 0.08, 0.05);
     stack
         .push(Stage::two_bone(TwoBoneStage::new(
+            &r.skeleton,
             right,
             LimbGoal::new(target),
         )))
@@ -442,6 +448,7 @@ fn full_body_then_arm_then_custom_look_at_each_see_the_previous_output() {
     let target = arm_target(&r, &r.input);
     stack
         .push(Stage::two_bone(TwoBoneStage::new(
+            &r.skeleton,
             left_arm(&r),
             LimbGoal::new(target),
         )))

@@ -73,6 +73,7 @@ fn stack_solve_does_not_allocate() {
     let arm = TwoBoneIk::try_new(&s, l_arm, l_fore, l_hand).unwrap();
     stack
         .push(Stage::two_bone(TwoBoneStage::new(
+            &s,
             arm,
             LimbGoal::new(model[l_hand].translation),
         )))

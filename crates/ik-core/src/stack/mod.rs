@@ -45,8 +45,9 @@
 //!     Bone::new("wrist", Some(1), BoneTransform::from_translation(Vec3::X * 0.25)),
 //! ])?;
 //! let ik = TwoBoneIk::from_names(&skeleton, "shoulder", "elbow", "wrist")?;
+//! let arm_stage = TwoBoneStage::new(&skeleton, ik, LimbGoal::new(Vec3::ZERO));
 //! let mut stack = IkStack::new(skeleton);
-//! let arm = stack.push(Stage::two_bone(TwoBoneStage::new(ik, LimbGoal::new(Vec3::ZERO))))?;
+//! let arm = stack.push(Stage::two_bone(arm_stage))?;
 //!
 //! // Every frame: the animated pose in, the goals, solve, read the pose out.
 //! let target = Vec3::new(0.3, 0.1, 0.2);

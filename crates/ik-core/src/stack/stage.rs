@@ -19,9 +19,13 @@ use super::{PoseBuffer, StackError};
 /// grounding, VR body tracking — until such a stage earns an arm of its own.
 #[derive(Debug)]
 #[non_exhaustive]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "the two-bone stage is the hot, cheap one: inline, a solve saves a pointer chase (a cache miss in a crowd)"
+)]
 pub enum Stage {
-    /// An analytic two-bone limb.
-    TwoBone(Box<TwoBoneStage>),
+    /// An analytic two-bone limb (inline: see [`Stage::two_bone`]).
+    TwoBone(TwoBoneStage),
     /// The generic Jacobian solver.
     Jacobian(Box<JacobianStage>),
     /// The humanoid full-body solver.
@@ -34,7 +38,7 @@ impl Stage {
     /// A two-bone limb stage.
     #[must_use]
     pub fn two_bone(stage: TwoBoneStage) -> Self {
-        Self::TwoBone(Box::new(stage))
+        Self::TwoBone(stage)
     }
 
     /// A Jacobian stage.
@@ -112,8 +116,7 @@ impl Stage {
     ) -> Result<StageReport, StackError> {
         match self {
             Self::TwoBone(s) => {
-                let [root, ..] = s.ik.bones();
-                let parent = match skeleton.parent(root) {
+                let parent = match s.parent {
                     Some(p) if p < buffer.len() => buffer.model_transform(skeleton, p),
                     _ => crate::pose::BoneTransform::IDENTITY,
                 };
@@ -155,14 +158,17 @@ pub struct TwoBoneStage {
     /// This frame's goal (model space).
     pub goal: LimbGoal,
     bones: [usize; 3],
+    /// The root bone's parent (read once at set-up, not from the skeleton every solve).
+    parent: Option<usize>,
 }
 
 impl TwoBoneStage {
-    /// A stage for `ik`, aiming at `goal`.
+    /// A stage for `ik` (built on `skeleton`), aiming at `goal`.
     #[must_use]
-    pub fn new(ik: TwoBoneIk, goal: LimbGoal) -> Self {
+    pub fn new(skeleton: &Skeleton, ik: TwoBoneIk, goal: LimbGoal) -> Self {
         Self {
             bones: ik.bones(),
+            parent: skeleton.parent(ik.bones()[0]),
             ik,
             goal,
         }
