@@ -515,7 +515,8 @@ pub fn goal_lines(
 ) {
     let bone = |b: &BoneRef| match b {
         BoneRef::Entity(e) => Some(*e),
-        BoneRef::Name(_) => None,
+        BoneRef::Role(role) => bones.get(*role),
+        _ => None,
     };
     if setup.solver == SolverUi::FullBody {
         // The hybrid humanoid solver's goals: each role's bone to its target.

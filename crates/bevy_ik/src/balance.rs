@@ -1,43 +1,24 @@
 //! Balance for full-body humanoids: [`IkBalance`] (a field of
-//! [`IkHumanoid`]) keeps the centre of mass over a support point between
+//! [`IkHumanoid`](crate::IkHumanoid)) keeps the centre of mass over a support point between
 //! the feet targets, with ik-core's [`CenterOfMassGoal`];
 //! [`IkCenterOfMass`] reports where it ended up.
 //!
-//! Each frame, after the targets are read, the support point is placed on the line between
-//! the two foot targets ([`IkBalance::support_bias`]) and handed to the full-body solver as
-//! its balance goal (only the ground-plane components matter: the height is free). After the
-//! solve, the centre of mass of the solved pose (de Leva segment masses) is written to
-//! [`IkCenterOfMass`] and the remaining ground-plane distance to
+//! Each frame, when the full-body stage's targets are read, the support point is placed on the
+//! line between the two foot targets ([`IkBalance::support_bias`]) and handed to the full-body
+//! solver as its balance goal (only the ground-plane components matter: the height is free).
+//! After the character's whole stack has run, the centre of mass of its output pose (de Leva
+//! segment masses) is written to [`IkCenterOfMass`] and the full-body solver's remaining
+//! ground-plane distance to
 //! [`IkStatus::center_of_mass_residual`](crate::IkStatus::center_of_mass_residual).
 
-use bevy::app::App;
 use bevy::ecs::component::Component;
-use bevy::ecs::intern::Interned;
-use bevy::ecs::query::Without;
 use bevy::ecs::reflect::ReflectComponent;
-use bevy::ecs::schedule::{IntoScheduleConfigs, ScheduleLabel};
-use bevy::ecs::system::Query;
 use bevy::math::Vec3;
 use bevy::reflect::prelude::*;
-use ik_core::humanoid::{BodyFrame, CenterOfMassGoal, Effector};
 
-use crate::IkSystems;
-use crate::components::IkDisabled;
-use crate::full_body::{HumanoidRig, collect_humanoid_poses};
-use crate::humanoid::IkHumanoid;
-
-pub(crate) fn build(app: &mut App, schedule: Interned<dyn ScheduleLabel>) {
+pub(crate) fn register(app: &mut bevy::app::App) {
     app.register_type::<IkBalance>()
         .register_type::<IkCenterOfMass>();
-    app.add_systems(
-        schedule,
-        (
-            set_balance_goals
-                .in_set(IkSystems::Prepare)
-                .after(collect_humanoid_poses),
-            measure_center_of_mass.in_set(IkSystems::Writeback),
-        ),
-    );
 }
 
 /// Keep a full-body humanoid's centre of mass over its feet (the
@@ -115,7 +96,8 @@ impl IkBalance {
 }
 
 /// Where a full-body humanoid's centre of mass is, written by the plugin after each solve
-/// while its [`IkBalance`] is on (inserted with [`IkHumanoid`]). Positions
+/// while its [`IkBalance`] is on (inserted with [`IkHumanoid`](crate::IkHumanoid)), measured on the character's
+/// output pose (after every stage and the weight blends). Positions
 /// are in the humanoid entity's frame (the skeleton's model space).
 #[derive(Component, Debug, Clone, Copy, Default, PartialEq, Reflect)]
 #[reflect(Component, Default, Debug)]
@@ -127,7 +109,7 @@ impl IkBalance {
 pub struct IkCenterOfMass {
     /// The values below describe this frame's solved pose (balance on, the rig solved).
     pub active: bool,
-    /// The centre of mass of the solved pose (after the IK/FK blend), from the de Leva
+    /// The centre of mass of the output pose (after every stage and blend), from the de Leva
     /// segment masses.
     pub center_of_mass: Vec3,
     /// The support point the balance goal aimed the centre of mass at.
@@ -150,60 +132,4 @@ impl IkCenterOfMass {
     pub fn offset(&self) -> f32 {
         self.on_ground().distance(self.support)
     }
-}
-
-/// Puts the balance goal (support point between the feet targets gathered this frame) into
-/// each full-body rig's goals, or switches it off.
-fn set_balance_goals(mut rigs: Query<(&IkHumanoid, &mut HumanoidRig), Without<IkDisabled>>) {
-    rigs.par_iter_mut().for_each(|(humanoid, mut rig)| {
-        let balance = humanoid.balance;
-        let goals = &rig.goals;
-        let (left, right) = (
-            goals.get(Effector::LeftFoot),
-            goals.get(Effector::RightFoot),
-        );
-        let wanted = if balance.enabled && left.enabled && right.enabled {
-            CenterOfMassGoal {
-                target: balance.support_point(left.position, right.position),
-                weight: balance.weight,
-                enabled: true,
-                priority: balance.priority,
-            }
-        } else {
-            CenterOfMassGoal {
-                enabled: false,
-                ..goals.center_of_mass
-            }
-        };
-        if rig.goals.center_of_mass != wanted {
-            rig.goals.center_of_mass = wanted;
-        }
-    });
-}
-
-/// Computes the solved pose's centre of mass for rigs with the balance goal on.
-fn measure_center_of_mass(
-    mut rigs: Query<(&mut HumanoidRig, &mut IkCenterOfMass), Without<IkDisabled>>,
-) {
-    rigs.par_iter_mut().for_each(|(mut rig, mut com)| {
-        let goal = rig.goals.center_of_mass;
-        if !goal.enabled || !rig.write {
-            if com.active {
-                com.active = false;
-            }
-            return;
-        }
-        let rig = &mut *rig;
-        if com.up == Vec3::ZERO {
-            // Once per character: the solver's ground normal is the rest body's up.
-            com.up = BodyFrame::from_rest(&rig.skeleton, &rig.map).map_or(Vec3::Y, |f| f.up);
-        }
-        let Some(c) = rig.center_of_mass().filter(|c| c.is_finite()) else {
-            com.active = false;
-            return;
-        };
-        com.active = true;
-        com.center_of_mass = c;
-        com.support = goal.target;
-    });
 }

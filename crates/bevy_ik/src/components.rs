@@ -1,6 +1,6 @@
-//! The components users put on entities: [`IkLimb`] (an analytic two-bone chain driven by a
-//! target entity and an optional pole entity), the [`IkDisabled`] marker and the [`IkStatus`]
-//! the plugin reports into.
+//! The components users put on entities: [`BoneRef`] (a bone by entity, `Name` or humanoid
+//! role), [`IkLimb`] (an analytic two-bone stage driven by a target entity and an optional pole
+//! entity), the [`IkDisabled`] marker and the [`IkStatus`] the plugin reports into.
 
 use bevy::ecs::component::Component;
 use bevy::ecs::entity::Entity;
@@ -8,13 +8,20 @@ use bevy::ecs::name::Name;
 use bevy::ecs::reflect::ReflectComponent;
 use bevy::math::Vec3;
 use bevy::reflect::prelude::*;
-use ik_core::analytic::LimbSettings;
+use bevy::transform::components::GlobalTransform;
+use bevy::transform::helper::TransformHelper;
+use ik_core::analytic::{LimbGoal, LimbSettings, Pole};
+use ik_core::humanoid::HumanoidBone;
+use ik_core::stack::TwoBoneStage;
 
+use crate::character::{IkCharacter, StageKind, read_target};
 use crate::error::IkError;
-use crate::limb::LimbCache;
+use crate::pipeline::finite_weight;
 
-/// A bone, given either as its entity or as its `Name` (looked up among the descendants of the
-/// limb's hierarchy root, which is how glTF bones are found once their scene has spawned).
+/// A bone, given as its entity, as its `Name` (looked up among the descendants of the
+/// limb's hierarchy root, which is how glTF bones are found once their scene has spawned), or
+/// as a humanoid role (recognised from the bone names under the character, see
+/// [`ik_core::humanoid`]).
 #[derive(Debug, Clone, PartialEq, Eq, Reflect)]
 #[reflect(Debug, PartialEq, Clone, Default)]
 #[cfg_attr(
@@ -27,6 +34,19 @@ pub enum BoneRef {
     Entity(Entity),
     /// The bone's `Name` (exact match), e.g. `"mixamorig:LeftArm"`.
     Name(String),
+    /// The bone playing this humanoid role under the character, e.g.
+    /// `BoneRef::Role(HumanoidBone::LeftHand)`.
+    Role(#[reflect(ignore, clone, default = "default_role")] HumanoidBone),
+}
+
+fn default_role() -> HumanoidBone {
+    HumanoidBone::Hips
+}
+
+impl From<HumanoidBone> for BoneRef {
+    fn from(role: HumanoidBone) -> Self {
+        Self::Role(role)
+    }
 }
 
 impl Default for BoneRef {
@@ -62,11 +82,13 @@ impl From<&Name> for BoneRef {
 /// An analytic two-bone limb (arm or leg): `root` (upper arm / thigh), `mid` (forearm / shin)
 /// and `tip` (hand / foot) reach for the `target` entity, bending toward the `pole` entity.
 ///
-/// Put it on any entity: a character can have several limbs, each on its own entity (for
-/// example a child of the character, or the tip bone itself). Bones given by name are searched
-/// among the descendants of [`IkLimb::hierarchy`] (or of the entity holding the `IkLimb` when
-/// that is `None`); set-up completes once they exist, so it works on glTF scenes that spawn
-/// asynchronously. `mid` must be a descendant of `root` and `tip` of `mid`; intermediate bones
+/// On its own entity it is a one-stage character (the one-line form). With
+/// [`IkStageOf(character)`](crate::IkStageOf) next to it, it is a stage of that character and
+/// runs on the pose the earlier stages left (for example after a full-body stage that moved
+/// the hips). Bones given by name (or role) are searched among the descendants of
+/// [`IkLimb::hierarchy`] (or, when that is `None`, of the character entity — the entity holding
+/// the `IkLimb` for a one-stage character); set-up completes once they exist, so it works on
+/// glTF scenes that spawn asynchronously. `mid` must be a descendant of `root` and `tip` of `mid`; intermediate bones
 /// between them (twist bones in the chain) are carried along unchanged.
 ///
 /// The solved rotations are blended with the animated ones by [`IkLimb::weight`]; with
@@ -78,7 +100,7 @@ impl From<&Name> for BoneRef {
     derive(serde::Serialize, serde::Deserialize),
     reflect(Serialize, Deserialize)
 )]
-#[require(IkStatus, LimbCache)]
+#[require(IkStatus, IkCharacter)]
 pub struct IkLimb {
     /// The limb's first bone (upper arm, thigh).
     pub root: BoneRef,
@@ -226,8 +248,9 @@ impl IkLimb {
     }
 }
 
-/// Marker: while present, the limb or rig on this entity is not solved and the bones keep
-/// their animated pose (like avian's `RigidBodyDisabled`).
+/// Marker: while present, the stage on this entity (or, on a character entity, the whole
+/// character) is not solved and its bones get their input pose back (like avian's
+/// `RigidBodyDisabled`).
 #[derive(Component, Debug, Clone, Copy, Default, PartialEq, Eq, Reflect)]
 #[reflect(Component, Default, Debug)]
 #[cfg_attr(
@@ -237,7 +260,9 @@ impl IkLimb {
 )]
 pub struct IkDisabled;
 
-/// What happened in the last solve of the limb or rig on this entity. Written by the plugin.
+/// What happened in the last solve of the stage on this entity (limb, rig, full body or
+/// custom), or in the set-up of the [`IkHumanoid`](crate::IkHumanoid) on it. Written by the
+/// plugin, and only when a value changed.
 ///
 /// Residuals are in the skeleton's model space (the space of the chain root's parent), which
 /// is world units for an unscaled character.
@@ -273,4 +298,50 @@ pub struct IkStatus {
     pub last_error: Option<IkError>,
     /// Bones or goals that set-up could not map (auto-mapping reports names here).
     pub unmapped: Vec<String>,
+}
+
+/// Writes an [`IkLimb`]'s goal for this frame into its stage: target and pole read now (model
+/// space), weights, and the settings when they changed.
+pub(crate) fn gather_limb(
+    limb: &IkLimb,
+    stage: &mut TwoBoneStage,
+    kind: &mut StageKind,
+    model: &GlobalTransform,
+    helper: &TransformHelper,
+) -> Result<(), IkError> {
+    let target = limb.target.ok_or(IkError::NoTarget)?;
+    let target = read_target(helper, model, target, false)?;
+    let pole = match limb.pole {
+        None => None,
+        Some(p) => Some(read_target(helper, model, p, true)?.position),
+    };
+    stage
+        .set_settings(limb.settings())
+        .map_err(|e| IkError::InvalidSettings(e.to_string()))?;
+    let rotation_weight = finite_weight(limb.rotation_weight);
+    let mut goal = LimbGoal::new(target.position).with_weights(
+        1.0,
+        rotation_weight,
+        finite_weight(limb.pole_weight),
+    );
+    goal.pole = match (pole, limb.swivel.filter(|a| a.is_finite())) {
+        (Some(p), _) => Pole::Position(p),
+        (None, Some(angle)) => Pole::Swivel(angle),
+        (None, None) => Pole::Keep,
+    };
+    let orientation = (rotation_weight > 0.0).then_some(target.rotation);
+    goal.orientation = orientation;
+    stage.goal = goal;
+    if let StageKind::Limb {
+        rotation_target,
+        pole: p,
+        target: t,
+        ..
+    } = kind
+    {
+        *rotation_target = orientation;
+        *p = limb.pole;
+        *t = limb.target;
+    }
+    Ok(())
 }

@@ -22,11 +22,13 @@ use bevy::transform::components::GlobalTransform;
 use ik_core::Skeleton;
 use ik_core::limits::JointLimit;
 
+use ik_core::stack::Stage;
+
 use crate::balance::IkCenterOfMass;
-use crate::components::{IkDisabled, IkLimb, IkStatus};
-use crate::full_body::HumanoidRig;
-use crate::limb::LimbCache;
-use crate::rig::{IkRig, RigCache};
+use crate::character::{DescItem, IkCharacter, StageKind};
+use crate::components::IkDisabled;
+use crate::humanoid::IkHumanoidTargets;
+use crate::stage::IkStageOf;
 
 /// What the debug drawing shows. Insert or change it at run time; `enabled: false` draws
 /// nothing.
@@ -94,12 +96,15 @@ const SUPPORT: Color = Color::Srgba(css::WHITE);
 /// Residuals below this (world units) draw as reached.
 const REACHED_TOLERANCE: f32 = 1e-3;
 
+#[allow(clippy::type_complexity, reason = "system parameters")]
 fn draw_ik_gizmos(
     settings: Res<IkDebugDraw>,
     mut gizmos: Gizmos,
-    limbs: Query<(&IkLimb, &LimbCache, &IkStatus), Without<IkDisabled>>,
-    rigs: Query<(&IkRig, &RigCache), Without<IkDisabled>>,
-    humanoids: Query<&HumanoidRig, Without<IkDisabled>>,
+    characters: Query<
+        (&IkCharacter, Option<&IkHumanoidTargets>),
+        (Without<IkDisabled>, Without<IkStageOf>),
+    >,
+    descs: Query<DescItem>,
     globals: Query<&GlobalTransform>,
     balances: Query<(&IkCenterOfMass, &GlobalTransform), Without<IkDisabled>>,
 ) {
@@ -107,108 +112,169 @@ fn draw_ik_gizmos(
         return;
     }
     let pos = |e| globals.get(e).ok().map(GlobalTransform::translation);
-    for (limb, cache, status) in &limbs {
-        let Some(chain) = cache.chain_entities() else {
+    for (character, humanoid_targets) in &characters {
+        let Some(rt) = character.rt.as_ref() else {
             continue;
         };
-        if settings.chains {
-            for w in chain.windows(2) {
-                if let (Some(a), Some(b)) = (pos(w[0]), pos(w[1])) {
-                    gizmos.line(a, b, CHAIN);
+        let skeleton = rt.stack.skeleton();
+        let entities = rt.entities.as_slice();
+        let bone_line = |gizmos: &mut Gizmos, bone: usize| {
+            let parent = skeleton.parent(bone).map(|p| entities[p]);
+            if let (Some(a), Some(b)) = (parent.and_then(pos), pos(entities[bone])) {
+                gizmos.line(a, b, CHAIN);
+            }
+        };
+        for st in &rt.stages {
+            let Some(slot) = st.slot.and_then(|i| rt.stack.slot(i)) else {
+                continue;
+            };
+            let solved = st.summary.is_some();
+            match (&st.kind, &slot.stage) {
+                (
+                    StageKind::Limb {
+                        bones: [root, _, tip],
+                        target,
+                        pole,
+                        ..
+                    },
+                    _,
+                ) => {
+                    let mut chain = Vec::new();
+                    let mut cur = Some(*tip);
+                    while let Some(c) = cur {
+                        chain.push(entities[c]);
+                        if c == *root {
+                            break;
+                        }
+                        cur = skeleton.parent(c);
+                    }
+                    chain.reverse();
+                    if settings.chains {
+                        for w in chain.windows(2) {
+                            if let (Some(a), Some(b)) = (pos(w[0]), pos(w[1])) {
+                                gizmos.line(a, b, CHAIN);
+                            }
+                        }
+                    }
+                    let tip_pos = pos(entities[*tip]);
+                    draw_target(
+                        &mut gizmos,
+                        &settings,
+                        tip_pos,
+                        target.and_then(pos),
+                        solved,
+                    );
+                    if settings.poles
+                        && let Some(pole) = pole.and_then(pos)
+                    {
+                        gizmos.cross(
+                            Isometry3d::from_translation(pole),
+                            settings.target_radius,
+                            POLE,
+                        );
+                        if let Some(mid) = chain.get(chain.len() / 2).and_then(|&e| pos(e)) {
+                            gizmos.line(mid, pole, POLE);
+                        }
+                    }
                 }
-            }
-        }
-        let tip = chain.last().and_then(|&e| pos(e));
-        let target = limb.target.and_then(pos);
-        draw_target(&mut gizmos, &settings, tip, target, status.solved);
-        if settings.poles
-            && let Some(pole) = limb.pole.and_then(pos)
-        {
-            gizmos.cross(
-                Isometry3d::from_translation(pole),
-                settings.target_radius,
-                POLE,
-            );
-            if let Some(mid) = chain.get(chain.len() / 2).and_then(|&e| pos(e)) {
-                gizmos.line(mid, pole, POLE);
-            }
-        }
-    }
-    for (rig, cache) in &rigs {
-        let Some(data) = cache.data() else { continue };
-        if settings.chains {
-            for (i, bone) in data.skeleton.bones().iter().enumerate().skip(1) {
-                let parent = bone.parent.map(|p| data.entities[p]);
-                if let (Some(a), Some(b)) = (parent.and_then(pos), pos(data.entities[i])) {
-                    gizmos.line(a, b, CHAIN);
+                (StageKind::Rig(data), Stage::Jacobian(stage)) => {
+                    if settings.chains {
+                        for joint in stage.solver().joints() {
+                            bone_line(&mut gizmos, joint.bone);
+                        }
+                    }
+                    let rig = descs.get(st.entity).ok().and_then(|d| d.1);
+                    if let Some(rig) = rig {
+                        for (goal, tasks) in rig.goals.iter().zip(&data.goal_tasks) {
+                            let bone = pos(entities[tasks.bone]);
+                            draw_target(
+                                &mut gizmos,
+                                &settings,
+                                bone,
+                                goal.target.and_then(pos),
+                                solved,
+                            );
+                        }
+                    }
+                    if settings.limits {
+                        for joint in stage.solver().joints() {
+                            draw_limit(
+                                &mut gizmos,
+                                &settings,
+                                (skeleton, entities),
+                                joint.bone,
+                                &joint.limit,
+                                &globals,
+                            );
+                        }
+                    }
                 }
-            }
-        }
-        for (goal, tasks) in rig.goals.iter().zip(&data.goal_tasks) {
-            let bone = pos(data.entities[tasks.bone]);
-            let target = goal.target.and_then(pos);
-            draw_target(&mut gizmos, &settings, bone, target, data.write);
-        }
-        if settings.limits {
-            for joint in data.solver.joints() {
-                let bones = (&data.skeleton, data.entities.as_slice());
-                draw_limit(
-                    &mut gizmos,
-                    &settings,
-                    bones,
-                    joint.bone,
-                    &joint.limit,
-                    &globals,
-                );
-            }
-        }
-    }
-    for rig in &humanoids {
-        let entity_of = |role| rig.map.get(role).map(|i| rig.entities[i]);
-        if settings.chains {
-            for (role, bone) in rig.map.iter() {
-                let parent = rig.map.mapped_parent(role).and_then(entity_of);
-                if let (Some(a), Some(b)) = (parent.and_then(pos), pos(rig.entities[bone])) {
-                    gizmos.line(a, b, CHAIN);
+                (StageKind::FullBody(data), Stage::FullBody(stage)) => {
+                    let map = &data.map;
+                    let entity_of = |role| map.get(role).map(|i| entities[i]);
+                    if settings.chains {
+                        for (role, bone) in map.iter() {
+                            let parent = map.mapped_parent(role).and_then(entity_of);
+                            if let (Some(a), Some(b)) = (parent.and_then(pos), pos(entities[bone]))
+                            {
+                                gizmos.line(a, b, CHAIN);
+                            }
+                        }
+                    }
+                    let targets = humanoid_targets.cloned().unwrap_or_default();
+                    let effector_targets = [
+                        targets.left_hand,
+                        targets.right_hand,
+                        targets.left_foot,
+                        targets.right_foot,
+                        targets.pelvis,
+                    ];
+                    for (target, bone) in effector_targets.iter().zip(stage.solver.effector_bones())
+                    {
+                        let effector = pos(entities[bone]);
+                        draw_target(
+                            &mut gizmos,
+                            &settings,
+                            effector,
+                            target.and_then(pos),
+                            solved,
+                        );
+                    }
+                    if let Some(look) = targets.head.and_then(pos) {
+                        if settings.targets {
+                            gizmos.sphere(
+                                Isometry3d::from_translation(look),
+                                settings.target_radius,
+                                TARGET,
+                            );
+                        }
+                        if settings.poles
+                            && let Some(head) = pos(entities[stage.solver.head_bone()])
+                        {
+                            gizmos.line(head, look, POLE);
+                        }
+                    }
+                    if settings.limits {
+                        let limits = stage.solver.limits();
+                        for (role, bone) in map.iter() {
+                            draw_limit(
+                                &mut gizmos,
+                                &settings,
+                                (skeleton, entities),
+                                bone,
+                                &limits.get(role),
+                                &globals,
+                            );
+                        }
+                    }
                 }
-            }
-        }
-        for (target, bone) in rig.targets.iter().zip(rig.solver.effector_bones()) {
-            let effector = pos(rig.entities[bone]);
-            draw_target(
-                &mut gizmos,
-                &settings,
-                effector,
-                target.and_then(pos),
-                rig.write,
-            );
-        }
-        if let Some(look) = rig.look_at.and_then(pos) {
-            if settings.targets {
-                gizmos.sphere(
-                    Isometry3d::from_translation(look),
-                    settings.target_radius,
-                    TARGET,
-                );
-            }
-            if settings.poles
-                && let Some(head) = pos(rig.entities[rig.solver.head_bone()])
-            {
-                gizmos.line(head, look, POLE);
-            }
-        }
-        if settings.limits {
-            let limits = rig.solver.limits();
-            for (role, bone) in rig.map.iter() {
-                let bones = (&rig.skeleton, rig.entities.as_slice());
-                draw_limit(
-                    &mut gizmos,
-                    &settings,
-                    bones,
-                    bone,
-                    &limits.get(role),
-                    &globals,
-                );
+                _ => {
+                    if settings.chains {
+                        for &b in slot.stage.bones() {
+                            bone_line(&mut gizmos, b);
+                        }
+                    }
+                }
             }
         }
     }

@@ -1,45 +1,41 @@
 //! Humanoid auto-mapping: [`IkHumanoid`] on a character's root (typically the `SceneRoot` of a
 //! glTF character) recognises its bones by name with ik-core's humanoid mapping (Mixamo, VRM,
 //! `VRoid`, Rigify, Unreal, plain names), spawns target and pole entities at the current hand,
-//! foot, head and pelvis positions and sets up the IK that follows them.
+//! foot, head and pelvis positions and sets up the IK that follows them: a character whose
+//! first stage is ik-core's full-body solver (the default preset), or four [`IkLimb`] stage
+//! entities ([`IkHumanoid::limbs`]).
 
-use bevy::app::App;
 use bevy::ecs::change_detection::{DetectChanges, Ref};
 use bevy::ecs::component::Component;
 use bevy::ecs::entity::Entity;
 use bevy::ecs::hierarchy::{ChildOf, Children};
-use bevy::ecs::intern::Interned;
 use bevy::ecs::name::Name;
 use bevy::ecs::reflect::ReflectComponent;
-use bevy::ecs::schedule::{IntoScheduleConfigs, ScheduleLabel};
 use bevy::ecs::system::{Commands, Query, Res};
 use bevy::math::Vec3;
 use bevy::reflect::prelude::*;
-use bevy::transform::components::Transform;
-use ik_core::BoneTransform;
+use bevy::transform::components::{GlobalTransform, Transform};
+use bevy::transform::helper::TransformHelper;
 use ik_core::humanoid::{
-    BodyFrame, Effector, FullBodySettings, FullBodySolver, HumanoidBone, HumanoidMap,
+    BodyFrame, CenterOfMassGoal, Effector, FullBodySettings, FullBodySolver, HumanoidBone,
+    HumanoidMap,
 };
+use ik_core::stack::{FullBodyStage, Stage};
+use ik_core::{BoneTransform, Skeleton};
 
 use crate::balance::{IkBalance, IkCenterOfMass};
+use crate::character::{IkCharacter, read_target};
 use crate::components::{IkLimb, IkStatus};
 use crate::error::IkError;
-use crate::full_body::HumanoidRig;
-use crate::limb::warn_once;
-use crate::setup::{IkRescan, SetupSystems, hierarchy_skeleton};
+use crate::pipeline::warn_once;
+use crate::setup::{IkRescan, hierarchy_skeleton};
+use crate::stage::IkStageOf;
 
-pub(crate) fn build(app: &mut App, schedule: Interned<dyn ScheduleLabel>) {
+pub(crate) fn register(app: &mut bevy::app::App) {
     app.register_type::<IkHumanoid>()
         .register_type::<IkHumanoidSolver>()
         .register_type::<IkHumanoidTargets>()
         .register_type::<IkHumanoidBones>();
-    app.add_systems(
-        schedule,
-        map_humanoids
-            .in_set(SetupSystems)
-            .before(crate::limb::set_up_limbs)
-            .before(crate::setup::clear_rescan),
-    );
 }
 
 /// Auto-maps a humanoid character: put it on the character's root entity (e.g. the entity with
@@ -50,12 +46,16 @@ pub(crate) fn build(app: &mut App, schedule: Interned<dyn ScheduleLabel>) {
 /// 2. spawns target entities (children of this entity, listed in [`IkHumanoidTargets`]) at the
 ///    current pelvis, hand and foot poses and a look-at target ahead of the face,
 /// 3. drives the body toward them every frame with ik-core's full-body solver (the default,
-///    [`IkHumanoidSolver::FullBody`]: anatomical limits, the hips translate), or with an
-///    [`IkLimb`] per arm and leg plus elbow/knee pole entities ([`IkHumanoid::limbs`]),
+///    [`IkHumanoidSolver::FullBody`]: anatomical limits, the hips translate) as the first
+///    stage of this entity's [`IkCharacter`], or with an [`IkLimb`] stage entity per arm and
+///    leg plus elbow/knee pole entities ([`IkHumanoid::limbs`]),
 ///
 /// and records the role → bone mapping in [`IkHumanoidBones`]. Roles it could not map are listed
 /// in this entity's [`IkStatus::unmapped`]; if a required one is missing, nothing is set up and
 /// [`IkStatus::last_error`] says which.
+///
+/// More stages go after it on the same pose: spawn them with
+/// [`IkStageOf(this entity)`](crate::IkStageOf) (see the crate docs).
 #[derive(Component, Debug, Clone, PartialEq, Reflect)]
 #[reflect(Component, Default, Debug)]
 #[cfg_attr(
@@ -63,7 +63,7 @@ pub(crate) fn build(app: &mut App, schedule: Interned<dyn ScheduleLabel>) {
     derive(serde::Serialize, serde::Deserialize),
     reflect(Serialize, Deserialize)
 )]
-#[require(IkStatus, HumanoidCache, IkCenterOfMass)]
+#[require(IkStatus, HumanoidCache, IkCenterOfMass, IkCharacter)]
 pub struct IkHumanoid {
     /// Set up IK for the arms.
     pub arms: bool,
@@ -74,8 +74,8 @@ pub struct IkHumanoid {
     pub poles: bool,
     /// Turn the head toward its look-at target (full body).
     pub head: bool,
-    /// IK/FK blend weight: read every frame by the full-body solver, copied into the limbs
-    /// at set-up.
+    /// IK/FK blend weight: read every frame by the full-body stage, copied into the limbs at
+    /// set-up.
     pub weight: f32,
     /// Which solver drives the character.
     pub solver: IkHumanoidSolver,
@@ -294,7 +294,7 @@ fn map_one(
     let local = |role: HumanoidBone| map.get(role).map(|i| to_local.mul_transform(&model[i]));
     let frame = BodyFrame::from_rest(&skeleton, &map).ok();
     if humanoid.solver == IkHumanoidSolver::FullBody {
-        let targets = set_up_full_body(entity, humanoid, commands, skeleton, &map, entities)
+        let targets = set_up_full_body(entity, humanoid, commands, &skeleton, &map)
             .map_err(|e| (e, unmapped.clone()))?;
         return Ok((unmapped, targets, bones));
     }
@@ -363,7 +363,12 @@ fn map_one(
             .with_weight(humanoid.weight);
         limb.pole = pole;
         let limb_entity = commands
-            .spawn((Name::new(format!("ik limb {label}")), limb, ChildOf(entity)))
+            .spawn((
+                Name::new(format!("ik limb {label}")),
+                limb,
+                ChildOf(entity),
+                IkStageOf(entity),
+            ))
             .id();
         targets.limbs.push(limb_entity);
         match i {
@@ -391,22 +396,19 @@ fn spawn_marker(commands: &mut Commands, parent: Entity, label: &str, t: BoneTra
         .id()
 }
 
-/// Full-body set-up: builds ik-core's hybrid [`FullBodySolver`] on the whole hierarchy, spawns
-/// targets where the effectors are (and the look-at target ahead of the face) and inserts the
-/// cached rig.
+/// Full-body set-up: spawns targets where the effectors are (and the look-at target ahead of
+/// the face); the character builds the full-body stage once [`IkHumanoidTargets`] is there.
 fn set_up_full_body(
     entity: Entity,
     humanoid: &IkHumanoid,
     commands: &mut Commands,
-    skeleton: ik_core::Skeleton,
+    skeleton: &Skeleton,
     map: &HumanoidMap,
-    entities: Vec<Entity>,
 ) -> Result<IkHumanoidTargets, IkError> {
     let mut solver =
-        FullBodySolver::new(&skeleton, map).map_err(|e| IkError::InvalidChain(e.to_string()))?;
-    *solver.settings_mut() = humanoid.full_body_settings;
+        FullBodySolver::new(skeleton, map).map_err(|e| IkError::InvalidChain(e.to_string()))?;
     let rest = skeleton.rest_pose();
-    let mut goals = solver.goals_at_pose(&skeleton, &rest);
+    let mut goals = solver.goals_at_pose(skeleton, &rest);
     let mut targets = IkHumanoidTargets::default();
     let mut effector_targets = [None; 5];
     let labels = [
@@ -456,14 +458,104 @@ fn set_up_full_body(
             BoneTransform::from_translation(goals.look_at.target),
         )
     });
-    commands.entity(entity).insert(HumanoidRig::new(
-        entities,
-        skeleton,
-        solver,
-        map.clone(),
-        goals,
-        effector_targets,
-        targets.head,
-    ));
     Ok(targets)
+}
+
+/// Per-character data of a full-body stage.
+#[derive(Debug)]
+pub(crate) struct FullBodyData {
+    #[cfg_attr(not(feature = "debug-draw"), allow(dead_code, reason = "drawn"))]
+    pub(crate) map: HumanoidMap,
+    /// The rest body's up (the balance goal's ground normal).
+    pub(crate) up: Vec3,
+}
+
+/// Builds the full-body stage on the character's skeleton (the whole hierarchy under the
+/// humanoid entity).
+pub(crate) fn build_full_body_stage(
+    humanoid: &IkHumanoid,
+    skeleton: &Skeleton,
+) -> Result<(Stage, FullBodyData), IkError> {
+    let (map, report) = HumanoidMap::from_skeleton(skeleton);
+    if let Some(role) = report.missing_required.first() {
+        return Err(IkError::MissingBone(role.to_string()));
+    }
+    let mut solver =
+        FullBodySolver::new(skeleton, &map).map_err(|e| IkError::InvalidChain(e.to_string()))?;
+    *solver.settings_mut() = humanoid.full_body_settings;
+    let mut goals = solver.goals_at_pose(skeleton, &skeleton.rest_pose());
+    // The pelvis follows its target's position only (the hips keep turning freely). All goals
+    // share one priority level: the solver's fast path; the limbs are finished analytically
+    // afterwards, so hands and feet stay exact when reachable.
+    goals.get_mut(Effector::Pelvis).rotation_weight = 0.0;
+    let up = BodyFrame::from_rest(skeleton, &map).map_or(Vec3::Y, |f| f.up);
+    Ok((
+        Stage::full_body(FullBodyStage::new(solver, goals, skeleton.len())),
+        FullBodyData { map, up },
+    ))
+}
+
+/// Writes this frame's full-body goals: effector and look-at targets read now (switched by
+/// `arms` / `legs` / `head` and by which targets exist), the balance goal and the settings.
+pub(crate) fn gather_full_body(
+    humanoid: &IkHumanoid,
+    targets: &IkHumanoidTargets,
+    stage: &mut FullBodyStage,
+    model: &GlobalTransform,
+    helper: &TransformHelper,
+) -> Result<(), IkError> {
+    if *stage.solver.settings() != humanoid.full_body_settings {
+        *stage.solver.settings_mut() = humanoid.full_body_settings;
+    }
+    let entities = [
+        targets.left_hand,
+        targets.right_hand,
+        targets.left_foot,
+        targets.right_foot,
+        targets.pelvis,
+    ];
+    for (k, (goal, target)) in stage.goals.effectors.iter_mut().zip(entities).enumerate() {
+        let on = match Effector::ALL[k] {
+            Effector::LeftHand | Effector::RightHand => humanoid.arms,
+            Effector::LeftFoot | Effector::RightFoot => humanoid.legs,
+            Effector::Pelvis => true,
+        };
+        match target.filter(|_| on) {
+            Some(t) => {
+                let m = read_target(helper, model, t, false)?;
+                goal.position = m.position;
+                goal.rotation = m.rotation;
+                goal.enabled = true;
+            }
+            None => goal.enabled = false,
+        }
+    }
+    match targets.head.filter(|_| humanoid.head) {
+        Some(t) => {
+            stage.goals.look_at.target = read_target(helper, model, t, false)?.position;
+            stage.goals.look_at.enabled = true;
+        }
+        None => stage.goals.look_at.enabled = false,
+    }
+    // Balance: the support point between the feet targets gathered above.
+    let balance = humanoid.balance;
+    let goals = &mut stage.goals;
+    let (left, right) = (
+        goals.get(Effector::LeftFoot),
+        goals.get(Effector::RightFoot),
+    );
+    goals.center_of_mass = if balance.enabled && left.enabled && right.enabled {
+        CenterOfMassGoal {
+            target: balance.support_point(left.position, right.position),
+            weight: balance.weight,
+            enabled: true,
+            priority: balance.priority,
+        }
+    } else {
+        CenterOfMassGoal {
+            enabled: false,
+            ..goals.center_of_mass
+        }
+    };
+    Ok(())
 }

@@ -2,19 +2,20 @@
 #![forbid(unsafe_code)]
 
 pub mod balance;
+pub mod character;
 pub mod components;
 #[cfg(feature = "debug-draw")]
 pub mod debug_draw;
 pub mod error;
-pub(crate) mod full_body;
 pub mod humanoid;
-mod limb;
+mod pipeline;
 mod pose_io;
 pub mod rig;
 mod setup;
-mod solver;
+pub mod stage;
 
 pub use balance::{IkBalance, IkCenterOfMass};
+pub use character::IkCharacter;
 pub use components::{BoneRef, IkDisabled, IkLimb, IkStatus};
 #[cfg(feature = "debug-draw")]
 pub use debug_draw::IkDebugDraw;
@@ -22,6 +23,7 @@ pub use error::IkError;
 pub use humanoid::{IkHumanoid, IkHumanoidBones, IkHumanoidSolver, IkHumanoidTargets};
 pub use ik_core;
 pub use rig::{IkGoal, IkGoalKind, IkJointLimits, IkRig, IkRigSettings};
+pub use stage::{IkCustom, IkStageOf, IkStages};
 
 use bevy::app::{AnimationSystems, App, Plugin, PostUpdate};
 use bevy::ecs::intern::Interned;
@@ -31,12 +33,14 @@ use bevy::transform::TransformSystems;
 /// The most used items: `use bevy_ik::prelude::*;`.
 pub mod prelude {
     pub use crate::balance::{IkBalance, IkCenterOfMass};
+    pub use crate::character::IkCharacter;
     pub use crate::components::{BoneRef, IkDisabled, IkLimb, IkStatus};
     #[cfg(feature = "debug-draw")]
     pub use crate::debug_draw::IkDebugDraw;
     pub use crate::error::IkError;
     pub use crate::humanoid::{IkHumanoid, IkHumanoidBones, IkHumanoidSolver, IkHumanoidTargets};
     pub use crate::rig::{IkGoal, IkGoalKind, IkJointLimits, IkRig, IkRigSettings};
+    pub use crate::stage::{IkCustom, IkStageOf, IkStages};
     pub use crate::{IkPlugin, IkSystems};
 }
 
@@ -47,48 +51,58 @@ pub mod prelude {
 /// `GlobalTransform` must run after `TransformSystems::Propagate`.
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IkSystems {
-    /// Finishes set-up (finds bones by name, builds the cached skeletons and chains when their
-    /// description changed), then reads the bones' current local transforms (as animation left
-    /// them) and the target and pole entities' current global transforms.
+    /// Finishes set-up where a structure changed (maps humanoids, resolves bones, builds each
+    /// character's skeleton and stack).
     Prepare,
-    /// Solves every character in parallel on the gathered data; touches no `Transform`.
+    /// Per character, in parallel: reads its input pose (its bones' local transforms, once)
+    /// and its stages' goals (target and pole entities' current global transforms, weights,
+    /// settings), then solves its stack, the stages in order; writes no `Transform`.
     Solve,
-    /// Writes the solved local rotations (and a movable root's translation) back to the bones'
-    /// `Transform`s with `set_if_neq`.
+    /// Writes each character's output pose to its bones' `Transform`s with `set_if_neq` (the
+    /// only `Transform` writer), then each stage's `IkStatus` where it changed.
     Writeback,
 }
 
 /// Inverse kinematics for Bevy: target and pole entities drive the bones of characters.
 ///
 /// Add it after `TransformPlugin` (part of `DefaultPlugins`), then put an [`IkLimb`] on an
-/// entity.
+/// entity, or an [`IkHumanoid`] on a character's root.
 ///
 /// ## Systems
 ///
-/// All systems run in [`PostUpdate`] (or the schedule given to [`IkPlugin::in_schedule`]):
+/// All systems run in [`PostUpdate`] (or the schedule given to [`IkPlugin::in_schedule`]),
+/// one chain, so no two of them touch the same data unordered:
 ///
 /// ```text
 /// AnimationSystems              animation writes the bones' local Transforms
 /// IkSystems::Prepare
-///   set-up (only when needed)   map_humanoids, set_up_limbs, set_up_rigs: find bones by Name,
-///                               build the cached core skeletons / chains / solvers
-///   collect_limb_poses,         read the bones' current local Transforms and the targets'
-///   collect_rig_poses           and poles' current global transforms (parallel)
-///   set_balance_goals           support point between the feet targets (IkBalance on)
-/// IkSystems::Solve              solve_limbs, solve_full_body (parallel over characters)
-/// IkSystems::Writeback          write_limb_rotations, write_rig_pose (set_if_neq),
-///                               measure_center_of_mass (IkBalance on: IkCenterOfMass)
+///   flag_new_bones              named entities appeared: incomplete set-ups retry
+///   map_humanoids               IkHumanoid: map the bones by name, spawn targets (once)
+///   set_up_characters           only where a stage description changed structurally:
+///                               resolve bones (entity, Name, role), build the character's
+///                               skeleton and ik-core stack
+///   clear_rescan
+/// IkSystems::Solve
+///   solve_characters            per character, in parallel, in one pass: read the input
+///                               pose once (the remembered input where nothing rewrote a
+///                               bone), the model frame, every stage's targets, weights and
+///                               settings; then the stack's stages in order, each blended
+///                               by its weight
+/// IkSystems::Writeback
+///   write_bone_transforms       the only Transform writer: each character's output
+///                               (set_if_neq), input restored where IK stopped writing
+///   publish_ik_status           IkStatus / IkCenterOfMass, only where a value changed
 /// TransformSystems::Propagate   Bevy computes GlobalTransform from the written locals
 /// draw_ik_gizmos                (feature `debug-draw`) gizmos from the propagated transforms
 /// ```
 ///
 /// Targets and poles are read at their *current* global transform, computed from their own and
-/// their ancestors' `Transform`s during [`IkSystems::Prepare`], so a target moved in `Update`
+/// their ancestors' `Transform`s during [`IkSystems::Solve`], so a target moved in `Update`
 /// this frame is reached this frame (no one-frame lag through `GlobalTransform`).
 ///
-/// Limbs and rigs are solved independently of each other against the animated pose: two
-/// [`IkLimb`]s on the same character must not share bones, and a limb below a bone that an
-/// [`IkRig`] moves sees that bone's animated (not solved) transform.
+/// Stages of one character run in order on one pose: a limb stage after a stage that moved
+/// the hips solves from the moved hips. Separate characters are independent; two characters
+/// must not share bones.
 #[derive(Debug, Clone)]
 pub struct IkPlugin {
     schedule: Interned<dyn ScheduleLabel>,
@@ -126,7 +140,9 @@ impl Plugin for IkPlugin {
             .register_type::<IkLimb>()
             .register_type::<IkDisabled>()
             .register_type::<IkStatus>()
-            .register_type::<IkError>();
+            .register_type::<IkError>()
+            .register_type::<IkStageOf>()
+            .register_type::<IkStages>();
         app.configure_sets(
             schedule,
             (IkSystems::Prepare, IkSystems::Solve, IkSystems::Writeback)
@@ -135,11 +151,27 @@ impl Plugin for IkPlugin {
                 .before(TransformSystems::Propagate),
         );
         setup::build(app, schedule);
-        limb::build(app, schedule);
-        humanoid::build(app, schedule);
-        rig::build(app, schedule);
-        full_body::build(app, schedule);
-        balance::build(app, schedule);
+        humanoid::register(app);
+        rig::register(app);
+        balance::register(app);
+        app.add_systems(
+            schedule,
+            (
+                (
+                    setup::flag_new_bones,
+                    humanoid::map_humanoids,
+                    character::set_up_characters,
+                    setup::clear_rescan,
+                )
+                    .chain()
+                    .in_set(setup::SetupSystems),
+                pipeline::solve_characters.in_set(IkSystems::Solve),
+                (pipeline::write_bone_transforms, pipeline::publish_ik_status)
+                    .chain()
+                    .in_set(IkSystems::Writeback),
+            )
+                .chain(),
+        );
         #[cfg(feature = "debug-draw")]
         debug_draw::build(app, schedule);
     }

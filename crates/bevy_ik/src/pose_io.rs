@@ -3,12 +3,11 @@
 //! `Transform`s. No linear algebra beyond changing frames.
 
 use bevy::ecs::entity::Entity;
-use bevy::ecs::system::Query;
 use bevy::math::{Quat, Vec3};
 use bevy::transform::components::{GlobalTransform, Transform};
 use bevy::transform::helper::TransformHelper;
+use ik_core::BoneTransform;
 use ik_core::skeleton::Bone;
-use ik_core::{BoneTransform, Pose};
 
 use crate::error::IkError;
 
@@ -69,29 +68,6 @@ pub(crate) fn target_in_model_space(
         position: local.translation,
         rotation: local.rotation.normalize(),
     })
-}
-
-/// Reads the current local transforms of `entities` into `pose`, starting at bone `first`
-/// (entities are parallel to the skeleton's bones from there; `pose` already has one entry per
-/// bone).
-pub(crate) fn read_pose(
-    transforms: &Query<&Transform>,
-    entities: &[Entity],
-    pose: &mut Pose,
-    first: usize,
-) -> Result<(), IkError> {
-    for (i, &e) in entities.iter().enumerate() {
-        let i = i + first;
-        let t = transforms
-            .get(e)
-            .map_err(|_| IkError::MissingBoneEntity(e))?;
-        if !(t.translation.is_finite() && t.rotation.is_finite()) {
-            return Err(IkError::NonFinitePose);
-        }
-        pose.rotations[i] = t.rotation;
-        pose.translations[i] = t.translation;
-    }
-    Ok(())
 }
 
 /// An ik-core bone from an entity's current `Transform` (its rest transform for the solver).

@@ -1,57 +1,37 @@
-//! Full-body IK: [`IkRig`] on a character's root entity lists goals (a bone reaching for a
-//! target entity, with a weight, a priority level and an IK/FK blend); the plugin builds one
-//! ik-core [`JacobianSolver`] per character from the bones between the root and the goal bones,
-//! and solves all characters in parallel every frame.
+//! Generic Jacobian IK: [`IkRig`] lists goals (a bone reaching for a target entity, with a
+//! weight, a priority level and an IK/FK blend). It is a stage of its character (the entity
+//! holding it, or the one named by [`IkStageOf`](crate::IkStageOf)): the plugin builds one
+//! ik-core [`JacobianSolver`] from the bones between the character root and the goal bones
+//! and runs it in the character's stack. Goal targets, weights and blends, the rig weight and
+//! the iteration budget and tolerances are read every frame; the goal set (bones, kinds,
+//! priorities), the movable root, the limits and the posture gain are its structure.
 
-use bevy::app::App;
-use bevy::ecs::change_detection::{DetectChanges, DetectChangesMut, Ref};
 use bevy::ecs::component::Component;
 use bevy::ecs::entity::Entity;
-use bevy::ecs::hierarchy::{ChildOf, Children};
-use bevy::ecs::intern::Interned;
-use bevy::ecs::name::Name;
-use bevy::ecs::query::Without;
 use bevy::ecs::reflect::ReflectComponent;
-use bevy::ecs::schedule::{IntoScheduleConfigs, ScheduleLabel};
-use bevy::ecs::system::{Query, Res};
 use bevy::math::{Quat, Vec3};
 use bevy::reflect::prelude::*;
-use bevy::transform::components::Transform;
+use bevy::transform::components::GlobalTransform;
 use bevy::transform::helper::TransformHelper;
+use ik_core::Skeleton;
 use ik_core::humanoid::{HumanoidLimits, HumanoidMap};
-use ik_core::jacobian::{
-    Goals, JacobianScratch, JacobianSolver, JointSpec, PostureReference, SolverSettings, TaskSpec,
-};
+use ik_core::jacobian::{JacobianSolver, JointSpec, PostureReference, SolverSettings, TaskSpec};
 use ik_core::limits::JointLimit;
-use ik_core::{BoneTransform, Pose, Skeleton};
+use ik_core::stack::{JacobianStage, PoseBuffer, Stage};
 
-use crate::IkSystems;
-use crate::components::{BoneRef, IkDisabled, IkStatus};
+use crate::character::{Hierarchy, IkCharacter, read_target};
+use crate::components::{BoneRef, IkStatus};
 use crate::error::IkError;
-use crate::limb::{finite_weight, record_problem, warn_once};
-use crate::pose_io::{self, ModelTarget, TargetProblem};
-use crate::setup::{self, IkRescan, SetupSystems};
+use crate::pipeline::finite_weight;
+use crate::pose_io::ModelTarget;
+use crate::setup;
 
-pub(crate) fn build(app: &mut App, schedule: Interned<dyn ScheduleLabel>) {
+pub(crate) fn register(app: &mut bevy::app::App) {
     app.register_type::<IkRig>()
         .register_type::<IkGoal>()
         .register_type::<IkGoalKind>()
         .register_type::<IkRigSettings>()
         .register_type::<IkJointLimits>();
-    app.add_systems(
-        schedule,
-        (
-            set_up_rigs
-                .in_set(SetupSystems)
-                .after(crate::humanoid::map_humanoids)
-                .before(setup::clear_rescan),
-            collect_rig_poses
-                .in_set(IkSystems::Prepare)
-                .after(SetupSystems),
-            solve_full_body.in_set(IkSystems::Solve),
-            write_rig_pose.in_set(IkSystems::Writeback),
-        ),
-    );
 }
 
 /// What a goal constrains.
@@ -97,8 +77,9 @@ pub struct IkGoal {
     pub weight: f32,
     /// Priority level, 0 = highest: a lower level only uses the freedom the higher ones leave.
     pub priority: u8,
-    /// IK/FK blend of this goal: the effective target is blended from the animated bone's
-    /// pose (0) to the target (1).
+    /// IK/FK blend of this goal: the effective target is blended from the bone's pose in the
+    /// character's input (animated) pose (0) to the target (1). (The rig's
+    /// [`IkRig::weight`] blends the rig stage's whole output over the pose it received.)
     pub blend: f32,
 }
 
@@ -216,8 +197,9 @@ impl Default for IkRigSettings {
     }
 }
 
-/// A full-body IK rig: put it on the character's root entity (the entity above the skeleton,
-/// e.g. the `SceneRoot`; it never moves itself). Every bone between it and a goal bone becomes a
+/// A Jacobian IK rig: put it on the character's root entity (the entity above the skeleton,
+/// e.g. the `SceneRoot`; it never moves itself), or on a stage entity with
+/// [`IkStageOf(root)`](crate::IkStageOf). Every bone between the root and a goal bone becomes a
 /// ball joint; [`IkRig::movable_root`] (the hips, typically) may also translate.
 ///
 /// The solved pose is blended with the animated one by [`IkRig::weight`] and per goal by
@@ -229,7 +211,7 @@ impl Default for IkRigSettings {
     derive(serde::Serialize, serde::Deserialize),
     reflect(Serialize, Deserialize)
 )]
-#[require(IkStatus, RigCache)]
+#[require(IkStatus, IkCharacter)]
 pub struct IkRig {
     /// The goals, in priority order within a level.
     pub goals: Vec<IkGoal>,
@@ -287,26 +269,27 @@ impl IkRig {
     }
 }
 
-/// The structural part of an [`IkRig`]; a change here rebuilds the cached solver.
+/// The structural part of an [`IkRig`]; a change here rebuilds the stage. Goal weights and
+/// blends, targets, the rig weight and the solver settings are per-frame parameters.
 #[derive(Debug, Clone, PartialEq)]
-struct RigKey {
-    bones: Vec<(BoneRef, IkGoalKind, u8, u32)>,
+pub(crate) struct RigKey {
+    bones: Vec<(BoneRef, IkGoalKind, u8)>,
     movable_root: Option<BoneRef>,
     limits: IkJointLimits,
-    settings: IkRigSettings,
+    posture_gain: u32,
 }
 
 impl RigKey {
-    fn of(rig: &IkRig) -> Self {
+    pub(crate) fn of(rig: &IkRig) -> Self {
         Self {
             bones: rig
                 .goals
                 .iter()
-                .map(|g| (g.bone.clone(), g.kind, g.priority, g.weight.to_bits()))
+                .map(|g| (g.bone.clone(), g.kind, g.priority))
                 .collect(),
             movable_root: rig.movable_root.clone(),
             limits: rig.limits,
-            settings: rig.settings,
+            posture_gain: rig.settings.posture_gain.to_bits(),
         }
     }
 }
@@ -319,163 +302,34 @@ pub(crate) struct GoalTasks {
     rotation: Option<usize>,
 }
 
+/// Per-rig data of a character's Jacobian stage.
 #[derive(Debug)]
-pub(crate) struct RigData {
-    pub(crate) entities: Vec<Entity>,
-    /// The rig entity: its global transform is the model space.
-    pub(crate) frame: Entity,
-    pub(crate) skeleton: Skeleton,
-    pub(crate) solver: JacobianSolver,
-    pub(crate) goals: Goals,
-    pub(crate) scratch: JacobianScratch,
+pub(crate) struct RigStage {
     pub(crate) goal_tasks: Vec<GoalTasks>,
-    /// Bones the solver may change (joint bones), and whether each may translate.
-    pub(crate) written: Vec<(usize, bool)>,
-    pub(crate) input: Pose,
-    pub(crate) solved: Pose,
-    pub(crate) model: Vec<BoneTransform>,
     /// This frame's model-space target per goal (`None`: goal off this frame).
-    pub(crate) targets: Vec<Option<ModelTarget>>,
-    /// Whether the solved pose is written (false at weight 0: the animation is left as is).
-    pub(crate) write: bool,
+    targets: Vec<Option<ModelTarget>>,
 }
 
-/// Per-rig state (cache and scratch). Internal.
-#[derive(Component, Debug)]
-pub(crate) struct RigCache {
-    key: Option<RigKey>,
-    data: Option<RigData>,
-    setup_error: Option<IkError>,
-    /// `Err(None)`: not set up (the set-up problem is in the status already).
-    frame: Result<(), Option<IkError>>,
-    write: bool,
-    warned: Vec<IkError>,
-}
-
-impl RigCache {
-    /// The set-up rig, if any (for debug drawing).
-    #[cfg_attr(not(feature = "debug-draw"), allow(dead_code))]
-    pub(crate) fn data(&self) -> Option<&RigData> {
-        self.data.as_ref()
-    }
-}
-
-impl Default for RigCache {
-    fn default() -> Self {
-        Self {
-            key: None,
-            data: None,
-            setup_error: None,
-            frame: Err(None),
-            write: false,
-            warned: Vec::new(),
-        }
-    }
-}
-
-fn set_up_rigs(
-    mut rigs: Query<(Entity, Ref<IkRig>, &mut RigCache, &mut IkStatus)>,
-    rescan: Res<IkRescan>,
-    children: Query<&Children>,
-    parents: Query<&ChildOf>,
-    names: Query<&Name>,
-    transforms: Query<&Transform>,
-) {
-    for (entity, rig, mut cache, mut status) in &mut rigs {
-        let key = RigKey::of(&rig);
-        let changed = rig.is_changed() && cache.key.as_ref() != Some(&key);
-        let retry = cache.data.is_none() && (rescan.0 || cache.key.is_none());
-        if !(changed || retry) {
-            continue;
-        }
-        let cache = &mut *cache;
-        if changed {
-            cache.warned.clear();
-        }
-        cache.key = Some(key);
-        cache.data = None;
-        match build_rig(entity, &rig, &children, &parents, &names, &transforms) {
-            Ok(data) => {
-                cache.data = Some(data);
-                cache.setup_error = None;
-                status.ready = true;
-                status.last_error = None;
-            }
-            Err(err) => {
-                warn_once(&mut cache.warned, entity, &err);
-                status.ready = false;
-                status.solved = false;
-                status.last_error = Some(err.clone());
-                cache.setup_error = Some(err);
-            }
-        }
-    }
-}
-
-fn build_rig(
-    entity: Entity,
+/// Builds the Jacobian stage of `rig` on the character's skeleton; `bones` are the skeleton
+/// indices of the goal bones, then of the movable root.
+pub(crate) fn build_stage(
     rig: &IkRig,
-    children: &Query<&Children>,
-    parents: &Query<&ChildOf>,
-    names: &Query<&Name>,
-    transforms: &Query<&Transform>,
-) -> Result<RigData, IkError> {
-    if rig.goals.is_empty() {
-        return Err(IkError::NoTarget);
-    }
-    // Goal bones and the movable root, as entities.
-    let goal_entities = rig
-        .goals
-        .iter()
-        .map(|g| setup::find_bone(&g.bone, entity, children, names))
-        .collect::<Result<Vec<_>, _>>()?;
-    let root_entity = rig
-        .movable_root
-        .as_ref()
-        .map(|b| setup::find_bone(b, entity, children, names))
-        .transpose()?;
-    // The bones: the rig entity and every ancestor of a goal bone (or the movable root) below
-    // it, parents first (ordered by depth, which keeps parents before children).
-    let mut entities = vec![entity];
-    let mut depth = vec![0usize];
-    for &tip in goal_entities.iter().chain(root_entity.as_ref()) {
-        let path = setup::chain_path(entity, tip, parents).ok_or(IkError::NotAChain)?;
-        for (d, &e) in path.iter().enumerate().skip(1) {
-            if !entities.contains(&e) {
-                entities.push(e);
-                depth.push(d);
-            }
-        }
-    }
-    let mut order: Vec<usize> = (0..entities.len()).collect();
-    order.sort_by_key(|&i| (depth[i], i));
-    let entities: Vec<Entity> = order.iter().map(|&i| entities[i]).collect();
-    let index_of = |e: Entity| entities.iter().position(|&x| x == e);
-    let mut bones = Vec::with_capacity(entities.len());
-    for (i, &e) in entities.iter().enumerate() {
-        let t = transforms
-            .get(e)
-            .map_err(|_| IkError::MissingBoneEntity(e))?;
-        let parent = if i == 0 {
-            None
-        } else {
-            parents.get(e).ok().and_then(|c| index_of(c.parent()))
-        };
-        // Model space is the rig entity's own frame: bone 0 is the identity there (so the
-        // solver's length scale and precision do not depend on where the character stands).
-        let t = if i == 0 { &Transform::IDENTITY } else { t };
-        bones.push(pose_io::bone_from_transform(
-            setup::bone_name(e, names),
-            parent,
-            t,
-        ));
-    }
-    let skeleton = Skeleton::try_new(bones).map_err(|e| IkError::InvalidChain(e.to_string()))?;
-
+    character: Entity,
+    skeleton: &Skeleton,
+    entities: &[Entity],
+    bones: &[usize],
+    h: &Hierarchy<'_, '_>,
+) -> Result<(Stage, RigStage), IkError> {
+    let (goal_bones, root_index) = if rig.movable_root.is_some() {
+        let (g, r) = bones.split_at(bones.len() - 1);
+        (g, r.first().copied())
+    } else {
+        (bones, None)
+    };
     // Humanoid limits come from the full hierarchy (bone directions need the children).
     let limits = match rig.limits {
         IkJointLimits::Free => None,
-        IkJointLimits::Humanoid => Some(humanoid_limits(entity, children, names, transforms)?),
+        IkJointLimits::Humanoid => Some(humanoid_limits(character, h)?),
     };
     let limit_of = |e: Entity| {
         limits
@@ -486,30 +340,34 @@ fn build_rig(
             })
             .unwrap_or(JointLimit::Free)
     };
-    let root_index = root_entity.and_then(index_of);
-    let mut joints = Vec::new();
-    let mut written = Vec::new();
-    for (i, &e) in entities.iter().enumerate().skip(1) {
-        let spec = if Some(i) == root_index {
-            JointSpec::floating(i).with_stiffness(4.0)
-        } else {
-            JointSpec::ball(i).with_limit(limit_of(e))
-        };
-        joints.push(spec);
-        written.push((i, Some(i) == root_index));
+    // Joints: every bone between the frame (bone 0) and a goal bone or the movable root.
+    let mut joint_bones: Vec<usize> = Vec::new();
+    for &b in bones {
+        let mut cur = Some(b);
+        while let Some(c) = cur.filter(|&c| c != 0) {
+            if !joint_bones.contains(&c) {
+                joint_bones.push(c);
+            }
+            cur = skeleton.parent(c);
+        }
     }
+    joint_bones.sort_unstable();
+    let joints = joint_bones
+        .iter()
+        .map(|&i| {
+            if Some(i) == root_index {
+                JointSpec::floating(i).with_stiffness(4.0)
+            } else {
+                JointSpec::ball(i).with_limit(limit_of(entities[i]))
+            }
+        })
+        .collect();
     let mut tasks = Vec::new();
     let mut goal_tasks = Vec::new();
-    for (goal, &e) in rig.goals.iter().zip(&goal_entities) {
-        let bone = index_of(e).ok_or(IkError::NotAChain)?;
+    for (goal, &bone) in rig.goals.iter().zip(goal_bones) {
         let level = goal.priority;
-        let weight = if goal.weight.is_finite() {
-            goal.weight.max(0.0)
-        } else {
-            0.0
-        };
         let mut push = |t: TaskSpec| {
-            tasks.push(t.at_level(level).with_weight(weight));
+            tasks.push(t.at_level(level));
             Some(tasks.len() - 1)
         };
         let (position, rotation) = match goal.kind {
@@ -534,44 +392,33 @@ fn build_rig(
                 .at_level(lowest.saturating_add(1)),
         );
     }
-    let settings = SolverSettings {
-        max_iterations: rig.settings.max_iterations,
-        position_tolerance: rig.settings.position_tolerance,
-        angle_tolerance: rig.settings.angle_tolerance,
-        ..SolverSettings::default()
-    };
-    let solver = JacobianSolver::try_new(&skeleton, joints, tasks, settings)
+    let solver = JacobianSolver::try_new(skeleton, joints, tasks, solver_settings(&rig.settings))
         .map_err(|e| IkError::InvalidSettings(e.to_string()))?;
-    let goals = solver.goals();
-    let scratch = solver.scratch();
-    let input = skeleton.rest_pose();
-    let mut model = Vec::with_capacity(skeleton.len());
-    skeleton.model_transforms_into(&input, &mut model);
-    Ok(RigData {
-        frame: entity,
-        solved: input.clone(),
-        input,
-        model,
-        targets: vec![None; goal_tasks.len()],
-        entities,
-        skeleton,
-        solver,
-        goals,
-        scratch,
-        goal_tasks,
-        written,
-        write: false,
-    })
+    Ok((
+        Stage::jacobian(JacobianStage::new(solver)),
+        RigStage {
+            targets: vec![None; goal_tasks.len()],
+            goal_tasks,
+        },
+    ))
+}
+
+fn solver_settings(s: &IkRigSettings) -> SolverSettings {
+    SolverSettings {
+        max_iterations: s.max_iterations,
+        position_tolerance: s.position_tolerance,
+        angle_tolerance: s.angle_tolerance,
+        ..SolverSettings::default()
+    }
 }
 
 /// Maps the full hierarchy under `entity` as a humanoid and derives anatomical limits.
 fn humanoid_limits(
     entity: Entity,
-    children: &Query<&Children>,
-    names: &Query<&Name>,
-    transforms: &Query<&Transform>,
+    h: &Hierarchy<'_, '_>,
 ) -> Result<(Vec<Entity>, HumanoidMap, HumanoidLimits), IkError> {
-    let (full, full_entities) = setup::hierarchy_skeleton(entity, children, names, transforms)?;
+    let (full, full_entities) =
+        setup::hierarchy_skeleton(entity, &h.children, &h.names, &h.transforms)?;
     let (map, report) = HumanoidMap::from_skeleton(&full);
     if let Some(role) = report.missing_required.first() {
         return Err(IkError::MissingBone(role.to_string()));
@@ -581,102 +428,36 @@ fn humanoid_limits(
     Ok((full_entities, map, limits))
 }
 
-fn collect_rig_poses(
-    mut rigs: Query<(&IkRig, &mut RigCache), Without<IkDisabled>>,
-    transforms: Query<&Transform>,
-    helper: TransformHelper,
-) {
-    rigs.par_iter_mut().for_each(|(rig, mut cache)| {
-        let cache = &mut *cache;
-        cache.write = false;
-        cache.frame = match (&cache.setup_error, cache.data.as_mut()) {
-            (None, Some(data)) => gather(rig, data, &transforms, &helper).map_err(Some),
-            _ => Err(None),
-        };
-    });
-}
-
-fn gather(
+/// Writes this frame's goals (targets read now, blended from the stage's input pose by each
+/// goal's `blend`), goal weights and solver settings into the stage.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the per-frame inputs of one stage"
+)]
+pub(crate) fn gather(
     rig: &IkRig,
-    data: &mut RigData,
-    transforms: &Query<&Transform>,
+    data: &mut RigStage,
+    stage: &mut JacobianStage,
+    skeleton: &Skeleton,
+    buffer: &mut PoseBuffer,
+    model: &GlobalTransform,
     helper: &TransformHelper,
 ) -> Result<(), IkError> {
-    // Bone 0 (the rig entity) stays the identity: model space is its global frame.
-    pose_io::read_pose(transforms, &data.entities[1..], &mut data.input, 1)?;
-    let model = pose_io::model_space(helper, Some(data.frame))?;
     for (slot, goal) in data.targets.iter_mut().zip(&rig.goals) {
         *slot = match goal.target {
             None => None,
-            Some(t) => Some(pose_io::target_in_model_space(helper, &model, t).map_err(
-                |p| match p {
-                    TargetProblem::Missing => IkError::MissingTarget(t),
-                    TargetProblem::NonFinite => IkError::NonFiniteTarget(t),
-                },
-            )?),
+            Some(t) => Some(read_target(helper, model, t, false)?),
         };
     }
-    Ok(())
-}
-
-fn solve_full_body(
-    mut rigs: Query<(Entity, &IkRig, &mut RigCache, &mut IkStatus), Without<IkDisabled>>,
-) {
-    rigs.par_iter_mut()
-        .for_each(|(entity, rig, mut cache, mut status)| {
-            let cache = &mut *cache;
-            let outcome = match (&cache.frame, cache.data.as_mut()) {
-                (Ok(()), Some(data)) => solve_one(rig, data).map_err(Some),
-                (Err(err), _) => Err(err.clone()),
-                (Ok(()), None) => Err(None),
-            };
-            match outcome {
-                Ok(report) => {
-                    cache.write = true;
-                    let status = &mut *status;
-                    status.ready = true;
-                    status.solved = true;
-                    status.converged = report.converged;
-                    status.iterations = report.iterations;
-                    status.position_residual = report.max_position_residual;
-                    status.rotation_residual = report.max_angle_residual;
-                    if let Some(data) = cache.data.as_ref() {
-                        status.residuals.clear();
-                        let residuals = data.scratch.residuals();
-                        status.residuals.extend(data.goal_tasks.iter().map(|g| {
-                            g.position
-                                .or(g.rotation)
-                                .and_then(|t| residuals.get(t).copied())
-                                .unwrap_or(0.0)
-                        }));
-                    }
-                    if status.last_error.is_some() {
-                        status.last_error = None;
-                    }
-                }
-                Err(err) => {
-                    cache.write = false;
-                    record_problem(&mut cache.warned, entity, &mut status, err);
-                }
-            }
-        });
-}
-
-/// Solver outcome for the status.
-struct RigOutcome {
-    converged: bool,
-    iterations: u32,
-    max_position_residual: f32,
-    max_angle_residual: f32,
-}
-
-fn solve_one(rig: &IkRig, data: &mut RigData) -> Result<RigOutcome, IkError> {
-    // The animated end effectors, for the per-goal blends.
-    data.skeleton
-        .model_transforms_into(&data.input, &mut data.model);
+    let settings = solver_settings(&rig.settings);
+    if *stage.solver().settings() != settings {
+        stage
+            .set_settings(settings)
+            .map_err(|e| IkError::InvalidSettings(e.to_string()))?;
+    }
     for ((goal, tasks), target) in rig.goals.iter().zip(&data.goal_tasks).zip(&data.targets) {
         let blend = finite_weight(goal.blend);
-        let animated = data.model[tasks.bone];
+        let animated = buffer.model_transform(skeleton, tasks.bone);
         let on = target.is_some() && blend > 0.0;
         let t = target.unwrap_or(ModelTarget {
             position: animated.translation,
@@ -684,9 +465,15 @@ fn solve_one(rig: &IkRig, data: &mut RigData) -> Result<RigOutcome, IkError> {
         });
         let point = animated.translation.lerp(t.position, blend);
         let rotation = animated.rotation.slerp(t.rotation, blend);
+        let weight = if goal.weight.is_finite() {
+            goal.weight.max(0.0)
+        } else {
+            0.0
+        };
         for task in [tasks.position, tasks.rotation].into_iter().flatten() {
-            let g = &mut data.goals.tasks[task];
+            let g = &mut stage.goals.tasks[task];
             g.enabled = on;
+            g.weight = weight;
             g.point = if matches!(goal.kind, IkGoalKind::LookAt { .. }) {
                 t.position
             } else {
@@ -699,55 +486,17 @@ fn solve_one(rig: &IkRig, data: &mut RigData) -> Result<RigOutcome, IkError> {
             };
         }
     }
-    data.solved.copy_from(&data.input);
-    let report = data
-        .solver
-        .solve(
-            &data.skeleton,
-            &mut data.solved,
-            &data.goals,
-            &mut data.scratch,
-        )
-        .map_err(|e| IkError::Solver(e.to_string()))?;
-    let weight = finite_weight(rig.weight);
-    data.write = weight > 0.0;
-    if data.write && weight < 1.0 {
-        for &(i, _) in &data.written {
-            data.solved.rotations[i] =
-                data.input.rotations[i].slerp(data.solved.rotations[i], weight);
-            data.solved.translations[i] =
-                data.input.translations[i].lerp(data.solved.translations[i], weight);
-        }
-    }
-    Ok(RigOutcome {
-        converged: report.converged,
-        iterations: report.iterations,
-        max_position_residual: report.max_position_residual,
-        max_angle_residual: report.max_angle_residual,
-    })
+    Ok(())
 }
 
-fn write_rig_pose(
-    rigs: Query<&RigCache, Without<IkDisabled>>,
-    mut transforms: Query<&mut Transform>,
-) {
-    for cache in &rigs {
-        let Some(data) = cache.data.as_ref().filter(|d| cache.write && d.write) else {
-            continue;
-        };
-        for &(i, translates) in &data.written {
-            if let Ok(mut t) = transforms.get_mut(data.entities[i]) {
-                let solved = Transform {
-                    rotation: data.solved.rotations[i],
-                    translation: if translates {
-                        data.solved.translations[i]
-                    } else {
-                        t.translation
-                    },
-                    ..*t
-                };
-                t.set_if_neq(solved);
-            }
-        }
-    }
+/// Per-goal residuals of the last solve, in goal order.
+pub(crate) fn residuals(data: &RigStage, stage: &JacobianStage, out: &mut Vec<f32>) {
+    out.clear();
+    let residuals = stage.scratch().residuals();
+    out.extend(data.goal_tasks.iter().map(|g| {
+        g.position
+            .or(g.rotation)
+            .and_then(|t| residuals.get(t).copied())
+            .unwrap_or(0.0)
+    }));
 }

@@ -1,5 +1,5 @@
-//! Set-up shared by limbs and rigs: finding bones by `Name` among descendants, walking the
-//! `ChildOf` hierarchy, and noticing when bones appear (glTF scenes spawn asynchronously).
+//! Set-up helpers: finding bones by `Name` among descendants, walking the `ChildOf` hierarchy,
+//! and noticing when bones appear (glTF scenes spawn asynchronously).
 
 use bevy::app::App;
 use bevy::ecs::entity::Entity;
@@ -31,15 +31,6 @@ pub(crate) fn build(app: &mut App, schedule: Interned<dyn ScheduleLabel>) {
     #[cfg(feature = "scene")]
     app.add_observer(flag_scene_ready);
     app.configure_sets(schedule, SetupSystems.in_set(IkSystems::Prepare));
-    app.add_systems(
-        schedule,
-        (
-            flag_new_bones
-                .in_set(IkSystems::Prepare)
-                .before(SetupSystems),
-            clear_rescan.in_set(SetupSystems),
-        ),
-    );
 }
 
 /// Set-up systems (resolving names, building caches) run in this set inside
@@ -57,13 +48,14 @@ fn flag_scene_ready(
 }
 
 /// Entities that got a `Name` since last frame may be the bones an incomplete set-up waits for.
-fn flag_new_bones(named: Query<(), Added<Name>>, mut rescan: ResMut<IkRescan>) {
+pub(crate) fn flag_new_bones(named: Query<(), Added<Name>>, mut rescan: ResMut<IkRescan>) {
     if !rescan.0 && !named.is_empty() {
         rescan.0 = true;
     }
 }
 
-/// Resolves a bone reference: an entity as is, a name among `root` and its descendants.
+/// Resolves a bone reference: an entity as is, a name among `root` and its descendants (a
+/// humanoid role is resolved by the character, which has the mapping).
 pub(crate) fn find_bone(
     bone: &BoneRef,
     root: Entity,
@@ -76,6 +68,7 @@ pub(crate) fn find_bone(
             .chain(children.iter_descendants(root))
             .find(|&e| names.get(e).is_ok_and(|n| n.as_str() == name))
             .ok_or_else(|| IkError::MissingBone(name.clone())),
+        BoneRef::Role(role) => Err(IkError::MissingBone(role.to_string())),
     }
 }
 

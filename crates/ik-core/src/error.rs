@@ -10,3 +10,4 @@ pub use crate::jacobian::JacobianError;
 pub use crate::limits::LimitError;
 pub use crate::rotation::RotationError;
 pub use crate::skeleton::SkeletonError;
+pub use crate::stack::StackError;

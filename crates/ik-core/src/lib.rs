@@ -10,6 +10,7 @@ pub mod limits;
 pub mod pose;
 pub mod rotation;
 pub mod skeleton;
+pub mod stack;
 
 pub use error::*;
 pub use pose::{BoneTransform, Pose};

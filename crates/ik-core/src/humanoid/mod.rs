@@ -1,8 +1,9 @@
 //! Humanoid rigs: the humanoid bone roles ([`HumanoidBone`]), recognising them from bone names
 //! in common conventions ([`HumanoidMap::from_skeleton`]), anatomical default limits
 //! ([`HumanoidLimits`]) and masses ([`HumanoidMasses`]) derived from the rig, the full-body
-//! solver ([`FullBodySolver`]; method, hybrid-vs-Jacobian measurements: [`solver`]) and procedurally
-//! built test rigs ([`test_rig`]).
+//! solver ([`FullBodySolver`]; method, hybrid-vs-Jacobian measurements: [`solver`]) and, behind
+//! the non-default `test-fixtures` feature (for tests and benches, not part of the public API),
+//! procedurally built test rigs (`test_rig`).
 //!
 //! # Bone names
 //!
@@ -75,6 +76,7 @@ mod bones;
 mod map;
 mod names;
 pub mod solver;
+#[cfg(any(test, feature = "test-fixtures"))]
 mod test_rig;
 
 pub use anatomy::{
@@ -90,6 +92,8 @@ pub use solver::{
     CenterOfMassGoal, Effector, EffectorGoal, FullBodyGoals, FullBodyReport, FullBodySettings,
     FullBodySolver, GoalResidual, LookAtGoal, PostureReference,
 };
+#[cfg(any(test, feature = "test-fixtures"))]
+#[doc(hidden)]
 pub use test_rig::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
 
 use thiserror::Error;

@@ -1690,7 +1690,14 @@ impl FullBodySolver {
                 done &= err.length() <= s.com_tolerance * coarse;
                 progress += (err.length() / s.com_tolerance).ln_1p()
                     * full(com_weight, goals.center_of_mass.weight);
-                let err = clamp_len(err, s.max_position_step) * com_weight.sqrt();
+                // Within its (loose) tolerance the balance goal holds instead of pulling: its
+                // leftover error would otherwise keep the pelvis goal it trades with off its
+                // target.
+                let err = if err.length() <= s.com_tolerance {
+                    Vec3::ZERO
+                } else {
+                    clamp_len(err, s.max_position_step) * com_weight.sqrt()
+                };
                 self.e[rows..rows + 3].copy_from_slice(&err.to_array());
                 row_of[6][0] = rows;
                 row_level[rows..rows + 3].fill(goals.center_of_mass.priority);

@@ -1,0 +1,833 @@
+//! [`IkCharacter`]: one pose per character and its ordered IK stack (the `bevy_rapier` "context"
+//! pattern: the component on the character root owns the runtime state; the stages are
+//! described by components, see [`crate::stage`]).
+//!
+//! Set-up (`set_up_characters`) runs only when something structural changed: a stage
+//! description was added, removed, reordered or changed in a structural field (its bones, a
+//! rig's goal set or limits, a custom stage's builder), or bones may have appeared while a
+//! set-up was incomplete. It resolves the bones (by entity, `Name` or humanoid role), builds
+//! one ik-core [`Skeleton`] over the union of the bones the stages need (parents first; bone 0
+//! is the model-space frame) and one [`IkStack`] with a stage per description. A stage whose
+//! structure did not change keeps its solver (and its warm start) when the skeleton is
+//! unchanged. Weights, targets, poles, tolerances, iteration budgets and flags are per-frame
+//! parameters, read every frame by the pipeline (see [`IkPlugin`](crate::IkPlugin)).
+
+use bevy::ecs::change_detection::{DetectChanges, Ref};
+use bevy::ecs::component::Component;
+use bevy::ecs::entity::Entity;
+use bevy::ecs::hierarchy::{ChildOf, Children};
+use bevy::ecs::lifecycle::RemovedComponents;
+use bevy::ecs::name::Name;
+use bevy::ecs::query::{Changed, Has, Or};
+use bevy::ecs::system::{Query, Res, SystemParam};
+use bevy::math::{Quat, Vec3};
+use bevy::transform::components::Transform;
+use ik_core::analytic::{LimbGoal, TwoBoneIk};
+use ik_core::humanoid::{HumanoidBone, HumanoidMap};
+use ik_core::stack::{IkStack, Stage, TwoBoneStage};
+use ik_core::{Pose, Skeleton};
+
+use crate::components::{BoneRef, IkDisabled, IkLimb, IkStatus};
+use crate::error::IkError;
+use crate::humanoid::{self, IkHumanoid, IkHumanoidBones, IkHumanoidSolver, IkHumanoidTargets};
+use crate::pose_io::{self, ModelTarget};
+use crate::rig::{self, IkRig, RigKey};
+use crate::setup::{self, IkRescan};
+use crate::stage::{IkCustom, IkStageOf, IkStages};
+
+/// The IK character: one pose buffer and an ordered stack of stages, on the character's root
+/// entity (the skeleton's or glTF scene's root; any entity for a one-stage [`IkLimb`]).
+///
+/// Inserted automatically by every stage description ([`IkLimb`], [`IkRig`], [`IkHumanoid`],
+/// [`IkCustom`]) and by [`IkStages`]; it holds the runtime state the plugin keeps between
+/// frames (skeleton, solvers, the remembered input pose), so there is nothing to configure on
+/// it. [`IkDisabled`] on the character entity switches the whole character off.
+#[derive(Component, Default)]
+pub struct IkCharacter {
+    pub(crate) rt: Option<Runtime>,
+    /// Set-up must run (a description changed).
+    pub(crate) dirty: bool,
+    /// Set-up ran at least once.
+    pub(crate) seen: bool,
+    /// The structural keys of the last set-up (also when it failed).
+    keys: Vec<(Entity, StageKey)>,
+    /// A stage failed set-up: retry when bones may have appeared.
+    incomplete: bool,
+    /// Character-level set-up problem (reported on every stage).
+    warned: Vec<IkError>,
+    /// How many times set-up built the skeleton and stack.
+    set_ups: u32,
+}
+
+impl core::fmt::Debug for IkCharacter {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("IkCharacter")
+            .field("bones", &self.bones().len())
+            .field("stages", &self.keys.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl IkCharacter {
+    /// Whether the character has a skeleton and a stack (some stages may still have failed
+    /// set-up: see their [`IkStatus`]).
+    #[must_use]
+    pub fn is_ready(&self) -> bool {
+        self.rt.is_some()
+    }
+
+    /// The bone entities of the character's skeleton, parents first; bone 0 is the
+    /// model-space frame (the character root) when the stages' bones have a common ancestor.
+    #[must_use]
+    pub fn bones(&self) -> &[Entity] {
+        self.rt.as_ref().map_or(&[], |rt| rt.entities.as_slice())
+    }
+
+    /// The stage entities, in the order they run (set up or not).
+    pub fn stages(&self) -> impl Iterator<Item = Entity> + '_ {
+        self.keys.iter().map(|(e, _)| *e)
+    }
+
+    /// How many times the skeleton and stack were (re)built: once at set-up, then only on a
+    /// structural change of a stage (never for weights, targets or tolerances).
+    #[must_use]
+    pub fn set_ups(&self) -> u32 {
+        self.set_ups
+    }
+
+    /// The ik-core stack (skeleton, the last output pose, each stage's outcome).
+    #[must_use]
+    pub fn stack(&self) -> Option<&IkStack> {
+        self.rt.as_ref().map(|rt| &rt.stack)
+    }
+}
+
+/// The set-up state of a character.
+pub(crate) struct Runtime {
+    /// Bone 0's entity when it is the model-space frame (its global transform is model space).
+    pub(crate) frame: Option<Entity>,
+    /// Bone entities, parallel to the skeleton.
+    pub(crate) entities: Vec<Entity>,
+    /// First bone read and written (1 when bone 0 is the frame).
+    pub(crate) first: usize,
+    pub(crate) stack: IkStack,
+    pub(crate) stages: Vec<StageRt>,
+    /// The input pose: what animation wrote, or (for bones nothing rewrote since the plugin
+    /// wrote them) the input remembered from before.
+    pub(crate) input: Pose,
+    /// What the plugin wrote to each bone last frame (`None`: left alone).
+    pub(crate) written: Vec<Option<(Quat, Vec3)>>,
+    /// This frame's character-level problem (the pose could not be read).
+    pub(crate) frame_error: Option<IkError>,
+    /// The stack was solved this frame (false: disabled, or a frame error).
+    pub(crate) solved: bool,
+    pub(crate) warned: Vec<IkError>,
+}
+
+impl Runtime {
+    fn index_of(&self, e: Entity) -> Option<usize> {
+        self.entities.iter().position(|&x| x == e)
+    }
+
+    /// The input (pre-IK) local transform of `e` if the plugin wrote it last frame.
+    fn remembered(&self, e: Entity) -> Option<(Quat, Vec3)> {
+        let i = self.index_of(e)?;
+        self.written[i]?;
+        Some((self.input.rotations[i], self.input.translations[i]))
+    }
+}
+
+/// Per-stage state of a character.
+pub(crate) struct StageRt {
+    pub(crate) entity: Entity,
+    pub(crate) kind: StageKind,
+    /// Index in the stack; `None` when set-up failed.
+    pub(crate) slot: Option<usize>,
+    pub(crate) setup_error: Option<IkError>,
+    /// This frame's problem (a target is missing, the solver rejected the input).
+    pub(crate) frame_error: Option<IkError>,
+    /// The last solve's summary (`None`: not solved this frame).
+    pub(crate) summary: Option<Summary>,
+    /// Per-goal residuals of the last solve.
+    pub(crate) residuals: Vec<f32>,
+    pub(crate) warned: Vec<IkError>,
+}
+
+/// What the status of a solved stage shows.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Summary {
+    pub(crate) converged: bool,
+    pub(crate) iterations: u32,
+    pub(crate) position_residual: f32,
+    pub(crate) rotation_residual: f32,
+    pub(crate) center_of_mass_residual: f32,
+    /// Full body with balance on: the centre of mass and support point (model space), up.
+    pub(crate) center_of_mass: Option<(Vec3, Vec3, Vec3)>,
+}
+
+/// What a stage is, with the per-kind data the pipeline needs.
+pub(crate) enum StageKind {
+    Limb {
+        /// Skeleton indices of root, mid, tip.
+        bones: [usize; 3],
+        /// The target's rotation this frame when the tip turns toward it.
+        rotation_target: Option<Quat>,
+        /// Pole position this frame (model space), for drawing.
+        pole: Option<Entity>,
+        target: Option<Entity>,
+    },
+    Rig(rig::RigStage),
+    FullBody(Box<humanoid::FullBodyData>),
+    Custom,
+}
+
+/// The structural part of a stage description: a change rebuilds the stage.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum StageKey {
+    Limb {
+        bones: [BoneRef; 3],
+        hierarchy: Option<Entity>,
+    },
+    Rig(RigKey),
+    FullBody,
+    Custom {
+        bones: Vec<BoneRef>,
+        builder: usize,
+    },
+}
+
+/// The stage description components an entity may carry (query data).
+pub(crate) type DescItem = (
+    Option<&'static IkLimb>,
+    Option<&'static IkRig>,
+    Option<&'static IkHumanoid>,
+    Option<&'static IkHumanoidTargets>,
+    Option<&'static IkCustom>,
+    Has<IkDisabled>,
+);
+
+/// One row of [`DescItem`].
+pub(crate) type DescRow<'a> = (
+    Option<&'a IkLimb>,
+    Option<&'a IkRig>,
+    Option<&'a IkHumanoid>,
+    Option<&'a IkHumanoidTargets>,
+    Option<&'a IkCustom>,
+    bool,
+);
+
+/// One stage description.
+pub(crate) enum Desc<'a> {
+    Limb(&'a IkLimb),
+    Rig(&'a IkRig),
+    FullBody(&'a IkHumanoid, &'a IkHumanoidTargets),
+    Custom(&'a IkCustom),
+}
+
+impl<'a> Desc<'a> {
+    /// The stage an entity describes (see the precedence in [`crate::stage`]).
+    pub(crate) fn of(item: &DescRow<'a>) -> Option<Self> {
+        let (limb, rig, humanoid, targets, custom, _) = *item;
+        if let (Some(h), Some(t)) = (humanoid, targets)
+            && h.solver == IkHumanoidSolver::FullBody
+        {
+            return Some(Self::FullBody(h, t));
+        }
+        rig.map(Self::Rig)
+            .or(limb.map(Self::Limb))
+            .or(custom.map(Self::Custom))
+    }
+
+    fn key(&self) -> StageKey {
+        match self {
+            Self::Limb(l) => StageKey::Limb {
+                bones: [l.root.clone(), l.mid.clone(), l.tip.clone()],
+                hierarchy: l.hierarchy,
+            },
+            Self::Rig(r) => StageKey::Rig(RigKey::of(r)),
+            Self::FullBody(..) => StageKey::FullBody,
+            Self::Custom(c) => StageKey::Custom {
+                bones: c.bones.clone(),
+                builder: c.builder_id(),
+            },
+        }
+    }
+
+    /// The stage's IK/FK weight this frame.
+    pub(crate) fn weight(&self) -> f32 {
+        match self {
+            Self::Limb(l) => l.weight,
+            Self::Rig(r) => r.weight,
+            Self::FullBody(h, _) => h.weight,
+            Self::Custom(c) => c.weight,
+        }
+    }
+}
+
+/// The hierarchy queries set-up needs.
+#[derive(SystemParam)]
+pub(crate) struct Hierarchy<'w, 's> {
+    pub(crate) children: Query<'w, 's, &'static Children>,
+    pub(crate) parents: Query<'w, 's, &'static ChildOf>,
+    pub(crate) names: Query<'w, 's, &'static Name>,
+    pub(crate) transforms: Query<'w, 's, &'static Transform>,
+    humanoid_bones: Query<'w, 's, &'static IkHumanoidBones>,
+}
+
+impl Hierarchy<'_, '_> {
+    /// Whether `ancestor` is `e` or above it.
+    fn is_ancestor_or_self(&self, ancestor: Entity, e: Entity) -> bool {
+        setup::chain_path(ancestor, e, &self.parents).is_some()
+    }
+}
+
+/// Resolves bone references for one character (humanoid roles mapped once, on demand).
+struct Resolver<'a, 'w, 's> {
+    h: &'a Hierarchy<'w, 's>,
+    character: Entity,
+    roles: Option<Vec<Option<Entity>>>,
+}
+
+impl Resolver<'_, '_, '_> {
+    fn find(&mut self, bone: &BoneRef, search: Entity) -> Result<Entity, IkError> {
+        match bone {
+            BoneRef::Role(role) => self.role(*role),
+            other => setup::find_bone(other, search, &self.h.children, &self.h.names),
+        }
+    }
+
+    fn role(&mut self, role: HumanoidBone) -> Result<Entity, IkError> {
+        if self.roles.is_none() {
+            self.roles = Some(match self.h.humanoid_bones.get(self.character) {
+                Ok(b) => HumanoidBone::ALL.iter().map(|&r| b.get(r)).collect(),
+                Err(_) => {
+                    let (skeleton, entities) = setup::hierarchy_skeleton(
+                        self.character,
+                        &self.h.children,
+                        &self.h.names,
+                        &self.h.transforms,
+                    )?;
+                    let (map, _) = HumanoidMap::from_skeleton(&skeleton);
+                    HumanoidBone::ALL
+                        .iter()
+                        .map(|&r| map.get(r).map(|i| entities[i]))
+                        .collect()
+                }
+            });
+        }
+        let roles = self.roles.as_deref().unwrap_or(&[]);
+        HumanoidBone::ALL
+            .iter()
+            .position(|&r| r == role)
+            .and_then(|i| roles.get(i).copied().flatten())
+            .ok_or_else(|| IkError::MissingBone(role.to_string()))
+    }
+}
+
+/// The bones a stage needs, resolved to entities.
+struct Needs {
+    bones: Vec<Entity>,
+}
+
+fn resolve(
+    desc: &Desc<'_>,
+    character: Entity,
+    r: &mut Resolver<'_, '_, '_>,
+) -> Result<Needs, IkError> {
+    let bones = match desc {
+        Desc::Limb(l) => {
+            let search = l.hierarchy.unwrap_or(character);
+            let root = r.find(&l.root, search)?;
+            let mid = r.find(&l.mid, search)?;
+            let tip = r.find(&l.tip, search)?;
+            let path = setup::chain_path(root, tip, &r.h.parents).ok_or(IkError::NotAChain)?;
+            if !path[1..path.len().saturating_sub(1)].contains(&mid) {
+                return Err(IkError::NotAChain);
+            }
+            vec![root, mid, tip]
+        }
+        Desc::Rig(rig) => {
+            if rig.goals.is_empty() {
+                return Err(IkError::NoTarget);
+            }
+            let mut bones = Vec::with_capacity(rig.goals.len() + 1);
+            for g in &rig.goals {
+                bones.push(r.find(&g.bone, character)?);
+            }
+            if let Some(root) = &rig.movable_root {
+                bones.push(r.find(root, character)?);
+            }
+            for &b in &bones {
+                if !r.h.is_ancestor_or_self(character, b) {
+                    return Err(IkError::NotAChain);
+                }
+            }
+            bones
+        }
+        Desc::FullBody(..) => {
+            // The hips and everything below them with a Transform (bone directions need the
+            // children): not the targets and props parented to the character root.
+            let hips = r.role(HumanoidBone::Hips)?;
+            let mut bones = vec![hips];
+            let mut i = 0;
+            while i < bones.len() {
+                if let Ok(c) = r.h.children.get(bones[i]) {
+                    bones.extend(c.iter().filter(|&&e| r.h.transforms.contains(e)));
+                }
+                i += 1;
+            }
+            bones
+        }
+        Desc::Custom(c) => c
+            .bones
+            .iter()
+            .map(|b| r.find(b, character))
+            .collect::<Result<_, _>>()?,
+    };
+    Ok(Needs { bones })
+}
+
+/// Longest parent walk accepted.
+const MAX_DEPTH: usize = 256;
+
+/// The skeleton over the union of the stages' bones: `(frame, entities, skeleton)`.
+fn build_skeleton(
+    character: Entity,
+    needs: &[&Needs],
+    h: &Hierarchy<'_, '_>,
+    old: Option<&Runtime>,
+) -> Result<(Option<Entity>, Vec<Entity>, Skeleton), IkError> {
+    let all = || needs.iter().flat_map(|n| n.bones.iter().copied());
+    // Model space: the character if it is above every bone, else the parent of the first
+    // stage's first bone (a one-stage limb on an entity outside the skeleton), else the world.
+    let frame = if all().all(|b| h.is_ancestor_or_self(character, b)) {
+        Some(character)
+    } else {
+        let top = all().next().ok_or(IkError::NotAChain)?;
+        h.parents
+            .get(top)
+            .ok()
+            .map(ChildOf::parent)
+            .filter(|&p| all().all(|b| b != p && h.is_ancestor_or_self(p, b)))
+    };
+    let rest = |e: Entity| -> Result<Transform, IkError> {
+        let t = *h
+            .transforms
+            .get(e)
+            .map_err(|_| IkError::MissingBoneEntity(e))?;
+        Ok(match old.and_then(|rt| rt.remembered(e)) {
+            Some((rotation, translation)) => Transform {
+                rotation,
+                translation,
+                ..t
+            },
+            None => t,
+        })
+    };
+    // Every needed bone and its ancestors up to the frame.
+    let mut needed: Vec<Entity> = Vec::new();
+    let mut tops: Vec<Entity> = Vec::new();
+    for b in all() {
+        let mut cur = b;
+        for _ in 0..MAX_DEPTH {
+            if Some(cur) == frame || needed.contains(&cur) {
+                break;
+            }
+            needed.push(cur);
+            match h.parents.get(cur) {
+                Ok(p) => cur = p.parent(),
+                Err(_) => {
+                    tops.push(cur);
+                    break;
+                }
+            }
+        }
+    }
+    // Parents first: depth-first from the frame (or the top bones) through the needed ones.
+    let mut entities = Vec::with_capacity(needed.len() + 1);
+    let mut bones = Vec::with_capacity(needed.len() + 1);
+    let mut stack: Vec<(Entity, Option<usize>)> = Vec::new();
+    if let Some(f) = frame {
+        entities.push(f);
+        bones.push(pose_io::bone_from_transform(
+            setup::bone_name(f, &h.names),
+            None,
+            &Transform::IDENTITY,
+        ));
+        if let Ok(c) = h.children.get(f) {
+            stack.extend(
+                c.iter()
+                    .rev()
+                    .filter(|&e| needed.contains(e))
+                    .map(|&e| (e, Some(0))),
+            );
+        }
+    } else {
+        stack.extend(tops.iter().rev().map(|&e| (e, None)));
+    }
+    while let Some((e, parent)) = stack.pop() {
+        let index = entities.len();
+        entities.push(e);
+        bones.push(pose_io::bone_from_transform(
+            setup::bone_name(e, &h.names),
+            parent,
+            &rest(e)?,
+        ));
+        if let Ok(c) = h.children.get(e) {
+            stack.extend(
+                c.iter()
+                    .rev()
+                    .filter(|&e| needed.contains(e))
+                    .map(|&e| (e, Some(index))),
+            );
+        }
+    }
+    let skeleton = Skeleton::try_new(bones).map_err(|e| IkError::InvalidChain(e.to_string()))?;
+    Ok((frame, entities, skeleton))
+}
+
+/// Builds one stage on the character's skeleton.
+fn build_stage(
+    desc: &Desc<'_>,
+    needs: &Needs,
+    character: Entity,
+    skeleton: &Skeleton,
+    entities: &[Entity],
+    h: &Hierarchy<'_, '_>,
+) -> Result<(Stage, StageKind), IkError> {
+    let index = |e: Entity| {
+        entities
+            .iter()
+            .position(|&x| x == e)
+            .ok_or(IkError::NotAChain)
+    };
+    match desc {
+        Desc::Limb(limb) => {
+            let [root, mid, tip] = [
+                index(needs.bones[0])?,
+                index(needs.bones[1])?,
+                index(needs.bones[2])?,
+            ];
+            let ik = TwoBoneIk::try_with_settings(skeleton, root, mid, tip, limb.settings())
+                .map_err(|e| IkError::InvalidChain(e.to_string()))?;
+            Ok((
+                Stage::two_bone(TwoBoneStage::new(skeleton, ik, LimbGoal::new(Vec3::ZERO))),
+                StageKind::Limb {
+                    bones: [root, mid, tip],
+                    rotation_target: None,
+                    pole: None,
+                    target: None,
+                },
+            ))
+        }
+        Desc::Rig(r) => {
+            let bones = needs
+                .bones
+                .iter()
+                .map(|&e| index(e))
+                .collect::<Result<Vec<_>, _>>()?;
+            let (stage, data) = rig::build_stage(r, character, skeleton, entities, &bones, h)?;
+            Ok((stage, StageKind::Rig(data)))
+        }
+        Desc::FullBody(hum, _) => {
+            let (stage, data) = humanoid::build_full_body_stage(hum, skeleton)?;
+            Ok((stage, StageKind::FullBody(Box::new(data))))
+        }
+        Desc::Custom(c) => {
+            let bones = needs
+                .bones
+                .iter()
+                .map(|&e| index(e))
+                .collect::<Result<Vec<_>, _>>()?;
+            let stage = (c.build)(skeleton, &bones).map_err(IkError::InvalidSettings)?;
+            Ok((Stage::Custom(stage), StageKind::Custom))
+        }
+    }
+}
+
+/// Marks characters whose stage descriptions changed, then (re)builds their skeleton and stack
+/// where the structure changed.
+#[allow(clippy::type_complexity, reason = "system parameters")]
+pub(crate) fn set_up_characters(
+    mut characters: Query<(
+        Entity,
+        &mut IkCharacter,
+        Option<Ref<IkStages>>,
+        Has<IkStageOf>,
+    )>,
+    changed: Query<
+        (Entity, Option<&IkStageOf>),
+        Or<(
+            Changed<IkLimb>,
+            Changed<IkRig>,
+            Changed<IkHumanoid>,
+            Changed<IkHumanoidTargets>,
+            Changed<IkCustom>,
+            Changed<IkStageOf>,
+        )>,
+    >,
+    mut removed: (
+        RemovedComponents<IkLimb>,
+        RemovedComponents<IkRig>,
+        RemovedComponents<IkCustom>,
+        RemovedComponents<IkStageOf>,
+        RemovedComponents<IkStages>,
+    ),
+    descs: Query<DescItem>,
+    mut statuses: Query<&mut IkStatus>,
+    rescan: Res<IkRescan>,
+    h: Hierarchy,
+) {
+    for (e, of) in &changed {
+        let c = of.map_or(e, |o| o.0);
+        if let Ok((_, mut ch, ..)) = characters.get_mut(c) {
+            ch.dirty = true;
+        }
+    }
+    let any_removed = removed.0.read().count()
+        + removed.1.read().count()
+        + removed.2.read().count()
+        + removed.3.read().count()
+        + removed.4.read().count()
+        > 0;
+    for (entity, mut ch, list, is_stage) in &mut characters {
+        if is_stage {
+            // A stage of another character: not a character itself.
+            if ch.rt.is_some() || !ch.keys.is_empty() {
+                *ch = IkCharacter::default();
+            }
+            continue;
+        }
+        let list_changed = list.as_ref().is_some_and(DetectChanges::is_changed);
+        if !(ch.dirty || !ch.seen || list_changed || any_removed || (ch.incomplete && rescan.0)) {
+            continue;
+        }
+        ch.dirty = false;
+        ch.seen = true;
+        let order = core::iter::once(entity)
+            .chain(list.iter().flat_map(|l| l.entities().iter().copied()))
+            .filter_map(|e| {
+                let item = descs.get(e).ok()?;
+                let key = Desc::of(&item)?.key();
+                Some((e, key))
+            })
+            .collect::<Vec<_>>();
+        if order == ch.keys && !ch.incomplete {
+            continue;
+        }
+        rebuild(entity, &mut ch, order, &descs, &mut statuses, &h);
+    }
+}
+
+fn rebuild(
+    character: Entity,
+    ch: &mut IkCharacter,
+    order: Vec<(Entity, StageKey)>,
+    descs: &Query<DescItem>,
+    statuses: &mut Query<&mut IkStatus>,
+    h: &Hierarchy<'_, '_>,
+) {
+    let mut old = ch.rt.take();
+    let old_keys = core::mem::take(&mut ch.keys);
+    // Problems already logged stay logged across rebuilds (each is logged once).
+    let mut old_warned: Vec<(Entity, Vec<IkError>)> = old
+        .as_mut()
+        .map(|rt| {
+            rt.stages
+                .iter_mut()
+                .map(|s| (s.entity, core::mem::take(&mut s.warned)))
+                .collect()
+        })
+        .unwrap_or_default();
+    ch.set_ups += 1;
+    ch.incomplete = false;
+    let mut resolver = Resolver {
+        h,
+        character,
+        roles: None,
+    };
+    // Resolve every stage's bones; a stage that cannot be resolved is reported and skipped.
+    let mut needs: Vec<Result<Needs, IkError>> = Vec::with_capacity(order.len());
+    for (e, _) in &order {
+        let item = descs.get(*e).ok();
+        let need = match item.as_ref().and_then(Desc::of) {
+            Some(d) => resolve(&d, character, &mut resolver),
+            None => Err(IkError::NotAChain),
+        };
+        needs.push(need);
+    }
+    let resolved: Vec<&Needs> = needs.iter().filter_map(|n| n.as_ref().ok()).collect();
+    let skeleton = if resolved.is_empty() {
+        Err(None)
+    } else {
+        build_skeleton(character, &resolved, h, old.as_ref()).map_err(Some)
+    };
+    let (frame, entities, skeleton) = match skeleton {
+        Ok(s) => s,
+        Err(err) => {
+            ch.incomplete = true;
+            for ((e, _), need) in order.iter().zip(&needs) {
+                let err = need.as_ref().err().cloned().or_else(|| err.clone());
+                if let Some(err) = err {
+                    report_setup(*e, &err, statuses, &mut ch.warned);
+                }
+            }
+            ch.keys = order;
+            return;
+        }
+    };
+    // The remembered input of bones the plugin wrote last frame carries over.
+    let mut input = skeleton.rest_pose();
+    let mut written = vec![None; skeleton.len()];
+    if let Some(rt) = old.as_ref() {
+        for (i, &e) in entities.iter().enumerate() {
+            if let Some(j) = rt.index_of(e)
+                && rt.written[j].is_some()
+            {
+                written[i] = rt.written[j];
+                input.rotations[i] = rt.input.rotations[j];
+                input.translations[i] = rt.input.translations[j];
+            }
+        }
+    }
+    // Reuse the old stages whose structure is unchanged when the skeleton is the same.
+    let same_skeleton = old
+        .as_ref()
+        .is_some_and(|rt| rt.entities == entities && rt.frame == frame);
+    let mut old = old.filter(|_| same_skeleton);
+    let mut stack = IkStack::new(skeleton.clone());
+    let mut stages = Vec::with_capacity(order.len());
+    for ((e, key), need) in order.iter().zip(&needs) {
+        let reused = old.as_mut().and_then(|rt| {
+            old_keys.iter().find(|(oe, ok)| oe == e && ok == key)?;
+            let s = rt.stages.iter().position(|s| s.entity == *e)?;
+            let slot = rt.stages[s].slot?;
+            Some((rt.stages.remove(s), slot))
+        });
+        let built = match (reused, need) {
+            (Some((st, slot)), _) => {
+                let rt = old.as_mut().expect("reused from it");
+                // Stages keep their solver (and warm start): move the slot's stage over.
+                let moved = core::mem::replace(
+                    &mut rt.stack.slots_mut()[slot].stage,
+                    Stage::custom(Placeholder),
+                );
+                Ok((moved, st.kind))
+            }
+            (None, Ok(need)) => {
+                let item = descs.get(*e).ok();
+                match item.as_ref().and_then(Desc::of) {
+                    Some(d) => build_stage(&d, need, character, &skeleton, &entities, h),
+                    None => Err(IkError::NotAChain),
+                }
+            }
+            (None, Err(err)) => Err(err.clone()),
+        };
+        let warned_before = old_warned
+            .iter_mut()
+            .find(|(oe, _)| oe == e)
+            .map(|(_, w)| core::mem::take(w))
+            .unwrap_or_default();
+        let mut rt_stage = StageRt {
+            entity: *e,
+            kind: StageKind::Custom,
+            slot: None,
+            setup_error: None,
+            frame_error: None,
+            summary: None,
+            residuals: Vec::new(),
+            warned: warned_before,
+        };
+        match built {
+            Ok((stage, kind)) => match stack.push(stage) {
+                Ok(slot) => {
+                    rt_stage.kind = kind;
+                    rt_stage.slot = Some(slot);
+                    if let Ok(mut s) = statuses.get_mut(*e)
+                        && (!s.ready || s.last_error.is_some())
+                    {
+                        s.ready = true;
+                        s.last_error = None;
+                    }
+                }
+                Err(err) => {
+                    let err = IkError::InvalidChain(err.to_string());
+                    report_setup(*e, &err, statuses, &mut rt_stage.warned);
+                    rt_stage.setup_error = Some(err);
+                    ch.incomplete = true;
+                }
+            },
+            Err(err) => {
+                report_setup(*e, &err, statuses, &mut rt_stage.warned);
+                rt_stage.setup_error = Some(err);
+                ch.incomplete = true;
+            }
+        }
+        stages.push(rt_stage);
+    }
+    ch.rt = Some(Runtime {
+        first: usize::from(frame.is_some()),
+        frame,
+        entities,
+        stack,
+        stages,
+        input,
+        written,
+        frame_error: None,
+        solved: false,
+        warned: Vec::new(),
+    });
+    ch.keys = order;
+}
+
+/// Records a set-up problem in a stage's status and warns once.
+fn report_setup(
+    entity: Entity,
+    err: &IkError,
+    statuses: &mut Query<&mut IkStatus>,
+    warned: &mut Vec<IkError>,
+) {
+    crate::pipeline::warn_once(warned, entity, err);
+    if let Ok(mut s) = statuses.get_mut(entity) {
+        if s.ready || s.solved {
+            s.ready = false;
+            s.solved = false;
+        }
+        if s.last_error.as_ref() != Some(err) {
+            s.last_error = Some(err.clone());
+        }
+    }
+}
+
+/// A stage moved out of an old stack (never run).
+#[derive(Debug)]
+struct Placeholder;
+
+impl ik_core::stack::CustomStage for Placeholder {
+    fn bones(&self) -> &[usize] {
+        &[]
+    }
+
+    fn solve(
+        &mut self,
+        _: &Skeleton,
+        _: &mut ik_core::stack::PoseBuffer,
+    ) -> Result<ik_core::stack::CustomReport, ik_core::stack::StackError> {
+        Err(ik_core::stack::StackError::Custom("placeholder stage"))
+    }
+}
+
+/// A target entity's current transform in a character's model space.
+pub(crate) fn read_target(
+    helper: &bevy::transform::helper::TransformHelper,
+    model: &bevy::transform::components::GlobalTransform,
+    entity: Entity,
+    pole: bool,
+) -> Result<ModelTarget, IkError> {
+    pose_io::target_in_model_space(helper, model, entity).map_err(|p| match (p, pole) {
+        (pose_io::TargetProblem::Missing, false) => IkError::MissingTarget(entity),
+        (pose_io::TargetProblem::NonFinite, false) => IkError::NonFiniteTarget(entity),
+        (pose_io::TargetProblem::Missing, true) => IkError::MissingPole(entity),
+        (pose_io::TargetProblem::NonFinite, true) => IkError::NonFinitePole(entity),
+    })
+}

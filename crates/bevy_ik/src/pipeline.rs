@@ -1,0 +1,418 @@
+//! The one per-frame pipeline every character goes through: gather its input pose and its
+//! stages' goals once and solve its stack in order, characters in parallel
+//! (`solve_characters`), write the bones once (`write_bone_transforms`, the only
+//! system that writes `Transform`s) and publish each stage's status where it changed
+//! (`publish_ik_status`).
+//!
+//! # The input pose
+//!
+//! A bone's input is what animation left in its `Transform` this frame. When nothing rewrote
+//! the bone since the plugin wrote it (its `Transform` still equals what was written last
+//! frame), the input is the one remembered from before the plugin's write — so a character
+//! without animation solves from the same input every frame, and an IK/FK weight of 0.5 stays
+//! 0.5 instead of creeping toward 1 by reading its own output back (Godot restores the
+//! pre-modifier pose every frame for the same reason). A bone whose output equals its input is
+//! not written; one that was written last frame but not this frame gets its input back.
+
+use bevy::ecs::change_detection::{DetectChangesMut, Mut};
+use bevy::ecs::entity::Entity;
+use bevy::ecs::query::{Has, Or, With, Without};
+use bevy::ecs::system::Query;
+use bevy::log::warn;
+use bevy::math::Vec3;
+use bevy::transform::components::Transform;
+use bevy::transform::helper::TransformHelper;
+use ik_core::stack::{Stage, StageOutcome};
+
+use crate::balance::IkCenterOfMass;
+use crate::character::{Desc, DescItem, IkCharacter, Runtime, StageKind, StageRt, Summary};
+use crate::components::gather_limb;
+use crate::components::{IkDisabled, IkLimb, IkStatus};
+use crate::error::IkError;
+use crate::humanoid::{self, IkHumanoid};
+use crate::pose_io;
+use crate::rig::{self, IkRig};
+use crate::stage::{IkCustom, IkStageOf};
+
+fn gather(
+    rt: &mut Runtime,
+    disabled: bool,
+    descs: &Query<DescItem>,
+    transforms: &Query<&Transform>,
+    helper: &TransformHelper,
+) {
+    rt.solved = false;
+    rt.frame_error = None;
+    for st in &mut rt.stages {
+        st.frame_error = None;
+        st.summary = None;
+    }
+    if disabled {
+        return;
+    }
+    if let Err(err) = read_input(rt, transforms) {
+        rt.frame_error = Some(err);
+        return;
+    }
+    let model = match pose_io::model_space(helper, rt.frame) {
+        Ok(m) => m,
+        Err(err) => {
+            rt.frame_error = Some(err);
+            return;
+        }
+    };
+    let Runtime {
+        stack,
+        stages,
+        input,
+        ..
+    } = rt;
+    if let Err(err) = stack.set_input(input) {
+        rt.frame_error = Some(IkError::Solver(err.to_string()));
+        return;
+    }
+    let (skeleton, buffer, slots) = stack.parts_mut();
+    for st in stages.iter_mut() {
+        let Some(slot) = st.slot.and_then(|i| slots.get_mut(i)) else {
+            continue;
+        };
+        let item = descs.get(st.entity).ok();
+        let desc = item.as_ref().and_then(Desc::of);
+        let (Some(desc), Some(item)) = (desc, item) else {
+            slot.enabled = false;
+            continue;
+        };
+        // `IkDisabled` on a stage entity switches that stage off (on the character entity,
+        // the whole character, handled above).
+        slot.enabled = !item.5;
+        slot.weight = desc.weight();
+        if !slot.enabled {
+            continue;
+        }
+        let result = match (&desc, &mut slot.stage) {
+            (Desc::Limb(limb), Stage::TwoBone(stage)) => {
+                gather_limb(limb, stage, &mut st.kind, &model, helper)
+            }
+            (Desc::Rig(r), Stage::Jacobian(stage)) => match &mut st.kind {
+                StageKind::Rig(data) => {
+                    rig::gather(r, data, stage, skeleton, buffer, &model, helper)
+                }
+                _ => Err(IkError::NotAChain),
+            },
+            (Desc::FullBody(h, targets), Stage::FullBody(stage)) => {
+                humanoid::gather_full_body(h, targets, stage, &model, helper)
+            }
+            (Desc::Custom(c), Stage::Custom(stage)) => match c.target {
+                None => {
+                    stage.set_target(None);
+                    Ok(())
+                }
+                Some(t) => crate::character::read_target(helper, &model, t, false).map(|m| {
+                    stage.set_target(Some(ik_core::BoneTransform::from_translation_rotation(
+                        m.position, m.rotation,
+                    )));
+                }),
+            },
+            // The description changed kind: set-up rebuilds it next frame.
+            _ => Err(IkError::NotAChain),
+        };
+        if let Err(err) = result {
+            slot.enabled = false;
+            st.frame_error = Some(err);
+        }
+    }
+}
+
+/// Reads the bones' local transforms into the remembered input pose (see the module docs).
+fn read_input(rt: &mut Runtime, transforms: &Query<&Transform>) -> Result<(), IkError> {
+    for i in rt.first..rt.entities.len() {
+        let e = rt.entities[i];
+        let t = transforms
+            .get(e)
+            .map_err(|_| IkError::MissingBoneEntity(e))?;
+        if !(t.translation.is_finite() && t.rotation.is_finite()) {
+            return Err(IkError::NonFinitePose);
+        }
+        if rt.written[i] == Some((t.rotation, t.translation)) {
+            // Nothing rewrote the bone since the plugin did: keep the remembered input.
+            continue;
+        }
+        rt.written[i] = None;
+        rt.input.rotations[i] = t.rotation;
+        rt.input.translations[i] = t.translation;
+    }
+    Ok(())
+}
+
+/// Per character, in parallel: reads its input pose (one pass over its bones), the model-space
+/// frame and each stage's goals, then solves its stack (the stages in order) and summarises
+/// each stage's outcome — in one pass, while the character's data is in cache.
+pub(crate) fn solve_characters(
+    mut characters: Query<(Entity, &mut IkCharacter, Has<IkDisabled>), Without<IkStageOf>>,
+    descs: Query<DescItem>,
+    transforms: Query<&Transform>,
+    helper: TransformHelper,
+) {
+    characters
+        .par_iter_mut()
+        .for_each(|(entity, mut character, disabled)| {
+            let Some(rt) = character.rt.as_mut() else {
+                return;
+            };
+            gather(rt, disabled, &descs, &transforms, &helper);
+            if disabled {
+                return;
+            }
+            if let Some(err) = &rt.frame_error {
+                warn_once(&mut rt.warned, entity, err);
+                return;
+            }
+            rt.stack.solve();
+            rt.solved = true;
+            summarise(rt);
+        });
+}
+
+/// Turns the stack's per-stage outcomes into status summaries (and measures what the reports
+/// do not: a limb's tip rotation, the centre of mass of the output pose).
+fn summarise(rt: &mut Runtime) {
+    let Runtime { stack, stages, .. } = rt;
+    let (skeleton, buffer, slots) = stack.parts_mut();
+    for st in stages.iter_mut() {
+        let Some(slot) = st.slot.and_then(|i| slots.get_mut(i)) else {
+            continue;
+        };
+        let report = match &slot.outcome {
+            StageOutcome::Solved(r) => *r,
+            StageOutcome::Failed(e) => {
+                if st.frame_error.is_none() {
+                    st.frame_error = Some(match e {
+                        ik_core::stack::StackError::NonFiniteWeight => {
+                            IkError::InvalidSettings("the weight is not finite".into())
+                        }
+                        other => IkError::Solver(other.to_string()),
+                    });
+                }
+                warn_stage(st);
+                continue;
+            }
+            StageOutcome::Disabled | StageOutcome::NotRun => {
+                warn_stage(st);
+                continue;
+            }
+        };
+        let mut summary = Summary {
+            converged: report.converged(),
+            iterations: report.iterations(),
+            position_residual: report.position_residual(),
+            rotation_residual: report.angle_residual(),
+            center_of_mass_residual: 0.0,
+            center_of_mass: None,
+        };
+        st.residuals.clear();
+        match (&mut st.kind, &mut slot.stage) {
+            (
+                StageKind::Limb {
+                    bones,
+                    rotation_target,
+                    ..
+                },
+                _,
+            ) => {
+                if let Some(want) = rotation_target {
+                    let tip = buffer.model_transform(skeleton, bones[2]);
+                    summary.rotation_residual = tip.rotation.angle_between(*want);
+                }
+                st.residuals.push(summary.position_residual);
+            }
+            (StageKind::Rig(data), Stage::Jacobian(stage)) => {
+                rig::residuals(data, stage, &mut st.residuals);
+            }
+            (StageKind::FullBody(data), Stage::FullBody(stage)) => {
+                if let ik_core::stack::StageReport::FullBody(r) = report {
+                    st.residuals.extend(r.residuals.iter().map(|g| g.position));
+                    st.residuals.push(r.look_at);
+                    summary.center_of_mass_residual = r.center_of_mass;
+                }
+                let goal = stage.goals.center_of_mass;
+                if goal.enabled
+                    && let Some(c) = stage
+                        .solver
+                        .center_of_mass(skeleton, buffer.pose())
+                        .filter(|c| c.is_finite())
+                {
+                    summary.center_of_mass = Some((c, goal.target, data.up));
+                }
+            }
+            _ => st.residuals.push(summary.position_residual),
+        }
+        st.summary = Some(summary);
+    }
+}
+
+fn warn_stage(st: &mut StageRt) {
+    if let Some(err) = &st.frame_error {
+        warn_once(&mut st.warned, st.entity, err);
+    }
+}
+
+/// Writes every character's output pose to its bones' `Transform`s (`set_if_neq`): the only
+/// system that writes bone transforms. A character that was not solved this frame (disabled,
+/// or its pose unreadable) gets its input pose back where the plugin had written.
+pub(crate) fn write_bone_transforms(
+    mut characters: Query<&mut IkCharacter, Without<IkStageOf>>,
+    mut transforms: Query<&mut Transform>,
+) {
+    for mut character in &mut characters {
+        let Some(rt) = character.rt.as_mut() else {
+            continue;
+        };
+        if rt.frame_error.is_some() {
+            continue;
+        }
+        let output = rt.stack.pose();
+        for i in rt.first..rt.entities.len() {
+            let (input_q, input_t) = (rt.input.rotations[i], rt.input.translations[i]);
+            let (q, t) = if rt.solved {
+                (output.rotations[i], output.translations[i])
+            } else {
+                (input_q, input_t)
+            };
+            let changed = q != input_q || t != input_t;
+            if !changed && rt.written[i].is_none() {
+                continue;
+            }
+            if let Ok(mut tr) = transforms.get_mut(rt.entities[i]) {
+                let new = Transform {
+                    rotation: q,
+                    translation: t,
+                    ..*tr
+                };
+                tr.set_if_neq(new);
+            }
+            rt.written[i] = changed.then_some((q, t));
+        }
+    }
+}
+
+/// Writes each stage's [`IkStatus`] (and a balanced humanoid's [`IkCenterOfMass`]) from its
+/// character's last solve, touching them only when a value changed.
+#[allow(clippy::type_complexity, reason = "system parameters")]
+pub(crate) fn publish_ik_status(
+    mut stages: Query<
+        (
+            Entity,
+            &mut IkStatus,
+            Option<&IkStageOf>,
+            Option<&mut IkCenterOfMass>,
+        ),
+        Or<(With<IkLimb>, With<IkRig>, With<IkHumanoid>, With<IkCustom>)>,
+    >,
+    characters: Query<(&IkCharacter, Has<IkDisabled>)>,
+) {
+    stages
+        .par_iter_mut()
+        .for_each(|(entity, mut status, of, com)| {
+            let character = of.map_or(entity, |o| o.0);
+            let Ok((ch, disabled)) = characters.get(character) else {
+                return;
+            };
+            let Some(rt) = ch.rt.as_ref() else {
+                return;
+            };
+            let Some(st) = rt.stages.iter().find(|s| s.entity == entity) else {
+                return;
+            };
+            if disabled || st.setup_error.is_some() {
+                return;
+            }
+            let frame_error = rt.frame_error.as_ref().or(st.frame_error.as_ref());
+            match (&st.summary, frame_error) {
+                (Some(summary), None) => {
+                    publish_summary(&mut status, summary, &st.residuals);
+                    if let Some(mut com) = com {
+                        publish_com(&mut com, summary.center_of_mass);
+                    }
+                }
+                (_, Some(err)) => {
+                    publish_problem(&mut status, err);
+                    if let Some(mut com) = com
+                        && com.active
+                    {
+                        com.active = false;
+                    }
+                }
+                // Disabled stage: its status stays as it was.
+                (None, None) => {}
+            }
+        });
+}
+
+fn publish_summary(status: &mut Mut<IkStatus>, s: &Summary, residuals: &[f32]) {
+    let st = status.bypass_change_detection();
+    let same = st.ready
+        && st.solved
+        && st.converged == s.converged
+        && st.iterations == s.iterations
+        && st.position_residual == s.position_residual
+        && st.rotation_residual == s.rotation_residual
+        && st.center_of_mass_residual == s.center_of_mass_residual
+        && st.residuals == residuals
+        && st.last_error.is_none();
+    if same {
+        return;
+    }
+    st.ready = true;
+    st.solved = true;
+    st.converged = s.converged;
+    st.iterations = s.iterations;
+    st.position_residual = s.position_residual;
+    st.rotation_residual = s.rotation_residual;
+    st.center_of_mass_residual = s.center_of_mass_residual;
+    st.residuals.clear();
+    st.residuals.extend_from_slice(residuals);
+    st.last_error = None;
+    status.set_changed();
+}
+
+fn publish_problem(status: &mut Mut<IkStatus>, err: &IkError) {
+    if status.solved || status.converged {
+        status.solved = false;
+        status.converged = false;
+    }
+    if status.last_error.as_ref() != Some(err) {
+        status.last_error = Some(err.clone());
+    }
+}
+
+fn publish_com(com: &mut Mut<IkCenterOfMass>, measured: Option<(Vec3, Vec3, Vec3)>) {
+    match measured {
+        Some((c, support, up)) => {
+            let new = IkCenterOfMass {
+                active: true,
+                center_of_mass: c,
+                support,
+                up,
+            };
+            com.set_if_neq(new);
+        }
+        None => {
+            if com.active {
+                com.active = false;
+            }
+        }
+    }
+}
+
+/// Logs `err` for `entity` unless it was logged already.
+pub(crate) fn warn_once(warned: &mut Vec<IkError>, entity: Entity, err: &IkError) {
+    if !warned.contains(err) {
+        warn!("bevy_ik: {entity}: {err}; keeping the input pose");
+        warned.push(err.clone());
+    }
+}
+
+/// A weight clamped to `[0, 1]`; NaN counts as 0.
+pub(crate) fn finite_weight(w: f32) -> f32 {
+    if w.is_nan() { 0.0 } else { w.clamp(0.0, 1.0) }
+}

@@ -1,0 +1,424 @@
+//! Stacked characters in a headless app: a limb below a stage that moves the hips meets its
+//! target, weights are stationary without animation, `[full body, analytic arm, custom
+//! look-at]` in one frame with each stage seeing the previous one's output, no ambiguous
+//! system pairs, one bad stage or character does not stop the others, per-frame parameters do
+//! not rebuild, and the status is written only when it changes.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use bevy::ecs::schedule::{LogLevel, ScheduleBuildSettings};
+use bevy::prelude::*;
+use bevy_ik::ik_core::humanoid::HumanoidBone as H;
+use bevy_ik::ik_core::stack::{CustomReport, CustomStage, PoseBuffer, StackError};
+use bevy_ik::ik_core::{BoneTransform, Skeleton};
+use bevy_ik::prelude::*;
+use common::*;
+
+/// Indices into `POSITIONS`.
+const HIPS: usize = 0;
+const HEAD: usize = 4;
+const L_UPPER: usize = 6;
+const L_HAND: usize = 8;
+
+/// The pelvis push of the probe: 11.2 cm.
+const PUSH: Vec3 = Vec3::new(0.1, -0.05, 0.0);
+
+fn spawn_target(app: &mut App, parent: Entity, at: Vec3) -> Entity {
+    app.world_mut()
+        .spawn((Transform::from_translation(at), ChildOf(parent)))
+        .id()
+}
+
+/// A humanoid whose root carries an `IkRig` moving the hips to a target `PUSH` away, and
+/// returns (root, bones, hips target).
+fn hips_rig_character(app: &mut App, at: Vec3) -> (Entity, Vec<Entity>, Entity) {
+    let root = app.world_mut().spawn(Transform::from_translation(at)).id();
+    let bones = spawn_humanoid(app.world_mut(), root, &VRM_NAMES);
+    let hips_target = spawn_target(app, root, Vec3::from(POSITIONS[HIPS].1) + PUSH);
+    app.world_mut()
+        .entity_mut(root)
+        .insert(IkRig::new([IkGoal::position("hips", hips_target)]).with_movable_root("hips"));
+    (root, bones, hips_target)
+}
+
+/// A reachable point for the left hand (root frame): below and in front of the rest hand.
+fn left_hand_goal() -> Vec3 {
+    Vec3::from(POSITIONS[L_HAND].1) + Vec3::new(-0.12, -0.15, 0.12)
+}
+
+#[test]
+fn a_limb_below_a_stage_that_moves_the_hips_meets_its_target() {
+    let mut app = app();
+    let (root, bones, hips_target) = hips_rig_character(&mut app, Vec3::new(1.0, 0.0, -2.0));
+    let hand_target = spawn_target(&mut app, root, left_hand_goal());
+    // The arm by humanoid role, as a stage after the rig.
+    let limb = app
+        .world_mut()
+        .spawn((
+            IkLimb::new(H::LeftUpperArm, H::LeftLowerArm, H::LeftHand).with_target(hand_target),
+            IkStageOf(root),
+        ))
+        .id();
+    for frame in 0..3 {
+        app.update();
+        let hips = world_pos(&app, bones[HIPS]);
+        let moved = hips.distance(world_pos(&app, hips_target));
+        assert!(
+            moved < 1e-4,
+            "frame {frame}: the hips are {moved} from their target"
+        );
+        let miss = world_pos(&app, bones[L_HAND]).distance(world_pos(&app, hand_target));
+        assert!(miss < 1e-4, "frame {frame}: the hand misses by {miss}");
+        let s = status(&app, limb);
+        assert!(s.solved && s.converged, "{s:?}");
+        assert!(status(&app, root).solved);
+    }
+    // The hips did move the 11.2 cm (so the limb had to solve from the moved shoulder).
+    let rest_hips = app
+        .world()
+        .get::<GlobalTransform>(root)
+        .unwrap()
+        .transform_point(Vec3::from(POSITIONS[HIPS].1));
+    let d = world_pos(&app, bones[HIPS]).distance(rest_hips);
+    assert!((d - PUSH.length()).abs() < 1e-4, "hips moved {d}");
+}
+
+#[test]
+fn weight_half_stays_half_over_60_frames_without_animation() {
+    let mut app = app();
+    let mut arms = Vec::new();
+    for (i, weight) in [1.0, 0.5].into_iter().enumerate() {
+        let arm = spawn_arm(
+            app.world_mut(),
+            Transform::from_xyz(3.0 * i as f32, 0.0, 0.0),
+        );
+        let target = app
+            .world_mut()
+            .spawn((Transform::from_xyz(0.3, 1.2, 0.25), ChildOf(arm.character)))
+            .id();
+        app.world_mut().spawn(
+            IkLimb::new(arm.upper, arm.lower, arm.hand)
+                .with_target(target)
+                .with_weight(weight),
+        );
+        arms.push(arm);
+    }
+    let rest = [rest_upper().rotation, rest_lower().rotation];
+    let rot = |app: &App, e: Entity| app.world().get::<Transform>(e).unwrap().rotation;
+    for frame in 0..60 {
+        app.update();
+        let (full, half) = (arms[0], arms[1]);
+        for (k, (f, h)) in [(full.upper, half.upper), (full.lower, half.lower)]
+            .into_iter()
+            .enumerate()
+        {
+            let whole = rest[k].angle_between(rot(&app, f));
+            assert!(whole > 0.05, "the full-weight limb moved");
+            let part = rest[k].angle_between(rot(&app, h));
+            let ratio = part / whole;
+            assert!(
+                (ratio - 0.5).abs() < 1e-3,
+                "frame {frame}, bone {k}: {ratio:.4} of the full IK rotation"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_plugin_has_no_ambiguous_system_pairs() {
+    let mut app = app();
+    app.edit_schedule(PostUpdate, |schedule| {
+        schedule.set_build_settings(ScheduleBuildSettings {
+            ambiguity_detection: LogLevel::Error,
+            ..default()
+        });
+    });
+    let (root, _, _) = hips_rig_character(&mut app, Vec3::ZERO);
+    let t = spawn_target(&mut app, root, left_hand_goal());
+    app.world_mut().spawn((
+        IkLimb::new("leftUpperArm", "leftLowerArm", "leftHand").with_target(t),
+        IkStageOf(root),
+    ));
+    let humanoid = app
+        .world_mut()
+        .spawn((Transform::from_xyz(3.0, 0.0, 0.0), IkHumanoid::auto()))
+        .id();
+    spawn_humanoid(app.world_mut(), humanoid, &MIXAMO_NAMES);
+    let arm = spawn_arm(app.world_mut(), Transform::from_xyz(-3.0, 0.0, 0.0));
+    let t = spawn_target(&mut app, arm.character, Vec3::new(0.3, 1.2, 0.25));
+    app.world_mut()
+        .spawn(IkLimb::new(arm.upper, arm.lower, arm.hand).with_target(t));
+    // A schedule with an ambiguous pair of conflicting systems does not build: this panics.
+    for _ in 0..3 {
+        app.update();
+    }
+    assert!(status(&app, humanoid).solved);
+}
+
+/// A look-at-like custom stage: turns the head so that its rest-relative `aim` axis points at
+/// the target entity, and records where it saw the left hand (model space).
+#[derive(Debug)]
+struct LookAt {
+    head: [usize; 1],
+    hand: usize,
+    aim: Vec3,
+    target: Option<Vec3>,
+    seen: Arc<Mutex<Option<Vec3>>>,
+}
+
+impl CustomStage for LookAt {
+    fn bones(&self) -> &[usize] {
+        &self.head
+    }
+
+    fn set_target(&mut self, target: Option<BoneTransform>) {
+        self.target = target.map(|t| t.translation);
+    }
+
+    fn solve(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+    ) -> Result<CustomReport, StackError> {
+        let target = self.target.ok_or(StackError::Custom("no look-at target"))?;
+        *self.seen.lock().unwrap() = Some(buffer.model_transform(skeleton, self.hand).translation);
+        let head = self.head[0];
+        let model = buffer.model_transform(skeleton, head);
+        let turn = Quat::from_rotation_arc(
+            (model.rotation * self.aim).normalize(),
+            (target - model.translation).normalize(),
+        );
+        let parent = model.rotation * buffer.pose().rotations[head].inverse();
+        let local = (parent.inverse() * turn * model.rotation).normalize();
+        let t = buffer.pose().translations[head];
+        buffer.set_local(head, local, t);
+        Ok(CustomReport {
+            converged: true,
+            iterations: 1,
+            ..CustomReport::default()
+        })
+    }
+}
+
+#[test]
+fn full_body_then_arm_then_custom_look_at_in_one_frame() {
+    let mut app = app();
+    let root = app
+        .world_mut()
+        .spawn((
+            Transform::from_xyz(-1.0, 0.0, 2.0).with_rotation(Quat::from_rotation_y(0.5)),
+            IkHumanoid::auto(),
+        ))
+        .id();
+    let bones = spawn_humanoid(app.world_mut(), root, &MIXAMO_NAMES);
+    let hand_target = spawn_target(&mut app, root, left_hand_goal());
+    let limb = app
+        .world_mut()
+        .spawn((
+            Name::new("left arm"),
+            IkLimb::new(H::LeftUpperArm, H::LeftLowerArm, H::LeftHand).with_target(hand_target),
+            IkStageOf(root),
+        ))
+        .id();
+    let look_target = spawn_target(&mut app, root, Vec3::new(0.8, 1.9, 2.0));
+    let seen = Arc::new(Mutex::new(None));
+    let seen_in_stage = seen.clone();
+    let look = app
+        .world_mut()
+        .spawn((
+            Name::new("look at"),
+            IkCustom::new(
+                [H::Head, H::LeftHand],
+                move |_: &Skeleton, bones: &[usize]| {
+                    Ok(LookAt {
+                        head: [bones[0]],
+                        hand: bones[1],
+                        aim: Vec3::Z,
+                        target: None,
+                        seen: seen_in_stage.clone(),
+                    })
+                },
+            )
+            .with_target(look_target),
+            IkStageOf(root),
+        ))
+        .id();
+    // Set-up frame: mapping, targets, the stack.
+    app.update();
+    let targets = app.world().get::<IkHumanoidTargets>(root).unwrap().clone();
+    let ch = app.world().get::<IkCharacter>(root).unwrap();
+    assert_eq!(ch.stages().collect::<Vec<_>>(), vec![root, limb, look]);
+    // One frame: push the pelvis, move the hand target.
+    let pelvis = targets.pelvis.unwrap();
+    app.world_mut()
+        .get_mut::<Transform>(pelvis)
+        .unwrap()
+        .translation += PUSH;
+    app.world_mut()
+        .get_mut::<Transform>(hand_target)
+        .unwrap()
+        .translation += Vec3::new(0.02, 0.03, -0.02);
+    *seen.lock().unwrap() = None;
+    app.update();
+    // Stage 1, full body: the hips follow the pelvis target.
+    let d = world_pos(&app, bones[HIPS]).distance(world_pos(&app, pelvis));
+    assert!(d < 1e-3, "hips {d} from the pelvis target");
+    // Stage 2, the arm, on the full body's output: the hand is on its own target (not on the
+    // full-body stage's left-hand target).
+    let miss = world_pos(&app, bones[L_HAND]).distance(world_pos(&app, hand_target));
+    assert!(miss < 1e-4, "the hand misses by {miss}");
+    assert!(
+        world_pos(&app, bones[L_HAND]).distance(world_pos(&app, targets.left_hand.unwrap())) > 0.05
+    );
+    // Stage 3 saw the arm's output: the hand where the arm put it (model = root frame).
+    let seen = seen.lock().unwrap().expect("the custom stage ran");
+    let root_global = *app.world().get::<GlobalTransform>(root).unwrap();
+    let seen_world = root_global.transform_point(seen);
+    assert!(
+        seen_world.distance(world_pos(&app, hand_target)) < 1e-4,
+        "the look-at saw the hand {} from where the arm put it",
+        seen_world.distance(world_pos(&app, hand_target))
+    );
+    // ... and turned the head: its aim axis points at the look target.
+    let head = app.world().get::<GlobalTransform>(bones[HEAD]).unwrap();
+    let want = (world_pos(&app, look_target) - head.translation()).normalize();
+    let aim_world = head.rotation() * Vec3::Z;
+    assert!(
+        aim_world.angle_between(want) < 1e-3,
+        "{}",
+        aim_world.angle_between(want)
+    );
+    for e in [root, limb, look] {
+        let s = status(&app, e);
+        assert!(s.solved && s.last_error.is_none(), "{e}: {s:?}");
+    }
+    // The upper arm was written by the arm stage, not left at the full body's output.
+    assert!(
+        app.world()
+            .get::<Transform>(bones[L_UPPER])
+            .unwrap()
+            .rotation
+            .is_finite()
+    );
+}
+
+#[test]
+fn a_bad_stage_or_character_does_not_stop_the_others() {
+    let mut app = app();
+    let mut characters = Vec::new();
+    for i in 0..3 {
+        let (root, bones, hips_target) =
+            hips_rig_character(&mut app, Vec3::new(3.0 * i as f32, 0.0, 0.0));
+        let hand_target = spawn_target(&mut app, root, left_hand_goal());
+        let limb = app
+            .world_mut()
+            .spawn((
+                IkLimb::new("leftUpperArm", "leftLowerArm", "leftHand").with_target(hand_target),
+                IkStageOf(root),
+            ))
+            .id();
+        characters.push((root, bones, hips_target, hand_target, limb));
+    }
+    app.update();
+    // Character 0: its limb's target is despawned (a stage problem: the rig still runs).
+    app.world_mut().despawn(characters[0].3);
+    // Character 1: a NaN hips target (the rig fails; the limb still runs on the input hips).
+    app.world_mut()
+        .get_mut::<Transform>(characters[1].2)
+        .unwrap()
+        .translation
+        .x = f32::NAN;
+    for _ in 0..2 {
+        app.update();
+    }
+    let (root0, bones0, hips0, gone, limb0) = &characters[0];
+    assert_eq!(
+        status(&app, *limb0).last_error,
+        Some(IkError::MissingTarget(*gone))
+    );
+    assert!(status(&app, *root0).solved);
+    assert!(world_pos(&app, bones0[HIPS]).distance(world_pos(&app, *hips0)) < 1e-4);
+    let (root1, bones1, hips1, hand1, limb1) = &characters[1];
+    let s = status(&app, *root1);
+    assert_eq!(
+        s.last_error,
+        Some(IkError::NonFiniteTarget(*hips1)),
+        "{s:?}"
+    );
+    assert!(status(&app, *limb1).solved);
+    assert!(world_pos(&app, bones1[L_HAND]).distance(world_pos(&app, *hand1)) < 1e-4);
+    for &b in bones1 {
+        assert!(
+            app.world()
+                .get::<GlobalTransform>(b)
+                .unwrap()
+                .translation()
+                .is_finite()
+        );
+    }
+    let (root2, bones2, hips2, hand2, limb2) = &characters[2];
+    assert!(status(&app, *root2).solved && status(&app, *limb2).solved);
+    assert!(world_pos(&app, bones2[HIPS]).distance(world_pos(&app, *hips2)) < 1e-4);
+    assert!(world_pos(&app, bones2[L_HAND]).distance(world_pos(&app, *hand2)) < 1e-4);
+}
+
+/// How many times the character's skeleton and stack were built.
+fn stack_id(app: &App, root: Entity) -> u32 {
+    app.world().get::<IkCharacter>(root).unwrap().set_ups()
+}
+
+#[test]
+fn parameters_do_not_rebuild_structure_does() {
+    let mut app = app();
+    let (root, _, hips_target) = hips_rig_character(&mut app, Vec3::ZERO);
+    app.update();
+    let built = stack_id(&app, root);
+    // Per-frame parameters: goal weight and blend, rig weight, iterations, tolerance.
+    for k in 0..4 {
+        {
+            let mut rig = app.world_mut().get_mut::<IkRig>(root).unwrap();
+            rig.goals[0].weight = 0.5 + 0.1 * k as f32;
+            rig.goals[0].blend = 0.9;
+            rig.weight = 0.8;
+            rig.settings.max_iterations = 20 + k;
+            rig.settings.position_tolerance = 1e-5;
+        }
+        app.update();
+        assert_eq!(stack_id(&app, root), built, "rebuilt for a parameter");
+        assert!(status(&app, root).solved);
+    }
+    // Structure: another goal bone.
+    let t = spawn_target(&mut app, root, Vec3::from(POSITIONS[HEAD].1));
+    app.world_mut()
+        .get_mut::<IkRig>(root)
+        .unwrap()
+        .goals
+        .push(IkGoal::position("head", t));
+    app.update();
+    assert_ne!(stack_id(&app, root), built, "a new goal bone rebuilds");
+    let _ = hips_target;
+}
+
+#[test]
+fn status_is_written_only_when_it_changes() {
+    let mut app = app();
+    let (root, _, _) = hips_rig_character(&mut app, Vec3::ZERO);
+    for _ in 0..3 {
+        app.update();
+    }
+    let tick = |app: &App| {
+        app.world()
+            .entity(root)
+            .get_ref::<IkStatus>()
+            .unwrap()
+            .last_changed()
+    };
+    let before = tick(&app);
+    for _ in 0..3 {
+        app.update();
+    }
+    assert_eq!(tick(&app), before, "a still character rewrote its status");
+    assert!(status(&app, root).solved);
+}

@@ -1,0 +1,124 @@
+//! `IkStack::solve` does not allocate after set-up: a counting global allocator around many
+//! solves of a `[full body, two-bone arm, Jacobian arm, weight 0.5]` stack with moving goals.
+
+use core::cell::Cell;
+use core::sync::atomic::{AtomicUsize, Ordering};
+use std::alloc::{GlobalAlloc, Layout, System};
+
+use glam::Vec3;
+use ik_core::analytic::{LimbGoal, TwoBoneIk};
+use ik_core::humanoid::{
+    Effector, FullBodySolver, HumanoidBone as H, HumanoidMap, RestAxes, RigConvention, test_rig,
+};
+use ik_core::jacobian::{JacobianSolver, JointSpec, SolverSettings, TaskSpec};
+use ik_core::stack::{FullBodyStage, IkStack, JacobianStage, Stage, TwoBoneStage};
+
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// Only this thread's allocations count (the test harness's own threads allocate too).
+    static ACTIVE: Cell<bool> = const { Cell::new(false) };
+}
+
+fn count() {
+    if ACTIVE.try_with(Cell::get).unwrap_or(false) {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: forwards to the system allocator; only counts calls.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count();
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[test]
+fn stack_solve_does_not_allocate() {
+    let s = test_rig(RigConvention::Unreal, RestAxes::PlusY);
+    let (map, _) = HumanoidMap::from_skeleton(&s);
+    let mut fb = FullBodySolver::new(&s, &map).unwrap();
+    let rest = s.rest_pose();
+    let goals = fb.goals_at_pose(&s, &rest);
+    let (l_arm, l_fore, l_hand) = (
+        map.get(H::LeftUpperArm).unwrap(),
+        map.get(H::LeftLowerArm).unwrap(),
+        map.get(H::LeftHand).unwrap(),
+    );
+    let (r_arm, r_hand) = (
+        map.get(H::RightUpperArm).unwrap(),
+        map.get(H::RightHand).unwrap(),
+    );
+    let model = s.model_transforms(&rest);
+    let mut stack = IkStack::new(s.clone());
+    stack
+        .push(Stage::full_body(FullBodyStage::new(fb, goals, s.len())))
+        .unwrap();
+    let arm = TwoBoneIk::try_new(&s, l_arm, l_fore, l_hand).unwrap();
+    stack
+        .push(Stage::two_bone(TwoBoneStage::new(
+            &s,
+            arm,
+            LimbGoal::new(model[l_hand].translation),
+        )))
+        .unwrap();
+    let joints = s
+        .chain(r_arm, r_hand)
+        .unwrap()
+        .bones()
+        .iter()
+        .map(|&b| JointSpec::ball(b))
+        .collect();
+    let jac = JacobianSolver::try_new(
+        &s,
+        joints,
+        vec![TaskSpec::position(r_hand, Vec3::ZERO)],
+        SolverSettings::default(),
+    )
+    .unwrap();
+    stack
+        .push(Stage::jacobian(JacobianStage::new(jac)))
+        .unwrap();
+    stack.slots_mut()[2].weight = 0.5;
+    let pelvis0 = goals.get(Effector::Pelvis).position;
+    let frame = |stack: &mut IkStack, f: usize| {
+        let t = f as f32 * 0.1;
+        let slots = stack.slots_mut();
+        let g = &mut slots[0].stage.as_full_body_mut().unwrap().goals;
+        g.get_mut(Effector::Pelvis).position = pelvis0 + Vec3::new(0.05 * t.sin(), -0.03, 0.0);
+        slots[1].stage.as_two_bone_mut().unwrap().goal.target =
+            model[l_hand].translation + Vec3::new(0.05 * t.cos(), -0.1, 0.1);
+        slots[2].stage.as_jacobian_mut().unwrap().goals.tasks[0].point =
+            model[r_hand].translation + Vec3::new(-0.05, -0.1 * t.sin().abs(), 0.1);
+        stack.set_input(&rest).unwrap();
+        let report = stack.solve();
+        assert_eq!(report.failed, 0);
+    };
+    // Warm-up: the first solves may size internal buffers.
+    for f in 0..3 {
+        frame(&mut stack, f);
+    }
+    ACTIVE.with(|a| a.set(true));
+    for f in 3..60 {
+        frame(&mut stack, f);
+        let _ = stack.model_transforms();
+    }
+    ACTIVE.with(|a| a.set(false));
+    assert_eq!(ALLOCATIONS.load(Ordering::Relaxed), 0);
+}
