@@ -22,7 +22,12 @@
 //! input over its bones is bit for bit the input of its last successful solve (nothing
 //! animated those bones), the solver starts from that solve's unblended output instead — the
 //! frame-to-frame warm start that keeps a still character cheap (a converged solve returns at
-//! once). The blend still runs against this frame's input, so weights stay stationary.
+//! once). When the input changed (animation), the last solve's correction — its output
+//! relative to its input, per bone — is carried onto the new input, so the solver keeps
+//! tracking (a full-body stage's `solve` is built for that) instead of starting over each
+//! frame. The first solve, and the first after a failure or [`StageSlot::reset_warm_start`],
+//! is cold ([`crate::humanoid::FullBodySolver::solve_cold`]; a Jacobian stage's scratch is
+//! reset). The blend still runs against this frame's input, so weights stay stationary.
 //!
 //! Goals are per-frame parameters: write them into the slots ([`StageSlot::stage`], e.g.
 //! [`Stage::as_two_bone_mut`]) every frame; nothing is rebuilt. After set-up,
@@ -352,18 +357,31 @@ impl IkStack {
                     .iter()
                     .map(|&b| (pose.rotations[b], pose.translations[b])),
             );
-            let warm = slot.warm_start && slot.warm_valid && slot.warm_input == *saved;
+            let warm = slot.warm_start && slot.warm_valid && slot.warm.len() == saved.len();
             if warm {
+                // Unchanged input: the last output itself. Animated input: the last frame's IK
+                // correction (output relative to its input, per bone) carried onto this frame's
+                // input, so tracking goes on over animation instead of starting over.
+                let exact = slot.warm_input == *saved;
                 let pose = buffer.pose_unchecked_mut();
-                for (&b, &(q, t)) in slot.stage.bones().iter().zip(slot.warm.iter()) {
-                    pose.rotations[b] = q;
-                    pose.translations[b] = t;
+                for (i, &b) in slot.stage.bones().iter().enumerate() {
+                    let (q, t) = slot.warm[i];
+                    if exact {
+                        pose.rotations[b] = q;
+                        pose.translations[b] = t;
+                    } else {
+                        let ((qi, ti), (qp, tp)) = (saved[i], slot.warm_input[i]);
+                        pose.rotations[b] = (qi * (qp.conjugate() * q)).normalize();
+                        pose.translations[b] = ti + (t - tp);
+                    }
                 }
                 if let Some(&first) = slot.stage.bones().iter().min() {
                     buffer.invalidate_from(first);
                 }
             }
-            let result = slot.stage.run(skeleton, buffer);
+            // Without a warm start (the first solve, after a failure or a reset) an iterative
+            // stage solves cold.
+            let result = slot.stage.run(skeleton, buffer, slot.warm_start && !warm);
             let pose = buffer.pose_unchecked_mut();
             if slot.warm_start {
                 slot.warm_valid = result.is_ok();

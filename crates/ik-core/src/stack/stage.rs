@@ -109,10 +109,12 @@ impl Stage {
 
     /// Runs the stage on `buffer` (in place). On error the pose may be partly written; the
     /// stack restores the stage's bones.
+    /// `cold`: an iterative stage solves from scratch (no warm start this time).
     pub(crate) fn run(
         &mut self,
         skeleton: &Skeleton,
         buffer: &mut PoseBuffer,
+        cold: bool,
     ) -> Result<StageReport, StackError> {
         match self {
             Self::TwoBone(s) => {
@@ -129,6 +131,9 @@ impl Stage {
                 Ok(StageReport::TwoBone(report))
             }
             Self::Jacobian(s) => {
+                if cold {
+                    s.scratch.reset();
+                }
                 let report = s.solver.solve(
                     skeleton,
                     buffer.pose_unchecked_mut(),
@@ -138,9 +143,12 @@ impl Stage {
                 Ok(StageReport::Jacobian(report))
             }
             Self::FullBody(s) => {
-                let report = s
-                    .solver
-                    .solve(skeleton, buffer.pose_unchecked_mut(), &s.goals)?;
+                let pose = buffer.pose_unchecked_mut();
+                let report = if cold {
+                    s.solver.solve_cold(skeleton, pose, &s.goals)?
+                } else {
+                    s.solver.solve(skeleton, pose, &s.goals)?
+                };
                 Ok(StageReport::FullBody(report))
             }
             Self::Custom(s) => Ok(StageReport::Custom(s.solve(skeleton, buffer)?)),
