@@ -20,7 +20,8 @@
 //! `IK_ITERS`, `IK_POSTURE`, `IK_STILL` (targets do not move), `IK_BASELINE` (IK disabled:
 //! the cost of everything else), `IK_DEFAULT_POOLS` (Bevy's default task pools: one compute
 //! thread on 2 cores), `IK_WAVES` (the earlier motion model, see `move_waves`: T-pose hand
-//! orientations on moved hands, limit-bound wrists), `IK_DEBUG`.
+//! orientations on moved hands, limit-bound wrists), `IK_GAMEPLAY` (gameplay goals on top of the
+//! walk, see `move_gameplay`), `IK_DEBUG`.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -103,6 +104,47 @@ fn move_targets(
     let f = frame.0;
     targets.par_iter_mut().for_each(|(track, mut tr)| {
         *tr = cycle.0[(f + track.phase) % CYCLE][track.slot];
+    });
+}
+
+/// Smooth pseudo-noise in about [-1, 1] (three sines with seed-dependent phases).
+fn noise(t: f32, seed: f32) -> f32 {
+    (t * 0.71 + seed).sin() * 0.5
+        + (t * 1.37 + 2.0 * seed).sin() * 0.3
+        + (t * 2.13 + 3.0 * seed).sin() * 0.2
+}
+
+/// `IK_GAMEPLAY`: gameplay goals on top of the walk cycle, as ik-core's `gameplay` bench builds
+/// them: each foot raised or lowered up to ±12 cm and turned to a slope of up to 20°, the pelvis
+/// lowered with the lower foot; each hand pushed from 55 % to 145 % of its walk-cycle distance
+/// from the shoulder (in and out of reach); the look-at target swung up to 150° to either side.
+fn move_gameplay(frame: Res<Frame>, mut targets: Query<(&Track, &mut Transform)>) {
+    let t = frame.0 as f32 / 60.0;
+    targets.par_iter_mut().for_each(|(track, mut tr)| {
+        let seed = track.phase as f32 * 0.37;
+        let lift = |k: f32| 0.12 * noise(t * 1.3, seed + k);
+        match track.slot {
+            2 | 3 => {
+                let k = track.slot as f32;
+                tr.translation.y += lift(k);
+                let slope = 20f32.to_radians() * noise(t * 0.9, seed + k + 5.0);
+                let dir = 0.7 * t + seed + k;
+                let axis = Vec3::new(dir.cos(), 0.0, dir.sin());
+                tr.rotation = Quat::from_axis_angle(axis, slope) * tr.rotation;
+            }
+            4 => tr.translation.y += lift(2.0).min(lift(3.0)).min(0.0),
+            0 | 1 => {
+                let shoulder = Vec3::from(POSITIONS[if track.slot == 0 { 6 } else { 10 }].1);
+                let r = 1.0 + 0.45 * noise(t * 0.8, seed + 7.0 + track.slot as f32);
+                tr.translation = shoulder + (tr.translation - shoulder) * r;
+            }
+            5 => {
+                let head = Vec3::from(POSITIONS[4].1);
+                let yaw = 150f32.to_radians() * noise(t * 0.35, seed + 11.0);
+                tr.translation = head + Quat::from_rotation_y(yaw) * (tr.translation - head);
+            }
+            _ => {}
+        }
     });
 }
 
@@ -250,6 +292,9 @@ fn crowd(n: usize, humanoid: &IkHumanoid) -> App {
     let waves = std::env::var("IK_WAVES").is_ok();
     if waves {
         app.add_systems(Update, move_waves.after(move_targets));
+    }
+    if std::env::var("IK_GAMEPLAY").is_ok() {
+        app.add_systems(Update, move_gameplay.after(move_targets));
     }
     for t in targets {
         if waves {
