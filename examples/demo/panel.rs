@@ -180,6 +180,13 @@ fn character_section(
                     m.missing_optional.join(", ")
                 ));
             }
+            if let Some(report) = &readouts.mapping_report {
+                ui.collapsing("Mapping report", |ui| {
+                    egui::ScrollArea::vertical()
+                        .max_height(200.0)
+                        .show(ui, |ui| ui.small(report.as_str()));
+                });
+            }
         }
         (None, Some(_)) => {}
     }

@@ -90,6 +90,9 @@ pub struct Readouts {
     pub frame_ms: f32,
     /// The humanoid mapping of the character on screen.
     pub mapping: Option<MappingSummary>,
+    /// The plugin's full mapping report (every role's bone and how it was found, what was
+    /// not mapped and why), when it has one.
+    pub mapping_report: Option<String>,
 }
 
 /// One goal in the [`RunSummary`].
@@ -167,6 +170,7 @@ fn record_readouts(
             Option<&IkRig>,
             &SolverSetup,
             Option<&IkCenterOfMass>,
+            Option<&IkHumanoidMapping>,
         ),
         With<Character>,
     >,
@@ -201,10 +205,12 @@ fn record_readouts(
         *total_micros = 0.0;
     }
     summary.error = asset.as_ref().and_then(|a| a.error.clone());
-    let Ok((targets, bones, status, rig, setup, com)) = humanoids.single() else {
+    let Ok((targets, bones, status, rig, setup, com, report)) = humanoids.single() else {
         r.mapping = None;
+        r.mapping_report = None;
         return;
     };
+    r.mapping_report = report.map(|m| m.details.clone());
     let mapping = MappingSummary::new(bones, status, |e| {
         names.get(e).ok().map(|n| n.as_str().to_owned())
     });

@@ -216,6 +216,20 @@ pub(crate) struct HumanoidCache {
     warned: Vec<IkError>,
 }
 
+/// What the humanoid name mapping found on this [`IkHumanoid`]'s bones (ik-core's
+/// [`MappingReport`](ik_core::humanoid::MappingReport)): inserted when the bones are mapped, and also
+/// when mapping fails for want of a required bone, so a user (or a tool's panel) can see why.
+#[derive(Component, Reflect, Clone, Debug, Default, PartialEq, Eq)]
+#[reflect(Component, Default, Debug)]
+pub struct IkHumanoidMapping {
+    /// One line: how many roles were mapped and which are missing.
+    pub summary: String,
+    /// The whole report: each role with its bone and how it was found, the roles not mapped
+    /// and why, and the bones passed over (control bones, bones off the chain, detached IK
+    /// feet) and why.
+    pub details: String,
+}
+
 /// Maps new humanoids (and retries incomplete ones when bones may have appeared).
 pub(crate) fn map_humanoids(
     mut commands: Commands,
@@ -243,24 +257,33 @@ pub(crate) fn map_humanoids(
             &names,
             &transforms,
         ) {
-            Ok((unmapped, targets, bones)) => {
+            Ok((unmapped, targets, bones, mapping)) => {
                 cache.done = true;
                 status.ready = true;
                 status.last_error = None;
                 status.unmapped = unmapped;
-                commands.entity(entity).insert((targets, bones));
+                commands.entity(entity).insert((targets, bones, mapping));
             }
-            Err((err, unmapped)) => {
+            Err((err, unmapped, mapping)) => {
                 warn_once(&mut cache.warned, entity, &err);
                 status.ready = false;
                 status.unmapped = unmapped;
                 status.last_error = Some(err);
+                if let Some(mapping) = mapping {
+                    commands.entity(entity).insert(mapping);
+                }
             }
         }
     }
 }
 
-type Mapped = (Vec<String>, IkHumanoidTargets, IkHumanoidBones);
+type Mapped = (
+    Vec<String>,
+    IkHumanoidTargets,
+    IkHumanoidBones,
+    IkHumanoidMapping,
+);
+type MapFailure = (IkError, Vec<String>, Option<IkHumanoidMapping>);
 
 fn map_one(
     entity: Entity,
@@ -269,10 +292,14 @@ fn map_one(
     children: &Query<&Children>,
     names: &Query<&Name>,
     transforms: &Query<&Transform>,
-) -> Result<Mapped, (IkError, Vec<String>)> {
-    let (skeleton, entities) =
-        hierarchy_skeleton(entity, children, names, transforms).map_err(|e| (e, Vec::new()))?;
+) -> Result<Mapped, MapFailure> {
+    let (skeleton, entities) = hierarchy_skeleton(entity, children, names, transforms)
+        .map_err(|e| (e, Vec::new(), None))?;
     let (map, report) = HumanoidMap::from_skeleton(&skeleton);
+    let mapping = IkHumanoidMapping {
+        summary: report.summary(),
+        details: report.to_string(),
+    };
     let unmapped: Vec<String> = report
         .missing_required
         .iter()
@@ -280,7 +307,11 @@ fn map_one(
         .map(ToString::to_string)
         .collect();
     if let Some(role) = report.missing_required.first() {
-        return Err((IkError::MissingBone(role.to_string()), unmapped));
+        return Err((
+            IkError::MissingBone(role.to_string()),
+            unmapped,
+            Some(mapping),
+        ));
     }
     let mut bones = IkHumanoidBones {
         bones: vec![None; HumanoidBone::COUNT],
@@ -295,8 +326,8 @@ fn map_one(
     let frame = BodyFrame::from_rest(&skeleton, &map).ok();
     if humanoid.solver == IkHumanoidSolver::FullBody {
         let targets = set_up_full_body(entity, humanoid, commands, &skeleton, &map)
-            .map_err(|e| (e, unmapped.clone()))?;
-        return Ok((unmapped, targets, bones));
+            .map_err(|e| (e, unmapped.clone(), Some(mapping.clone())))?;
+        return Ok((unmapped, targets, bones, mapping));
     }
     let mut targets = IkHumanoidTargets::default();
     use HumanoidBone as H;
@@ -378,7 +409,7 @@ fn map_one(
             _ => (targets.right_foot, targets.right_knee_pole) = (Some(target), pole),
         }
     }
-    Ok((unmapped, targets, bones))
+    Ok((unmapped, targets, bones, mapping))
 }
 
 /// Spawns a target or pole entity as a child of `parent` at `t` (in the parent's frame).

@@ -20,7 +20,9 @@ pub use components::{BoneRef, IkDisabled, IkLimb, IkStatus};
 #[cfg(feature = "debug-draw")]
 pub use debug_draw::IkDebugDraw;
 pub use error::IkError;
-pub use humanoid::{IkHumanoid, IkHumanoidBones, IkHumanoidSolver, IkHumanoidTargets};
+pub use humanoid::{
+    IkHumanoid, IkHumanoidBones, IkHumanoidMapping, IkHumanoidSolver, IkHumanoidTargets,
+};
 pub use ik_core;
 pub use rig::{IkGoal, IkGoalKind, IkJointLimits, IkRig, IkRigSettings};
 pub use stage::{IkCustom, IkStageOf, IkStages};
@@ -38,7 +40,9 @@ pub mod prelude {
     #[cfg(feature = "debug-draw")]
     pub use crate::debug_draw::IkDebugDraw;
     pub use crate::error::IkError;
-    pub use crate::humanoid::{IkHumanoid, IkHumanoidBones, IkHumanoidSolver, IkHumanoidTargets};
+    pub use crate::humanoid::{
+        IkHumanoid, IkHumanoidBones, IkHumanoidMapping, IkHumanoidSolver, IkHumanoidTargets,
+    };
     pub use crate::rig::{IkGoal, IkGoalKind, IkJointLimits, IkRig, IkRigSettings};
     pub use crate::stage::{IkCustom, IkStageOf, IkStages};
     pub use crate::{IkPlugin, IkSystems};
@@ -142,6 +146,7 @@ impl Plugin for IkPlugin {
             .register_type::<IkStatus>()
             .register_type::<IkError>()
             .register_type::<IkStageOf>()
+            .register_type::<IkHumanoidMapping>()
             .register_type::<IkStages>();
         app.configure_sets(
             schedule,

@@ -262,6 +262,19 @@ fn bones_appearing_later_are_mapped_then() {
     app.update();
     assert!(status(&app, character).ready);
     assert!(app.world().get::<IkHumanoidTargets>(character).is_some());
+    // The mapping report is on the character: every required role found.
+    let mapping = app
+        .world()
+        .get::<IkHumanoidMapping>(character)
+        .expect("the mapping report is inserted with the bones");
+    assert!(!mapping.summary.is_empty() && !mapping.details.is_empty());
+    assert!(
+        mapping.details.contains("mixamorig:LeftForeArm")
+            || mapping.details.contains("Forearm")
+            || mapping.details.contains("LeftLowerArm"),
+        "{}",
+        mapping.details
+    );
 }
 
 #[test]
@@ -286,6 +299,18 @@ fn unmappable_rig_reports_what_is_missing() {
     );
     assert!(!s.unmapped.is_empty(), "{s:?}");
     assert!(app.world().get::<IkHumanoidTargets>(character).is_none());
+    // The report says which required roles are missing, even though nothing was set up.
+    let mapping = app
+        .world()
+        .get::<IkHumanoidMapping>(character)
+        .expect("a failed mapping still reports");
+    for role in &s.unmapped {
+        assert!(
+            mapping.details.contains(role.as_str()),
+            "{role}: {}",
+            mapping.details
+        );
+    }
 }
 
 #[test]
