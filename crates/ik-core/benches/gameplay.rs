@@ -15,39 +15,12 @@
 use core::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use ik_core::humanoid::FullBodySolver;
 
 #[path = "../tests/support/gameplay.rs"]
 mod gameplay;
-use gameplay::{Frame, GoalMask, Rig, Run, Scenario, feasible_goals, rigs, run, scenario_frames};
-
-fn solve_cold(
-    s: &mut FullBodySolver,
-    sk: &ik_core::Skeleton,
-    p: &mut ik_core::Pose,
-    g: &ik_core::humanoid::FullBodyGoals,
-) {
-    let keep = *s.settings();
-    s.settings_mut().cold_iterations = 200;
-    s.settings_mut().max_restarts = 6;
-    let _ = s.solve_cold(sk, p, g);
-    *s.settings_mut() = keep;
-}
-
-/// A game's per-frame call: cold when the character appears, then tracking.
-fn track(
-    s: &mut FullBodySolver,
-    sk: &ik_core::Skeleton,
-    p: &mut ik_core::Pose,
-    g: &ik_core::humanoid::FullBodyGoals,
-    frame: usize,
-) -> bool {
-    if frame == 0 {
-        s.solve_cold(sk, p, g).is_ok()
-    } else {
-        s.solve(sk, p, g).is_ok()
-    }
-}
+use gameplay::{
+    Frame, GoalMask, Rig, Run, Scenario, feasible_goals, rigs, run, scenario_frames, track,
+};
 
 fn percentile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
@@ -96,7 +69,7 @@ fn bench(c: &mut Criterion) {
         for (ri, rig_src) in all_rigs.iter().enumerate() {
             let rig = Rig::new(rig_src.name.clone(), rig_src.skeleton.clone()).expect("maps");
             let frames = scenario_frames(&rig, scenario, n, ri as u32 + 1);
-            let feasible = feasible_goals(&rig, &frames, solve_cold);
+            let feasible = feasible_goals(&rig, &frames);
             let mut solver = rig.solver();
             // One untimed pass to warm caches, then the timed one from a fresh solver.
             let _ = run(&rig, &mut solver, &frames, &feasible, false, track);

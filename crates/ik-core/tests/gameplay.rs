@@ -6,30 +6,10 @@
 #[path = "support/gameplay.rs"]
 mod gameplay;
 
-use gameplay::{Rig, Scenario, feasible_goals, rigs, run, scenario_frames};
+use gameplay::{Rig, Scenario, feasible_goals, rigs, run, scenario_frames, track};
 use ik_core::glam::Vec3;
-use ik_core::humanoid::{BodyFrame, Effector, FullBodyGoals, FullBodySolver, HumanoidBone as B};
+use ik_core::humanoid::{BodyFrame, Effector, HumanoidBone as B};
 use ik_core::{Pose, Skeleton};
-
-fn track(
-    s: &mut FullBodySolver,
-    sk: &Skeleton,
-    p: &mut Pose,
-    g: &FullBodyGoals,
-    frame: usize,
-) -> bool {
-    if frame == 0 {
-        s.solve_cold(sk, p, g).is_ok()
-    } else {
-        s.solve(sk, p, g).is_ok()
-    }
-}
-
-fn oracle(s: &mut FullBodySolver, sk: &Skeleton, p: &mut Pose, g: &FullBodyGoals) {
-    s.settings_mut().cold_iterations = 200;
-    s.settings_mut().max_restarts = 6;
-    let _ = s.solve_cold(sk, p, g);
-}
 
 /// Every scenario on every rig: no joint turns more than 20° in a frame (the goals move a few
 /// degrees per frame at most), no frozen frame, no error, finite output, and the feasible
@@ -41,7 +21,7 @@ fn gameplay_scenarios_are_coherent_and_meet_feasible_goals() {
     for (ri, rig) in rigs(true).iter().enumerate() {
         for scenario in Scenario::ALL {
             let frames = scenario_frames(rig, scenario, 90, ri as u32 + 1);
-            let mask = feasible_goals(rig, &frames, oracle);
+            let mask = feasible_goals(rig, &frames);
             let mut solver = rig.solver();
             let r = run(rig, &mut solver, &frames, &mask, false, track);
             assert_eq!(r.errors, 0, "{} {scenario:?}", rig.name);

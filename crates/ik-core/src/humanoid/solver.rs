@@ -1426,28 +1426,12 @@ impl FullBodySolver {
 
     /// Whether a goal channel that takes part gives way.
     fn any_gives_way(&self, goals: &FullBodyGoals) -> bool {
-        if !self.demoting {
-            return false;
-        }
-        let cut = |c: usize| self.demotion(c) < POLISH_CUTOFF;
-        goals.effectors.iter().enumerate().any(|(k, g)| {
-            (g.wants_position() && cut(channel(k, false)))
-                || (g.wants_rotation() && cut(channel(k, true)))
-        }) || (goals.look_at.enabled && cut(channel(5, false)))
-            || (goals.center_of_mass.enabled && cut(channel(6, false)))
+        self.demoting && any_channel(goals, |c| self.demotion(c) < POLISH_CUTOFF)
     }
 
     /// Whether a goal channel that takes part sits out the polish pass (see `sits_out`).
     fn any_demoted(&self, goals: &FullBodyGoals) -> bool {
-        if !self.demoting && !self.balancing {
-            return false;
-        }
-        let cut = |c: usize| self.sits_out(c);
-        goals.effectors.iter().enumerate().any(|(k, g)| {
-            (g.wants_position() && cut(channel(k, false)))
-                || (g.wants_rotation() && cut(channel(k, true)))
-        }) || (goals.look_at.enabled && cut(channel(5, false)))
-            || (goals.center_of_mass.enabled && cut(channel(6, false)))
+        (self.demoting || self.balancing) && any_channel(goals, |c| self.sits_out(c))
     }
 
     /// Residuals in units of their tolerances, summed (lower is better).
@@ -2154,6 +2138,15 @@ impl FullBodySolver {
         }
         hits
     }
+}
+
+/// Whether `pred` holds for a goal channel (see [`channel`]) that takes part in `goals`.
+fn any_channel(goals: &FullBodyGoals, pred: impl Fn(usize) -> bool) -> bool {
+    goals.effectors.iter().enumerate().any(|(k, g)| {
+        (g.wants_position() && pred(channel(k, false)))
+            || (g.wants_rotation() && pred(channel(k, true)))
+    }) || (goals.look_at.enabled && pred(channel(5, false)))
+        || (goals.center_of_mass.enabled && pred(channel(6, false)))
 }
 
 /// Where a segment ends: the mapped child role's bone, else the bone's first child.

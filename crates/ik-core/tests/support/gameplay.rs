@@ -404,16 +404,14 @@ fn stretch(rig: &Rig, pose: &Pose, goals: &FullBodyGoals, k: usize) -> Option<f3
     Some((goals.effectors[k].position.distance(root) - reach) / reach)
 }
 
-/// The oracle: which goals of each frame are feasible (see the module docs). `solve_cold`
-/// is the oracle's solve (restarts and a large budget). The goal switched off first is, as in
+/// The oracle: which goals of each frame are feasible (see the module docs), by cold solves
+/// with restarts and a large budget. The goal switched off first is, as in
 /// the solver's own order of giving way, the look-at, then a hand, then a foot, then the
 /// pelvis; within one class a limb stretched beyond its reach, else the goal missed most.
-pub fn feasible_goals(
-    rig: &Rig,
-    frames: &[Frame],
-    mut solve_cold: impl FnMut(&mut FullBodySolver, &Skeleton, &mut Pose, &FullBodyGoals),
-) -> Vec<GoalMask> {
+pub fn feasible_goals(rig: &Rig, frames: &[Frame]) -> Vec<GoalMask> {
     let mut solver = rig.solver();
+    solver.settings_mut().cold_iterations = 200;
+    solver.settings_mut().max_restarts = 6;
     let mut out = Vec::with_capacity(frames.len());
     let mut pose = frames
         .first()
@@ -424,7 +422,7 @@ pub fn feasible_goals(
         let start = pose.clone();
         for _ in 0..6 {
             pose.copy_from(&start);
-            solve_cold(&mut solver, &rig.skeleton, &mut pose, &goals);
+            let _ = solver.solve_cold(&rig.skeleton, &mut pose, &goals);
             let r = measure(rig, &solver, &pose, &goals);
             let worst = (0..6)
                 .filter(|&k| mask[k] && goal_error(&r, k, rig.scale) > 1.0)
@@ -453,6 +451,21 @@ pub fn feasible_goals(
         out.push(mask);
     }
     out
+}
+
+/// A game's per-frame call: cold when the character appears (frame 0), then tracking.
+pub fn track(
+    s: &mut FullBodySolver,
+    sk: &Skeleton,
+    p: &mut Pose,
+    g: &FullBodyGoals,
+    frame: usize,
+) -> bool {
+    if frame == 0 {
+        s.solve_cold(sk, p, g).is_ok()
+    } else {
+        s.solve(sk, p, g).is_ok()
+    }
 }
 
 /// Runs of each timed solve (see [`Run::fastest_us`]).
