@@ -7,9 +7,9 @@
 mod gameplay;
 
 use gameplay::{Rig, Scenario, feasible_goals, rigs, run, scenario_frames, track};
+use ik_core::Pose;
 use ik_core::glam::Vec3;
 use ik_core::humanoid::{BodyFrame, Effector, HumanoidBone as B};
-use ik_core::{Pose, Skeleton};
 
 /// Every scenario on every rig: no joint turns more than 20° in a frame (the goals move a few
 /// degrees per frame at most), no frozen frame, no error, finite output, and the feasible
