@@ -581,8 +581,12 @@ impl BoneFrame {
         if perp.length_squared() < 1e-8 {
             return Err(RotationError::DegenerateForwardHint);
         }
+        // A hint nearly along the bone leaves a short `perp` whose rounding error is large
+        // relative to its length: a second Gram–Schmidt pass makes the frame orthonormal to
+        // working precision (else an `R_y` in the frame is not a pure twist about `along`).
         let forward = perp.normalize();
-        let side = along.cross(forward);
+        let forward = (forward - along * along.dot(forward)).normalize();
+        let side = along.cross(forward).normalize();
         let basis = Quat::from_mat3(&Mat3::from_cols(side, along, forward)).normalize();
         Ok(Self {
             along,
