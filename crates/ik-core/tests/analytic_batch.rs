@@ -6,9 +6,6 @@
 #[path = "../benches/support/analytic_goals.rs"]
 mod analytic_goals;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use ik_core::analytic::batch::{BatchError, BatchScratch, TwoBoneBatch};
 use ik_core::analytic::{AnalyticError, LimbGoal, LimbReport, LimbSettings, TwoBoneIk};
 use ik_core::glam::{Quat, Vec3};
@@ -372,42 +369,11 @@ fn mismatched_slices_and_twist_bones_are_errors() {
     );
 }
 
-struct Counting;
-
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-fn note() {
-    let _ = COUNTING.try_with(|c| {
-        if c.get() {
-            let _ = ALLOCATIONS.try_with(|a| a.set(a.get() + 1));
-        }
-    });
-}
-
-// SAFETY: every call is forwarded unchanged to the system allocator; the counting only
-// touches const-initialised thread-locals, which never allocate.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note();
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note();
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "support/alloc.rs"]
+mod alloc;
 
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static GLOBAL: alloc::Counting = alloc::Counting;
 
 /// After set-up, solving (lanes and scalar fallback alike, errors included) allocates nothing.
 #[test]
@@ -422,14 +388,14 @@ fn solving_does_not_allocate() {
     let mut rotations = vec![[Quat::IDENTITY; 3]; n];
     let mut reports = vec![Ok(LimbReport::default()); n];
     let mut scratch = BatchScratch::new();
-    COUNTING.with(|c| c.set(true));
-    for _ in 0..3 {
-        batch
-            .solve(&goals, &parents, &mut rotations, &mut reports, &mut scratch)
-            .unwrap();
-    }
-    COUNTING.with(|c| c.set(false));
-    assert_eq!(ALLOCATIONS.with(Cell::get), 0);
+    let ((), allocations) = alloc::allocations_during(|| {
+        for _ in 0..3 {
+            batch
+                .solve(&goals, &parents, &mut rotations, &mut reports, &mut scratch)
+                .unwrap();
+        }
+    });
+    assert_eq!(allocations, 0);
     assert!(reports[5].is_err() && reports[17].is_ok());
 }
 

@@ -1,51 +1,17 @@
 //! The full-body solver does not allocate per solve once built (cold, warm, restarts and
 //! unreachable goals included), checked with a counting global allocator.
 
-use core::cell::Cell;
-use core::sync::atomic::{AtomicUsize, Ordering};
-use std::alloc::{GlobalAlloc, Layout, System};
-
 use glam::Vec3;
 use ik_core::humanoid::{
     EffectorGoal, FullBodyGoals, FullBodySolver, HumanoidMap, LookAtGoal, RestAxes, RigConvention,
     random_pose_within_limits, test_rig,
 };
 
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    /// Only this thread's allocations count (the test harness's own threads allocate too).
-    static ACTIVE: Cell<bool> = const { Cell::new(false) };
-}
-
-fn count() {
-    if ACTIVE.with(Cell::get) {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-// SAFETY: forwards to the system allocator; only counts calls.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "support/alloc.rs"]
+mod alloc;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: alloc::Counting = alloc::Counting;
 
 #[test]
 fn solve_does_not_allocate() {
@@ -83,21 +49,20 @@ fn solve_does_not_allocate() {
     let mut pose = rest.clone();
     // One solve first: nothing is lazily sized, but keep the count honest either way.
     let _ = solver.solve_cold(&s, &mut pose, &all_goals[0]);
-    ACTIVE.with(|a| a.set(true));
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
-    let mut restarts = 0;
-    for g in &all_goals {
-        pose.copy_from(&rest);
-        restarts += solver.solve_cold(&s, &mut pose, g).unwrap().restarts;
-        // Then tracking, with goals that give way on the unreachable set.
-        restarts += solver.solve(&s, &mut pose, g).unwrap().restarts;
-        restarts += solver.solve(&s, &mut pose, g).unwrap().restarts;
-    }
-    let after = ALLOCATIONS.load(Ordering::Relaxed);
-    ACTIVE.with(|a| a.set(false));
+    let (restarts, allocations) = alloc::allocations_during(|| {
+        let mut restarts = 0;
+        for g in &all_goals {
+            pose.copy_from(&rest);
+            restarts += solver.solve_cold(&s, &mut pose, g).unwrap().restarts;
+            // Then tracking, with goals that give way on the unreachable set.
+            restarts += solver.solve(&s, &mut pose, g).unwrap().restarts;
+            restarts += solver.solve(&s, &mut pose, g).unwrap().restarts;
+        }
+        restarts
+    });
     assert!(
         restarts > 0,
         "the unreachable goal should have used restarts"
     );
-    assert_eq!(after - before, 0, "solve allocated");
+    assert_eq!(allocations, 0, "solve allocated");
 }

@@ -1,10 +1,6 @@
 //! `IkStack::solve` does not allocate after set-up: a counting global allocator around many
 //! solves of a `[full body, two-bone arm, Jacobian arm, weight 0.5]` stack with moving goals.
 
-use core::cell::Cell;
-use core::sync::atomic::{AtomicUsize, Ordering};
-use std::alloc::{GlobalAlloc, Layout, System};
-
 use glam::Vec3;
 use ik_core::analytic::{LimbGoal, TwoBoneIk};
 use ik_core::humanoid::{
@@ -13,41 +9,11 @@ use ik_core::humanoid::{
 use ik_core::jacobian::{JacobianSolver, JointSpec, SolverSettings, TaskSpec};
 use ik_core::stack::{FullBodyStage, IkStack, JacobianStage, Stage, TwoBoneStage};
 
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    /// Only this thread's allocations count (the test harness's own threads allocate too).
-    static ACTIVE: Cell<bool> = const { Cell::new(false) };
-}
-
-fn count() {
-    if ACTIVE.try_with(Cell::get).unwrap_or(false) {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-// SAFETY: forwards to the system allocator; only counts calls.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "support/alloc.rs"]
+mod alloc;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: alloc::Counting = alloc::Counting;
 
 #[test]
 fn stack_solve_does_not_allocate() {
@@ -114,11 +80,11 @@ fn stack_solve_does_not_allocate() {
     for f in 0..3 {
         frame(&mut stack, f);
     }
-    ACTIVE.with(|a| a.set(true));
-    for f in 3..60 {
-        frame(&mut stack, f);
-        let _ = stack.model_transforms();
-    }
-    ACTIVE.with(|a| a.set(false));
-    assert_eq!(ALLOCATIONS.load(Ordering::Relaxed), 0);
+    let ((), allocations) = alloc::allocations_during(|| {
+        for f in 3..60 {
+            frame(&mut stack, f);
+            let _ = stack.model_transforms();
+        }
+    });
+    assert_eq!(allocations, 0);
 }
