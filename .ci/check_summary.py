@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Fail unless a demo run's `IK_SUMMARY {json}` line shows a mapped humanoid that met its goals.
 
-Usage: check_summary.py LOG [--min-roles N] [--min-goals N]
+Usage: check_summary.py LOG [--min-roles N] [--min-goals N] [--min-stages N]
 
 LOG is the demo's captured stdout. The last line starting with `IK_SUMMARY ` is parsed; the run
 must have: no error, no required humanoid role missing, at least N roles mapped, at least N
 active goals, every goal met with a finite residual, a finite positive mean solve time, and the
-screenshot it names written (a non-empty file).
+screenshot it names written (a non-empty file); with --min-stages, at least N stages in the
+character's IK stack, none reporting a problem, every one that is on meeting its goals.
 """
 import argparse
 import json
@@ -35,6 +36,7 @@ def main():
     parser.add_argument("log")
     parser.add_argument("--min-roles", type=int, default=18)
     parser.add_argument("--min-goals", type=int, default=6)
+    parser.add_argument("--min-stages", type=int, default=0)
     args = parser.parse_args()
     s = summary_of(args.log)
     name = s.get("character")
@@ -49,6 +51,14 @@ def main():
         problems.append(f"{s.get('goals')} goals, want >= {args.min_goals}")
     if s.get("goals_met") != s.get("goals"):
         problems.append(f"{s.get('goals_met')} of {s.get('goals')} goals met")
+    stages = s.get("stages", [])
+    if len(stages) < args.min_stages:
+        problems.append(f"{len(stages)} stages ({stages}), want >= {args.min_stages}")
+    if args.min_stages:
+        for stage in stages:
+            status = stage.rsplit(": ", 1)[-1]
+            if not (status == "off" or status.startswith("met")):
+                problems.append(f"stage {stage!r}")
     residuals = s.get("residuals", {})
     if len(residuals) != s.get("goals"):
         problems.append(f"{len(residuals)} residuals for {s.get('goals')} goals")

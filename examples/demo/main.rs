@@ -30,7 +30,8 @@
 //! One small plugin per concern, like Bevy's `scene_viewer`: [`character`] (files, scene,
 //! bounds), [`solver`] (everything that depends on the solver mode), [`handles`] (targets,
 //! gizmo, scripted motion, overlay), [`camera`], [`panel`], [`settings`] (RON), [`readouts`]
-//! (residuals, plots, summary) and [`screenshot`].
+//! (residuals, plots, summary), [`stack`] (the character's IK stack window, analytic arms after
+//! the solver) and [`screenshot`].
 
 mod camera;
 mod character;
@@ -40,6 +41,7 @@ mod readouts;
 mod screenshot;
 mod settings;
 mod solver;
+mod stack;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -60,6 +62,7 @@ use crate::readouts::{ReadoutsPlugin, RunSummary};
 use crate::screenshot::{CLEAR, KeysPlugin, ScreenshotPlugin};
 use crate::settings::{DemoSettings, SettingsPlugin, load_settings};
 use crate::solver::{SolverPlugin, SolverUi};
+use crate::stack::StackPlugin;
 
 const USAGE: &str = "usage: demo [CHARACTER | --character FILE.glb|FILE.gltf] [--screenshot PATH [--frames N]] [--solver full-body|rig|limbs] [--settings FILE.ron] [--yaw DEGREES]";
 
@@ -144,6 +147,7 @@ fn main() -> ExitCode {
                 hide_props: options.screenshot.is_some(),
             },
             SolverPlugin,
+            StackPlugin,
             HandlesPlugin,
             CameraPlugin { yaw: options.yaw },
             PanelPlugin,

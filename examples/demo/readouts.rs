@@ -133,6 +133,9 @@ pub struct RunSummary {
     pub solves: u32,
     /// Mean wall time of the IK solve set per solved frame (µs).
     pub mean_solve_us: f32,
+    /// The character's IK stack after the last frame, in run order: `name: status` per stage
+    /// (see the `stack` module).
+    pub stages: Vec<String>,
     /// The screenshot written, if any.
     pub screenshot: Option<String>,
     /// What went wrong, if anything.

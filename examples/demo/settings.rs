@@ -298,6 +298,8 @@ pub struct DemoSettings {
     pub limbs: [LimbUi; 4],
     /// What is drawn.
     pub draw: DrawUi,
+    /// Two analytic arm stages after the solver (see the `stack` module).
+    pub arms_on_top: bool,
 }
 
 impl Default for DemoSettings {
@@ -310,6 +312,7 @@ impl Default for DemoSettings {
             rig: RigUi::default(),
             limbs: [LimbUi::default(); 4],
             draw: DrawUi::default(),
+            arms_on_top: false,
         }
     }
 }
