@@ -13,6 +13,10 @@
 
 #![cfg(feature = "vrm")]
 
+// The converter that makes the VRM test avatars (`cargo run --example make_vrm`).
+#[path = "../../../examples/make_vrm.rs"]
+mod make_vrm;
+
 use std::time::{Duration, Instant};
 
 use bevy::asset::{AssetPlugin, LoadState};
@@ -23,14 +27,17 @@ use bevy::scene::{ScenePlugin, SceneRoot};
 use bevy_ik::ik_core::humanoid::HumanoidBone;
 use bevy_ik::prelude::*;
 
-/// A headless app that loads glTF characters from the workspace's `assets/`.
-fn app() -> App {
+/// The workspace's `assets/`.
+const ASSETS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../assets");
+
+/// A headless app that loads glTF characters from `root`.
+fn app(root: &str) -> App {
     let mut app = App::new();
     app.add_plugins((
         MinimalPlugins,
         TransformPlugin,
         AssetPlugin {
-            file_path: concat!(env!("CARGO_MANIFEST_DIR"), "/../../assets").into(),
+            file_path: root.into(),
             ..default()
         },
         ScenePlugin,
@@ -241,7 +248,7 @@ fn depth(app: &App, mut e: Entity) -> usize {
 
 /// Loads, maps, drives and measures one file; asserts the goals are met.
 fn check(file: &str, min_roles: usize) -> Measured {
-    let mut app = app();
+    let mut app = app(ASSETS);
     let character = spawn_character(&mut app, file, IkHumanoid::auto());
     let status = app.world().get::<IkStatus>(character).unwrap().clone();
     assert!(status.ready, "{file}: {status:?}");
@@ -281,4 +288,99 @@ fn robot_expressive_with_detached_feet() {
 #[test]
 fn quaternius_worker_with_detached_feet() {
     check("quaternius_worker.gltf", 18);
+}
+
+/// Writes the bundled character as a VRM `version` avatar (renamed bones; with or without its
+/// humanoid table) into a folder of its own, returning the folder.
+fn write_vrm(version: u8, table: bool, file: &str) -> String {
+    let glb = std::fs::read(format!("{ASSETS}/character.glb")).unwrap();
+    let vrm = make_vrm::vrm_from_glb(&glb, version, table).unwrap();
+    let dir = format!("{}/vrm_{version}_{table}", env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(format!("{dir}/{file}"), vrm).unwrap();
+    dir
+}
+
+#[test]
+fn vrm_avatars_map_from_their_humanoid_table_and_face_either_way() {
+    for version in [0u8, 1] {
+        let file = format!("avatar{version}.vrm");
+        let dir = write_vrm(version, true, &file);
+        let mut app = app(&dir);
+        let character = spawn_character(&mut app, &file, IkHumanoid::auto());
+        let bones = app
+            .world()
+            .get::<IkHumanoidBones>(character)
+            .unwrap()
+            .clone();
+        // Every role the table names is mapped to the node it names (the tag put there by
+        // the loader), whose name (`joint_07`) no convention maps.
+        let mut from_table = 0;
+        for (role, e) in bones.iter() {
+            let name = app.world().get::<Name>(e).unwrap().as_str().to_owned();
+            assert!(name.starts_with("joint_"), "{file}: {role} -> {name}");
+            if let Some(tag) = app.world().get::<IkHumanoidBone>(e) {
+                assert_eq!(tag.role(), Some(role), "{file}: {name}");
+                from_table += 1;
+            }
+        }
+        assert_eq!(from_table, 22, "{file}: roles from the table");
+        // Facing: the look-at target was placed ahead of the face, −Z for VRM 0.x, +Z for 1.0.
+        let targets = app
+            .world()
+            .get::<IkHumanoidTargets>(character)
+            .unwrap()
+            .clone();
+        let head = global(&app, bones.get(HumanoidBone::Head).unwrap()).translation();
+        let ahead = global(&app, targets.head.unwrap()).translation() - head;
+        let facing = if version == 0 { -1.0 } else { 1.0 };
+        assert!(
+            ahead.z * facing > 0.5 * ahead.length(),
+            "{file}: ahead {ahead}"
+        );
+        let m = drive_and_measure(&mut app, character, &file);
+        println!("{file}: {m:?}");
+        assert!(m.worst_effector < 2e-3, "{file}: {m:?}");
+        assert!(m.look_at < 0.05 && m.head_turn > 0.1, "{file}: {m:?}");
+    }
+}
+
+#[test]
+fn without_its_table_the_renamed_avatar_does_not_map_and_says_why() {
+    let file = "no_table.glb";
+    let dir = write_vrm(1, false, file);
+    let mut app = app(&dir);
+    let scene: Handle<Scene> = app
+        .world()
+        .resource::<AssetServer>()
+        .load(GltfAssetLabel::Scene(0).from_asset(file));
+    let character = app
+        .world_mut()
+        .spawn((SceneRoot(scene), Transform::default(), IkHumanoid::auto()))
+        .id();
+    let start = Instant::now();
+    while app.world().get::<IkHumanoidMapping>(character).is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "no mapping report"
+        );
+        app.update();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for _ in 0..5 {
+        app.update();
+    }
+    let status = app.world().get::<IkStatus>(character).unwrap();
+    assert!(!status.ready);
+    assert!(
+        matches!(status.last_error, Some(IkError::MissingBone(_))),
+        "{status:?}"
+    );
+    assert!(app.world().get::<IkHumanoidTargets>(character).is_none());
+    let mapping = app.world().get::<IkHumanoidMapping>(character).unwrap();
+    assert!(
+        mapping.summary.contains("missing required"),
+        "{}",
+        mapping.summary
+    );
 }
