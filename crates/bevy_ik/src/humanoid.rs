@@ -27,6 +27,7 @@ use bevy::ecs::component::Component;
 use bevy::ecs::entity::Entity;
 use bevy::ecs::hierarchy::{ChildOf, Children};
 use bevy::ecs::name::Name;
+use bevy::ecs::query::{Changed, Or};
 use bevy::ecs::reflect::ReflectComponent;
 use bevy::ecs::system::{Commands, Query, Res};
 use bevy::math::Vec3;
@@ -501,6 +502,24 @@ fn map_one(
     targets.detached_feet =
         spawn_detached_feet(entity, humanoid, commands, &map, &report, &entities);
     Ok((unmapped, targets, bones, mapping))
+}
+
+/// Keeps each humanoid's detached-feet stage at the humanoid's IK/FK weight (read every frame,
+/// like the full-body stage's), so at weight 0 the foot bones keep their animated pose.
+pub(crate) fn sync_detached_feet_weight(
+    humanoids: Query<
+        (&IkHumanoid, &IkHumanoidTargets),
+        Or<(Changed<IkHumanoid>, Changed<IkHumanoidTargets>)>,
+    >,
+    mut stages: Query<&mut IkCustom>,
+) {
+    for (humanoid, targets) in &humanoids {
+        if let Some(mut stage) = targets.detached_feet.and_then(|e| stages.get_mut(e).ok())
+            && stage.weight != humanoid.weight
+        {
+            stage.weight = humanoid.weight;
+        }
+    }
 }
 
 /// Spawns the stage that carries detached IK-control foot bones along with the lower legs'

@@ -169,6 +169,7 @@ impl Plugin for IkPlugin {
                 (
                     setup::flag_new_bones,
                     humanoid::map_humanoids,
+                    humanoid::sync_detached_feet_weight,
                     character::set_up_characters,
                     setup::clear_rescan,
                 )

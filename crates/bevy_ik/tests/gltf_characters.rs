@@ -384,3 +384,57 @@ fn without_its_table_the_renamed_avatar_does_not_map_and_says_why() {
         mapping.summary
     );
 }
+
+#[test]
+fn at_weight_zero_detached_feet_keep_their_animated_pose() {
+    let file = "quaternius_worker.gltf";
+    let mut app = app(ASSETS);
+    let character = spawn_character(&mut app, file, IkHumanoid::auto());
+    assert!(
+        app.world()
+            .get::<IkHumanoidTargets>(character)
+            .unwrap()
+            .detached_feet
+            .is_some()
+    );
+    app.world_mut()
+        .get_mut::<IkHumanoid>(character)
+        .unwrap()
+        .weight = 0.0;
+    let mut q = app.world_mut().query::<(Entity, &Name)>();
+    let foot = q
+        .iter(app.world())
+        .find(|(_, n)| n.as_str() == "Foot.L")
+        .map(|(e, _)| e)
+        .unwrap();
+    let rest = *app.world().get::<Transform>(foot).unwrap();
+    let lifted = rest.translation + Vec3::new(0.0, 0.1, 0.05);
+    for _ in 0..5 {
+        // "Animation" moves the foot control bone every frame, before the IK runs.
+        app.world_mut()
+            .get_mut::<Transform>(foot)
+            .unwrap()
+            .translation = lifted;
+        app.update();
+    }
+    let got = app.world().get::<Transform>(foot).unwrap().translation;
+    assert!(got.distance(lifted) < 1e-5, "{got} vs {lifted}");
+    // Back at weight 1 it follows the leg again (the end bone, at the foot's rest position).
+    app.world_mut()
+        .get_mut::<IkHumanoid>(character)
+        .unwrap()
+        .weight = 1.0;
+    for _ in 0..5 {
+        app.world_mut()
+            .get_mut::<Transform>(foot)
+            .unwrap()
+            .translation = lifted;
+        app.update();
+    }
+    let got = app.world().get::<Transform>(foot).unwrap().translation;
+    assert!(
+        got.distance(rest.translation) < 1e-4,
+        "{got} vs {}",
+        rest.translation
+    );
+}
