@@ -120,12 +120,15 @@ impl CustomStage for DetachedFeet {
                 .model_transform(skeleton, parent)
                 .inverse()
                 .mul_transform(&want);
-            if !local.is_finite() {
+            // A degenerate input (a zero rotation, scales that overflow) leaves nothing to
+            // normalise: an error, and the stack restores the feet.
+            let rotation = local.rotation.normalize();
+            if !(rotation.is_finite() && local.translation.is_finite()) {
                 return Err(StackError::Custom(
                     "detached feet: the solved pose is not finite",
                 ));
             }
-            buffer.set_local(foot, local.rotation.normalize(), local.translation);
+            buffer.set_local(foot, rotation, local.translation);
             let got = buffer.model_transform(skeleton, foot);
             worst = worst.max(got.translation.distance(want.translation));
         }
