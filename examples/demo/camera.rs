@@ -114,12 +114,14 @@ fn spawn_cameras(mut commands: Commands, mut egui_settings: ResMut<EguiGlobalSet
 }
 
 /// Frames a newly opened character (not a respawn of the same one after a settings change, so
-/// the view the user chose stays).
+/// the view the user chose stays), seen from the same side of its face whichever way it faces
+/// (VRM 0.x avatars face −Z, most other files +Z): the yaw turns by the change in facing.
 fn frame_character(
     frame: Option<Res<BodyFrame>>,
     asset: Option<Res<CharacterAsset>>,
     mut camera: Single<(&mut Orbit, &mut Transform, &Camera, &Projection)>,
     mut framed: Local<Option<String>>,
+    mut facing: Local<f32>,
 ) {
     let (Some(frame), Some(asset)) = (frame, asset) else {
         return;
@@ -137,6 +139,12 @@ fn frame_character(
         .logical_viewport_size()
         .map_or(16.0 / 9.0, |s| s.x / s.y.max(1.0));
     orbit.fit(frame.center(), frame.max - frame.min, fov, aspect);
+    // Yaw 0 looks from +Z; a character facing `forward` is seen from the front at its heading.
+    let heading = frame.forward.x.atan2(frame.forward.z);
+    if heading.is_finite() {
+        orbit.yaw += heading - *facing;
+        *facing = heading;
+    }
     if orbit.distance < near * 4.0 {
         warn!("the character is very small ({:.3} m)", frame.height());
     }

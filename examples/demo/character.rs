@@ -27,8 +27,9 @@ pub const DEFAULT_CHARACTER: &str = "character.glb";
 /// Height (m) of the bundled character's joints as measured (toes to head end): the unit the
 /// handles and the scripted motion are sized in.
 const REFERENCE_HEIGHT: f32 = 1.72;
-/// File extensions the glTF loader takes.
-pub const EXTENSIONS: [&str; 2] = ["glb", "gltf"];
+/// File extensions the glTF loader takes (`vrm`: through `bevy_ik`'s `vrm` feature, which maps
+/// the avatar from its own humanoid table).
+pub const EXTENSIONS: [&str; 3] = ["glb", "gltf", "vrm"];
 
 /// Opens, loads and spawns the character.
 pub struct CharacterPlugin {
@@ -113,7 +114,7 @@ pub struct CharacterChoice(pub CharacterPath);
 #[derive(Resource, Clone, Debug, Default)]
 pub struct BundledCharacters(pub Vec<String>);
 
-/// The `.glb`/`.gltf` files directly in `folder`, sorted.
+/// The `.glb`/`.gltf`/`.vrm` files directly in `folder`, sorted.
 pub fn bundled_characters(folder: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(folder)
         .into_iter()
@@ -282,7 +283,7 @@ fn set_up_lights(mut commands: Commands) {
     ));
 }
 
-/// A `.glb`/`.gltf` dropped on the window replaces the character.
+/// A `.glb`/`.gltf`/`.vrm` dropped on the window replaces the character.
 fn open_dropped_file(
     mut drops: MessageReader<FileDragAndDrop>,
     mut choice: ResMut<CharacterChoice>,
@@ -820,6 +821,7 @@ mod tests {
     fn character_paths_know_their_loader_and_existing_files_open_from_disk() {
         assert!(CharacterPath::Asset("a/b.GLB".into()).is_supported());
         assert!(CharacterPath::Asset("b.gltf".into()).is_supported());
+        assert!(CharacterPath::Asset("avatar.vrm".into()).is_supported());
         assert!(!CharacterPath::Asset("b.fbx".into()).is_supported());
         assert!(!CharacterPath::Asset("glb".into()).is_supported());
         let here = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/character.glb");
@@ -835,7 +837,7 @@ mod tests {
         assert!(
             listed
                 .iter()
-                .all(|n| n.ends_with(".glb") || n.ends_with(".gltf"))
+                .all(|n| [".glb", ".gltf", ".vrm"].iter().any(|e| n.ends_with(e)))
         );
     }
 }

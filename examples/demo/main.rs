@@ -2,17 +2,19 @@
 //! drag with a gizmo, over its idle animation, with an egui panel to tune the solver.
 //!
 //! ```text
-//! cargo run --release --features demo --example demo [-- CHARACTER.glb]
+//! cargo run --release --features demo --example demo [-- CHARACTER.glb|.gltf|.vrm]
 //! cargo run --features demo --example demo -- --screenshot shot.png [--frames 60]
-//!     [--character FILE.glb|FILE.gltf] [--solver full-body|rig|limbs]
+//!     [--character FILE.glb|FILE.gltf|FILE.vrm] [--solver full-body|rig|limbs]
 //!     [--settings saved.ron] [--yaw DEGREES]
 //! ```
 //!
-//! * Any humanoid glTF character opens: a path on the command line (a file on disk, or a name
-//!   in the asset folder), a `.glb`/`.gltf` dropped on the window, or the panel's picker of the
-//!   characters in `assets/` (the bundled one, made by `examples/make_character.rs`, and four
+//! * Any humanoid glTF or VRM character opens: a path on the command line (a file on disk, or
+//!   a name in the asset folder), a `.glb`/`.gltf`/`.vrm` dropped on the window, or the
+//!   panel's picker of the characters in `assets/` (the bundled one, made by
+//!   `examples/make_character.rs`, its VRM 0.x variant made by `examples/make_vrm.rs`, and four
 //!   CC0 characters made by others: see `assets/LICENSE.md`). [`IkHumanoid`] recognises the
-//!   bones by name; the panel shows what it mapped and what is missing. The camera, handles and
+//!   bones by a VRM file's own humanoid table, else by name; the panel shows what it mapped
+//!   and what is missing. The camera, handles and
 //!   scripted motion are sized to the character's measured bounds.
 //! * Click a coloured handle to select it; `T` translate, `R` rotate, `L` local/global axes,
 //!   `Esc` deselect. Right mouse drag orbits, middle drag pans, the wheel zooms. `F12` saves a
@@ -64,7 +66,7 @@ use crate::settings::{DemoSettings, SettingsPlugin, load_settings};
 use crate::solver::{SolverPlugin, SolverUi};
 use crate::stack::StackPlugin;
 
-const USAGE: &str = "usage: demo [CHARACTER | --character FILE.glb|FILE.gltf] [--screenshot PATH [--frames N]] [--solver full-body|rig|limbs] [--settings FILE.ron] [--yaw DEGREES]";
+const USAGE: &str = "usage: demo [CHARACTER | --character FILE.glb|FILE.gltf|FILE.vrm] [--screenshot PATH [--frames N]] [--solver full-body|rig|limbs] [--settings FILE.ron] [--yaw DEGREES]";
 
 fn main() -> ExitCode {
     let options = match Options::parse(std::env::args().skip(1)) {
@@ -94,7 +96,7 @@ fn main() -> ExitCode {
     );
     if !character.is_supported() {
         eprintln!(
-            "demo: {} is not a .glb or .gltf file (VRM is not supported yet)",
+            "demo: {} is not a .glb, .gltf or .vrm file",
             character.display()
         );
         return ExitCode::FAILURE;

@@ -530,7 +530,15 @@ fn build_stage(
             Ok((stage, StageKind::Rig(data)))
         }
         Desc::FullBody(hum, _) => {
-            let (stage, data) = humanoid::build_full_body_stage(hum, skeleton)?;
+            // The roles as mapped at set-up (`IkHumanoidBones`), as skeleton indices.
+            let mapped = h.humanoid_bones.get(character).ok().map(|b| {
+                let mut map = HumanoidMap::new();
+                for (role, e) in b.iter() {
+                    map.set(role, entities.iter().position(|&x| x == e));
+                }
+                map
+            });
+            let (stage, data) = humanoid::build_full_body_stage(hum, skeleton, mapped)?;
             Ok((stage, StageKind::FullBody(Box::new(data))))
         }
         Desc::Custom(c) => {

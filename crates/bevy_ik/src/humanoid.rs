@@ -4,12 +4,30 @@
 //! foot, head and pelvis positions and sets up the IK that follows them: a character whose
 //! first stage is ik-core's full-body solver (the default preset), or four [`IkLimb`] stage
 //! entities ([`IkHumanoid::limbs`]).
+//!
+//! # Humanoid tables
+//!
+//! Bones tagged with [`IkHumanoidBone`] (a VRM avatar's bones are tagged from the file's own
+//! humanoid table by the `vrm` feature's loader; you can tag any rig's bones by hand) are
+//! taken as given ([`HumanoidMap::from_table`]); names and the hierarchy fill the rest.
+//!
+//! # Detached feet
+//!
+//! A rig whose foot bones are IK-control bones parented to the root, not to the lower legs
+//! (Blender exports with IK controls: Quaternius packs), maps its foot roles to the lower
+//! legs' end bones: an existing `…_end` child of the lower leg, or an end entity this plugin
+//! spawns under the lower leg at the detached foot's position (named `<lower leg>_end`). The
+//! solvers drive the legs so those ends reach the foot targets, and a [`DetachedFeet`] stage
+//! entity (an [`IkCustom`] named `ik detached feet`, listed in
+//! [`IkHumanoidTargets::detached_feet`]) then moves each detached foot bone with its end,
+//! keeping the pose it had relative to it at set-up. The mapping report says so.
 
 use bevy::ecs::change_detection::{DetectChanges, Ref};
 use bevy::ecs::component::Component;
 use bevy::ecs::entity::Entity;
 use bevy::ecs::hierarchy::{ChildOf, Children};
 use bevy::ecs::name::Name;
+use bevy::ecs::query::{Changed, Or};
 use bevy::ecs::reflect::ReflectComponent;
 use bevy::ecs::system::{Commands, Query, Res};
 use bevy::math::Vec3;
@@ -17,8 +35,8 @@ use bevy::reflect::prelude::*;
 use bevy::transform::components::{GlobalTransform, Transform};
 use bevy::transform::helper::TransformHelper;
 use ik_core::humanoid::{
-    BodyFrame, CenterOfMassGoal, Effector, FullBodySettings, FullBodySolver, HumanoidBone,
-    HumanoidMap,
+    BodyFrame, CenterOfMassGoal, DetachedFeet, Effector, FullBodySettings, FullBodySolver,
+    HumanoidBone, HumanoidMap, MappingOptions, MappingReport,
 };
 use ik_core::stack::{FullBodyStage, Stage};
 use ik_core::{BoneTransform, Skeleton};
@@ -29,13 +47,43 @@ use crate::components::{IkLimb, IkStatus};
 use crate::error::IkError;
 use crate::pipeline::warn_once;
 use crate::setup::{IkRescan, hierarchy_skeleton};
-use crate::stage::IkStageOf;
+use crate::stage::{IkCustom, IkStageOf};
 
 pub(crate) fn register(app: &mut bevy::app::App) {
     app.register_type::<IkHumanoid>()
         .register_type::<IkHumanoidSolver>()
         .register_type::<IkHumanoidTargets>()
-        .register_type::<IkHumanoidBones>();
+        .register_type::<IkHumanoidBones>()
+        .register_type::<IkHumanoidBone>();
+}
+
+/// Tags a bone entity with the humanoid role it plays, by the role's VRM name
+/// (`"leftUpperArm"`, see [`HumanoidBone::vrm_name`]). [`IkHumanoid`] takes tagged bones as
+/// given ([`HumanoidMap::from_table`]) and maps the other roles by name and hierarchy. The
+/// `vrm` feature tags a VRM avatar's bones from the file's humanoid table while it loads; tag
+/// bones yourself for a rig whose names no convention covers.
+#[derive(Component, Debug, Clone, Default, PartialEq, Eq, Reflect)]
+#[reflect(Component, Default, Debug)]
+#[cfg_attr(
+    feature = "serialize",
+    derive(serde::Serialize, serde::Deserialize),
+    reflect(Serialize, Deserialize)
+)]
+pub struct IkHumanoidBone(pub String);
+
+impl IkHumanoidBone {
+    /// The tag for `role`.
+    #[must_use]
+    pub fn new(role: HumanoidBone) -> Self {
+        Self(role.vrm_name().to_owned())
+    }
+
+    /// The role, if the name is one of [`HumanoidBone`]'s VRM names (the tag of an unknown
+    /// role, e.g. a finger, is ignored).
+    #[must_use]
+    pub fn role(&self) -> Option<HumanoidBone> {
+        HumanoidBone::from_vrm_name(&self.0)
+    }
 }
 
 /// Auto-maps a humanoid character: put it on the character's root entity (e.g. the entity with
@@ -184,6 +232,9 @@ pub struct IkHumanoidTargets {
     /// The entities holding the [`IkLimb`]s: left arm, right arm, left leg, right leg (those
     /// set up; empty for the full body).
     pub limbs: Vec<Entity>,
+    /// The stage entity that moves detached IK-control foot bones along with the legs (see
+    /// the module docs), on a rig that has them.
+    pub detached_feet: Option<Entity>,
 }
 
 /// Which bone entity plays each humanoid role, inserted on the humanoid's entity once mapped.
@@ -238,6 +289,7 @@ pub(crate) fn map_humanoids(
     children: Query<&Children>,
     names: Query<&Name>,
     transforms: Query<&Transform>,
+    tags: Query<&IkHumanoidBone>,
 ) {
     for (entity, humanoid, mut cache, mut status) in &mut humanoids {
         if cache.done || !(rescan.0 || humanoid.is_added()) {
@@ -256,6 +308,7 @@ pub(crate) fn map_humanoids(
             &children,
             &names,
             &transforms,
+            &tags,
         ) {
             Ok((unmapped, targets, bones, mapping)) => {
                 cache.done = true;
@@ -292,10 +345,45 @@ fn map_one(
     children: &Query<&Children>,
     names: &Query<&Name>,
     transforms: &Query<&Transform>,
+    tags: &Query<&IkHumanoidBone>,
 ) -> Result<Mapped, MapFailure> {
-    let (skeleton, entities) = hierarchy_skeleton(entity, children, names, transforms)
+    let (mut skeleton, mut entities) = hierarchy_skeleton(entity, children, names, transforms)
         .map_err(|e| (e, Vec::new(), None))?;
-    let (map, report) = HumanoidMap::from_skeleton(&skeleton);
+    // A humanoid table on the bones (a VRM file's) first, names and hierarchy for the rest.
+    let table: Vec<(HumanoidBone, usize)> = entities
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &e)| tags.get(e).ok()?.role().map(|r| (r, i)))
+        .collect();
+    let map_skeleton = |s: &Skeleton| {
+        if table.is_empty() {
+            HumanoidMap::from_skeleton(s)
+        } else {
+            HumanoidMap::from_table(s, &table, &MappingOptions::default())
+        }
+    };
+    let (mut map, mut report) = map_skeleton(&skeleton);
+    // Detached IK-control feet with no end bone under the lower leg: spawn one there (at the
+    // detached foot's position) and map again; the foot roles take the ends.
+    let ends = HumanoidMap::lower_leg_ends_for_detached_feet(&skeleton, &report);
+    if !ends.is_empty() {
+        let mut bones = skeleton.bones().to_vec();
+        for end in &ends {
+            let Some(parent) = end.parent else { continue };
+            let e = commands
+                .spawn((
+                    Name::new(end.name.clone()),
+                    Transform::from_translation(end.rest.translation),
+                    ChildOf(entities[parent]),
+                ))
+                .id();
+            entities.push(e);
+        }
+        bones.extend(ends);
+        skeleton = Skeleton::try_new(bones)
+            .map_err(|e| (IkError::InvalidChain(e.to_string()), Vec::new(), None))?;
+        (map, report) = map_skeleton(&skeleton);
+    }
     let mapping = IkHumanoidMapping {
         summary: report.summary(),
         details: report.to_string(),
@@ -325,8 +413,10 @@ fn map_one(
     let local = |role: HumanoidBone| map.get(role).map(|i| to_local.mul_transform(&model[i]));
     let frame = BodyFrame::from_rest(&skeleton, &map).ok();
     if humanoid.solver == IkHumanoidSolver::FullBody {
-        let targets = set_up_full_body(entity, humanoid, commands, &skeleton, &map)
+        let mut targets = set_up_full_body(entity, humanoid, commands, &skeleton, &map)
             .map_err(|e| (e, unmapped.clone(), Some(mapping.clone())))?;
+        targets.detached_feet =
+            spawn_detached_feet(entity, humanoid, commands, &map, &report, &entities);
         return Ok((unmapped, targets, bones, mapping));
     }
     let mut targets = IkHumanoidTargets::default();
@@ -409,7 +499,62 @@ fn map_one(
             _ => (targets.right_foot, targets.right_knee_pole) = (Some(target), pole),
         }
     }
+    targets.detached_feet =
+        spawn_detached_feet(entity, humanoid, commands, &map, &report, &entities);
     Ok((unmapped, targets, bones, mapping))
+}
+
+/// Keeps each humanoid's detached-feet stage at the humanoid's IK/FK weight (read every frame,
+/// like the full-body stage's), so at weight 0 the foot bones keep their animated pose.
+pub(crate) fn sync_detached_feet_weight(
+    humanoids: Query<
+        (&IkHumanoid, &IkHumanoidTargets),
+        Or<(Changed<IkHumanoid>, Changed<IkHumanoidTargets>)>,
+    >,
+    mut stages: Query<&mut IkCustom>,
+) {
+    for (humanoid, targets) in &humanoids {
+        if let Some(mut stage) = targets.detached_feet.and_then(|e| stages.get_mut(e).ok())
+            && stage.weight != humanoid.weight
+        {
+            stage.weight = humanoid.weight;
+        }
+    }
+}
+
+/// Spawns the stage that carries detached IK-control foot bones along with the lower legs'
+/// end bones (after the stages spawned before it), if the rig has such feet and legs are on.
+fn spawn_detached_feet(
+    entity: Entity,
+    humanoid: &IkHumanoid,
+    commands: &mut Commands,
+    map: &HumanoidMap,
+    report: &MappingReport,
+    entities: &[Entity],
+) -> Option<Entity> {
+    let pairs = DetachedFeet::pairs_of(map, report);
+    if pairs.is_empty() || !humanoid.legs {
+        return None;
+    }
+    let bones: Vec<Entity> = pairs
+        .iter()
+        .flat_map(|&(end, foot)| [entities[end], entities[foot]])
+        .collect();
+    let stage = IkCustom::new(bones, |s: &Skeleton, b: &[usize]| {
+        let pairs: Vec<(usize, usize)> = b.chunks_exact(2).map(|p| (p[0], p[1])).collect();
+        DetachedFeet::try_new(s, &pairs).map_err(|e| e.to_string())
+    })
+    .with_weight(humanoid.weight);
+    Some(
+        commands
+            .spawn((
+                Name::new("ik detached feet"),
+                stage,
+                ChildOf(entity),
+                IkStageOf(entity),
+            ))
+            .id(),
+    )
 }
 
 /// Spawns a target or pole entity as a child of `parent` at `t` (in the parent's frame).
@@ -506,11 +651,21 @@ pub(crate) struct FullBodyData {
 pub(crate) fn build_full_body_stage(
     humanoid: &IkHumanoid,
     skeleton: &Skeleton,
+    mapped: Option<HumanoidMap>,
 ) -> Result<(Stage, FullBodyData), IkError> {
-    let (map, report) = HumanoidMap::from_skeleton(skeleton);
-    if let Some(role) = report.missing_required.first() {
-        return Err(IkError::MissingBone(role.to_string()));
-    }
+    // The mapping made at set-up (tables, detached-feet ends), else the names.
+    let map = match mapped {
+        Some(map) => map,
+        None => {
+            let (map, report) = HumanoidMap::from_skeleton(skeleton);
+            if let Some(role) = report.missing_required.first() {
+                return Err(IkError::MissingBone(role.to_string()));
+            }
+            map
+        }
+    };
+    map.validate(skeleton)
+        .map_err(|e| IkError::InvalidChain(e.to_string()))?;
     let mut solver =
         FullBodySolver::new(skeleton, &map).map_err(|e| IkError::InvalidChain(e.to_string()))?;
     *solver.settings_mut() = humanoid.full_body_settings;

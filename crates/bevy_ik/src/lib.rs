@@ -13,6 +13,8 @@ mod pose_io;
 pub mod rig;
 mod setup;
 pub mod stage;
+#[cfg(feature = "vrm")]
+pub mod vrm;
 
 pub use balance::{IkBalance, IkCenterOfMass};
 pub use character::IkCharacter;
@@ -21,7 +23,8 @@ pub use components::{BoneRef, IkDisabled, IkLimb, IkStatus};
 pub use debug_draw::IkDebugDraw;
 pub use error::IkError;
 pub use humanoid::{
-    IkHumanoid, IkHumanoidBones, IkHumanoidMapping, IkHumanoidSolver, IkHumanoidTargets,
+    IkHumanoid, IkHumanoidBone, IkHumanoidBones, IkHumanoidMapping, IkHumanoidSolver,
+    IkHumanoidTargets,
 };
 pub use ik_core;
 pub use rig::{IkGoal, IkGoalKind, IkJointLimits, IkRig, IkRigSettings};
@@ -41,7 +44,8 @@ pub mod prelude {
     pub use crate::debug_draw::IkDebugDraw;
     pub use crate::error::IkError;
     pub use crate::humanoid::{
-        IkHumanoid, IkHumanoidBones, IkHumanoidMapping, IkHumanoidSolver, IkHumanoidTargets,
+        IkHumanoid, IkHumanoidBone, IkHumanoidBones, IkHumanoidMapping, IkHumanoidSolver,
+        IkHumanoidTargets,
     };
     pub use crate::rig::{IkGoal, IkGoalKind, IkJointLimits, IkRig, IkRigSettings};
     pub use crate::stage::{IkCustom, IkStageOf, IkStages};
@@ -165,6 +169,7 @@ impl Plugin for IkPlugin {
                 (
                     setup::flag_new_bones,
                     humanoid::map_humanoids,
+                    humanoid::sync_detached_feet_weight,
                     character::set_up_characters,
                     setup::clear_rescan,
                 )
@@ -179,5 +184,13 @@ impl Plugin for IkPlugin {
         );
         #[cfg(feature = "debug-draw")]
         debug_draw::build(app, schedule);
+    }
+
+    fn finish(&self, app: &mut App) {
+        // `.vrm` files and VRM humanoid tables (after `GltfPlugin` made its loader).
+        #[cfg(feature = "vrm")]
+        vrm::finish(app);
+        #[cfg(not(feature = "vrm"))]
+        let _ = app;
     }
 }

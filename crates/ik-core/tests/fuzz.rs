@@ -17,9 +17,9 @@ use std::sync::Once;
 use glam::{Quat, Vec2, Vec3};
 use ik_core::analytic::{LimbGoal, LimbSettings, Pole, TwoBoneIk};
 use ik_core::humanoid::{
-    CenterOfMassGoal, EffectorGoal, FullBodyGoals, FullBodySolver, HumanoidBone, HumanoidError,
-    HumanoidLimits, HumanoidMap, LookAtGoal, MappingOptions, RestAxes, RigConvention,
-    random_pose_within_limits, test_rig,
+    CenterOfMassGoal, DetachedFeet, EffectorGoal, FullBodyGoals, FullBodySolver, HumanoidBone,
+    HumanoidError, HumanoidLimits, HumanoidMap, LookAtGoal, MappingOptions, RestAxes,
+    RigConvention, random_pose_within_limits, test_rig,
 };
 use ik_core::jacobian::{
     AxisMask, BoneMass, JacobianSolver, JointKind, JointSpec, PostureReference, SolverSettings,
@@ -33,6 +33,7 @@ use ik_core::rotation::{
     swing_vector, to_rotation_vector, twist_angle,
 };
 use ik_core::skeleton::{Bone, MAX_COORDINATE, Skeleton};
+use ik_core::stack::{CustomStage, PoseBuffer};
 
 // ---------------------------------------------------------------------------------------------
 // Generator
@@ -1126,6 +1127,25 @@ const NAMES: [&str; 48] = [
     "LeftHandIndex1",
 ];
 
+/// The detached-feet stage on `pairs`: set-up errors instead of panics, and a solve that
+/// either errs or leaves every foot it moved finite.
+fn check_detached_feet(r: &mut Rng, h: f32, s: &Skeleton, pairs: &[(usize, usize)]) {
+    let Ok(mut stage) = DetachedFeet::try_new(s, pairs) else {
+        return;
+    };
+    let mut buffer = PoseBuffer::new(s);
+    buffer.set_pose(&random_pose(r, s, h));
+    if stage.solve(s, &mut buffer).is_ok() {
+        for &foot in stage.bones() {
+            let p = buffer.pose();
+            assert!(
+                finite_quat(p.rotations[foot]) && p.translations[foot].is_finite(),
+                "detached foot {foot} not finite after Ok"
+            );
+        }
+    }
+}
+
 #[test]
 fn fuzz_humanoid_mapper() {
     run_suite("mapper", |r| {
@@ -1177,8 +1197,16 @@ fn fuzz_humanoid_mapper() {
         if !extra.is_empty() {
             let mut bones = s.bones().to_vec();
             bones.extend(extra);
-            let _ = Skeleton::try_new(bones).map(|s| HumanoidMap::from_skeleton(&s));
+            if let Ok(s2) = Skeleton::try_new(bones) {
+                let (map2, report2) = HumanoidMap::from_skeleton(&s2);
+                check_detached_feet(r, h, &s2, &DetachedFeet::pairs_of(&map2, &report2));
+            }
         }
+        // Any pairs, in range or not.
+        let pairs: Vec<(usize, usize)> = (0..r.below(4))
+            .map(|_| (r.below(n + 2), r.below(n + 2)))
+            .collect();
+        check_detached_feet(r, h, &s, &pairs);
         for (role, b) in map.iter() {
             assert!(b < s.len(), "{role:?} -> {b}");
         }

@@ -55,8 +55,9 @@ pub enum MappingSource {
     Hierarchy,
     /// A foot role taken by the end bone of the lower leg (`LowerLeg.L_end`), because the
     /// rig's foot bone (`detached_foot`) is an IK control bone that is not below the lower leg
-    /// (Quaternius exports). The solver moves the lower leg's end; the detached foot bone
-    /// does not follow by itself.
+    /// (Quaternius exports). The solver moves the lower leg's end; the
+    /// [`DetachedFeet`](super::DetachedFeet) stage moves the detached foot bone along (`bevy_ik`'s
+    /// `IkHumanoid` adds one).
     LowerLegEnd {
         /// The detached foot bone.
         detached_foot: usize,
@@ -595,8 +596,8 @@ impl HumanoidMap {
     /// placed at the detached foot's rest position. Append them to the skeleton's bones
     /// (their indices follow the existing ones, so nothing else moves) and map again: the
     /// foot roles then take them ([`MappingSource::LowerLegEnd`]), and a solver moves the
-    /// legs so that those ends reach the foot goals. Moving the detached foot bones along
-    /// (to the ends' solved model transforms) is up to the caller. Empty when no foot is
+    /// legs so that those ends reach the foot goals; a [`DetachedFeet`](super::DetachedFeet)
+    /// stage after the solver moves the detached foot bones along. Empty when no foot is
     /// detached.
     #[must_use]
     pub fn lower_leg_ends_for_detached_feet(

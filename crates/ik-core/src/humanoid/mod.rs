@@ -53,7 +53,7 @@
 //! plays the foot when the rig has one ([`MappingSource::LowerLegEnd`]); otherwise the foot is
 //! reported unmapped with [`UnmappedReason::DetachedControlBone`], and
 //! [`HumanoidMap::lower_leg_ends_for_detached_feet`] makes end bones to append so that the rig
-//! maps and solves (the caller then moves the detached foot bones along).
+//! maps and solves; the [`DetachedFeet`] stage then moves the detached foot bones along.
 //!
 //! A rig that carries its own humanoid table (a VRM file's `humanoid.humanBones`) is mapped
 //! from it with [`HumanoidMap::from_table`] ([`HumanoidBone::from_vrm_name`] reads its keys);
@@ -73,6 +73,7 @@
 
 mod anatomy;
 mod bones;
+mod detached_feet;
 mod map;
 mod names;
 pub mod solver;
@@ -84,6 +85,7 @@ pub use anatomy::{
     default_ball_range, default_hinge_range,
 };
 pub use bones::{HumanoidBone, Side};
+pub use detached_feet::DetachedFeet;
 pub use map::{
     HumanoidMap, MappingOptions, MappingReport, MappingSource, PassedOver, PassedOverReason,
     RoleMapping, UnmappedReason, UnmappedRole,

@@ -1,0 +1,301 @@
+//! VRM avatars (feature `vrm`).
+//!
+//! A `.vrm` file is a glTF binary with a VRM extension that carries the avatar's humanoid bone
+//! table: `extensions.VRM.humanoid.humanBones` (VRM 0.x, a list of `{bone, node}`) or
+//! `extensions.VRMC_vrm.humanoid.humanBones` (VRM 1.0, a map of role to `{node}`). With the
+//! feature on, [`IkPlugin`](crate::IkPlugin) (added after Bevy's `GltfPlugin`, e.g. after
+//! `DefaultPlugins`):
+//!
+//! - registers [`VrmLoader`], Bevy's own [`GltfLoader`] under the `vrm` extension (same
+//!   settings, same [`Gltf`] asset, same scenes), so
+//!   `asset_server.load(GltfAssetLabel::Scene(0).from_asset("avatar.vrm"))` works;
+//! - adds a glTF extension handler ([`GltfExtensionHandler`]) that reads the table with the
+//!   `gltf` crate and puts an [`IkHumanoidBone`] on each bone entity it names, in `.vrm`,
+//!   `.glb` and `.gltf` files alike. [`IkHumanoid`](crate::IkHumanoid) then maps those roles
+//!   from the table and only the others by name, so a VRM avatar whose bone names follow no
+//!   convention (`upper_arm.l_Armature`, `J_Bip_L_UpperArm`, or none at all) maps in full.
+//!
+//! Facing needs nothing: VRM 0.x avatars face −Z and 1.0 avatars +Z, and ik-core derives the
+//! body's forward direction from the rest pose (left × up), never from an axis convention.
+//!
+//! A malformed table (a bone index past the nodes, an unknown layout) is logged as a warning
+//! with the reason, and the avatar falls back to mapping by name.
+
+use std::sync::{Arc, Mutex};
+
+use bevy::app::App;
+use bevy::asset::io::Reader;
+use bevy::asset::{AssetApp, AssetLoader, LoadContext};
+use bevy::ecs::world::EntityWorldMut;
+use bevy::gltf::extensions::{GltfExtensionHandler, GltfExtensionHandlers};
+use bevy::gltf::{
+    DefaultGltfImageSampler, Gltf, GltfError, GltfLoader, GltfLoaderSettings, GltfPlugin,
+};
+use bevy::image::{CompressedImageFormatSupport, CompressedImageFormats, ImageSamplerDescriptor};
+use bevy::log::warn;
+use bevy::platform::collections::HashMap;
+use bevy::reflect::TypePath;
+use ik_core::humanoid::HumanoidBone;
+use serde::Deserialize;
+
+use crate::humanoid::IkHumanoidBone;
+
+/// Which VRM version a humanoid table came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VrmVersion {
+    /// VRM 0.x (`extensions.VRM`): avatars face −Z.
+    V0,
+    /// VRM 1.0 (`extensions.VRMC_vrm`): avatars face +Z.
+    V1,
+}
+
+/// A VRM file's humanoid table: `(role name, glTF node index)` pairs, as the file has them
+/// (role names in VRM spelling: `hips`, `leftUpperArm`, …; fingers and eyes included).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VrmHumanoidTable {
+    /// The version of the extension the table came from.
+    pub version: VrmVersion,
+    /// `(role name, node index)`.
+    pub bones: Vec<(String, usize)>,
+}
+
+#[derive(Deserialize)]
+struct Vrm1 {
+    humanoid: Humanoid1,
+}
+
+#[derive(Deserialize)]
+struct Humanoid1 {
+    #[serde(rename = "humanBones")]
+    human_bones: HashMap<String, Node1>,
+}
+
+#[derive(Deserialize)]
+struct Node1 {
+    node: usize,
+}
+
+#[derive(Deserialize)]
+struct Vrm0 {
+    humanoid: Humanoid0,
+}
+
+#[derive(Deserialize)]
+struct Humanoid0 {
+    #[serde(rename = "humanBones")]
+    human_bones: Vec<Bone0>,
+}
+
+#[derive(Deserialize)]
+struct Bone0 {
+    bone: String,
+    node: usize,
+}
+
+impl VrmHumanoidTable {
+    /// Reads the table from a glTF document's root extensions (VRM 1.0's `VRMC_vrm` when both
+    /// are present). `Ok(None)` when the document has no VRM extension.
+    ///
+    /// # Errors
+    /// A message when a VRM extension is there but its humanoid table is malformed (missing,
+    /// of the wrong shape, or naming a node the document does not have).
+    pub fn from_document(document: &gltf::Document) -> Result<Option<Self>, String> {
+        let Some(ext) = document.extensions() else {
+            return Ok(None);
+        };
+        let nodes = document.nodes().len();
+        let table = if let Some(v) = ext.get("VRMC_vrm") {
+            let vrm = Vrm1::deserialize(v).map_err(|e| format!("VRMC_vrm humanoid: {e}"))?;
+            let mut bones: Vec<(String, usize)> = vrm
+                .humanoid
+                .human_bones
+                .into_iter()
+                .map(|(role, n)| (role, n.node))
+                .collect();
+            bones.sort_unstable();
+            Self {
+                version: VrmVersion::V1,
+                bones,
+            }
+        } else if let Some(v) = ext.get("VRM") {
+            let vrm = Vrm0::deserialize(v).map_err(|e| format!("VRM humanoid: {e}"))?;
+            Self {
+                version: VrmVersion::V0,
+                bones: vrm
+                    .humanoid
+                    .human_bones
+                    .into_iter()
+                    .map(|b| (b.bone, b.node))
+                    .collect(),
+            }
+        } else {
+            return Ok(None);
+        };
+        if let Some((role, node)) = table.bones.iter().find(|(_, n)| *n >= nodes) {
+            return Err(format!(
+                "VRM humanoid: `{role}` names node {node}, but the file has {nodes} nodes"
+            ));
+        }
+        Ok(Some(table))
+    }
+
+    /// The role of glTF node `node`, if the table names it with a role `bevy_ik` knows.
+    #[must_use]
+    pub fn role_of(&self, node: usize) -> Option<HumanoidBone> {
+        self.bones
+            .iter()
+            .filter(|(_, n)| *n == node)
+            .find_map(|(role, _)| HumanoidBone::from_vrm_name(role))
+    }
+}
+
+/// The glTF extension handler that tags VRM humanoid bones with [`IkHumanoidBone`] while a
+/// file loads (state per load: the table read from the file's root).
+#[derive(Clone, Default)]
+struct VrmHumanoidExtension {
+    table: Option<VrmHumanoidTable>,
+}
+
+impl GltfExtensionHandler for VrmHumanoidExtension {
+    fn dyn_clone(&self) -> Box<dyn GltfExtensionHandler> {
+        Box::new(self.clone())
+    }
+
+    fn on_root(&mut self, gltf: &gltf::Gltf) {
+        self.table = match VrmHumanoidTable::from_document(&gltf.document) {
+            Ok(table) => table,
+            Err(e) => {
+                warn!("bevy_ik: {e}; the avatar's bones are mapped by name instead");
+                None
+            }
+        };
+    }
+
+    fn on_gltf_node(
+        &mut self,
+        _load_context: &mut LoadContext<'_>,
+        gltf_node: &gltf::Node,
+        entity: &mut EntityWorldMut,
+    ) {
+        if let Some(role) = self
+            .table
+            .as_ref()
+            .and_then(|t| t.role_of(gltf_node.index()))
+        {
+            entity.insert(IkHumanoidBone::new(role));
+        }
+    }
+}
+
+/// Bevy's [`GltfLoader`] under the `vrm` file extension: a `.vrm` loads as the [`Gltf`] asset
+/// it is (scenes, meshes, materials, animations), with the loader settings of any glTF.
+#[derive(TypePath)]
+pub struct VrmLoader(pub GltfLoader);
+
+impl AssetLoader for VrmLoader {
+    type Asset = Gltf;
+    type Settings = GltfLoaderSettings;
+    type Error = GltfError;
+
+    async fn load(
+        &self,
+        reader: &mut dyn Reader,
+        settings: &GltfLoaderSettings,
+        load_context: &mut LoadContext<'_>,
+    ) -> Result<Gltf, GltfError> {
+        let mut bytes = Vec::new();
+        reader.read_to_end(&mut bytes).await?;
+        GltfLoader::load_gltf(&self.0, &bytes, load_context, settings).await
+    }
+
+    fn extensions(&self) -> &[&str] {
+        &["vrm"]
+    }
+}
+
+/// Registers the `.vrm` loader and the humanoid-table handler: at `finish`, once Bevy's
+/// `GltfPlugin` has made its own loader (it shares the extension handlers and the default
+/// sampler with it). Without a `GltfPlugin` nothing is registered.
+pub(crate) fn finish(app: &mut App) {
+    if !app.is_plugin_added::<GltfPlugin>() {
+        return;
+    }
+    let world = app.world_mut();
+    let handlers = world
+        .get_resource_or_init::<GltfExtensionHandlers>()
+        .0
+        .clone();
+    handlers
+        .write_blocking()
+        .push(Box::new(VrmHumanoidExtension::default()));
+    let supported_compressed_formats = world
+        .get_resource::<CompressedImageFormatSupport>()
+        .map_or(CompressedImageFormats::NONE, |s| s.0);
+    let default_sampler = world.get_resource::<DefaultGltfImageSampler>().map_or_else(
+        || Arc::new(Mutex::new(ImageSamplerDescriptor::linear())),
+        DefaultGltfImageSampler::get_internal,
+    );
+    app.register_asset_loader(VrmLoader(GltfLoader {
+        supported_compressed_formats,
+        custom_vertex_attributes: HashMap::default(),
+        default_sampler,
+        default_convert_coordinates: Default::default(),
+        extensions: handlers,
+    }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn document(json: &str) -> gltf::Document {
+        gltf::Gltf::from_slice(json.as_bytes())
+            .expect("valid glTF")
+            .document
+    }
+
+    const NODES: &str = r#""nodes":[{"name":"a"},{"name":"b"},{"name":"c"}]"#;
+
+    #[test]
+    fn reads_vrm_1_and_0_tables() {
+        let v1 = document(&format!(
+            r#"{{"asset":{{"version":"2.0"}},{NODES},"extensionsUsed":["VRMC_vrm"],
+            "extensions":{{"VRMC_vrm":{{"specVersion":"1.0","humanoid":{{"humanBones":
+            {{"hips":{{"node":0}},"leftUpperArm":{{"node":2}},"leftThumbMetacarpal":{{"node":1}}}}}}}}}}}}"#
+        ));
+        let t = VrmHumanoidTable::from_document(&v1).unwrap().unwrap();
+        assert_eq!(t.version, VrmVersion::V1);
+        assert_eq!(t.role_of(0), Some(HumanoidBone::Hips));
+        assert_eq!(t.role_of(2), Some(HumanoidBone::LeftUpperArm));
+        // A finger role bevy_ik does not drive.
+        assert_eq!(t.role_of(1), None);
+
+        let v0 = document(&format!(
+            r#"{{"asset":{{"version":"2.0"}},{NODES},"extensions":{{"VRM":{{"humanoid":
+            {{"humanBones":[{{"bone":"hips","node":1,"useDefaultValues":true}},
+            {{"bone":"head","node":2}}]}}}}}}}}"#
+        ));
+        let t = VrmHumanoidTable::from_document(&v0).unwrap().unwrap();
+        assert_eq!(t.version, VrmVersion::V0);
+        assert_eq!(t.role_of(1), Some(HumanoidBone::Hips));
+        assert_eq!(t.role_of(2), Some(HumanoidBone::Head));
+        assert_eq!(t.role_of(0), None);
+    }
+
+    #[test]
+    fn no_table_and_bad_tables() {
+        let plain = document(&format!(r#"{{"asset":{{"version":"2.0"}},{NODES}}}"#));
+        assert_eq!(VrmHumanoidTable::from_document(&plain), Ok(None));
+        let out_of_range = document(&format!(
+            r#"{{"asset":{{"version":"2.0"}},{NODES},"extensions":{{"VRMC_vrm":
+            {{"humanoid":{{"humanBones":{{"hips":{{"node":7}}}}}}}}}}}}"#
+        ));
+        let err = VrmHumanoidTable::from_document(&out_of_range).unwrap_err();
+        assert!(err.contains("node 7"), "{err}");
+        let wrong_shape = document(&format!(
+            r#"{{"asset":{{"version":"2.0"}},{NODES},"extensions":{{"VRM":
+            {{"humanoid":{{"humanBones":{{"hips":3}}}}}}}}}}"#
+        ));
+        assert!(VrmHumanoidTable::from_document(&wrong_shape).is_err());
+    }
+}
