@@ -83,6 +83,7 @@ fn solve_does_not_allocate() {
     let mut pose = rest.clone();
     // One solve first: nothing is lazily sized, but keep the count honest either way.
     let _ = solver.solve_cold(&s, &mut pose, &all_goals[0]);
+    let mut scratch = solver.scratch();
     ACTIVE.with(|a| a.set(true));
     let before = ALLOCATIONS.load(Ordering::Relaxed);
     let mut restarts = 0;
@@ -92,6 +93,16 @@ fn solve_does_not_allocate() {
         // Then tracking, with goals that give way on the unreachable set.
         restarts += solver.solve(&s, &mut pose, g).unwrap().restarts;
         restarts += solver.solve(&s, &mut pose, g).unwrap().restarts;
+        // And with a caller-owned scratch (`&self` solver).
+        pose.copy_from(&rest);
+        restarts += solver
+            .solve_cold_with(&s, &mut pose, g, &mut scratch)
+            .unwrap()
+            .restarts;
+        restarts += solver
+            .solve_with(&s, &mut pose, g, &mut scratch)
+            .unwrap()
+            .restarts;
     }
     let after = ALLOCATIONS.load(Ordering::Relaxed);
     ACTIVE.with(|a| a.set(false));

@@ -515,6 +515,14 @@ struct Limb {
 }
 
 /// Full-body humanoid IK over a [`HumanoidMap`]: see the [module docs](self).
+/// Full-body humanoid IK over a [`HumanoidMap`]: see the [module docs](self).
+///
+/// The solver is the immutable set-up (joints, limbs, limits, masses, settings);
+/// [`FullBodySolver::solve_with`] / [`FullBodySolver::solve_cold_with`] take `&self` and a
+/// [`FullBodyScratch`] (one per character: it also carries the frame-to-frame give-way state),
+/// so one solver serves any number of characters of the same rig. [`FullBodySolver::solve`] /
+/// [`FullBodySolver::solve_cold`] are the one-character convenience: they use a scratch the
+/// solver keeps for them.
 #[derive(Clone, Debug)]
 pub struct FullBodySolver {
     settings: FullBodySettings,
@@ -531,6 +539,25 @@ pub struct FullBodySolver {
     /// Rest body up (model space): the normal of the ground plane for the balance goal.
     up: Vec3,
     segments: Vec<Segment>,
+    /// The rest body height (hips to head plus hips to feet), for scale-free defaults.
+    body_height: f32,
+    bone_count: usize,
+    /// The bones whose model transforms the solver reads (ancestors of its joints, effectors,
+    /// head and mass segments), parents first: forward kinematics skips the rest (fingers,
+    /// end bones, helpers).
+    fk_bones: Vec<usize>,
+    cols: usize,
+    rest: Pose,
+    /// The scratch of [`FullBodySolver::solve`] / [`FullBodySolver::solve_cold`].
+    scratch: FullBodyScratch,
+}
+
+/// Work buffers and frame-to-frame state of one character's full-body solves (see
+/// [`FullBodySolver::solve_with`]); make one with [`FullBodySolver::scratch`]. A scratch made
+/// for another solver (or [`FullBodyScratch::default`]) is resized on its first solve (the
+/// only allocation); after that solving does not allocate.
+#[derive(Clone, Debug, Default)]
+pub struct FullBodyScratch {
     pelvis_pin: PelvisPin,
     /// Per goal channel (see [`channel`]): whether it gives way (see
     /// [`FullBodySettings::give_way_distance`]).
@@ -539,19 +566,12 @@ pub struct FullBodySolver {
     missed: [f32; CHANNELS],
     /// Whether this solve weakens the channels that give way (tracking).
     demoting: bool,
-    /// The rest body height (hips to head plus hips to feet), for scale-free defaults.
-    body_height: f32,
     /// Whether this attempt has an active centre-of-mass goal.
     balancing: bool,
     /// Cold solve (restarts, global swivel search) or tracking.
     cold: bool,
-    bone_count: usize,
-    /// The bones whose model transforms the solver reads (ancestors of its joints, effectors,
-    /// head and mass segments), parents first: forward kinematics skips the rest (fingers,
-    /// end bones, helpers).
-    fk_bones: Vec<usize>,
+    /// The solver's column count this scratch is sized for (0: not sized yet).
     cols: usize,
-    // Scratch.
     model: Vec<BoneTransform>,
     jac: Vec<f32>,
     a: Vec<f32>,
@@ -566,8 +586,26 @@ pub struct FullBodySolver {
     reference: Pose,
     start: Pose,
     best: Pose,
-    rest: Pose,
     segment_pos: Vec<Vec3>,
+}
+
+impl FullBodyScratch {
+    fn rest_len(&self) -> usize {
+        self.start.rotations.len()
+    }
+
+    /// Forgets the frame-to-frame state (which goals give way): call before a solve unrelated
+    /// to the previous one with this scratch. [`FullBodySolver::solve_cold_with`] does it.
+    pub fn reset(&mut self) {
+        self.demoted = [false; CHANNELS];
+        self.missed = [0.0; CHANNELS];
+    }
+}
+
+/// One solve: the immutable solver and a character's scratch.
+struct Solve<'a> {
+    rig: &'a FullBodySolver,
+    s: &'a mut FullBodyScratch,
 }
 
 const MAX_ROWS: usize = 5 * 6 + 3 + 3;
@@ -603,9 +641,10 @@ const POLISH_CUTOFF: f32 = 0.5;
 const POLISH_ITERATIONS: u32 = 2;
 
 /// What the pelvis goal pinned before the Jacobian runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 enum PelvisPin {
     /// Nothing: no pelvis position goal.
+    #[default]
     Free,
     /// The hips translation (a position-only goal); the hips still turn.
     Position,
@@ -790,7 +829,6 @@ impl FullBodySolver {
             }
         }
         let n = skeleton.len();
-        let joint_count = joints.len();
         let body_height = {
             let p = |b: usize| model[b].translation;
             let feet = 0.5 * (p(effector_bones[2]) + p(effector_bones[3]));
@@ -814,12 +852,11 @@ impl FullBodySolver {
             }
         }
         let fk_bones = (0..n).filter(|&b| wanted[b]).collect();
-        Ok(Self {
+        let mut solver = Self {
             settings: FullBodySettings::default(),
             fk_bones,
             masses,
             up: frame.up,
-            segment_pos: vec![Vec3::ZERO; segments.len()],
             segments,
             limits,
             joints,
@@ -828,31 +865,56 @@ impl FullBodySolver {
             head,
             look_chain,
             head_aim,
-            pelvis_pin: PelvisPin::Free,
-            demoted: [false; CHANNELS],
-            missed: [0.0; CHANNELS],
-            demoting: false,
-            balancing: false,
             body_height,
-            cold: false,
             bone_count: n,
             cols,
-            model: Vec::with_capacity(n),
-            jac: vec![0.0; MAX_ROWS * cols],
-            a: vec![0.0; MAX_ROWS * MAX_ROWS],
-            e: vec![0.0; MAX_ROWS],
-            y: vec![0.0; MAX_ROWS],
-            dq: vec![0.0; cols],
-            z: vec![0.0; cols],
-            saturated: vec![false; joint_count],
-            null: vec![0.0; cols * cols],
-            jhat: vec![0.0; MAX_ROWS * cols],
-            w: vec![0.0; MAX_ROWS * cols],
-            reference: skeleton.rest_pose(),
-            start: skeleton.rest_pose(),
-            best: skeleton.rest_pose(),
             rest: skeleton.rest_pose(),
-        })
+            scratch: FullBodyScratch::default(),
+        };
+        solver.scratch = solver.scratch();
+        Ok(solver)
+    }
+
+    /// A scratch sized for this solver (one per character solved with
+    /// [`FullBodySolver::solve_with`]).
+    #[must_use]
+    pub fn scratch(&self) -> FullBodyScratch {
+        let mut s = FullBodyScratch::default();
+        self.fit(&mut s);
+        s
+    }
+
+    /// Sizes `s` for this solver (allocates only when it was made for another one).
+    fn fit(&self, s: &mut FullBodyScratch) {
+        let (n, cols) = (self.bone_count, self.cols);
+        if s.cols == cols && s.model.capacity() >= n && s.rest_len() == n {
+            return;
+        }
+        s.cols = cols;
+        s.model = Vec::with_capacity(n);
+        s.jac = vec![0.0; MAX_ROWS * cols];
+        s.a = vec![0.0; MAX_ROWS * MAX_ROWS];
+        s.e = vec![0.0; MAX_ROWS];
+        s.y = vec![0.0; MAX_ROWS];
+        s.dq = vec![0.0; cols];
+        s.z = vec![0.0; cols];
+        s.saturated = vec![false; self.joints.len()];
+        s.null = vec![0.0; cols * cols];
+        s.jhat = vec![0.0; MAX_ROWS * cols];
+        s.w = vec![0.0; MAX_ROWS * cols];
+        s.reference = self.rest.clone();
+        s.start = self.rest.clone();
+        s.best = self.rest.clone();
+        s.segment_pos = vec![Vec3::ZERO; self.segments.len()];
+        s.reset();
+    }
+
+    /// Runs `f` with the solver and its own scratch (moved out for the call: no allocation).
+    fn with_own_scratch<R>(&mut self, f: impl FnOnce(&Self, &mut FullBodyScratch) -> R) -> R {
+        let mut s = core::mem::take(&mut self.scratch);
+        let r = f(self, &mut s);
+        self.scratch = s;
+        r
     }
 
     /// The settings.
@@ -916,12 +978,15 @@ impl FullBodySolver {
     /// If `pose` does not match `skeleton` (see [`Pose::validate`]).
     #[must_use]
     pub fn goals_at_pose(&mut self, skeleton: &Skeleton, pose: &Pose) -> FullBodyGoals {
-        skeleton.model_transforms_into(pose, &mut self.model);
+        skeleton.model_transforms_into(pose, &mut self.scratch.model);
         let mut goals = FullBodyGoals::default();
         for (g, &b) in goals.effectors.iter_mut().zip(&self.effector_bones) {
-            *g = EffectorGoal::new(self.model[b].translation, self.model[b].rotation);
+            *g = EffectorGoal::new(
+                self.scratch.model[b].translation,
+                self.scratch.model[b].rotation,
+            );
         }
-        let head = self.model[self.head];
+        let head = self.scratch.model[self.head];
         goals.look_at = LookAtGoal {
             target: head.translation + head.rotation * self.head_aim,
             enabled: true,
@@ -972,7 +1037,7 @@ impl FullBodySolver {
         pose: &mut Pose,
         goals: &FullBodyGoals,
     ) -> Result<FullBodyReport, HumanoidError> {
-        self.solve_mode(skeleton, pose, goals, false)
+        self.with_own_scratch(|rig, s| rig.solve_with(skeleton, pose, goals, s))
     }
 
     /// Solves `pose` toward goals unrelated to it (from the rest pose, after a teleport): up to
@@ -991,9 +1056,69 @@ impl FullBodySolver {
         pose: &mut Pose,
         goals: &FullBodyGoals,
     ) -> Result<FullBodyReport, HumanoidError> {
-        self.solve_mode(skeleton, pose, goals, true)
+        self.with_own_scratch(|rig, s| rig.solve_cold_with(skeleton, pose, goals, s))
     }
 
+    /// [`FullBodySolver::solve`] with a caller-owned scratch (one per character; see
+    /// [`FullBodySolver::scratch`]): the solver itself is not modified, so one solver serves
+    /// every character of its rig.
+    ///
+    /// # Errors
+    /// As [`FullBodySolver::solve`].
+    pub fn solve_with(
+        &self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goals: &FullBodyGoals,
+        scratch: &mut FullBodyScratch,
+    ) -> Result<FullBodyReport, HumanoidError> {
+        self.fit(scratch);
+        Solve {
+            rig: self,
+            s: scratch,
+        }
+        .solve_mode(skeleton, pose, goals, false)
+    }
+
+    /// [`FullBodySolver::solve_cold`] with a caller-owned scratch.
+    ///
+    /// # Errors
+    /// As [`FullBodySolver::solve`].
+    pub fn solve_cold_with(
+        &self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goals: &FullBodyGoals,
+        scratch: &mut FullBodyScratch,
+    ) -> Result<FullBodyReport, HumanoidError> {
+        self.fit(scratch);
+        Solve {
+            rig: self,
+            s: scratch,
+        }
+        .solve_mode(skeleton, pose, goals, true)
+    }
+
+    /// The centre of mass of `pose` (model space) from the segment masses; `None` when the
+    /// masses are all zero.
+    ///
+    /// # Panics
+    /// If `pose` does not match `skeleton` (see [`Pose::validate`]).
+    #[must_use]
+    pub fn center_of_mass(&mut self, skeleton: &Skeleton, pose: &Pose) -> Option<Vec3> {
+        skeleton.model_transforms_into(pose, &mut self.scratch.model);
+        let s = &mut self.scratch;
+        let (mut total, mut sum) = (0.0f32, Vec3::ZERO);
+        for seg in &self.segments {
+            let m = self.masses.get(seg.role);
+            total += m;
+            sum += s.model[seg.bone].transform_point(seg.local_point) * m;
+        }
+        (total > 0.0).then(|| sum / total)
+    }
+}
+
+impl Solve<'_> {
     fn solve_mode(
         &mut self,
         skeleton: &Skeleton,
@@ -1001,9 +1126,9 @@ impl FullBodySolver {
         goals: &FullBodyGoals,
         cold: bool,
     ) -> Result<FullBodyReport, HumanoidError> {
-        if skeleton.len() != self.bone_count {
+        if skeleton.len() != self.rig.bone_count {
             return Err(SkeletonError::PoseLengthMismatch {
-                expected: self.bone_count,
+                expected: self.rig.bone_count,
                 found: skeleton.len(),
             }
             .into());
@@ -1013,49 +1138,49 @@ impl FullBodySolver {
         if !goals.is_finite() {
             return Err(HumanoidError::NonFiniteGoal);
         }
-        match self.settings.reference {
-            PostureReference::Input => self.reference.copy_from(pose),
+        match self.rig.settings.reference {
+            PostureReference::Input => self.s.reference.copy_from(pose),
             PostureReference::Rest => {
                 for (i, b) in skeleton.bones().iter().enumerate() {
-                    self.reference.rotations[i] = b.rest.rotation;
-                    self.reference.translations[i] = b.rest.translation;
+                    self.s.reference.rotations[i] = b.rest.rotation;
+                    self.s.reference.translations[i] = b.rest.translation;
                 }
             }
         }
-        let s = self.settings;
-        self.cold = cold;
-        for j in &self.joints {
+        let s = self.rig.settings;
+        self.s.cold = cold;
+        for j in &self.rig.joints {
             let rest = &skeleton.bones()[j.bone].rest;
             let (r, t) = (&mut pose.rotations[j.bone], &mut pose.translations[j.bone]);
             j.limit.clamp(rest.rotation, rest.translation, r, t);
         }
-        self.start.copy_from(pose);
+        self.s.start.copy_from(pose);
         self.fk(skeleton, pose);
         let mut initial = FullBodyReport::default();
         initial.converged = self.measure(goals, &mut initial);
         initial.cost = self.score(&initial, goals);
         if initial.converged {
             // Already there: bit for bit.
-            self.demoted = [false; CHANNELS];
-            self.missed = [0.0; CHANNELS];
+            self.s.demoted = [false; CHANNELS];
+            self.s.missed = [0.0; CHANNELS];
             return Ok(initial);
         }
         // Graceful degradation: goals that proved infeasible give way (tracking only).
-        self.demoting = !cold && s.give_way_distance.is_finite();
+        self.s.demoting = !cold && s.give_way_distance.is_finite();
         if cold {
-            self.demoted = [false; CHANNELS];
+            self.s.demoted = [false; CHANNELS];
         }
         let mut report = if cold {
-            self.best.copy_from(pose);
+            self.s.best.copy_from(pose);
             let mut best = (initial.cost, initial);
             let mut iterations = 0;
             let mut restarts = 0;
             for attempt in 0..=s.max_restarts {
-                if attempt == 1 && self.start != self.rest {
+                if attempt == 1 && self.s.start != self.rig.rest {
                     // A warm start that got stuck: try from the rest pose first.
-                    pose.copy_from(&self.rest);
+                    pose.copy_from(&self.rig.rest);
                 } else if attempt > 0 {
-                    pose.copy_from(&self.start);
+                    pose.copy_from(&self.s.start);
                     self.perturb(skeleton, pose, attempt);
                 }
                 restarts = attempt;
@@ -1064,14 +1189,14 @@ impl FullBodySolver {
                 let score = self.score(&report, goals);
                 report.cost = score;
                 if self.better(&report, &best.1, goals) {
-                    self.best.copy_from(pose);
+                    self.s.best.copy_from(pose);
                     best = (score, report);
                 }
                 if report.converged {
                     break;
                 }
             }
-            pose.copy_from(&self.best);
+            pose.copy_from(&self.s.best);
             let mut report = best.1;
             // Goals that stay unmet give way one by one (the order of giving way), each time
             // with a pass that lets the others be met.
@@ -1083,19 +1208,19 @@ impl FullBodySolver {
                 {
                     break;
                 }
-                self.demoting = true;
-                self.best.copy_from(pose);
+                self.s.demoting = true;
+                self.s.best.copy_from(pose);
                 let mut r = self.attempt(skeleton, pose, goals, s.cold_iterations);
                 iterations += r.iterations;
                 r.cost = self.score(&r, goals);
                 if self.better(&r, &report, goals) {
                     report = r;
                 } else {
-                    pose.copy_from(&self.best);
+                    pose.copy_from(&self.s.best);
                     break;
                 }
             }
-            self.demoting = false;
+            self.s.demoting = false;
             report.iterations = iterations;
             report.restarts = restarts;
             report
@@ -1106,7 +1231,7 @@ impl FullBodySolver {
         };
         if !pose.is_finite() {
             // Never hand back NaN: fall back to the (limit-clamped) incoming pose.
-            pose.copy_from(&self.start);
+            pose.copy_from(&self.s.start);
             self.fk(skeleton, pose);
             report.converged = self.measure(goals, &mut report);
             report.cost = self.score(&report, goals);
@@ -1114,9 +1239,9 @@ impl FullBodySolver {
         self.give_way(skeleton, pose, goals, &report, true);
         for (k, g) in report.giving_way.iter_mut().enumerate() {
             *g = if k < 5 {
-                self.demoted[channel(k, false)] || self.demoted[channel(k, true)]
+                self.s.demoted[channel(k, false)] || self.s.demoted[channel(k, true)]
             } else {
-                self.demoted[channel(k, false)]
+                self.s.demoted[channel(k, false)]
             };
         }
         Ok(report)
@@ -1142,7 +1267,7 @@ impl FullBodySolver {
     /// Per priority level (3 and above share the last): goal channels met, and the summed
     /// residuals (in tolerances) of the channels not met.
     fn levels(&self, report: &FullBodyReport, goals: &FullBodyGoals) -> [(u32, f32); 4] {
-        let s = &self.settings;
+        let s = &self.rig.settings;
         let mut out = [(0u32, 0.0f32); 4];
         let mut add = |priority: u8, wanted: bool, r: f32, tol: f32| {
             if wanted {
@@ -1185,14 +1310,16 @@ impl FullBodySolver {
         out
     }
 
-    /// Forward kinematics of the bones the solver reads into `self.model`.
+    /// Forward kinematics of the bones the solver reads into `self.s.model`.
     fn fk(&mut self, skeleton: &Skeleton, pose: &Pose) {
-        self.model.resize(self.bone_count, BoneTransform::IDENTITY);
-        for i in 0..self.fk_bones.len() {
-            let b = self.fk_bones[i];
+        self.s
+            .model
+            .resize(self.rig.bone_count, BoneTransform::IDENTITY);
+        for i in 0..self.rig.fk_bones.len() {
+            let b = self.rig.fk_bones[i];
             let local = pose.local_transform(skeleton, b);
-            self.model[b] = match skeleton.parent(b) {
-                Some(p) => self.model[p].mul_transform(&local),
+            self.s.model[b] = match skeleton.parent(b) {
+                Some(p) => self.s.model[p].mul_transform(&local),
                 None => local,
             };
         }
@@ -1211,11 +1338,11 @@ impl FullBodySolver {
         report: &FullBodyReport,
         require_stuck: bool,
     ) -> bool {
-        let s = &self.settings;
+        let s = &self.rig.settings;
         let d = if s.give_way_distance > 0.0 {
             s.give_way_distance
         } else {
-            0.05 * self.body_height
+            0.05 * self.rig.body_height
         };
         let a = s.give_way_angle;
         let mut missed = [0.0f32; CHANNELS];
@@ -1237,17 +1364,18 @@ impl FullBodySolver {
         // infeasible goal: those give way first, the most stretched first.
         let mut rank = missed;
         if self
+            .rig
             .limbs
             .iter()
             .any(|l| missed[channel(l.effector, false)] > GIVE_WAY_MIN)
         {
             self.fk(skeleton, pose);
         }
-        for limb in &self.limbs {
+        for limb in &self.rig.limbs {
             let c = channel(limb.effector, false);
             if missed[c] > GIVE_WAY_MIN {
                 let g = &goals.effectors[limb.effector];
-                let root = self.model[limb.upper].translation;
+                let root = self.s.model[limb.upper].translation;
                 let stretch = (g.position.distance(root) - limb.reach) / limb.reach;
                 if stretch > 0.0 {
                     rank[c] = 1e3 + stretch;
@@ -1278,10 +1406,10 @@ impl FullBodySolver {
             // Only a goal that is not converging gives way: missed by more than the minimum,
             // and by no less than 90 % of the previous solve's miss (two solves in a row).
             let stuck = m > GIVE_WAY_MIN
-                && (!require_stuck || (self.missed[c] > 0.0 && m >= 0.9 * self.missed[c]));
+                && (!require_stuck || (self.s.missed[c] > 0.0 && m >= 0.9 * self.s.missed[c]));
             if m == 0.0 {
-                self.demoted[c] = false;
-            } else if !self.demoted[c]
+                self.s.demoted[c] = false;
+            } else if !self.s.demoted[c]
                 && !never[c]
                 && stuck
                 && worst.is_none_or(|(_, w)| rank[c] > w)
@@ -1289,9 +1417,9 @@ impl FullBodySolver {
                 worst = Some((c, rank[c]));
             }
         }
-        self.missed = missed;
+        self.s.missed = missed;
         if let Some((c, _)) = worst {
-            self.demoted[c] = true;
+            self.s.demoted[c] = true;
         }
         worst.is_some()
     }
@@ -1299,7 +1427,7 @@ impl FullBodySolver {
     /// The weight factor of `channel` in this solve (see
     /// [`FullBodySettings::give_way_distance`]).
     fn demotion(&self, channel: usize) -> f32 {
-        if self.demoting && self.demoted[channel] {
+        if self.s.demoting && self.s.demoted[channel] {
             GIVE_WAY_FACTOR
         } else {
             1.0
@@ -1315,17 +1443,17 @@ impl FullBodySolver {
         goals: &FullBodyGoals,
         budget: u32,
     ) -> FullBodyReport {
-        let s = self.settings;
+        let s = self.rig.settings;
         let mut report = FullBodyReport::default();
         let balance = goals.center_of_mass.enabled && goals.center_of_mass.weight > 0.0;
-        self.balancing = balance;
-        self.pelvis_pin = self.pin_pelvis(skeleton, pose, goals.get(Effector::Pelvis), balance);
+        self.s.balancing = balance;
+        self.s.pelvis_pin = self.pin_pelvis(skeleton, pose, goals.get(Effector::Pelvis), balance);
         if s.analytic_limbs {
             // Start the limbs at the right elbow/knee angles: the Jacobian is poor at leaving a
             // straight (singular, limit-bound) limb.
             report.limits_hit += self.finish_limbs(skeleton, pose, goals);
         }
-        self.saturated.fill(false);
+        self.s.saturated.fill(false);
         for round in 0..4 {
             let coarse = if s.analytic_limbs && round == 0 {
                 s.coarse_factor
@@ -1388,7 +1516,7 @@ impl FullBodySolver {
 
     /// Whether every goal channel that does not give way is within tolerance in `report`.
     fn others_met(&self, goals: &FullBodyGoals, report: &FullBodyReport) -> bool {
-        let s = &self.settings;
+        let s = &self.rig.settings;
         let keep = |c: usize| !self.sits_out(c);
         let effectors = report
             .residuals
@@ -1418,25 +1546,25 @@ impl FullBodySolver {
     /// space, so balance never costs a foot).
     fn sits_out(&self, c: usize) -> bool {
         self.demotion(c) < POLISH_CUTOFF
-            || (self.balancing
+            || (self.s.balancing
                 && (c == channel(6, false)
                     || (c == channel(Effector::Pelvis as usize, false)
-                        && self.pelvis_pin == PelvisPin::Free)))
+                        && self.s.pelvis_pin == PelvisPin::Free)))
     }
 
     /// Whether a goal channel that takes part gives way.
     fn any_gives_way(&self, goals: &FullBodyGoals) -> bool {
-        self.demoting && any_channel(goals, |c| self.demotion(c) < POLISH_CUTOFF)
+        self.s.demoting && any_channel(goals, |c| self.demotion(c) < POLISH_CUTOFF)
     }
 
     /// Whether a goal channel that takes part sits out the polish pass (see `sits_out`).
     fn any_demoted(&self, goals: &FullBodyGoals) -> bool {
-        (self.demoting || self.balancing) && any_channel(goals, |c| self.sits_out(c))
+        (self.s.demoting || self.s.balancing) && any_channel(goals, |c| self.sits_out(c))
     }
 
     /// Residuals in units of their tolerances, summed (lower is better).
     fn score(&self, report: &FullBodyReport, goals: &FullBodyGoals) -> f32 {
-        let s = &self.settings;
+        let s = &self.rig.settings;
         // Each priority level counts 1000× less than the one above it.
         let w = |p: u8| 1e-3f32.powi(i32::from(p.min(6)));
         let sum: f32 = report
@@ -1464,7 +1592,7 @@ impl FullBodySolver {
             state ^= state << 5;
             (state as f32 / u32::MAX as f32) * 2.0 - 1.0
         };
-        for j in &self.joints {
+        for j in &self.rig.joints {
             if !matches!(j.dof, Dof::Ball) {
                 continue;
             }
@@ -1475,12 +1603,12 @@ impl FullBodySolver {
         }
     }
 
-    /// Fills `report`'s residuals from `self.model`; returns whether all are within tolerance.
+    /// Fills `report`'s residuals from `self.s.model`; returns whether all are within tolerance.
     fn measure(&self, goals: &FullBodyGoals, report: &mut FullBodyReport) -> bool {
-        let s = &self.settings;
+        let s = &self.rig.settings;
         let mut ok = true;
         for (k, g) in goals.effectors.iter().enumerate() {
-            let m = &self.model[self.effector_bones[k]];
+            let m = &self.s.model[self.rig.effector_bones[k]];
             let mut r = GoalResidual::default();
             if g.wants_position() {
                 r.position = m.translation.distance(g.position);
@@ -1505,7 +1633,7 @@ impl FullBodySolver {
         ok
     }
 
-    /// Updates the segment positions from `self.model` and returns the ground-plane error of the
+    /// Updates the segment positions from `self.s.model` and returns the ground-plane error of the
     /// centre of mass (target − current) and the total mass, if the goal is active.
     fn com_error(&mut self, goals: &FullBodyGoals) -> Option<(Vec3, f32)> {
         let g = &goals.center_of_mass;
@@ -1513,10 +1641,10 @@ impl FullBodySolver {
             return None;
         }
         let (mut total, mut sum) = (0.0f32, Vec3::ZERO);
-        for (i, seg) in self.segments.iter().enumerate() {
-            let p = self.model[seg.bone].transform_point(seg.local_point);
-            self.segment_pos[i] = p;
-            let m = self.masses.get(seg.role);
+        for (i, seg) in self.rig.segments.iter().enumerate() {
+            let p = self.s.model[seg.bone].transform_point(seg.local_point);
+            self.s.segment_pos[i] = p;
+            let m = self.rig.masses.get(seg.role);
             total += m;
             sum += p * m;
         }
@@ -1524,7 +1652,7 @@ impl FullBodySolver {
             return None;
         }
         let d = g.target - sum / total;
-        Some((d - self.up * d.dot(self.up), total))
+        Some((d - self.rig.up * d.dot(self.rig.up), total))
     }
 
     fn com_error_from_model(&self, goals: &FullBodyGoals) -> Option<(Vec3, f32)> {
@@ -1533,30 +1661,19 @@ impl FullBodySolver {
             return None;
         }
         let c = self.com_of_model();
-        let total = self.masses.total();
+        let total = self.rig.masses.total();
         let d = g.target - c?;
-        Some((d - self.up * d.dot(self.up), total))
+        Some((d - self.rig.up * d.dot(self.rig.up), total))
     }
 
     fn com_of_model(&self) -> Option<Vec3> {
         let (mut total, mut sum) = (0.0f32, Vec3::ZERO);
-        for seg in &self.segments {
-            let m = self.masses.get(seg.role);
+        for seg in &self.rig.segments {
+            let m = self.rig.masses.get(seg.role);
             total += m;
-            sum += self.model[seg.bone].transform_point(seg.local_point) * m;
+            sum += self.s.model[seg.bone].transform_point(seg.local_point) * m;
         }
         (total > 0.0).then(|| sum / total)
-    }
-
-    /// The centre of mass of `pose` (model space) from the segment masses; `None` when the
-    /// masses are all zero.
-    ///
-    /// # Panics
-    /// If `pose` does not match `skeleton` (see [`Pose::validate`]).
-    #[must_use]
-    pub fn center_of_mass(&mut self, skeleton: &Skeleton, pose: &Pose) -> Option<Vec3> {
-        skeleton.model_transforms_into(pose, &mut self.model);
-        self.com_of_model()
     }
 
     /// The head's current aim direction and the wanted one, if the look-at is active.
@@ -1565,9 +1682,9 @@ impl FullBodySolver {
         if !g.enabled || g.weight <= 0.0 {
             return None;
         }
-        let m = &self.model[self.head];
+        let m = &self.s.model[self.rig.head];
         let t = (g.target - m.translation).try_normalize()?;
-        Some(((m.rotation * self.head_aim).normalize(), t))
+        Some(((m.rotation * self.rig.head_aim).normalize(), t))
     }
 
     /// Damped-least-squares iterations until the residuals are below `coarse` × tolerance,
@@ -1582,8 +1699,8 @@ impl FullBodySolver {
         budget: u32,
         polish: bool,
     ) -> (u32, u32, bool) {
-        let s = self.settings;
-        let cols = self.cols;
+        let s = self.rig.settings;
+        let cols = self.rig.cols;
         let mut hits = 0;
         // Per-channel weights this solve (demoted channels weakened).
         let mut wp = [0.0f32; 5];
@@ -1613,11 +1730,11 @@ impl FullBodySolver {
             let mut row_level = [0u8; MAX_ROWS];
             let mut progress = 0.0f32;
             for (k, g) in goals.effectors.iter().enumerate() {
-                if self.pelvis_pin != PelvisPin::Free && k == Effector::Pelvis as usize {
+                if self.s.pelvis_pin != PelvisPin::Free && k == Effector::Pelvis as usize {
                     // Exact already; its rows would be zero.
                     continue;
                 }
-                let m = self.model[self.effector_bones[k]];
+                let m = self.s.model[self.rig.effector_bones[k]];
                 if g.wants_position() && wp[k] > 0.0 {
                     let err = g.position - m.translation;
                     done &= err.length() <= s.position_tolerance * coarse;
@@ -1628,7 +1745,7 @@ impl FullBodySolver {
                         err,
                         s.max_position_step * step_factor(wp[k], g.position_weight),
                     ) * w;
-                    self.e[rows..rows + 3].copy_from_slice(&err.to_array());
+                    self.s.e[rows..rows + 3].copy_from_slice(&err.to_array());
                     row_of[k][0] = rows;
                     row_level[rows..rows + 3].fill(g.priority);
                     rows += 3;
@@ -1643,7 +1760,7 @@ impl FullBodySolver {
                         err,
                         s.max_rotation_step * step_factor(wr[k], g.rotation_weight),
                     ) * w;
-                    self.e[rows..rows + 3].copy_from_slice(&err.to_array());
+                    self.s.e[rows..rows + 3].copy_from_slice(&err.to_array());
                     row_of[k][1] = rows;
                     row_level[rows..rows + 3].fill(g.priority);
                     rows += 3;
@@ -1660,7 +1777,7 @@ impl FullBodySolver {
                     * full(look_weight, goals.look_at.weight);
                 let err = clamp_len(t - d, 2.0 * step_factor(look_weight, goals.look_at.weight))
                     * look_weight.sqrt();
-                self.e[rows..rows + 3].copy_from_slice(&err.to_array());
+                self.s.e[rows..rows + 3].copy_from_slice(&err.to_array());
                 row_of[5][0] = rows;
                 row_level[rows..rows + 3].fill(goals.look_at.priority);
                 rows += 3;
@@ -1682,7 +1799,7 @@ impl FullBodySolver {
                 } else {
                     clamp_len(err, s.max_position_step) * com_weight.sqrt()
                 };
-                self.e[rows..rows + 3].copy_from_slice(&err.to_array());
+                self.s.e[rows..rows + 3].copy_from_slice(&err.to_array());
                 row_of[6][0] = rows;
                 row_level[rows..rows + 3].fill(goals.center_of_mass.priority);
                 rows += 3;
@@ -1693,7 +1810,7 @@ impl FullBodySolver {
             let mut posture_step = false;
             if s.posture_gain > 0.0 && rows > 0 {
                 self.posture(skeleton, pose);
-                posture_step = it == 0 && self.z.iter().any(|v| v.abs() > 1e-6);
+                posture_step = it == 0 && self.s.z.iter().any(|v| v.abs() > 1e-6);
             }
             if (done && !posture_step) || rows == 0 {
                 return (it, hits, false);
@@ -1702,23 +1819,23 @@ impl FullBodySolver {
             // in the way). Stop spending the budget; the analytic finish and the next frames
             // take it from here.
             let oldest = history[it as usize % STALL_WINDOW];
-            if !self.cold && oldest - progress < STALL_PROGRESS {
+            if !self.s.cold && oldest - progress < STALL_PROGRESS {
                 return (it, hits, true);
             }
             history[it as usize % STALL_WINDOW] = progress;
             // Jacobian, row-major rows × cols.
-            let jac = &mut self.jac[..rows * cols];
+            let jac = &mut self.s.jac[..rows * cols];
             jac.fill(0.0);
             let look_w = look_weight.max(0.0).sqrt();
             let head_dir = look.map_or(Vec3::ZERO, |(d, _)| d);
-            for (ji, j) in self.joints.iter().enumerate() {
-                if self.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
+            for (ji, j) in self.rig.joints.iter().enumerate() {
+                if self.s.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
                     continue;
                 }
-                let m = self.model[j.bone];
+                let m = self.s.model[j.bone];
                 let pivot = m.translation;
                 // Joints clamped by the last step move less (a soft active set).
-                let mobility = if self.saturated[ji] {
+                let mobility = if self.s.saturated[ji] {
                     SATURATED_MOBILITY
                 } else {
                     1.0
@@ -1726,11 +1843,11 @@ impl FullBodySolver {
                 // Mass and mass-weighted position of the segments this joint carries.
                 let (mut m_sub, mut s_sub) = (0.0f32, Vec3::ZERO);
                 if row_of[6][0] != usize::MAX {
-                    for (i, seg) in self.segments.iter().enumerate() {
+                    for (i, seg) in self.rig.segments.iter().enumerate() {
                         if j.segments & (1 << i) != 0 {
-                            let mass = self.masses.get(seg.role);
+                            let mass = self.rig.masses.get(seg.role);
                             m_sub += mass;
-                            s_sub += self.segment_pos[i] * mass;
+                            s_sub += self.s.segment_pos[i] * mass;
                         }
                     }
                 }
@@ -1762,7 +1879,7 @@ impl FullBodySolver {
                     }
                 };
                 for (c, &(axis, translation)) in axes[..n].iter().enumerate() {
-                    if translation && self.pelvis_pin == PelvisPin::Position {
+                    if translation && self.s.pelvis_pin == PelvisPin::Position {
                         // The hips stay on the pelvis goal: zero translation columns.
                         continue;
                     }
@@ -1789,14 +1906,14 @@ impl FullBodySolver {
                                     axis.cross(s_sub - pivot * m_sub)
                                 };
                                 // Only the ground-plane part of the motion counts.
-                                let v = (v - self.up * v.dot(self.up)) * com_w;
+                                let v = (v - self.rig.up * v.dot(self.rig.up)) * com_w;
                                 set3(jac, r, cols, col, v);
                             }
                             continue;
                         }
                         let [rp, rr] = row_of[k];
                         if rp != usize::MAX {
-                            let x = self.model[self.effector_bones[k]].translation;
+                            let x = self.s.model[self.rig.effector_bones[k]].translation;
                             let v = if translation {
                                 axis
                             } else {
@@ -1810,7 +1927,7 @@ impl FullBodySolver {
                     }
                 }
             }
-            let err_norm = self.e[..rows].iter().map(|v| v * v).sum::<f32>().sqrt();
+            let err_norm = self.s.e[..rows].iter().map(|v| v * v).sum::<f32>().sqrt();
             let lambda2 = s.damping * s.damping * (1.0 + err_norm);
             let first = row_level[0];
             if row_level[..rows].iter().any(|&l| l != first) {
@@ -1822,10 +1939,10 @@ impl FullBodySolver {
             // Block-sparse: a column only has rows of the effectors below its joint, so only
             // those pairs are accumulated (lower triangle; rows are allocated in effector
             // order, so each joint's row list is ascending).
-            let a = &mut self.a[..rows * rows];
+            let a = &mut self.s.a[..rows * rows];
             a.fill(0.0);
-            for j in &self.joints {
-                if self.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
+            for j in &self.rig.joints {
+                if self.s.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
                     continue;
                 }
                 let (idx, nr) = joint_rows(j.affects, &row_of);
@@ -1849,24 +1966,24 @@ impl FullBodySolver {
             if !cholesky(a, rows) {
                 return (it + 1, hits, false);
             }
-            self.y[..rows].copy_from_slice(&self.e[..rows]);
-            cholesky_solve(a, rows, &mut self.y[..rows]);
-            self.dq.fill(0.0);
-            for j in &self.joints {
-                if self.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
+            self.s.y[..rows].copy_from_slice(&self.s.e[..rows]);
+            cholesky_solve(a, rows, &mut self.s.y[..rows]);
+            self.s.dq.fill(0.0);
+            for j in &self.rig.joints {
+                if self.s.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
                     continue;
                 }
                 let (idx, nr) = joint_rows(j.affects, &row_of);
                 for c in j.col..j.col + j.dof.count() {
-                    self.dq[c] = idx[..nr]
+                    self.s.dq[c] = idx[..nr]
                         .iter()
-                        .map(|&r| jac[r * cols + c] * self.y[r])
+                        .map(|&r| jac[r * cols + c] * self.s.y[r])
                         .sum();
                 }
             }
-            for (ji, j) in self.joints.iter().enumerate() {
-                if self.saturated[ji] {
-                    for v in &mut self.dq[j.col..j.col + j.dof.count()] {
+            for (ji, j) in self.rig.joints.iter().enumerate() {
+                if self.s.saturated[ji] {
+                    for v in &mut self.s.dq[j.col..j.col + j.dof.count()] {
                         *v *= SATURATED_MOBILITY;
                     }
                 }
@@ -1874,12 +1991,12 @@ impl FullBodySolver {
             // Posture in the null space: dq += (I − J⁺J) z, J⁺ = Jᵀ A⁻¹.
             if s.posture_gain > 0.0 {
                 for r in 0..rows {
-                    self.y[r] = (0..cols).map(|c| jac[r * cols + c] * self.z[c]).sum();
+                    self.s.y[r] = (0..cols).map(|c| jac[r * cols + c] * self.s.z[c]).sum();
                 }
-                cholesky_solve(a, rows, &mut self.y[..rows]);
+                cholesky_solve(a, rows, &mut self.s.y[..rows]);
                 for c in 0..cols {
-                    let back: f32 = (0..rows).map(|r| jac[r * cols + c] * self.y[r]).sum();
-                    self.dq[c] += self.z[c] - back;
+                    let back: f32 = (0..rows).map(|r| jac[r * cols + c] * self.s.y[r]).sum();
+                    self.s.dq[c] += self.s.z[c] - back;
                 }
             }
             hits = self.apply(skeleton, pose);
@@ -1891,14 +2008,14 @@ impl FullBodySolver {
     /// (Siciliano–Slotine), each level damped, posture in the last null space. Dense; only used
     /// when the goals do not share one level.
     fn prioritized_step(&mut self, rows: usize, row_level: &[u8; MAX_ROWS], lambda2: f32) {
-        let n = self.cols;
-        let jac = &self.jac[..rows * n];
-        let null = &mut self.null[..n * n];
+        let n = self.rig.cols;
+        let jac = &self.s.jac[..rows * n];
+        let null = &mut self.s.null[..n * n];
         null.fill(0.0);
         for i in 0..n {
             null[i * n + i] = 1.0;
         }
-        self.dq.fill(0.0);
+        self.s.dq.fill(0.0);
         let mut level = row_level[..rows].iter().copied().min().unwrap_or(0);
         loop {
             let mut sel = [0usize; MAX_ROWS];
@@ -1911,15 +2028,16 @@ impl FullBodySolver {
             }
             let sel = &sel[..m];
             // Ĵ = J_L N, residual r = e_L − J_L dq.
-            let jhat = &mut self.jhat[..m * n];
+            let jhat = &mut self.s.jhat[..m * n];
             for (i, &r) in sel.iter().enumerate() {
                 let jr = &jac[r * n..(r + 1) * n];
                 for c in 0..n {
                     jhat[i * n + c] = (0..n).map(|k| jr[k] * null[k * n + c]).sum();
                 }
-                self.y[i] = self.e[r] - jr.iter().zip(&self.dq).map(|(a, b)| a * b).sum::<f32>();
+                self.s.y[i] =
+                    self.s.e[r] - jr.iter().zip(&self.s.dq).map(|(a, b)| a * b).sum::<f32>();
             }
-            let a = &mut self.a[..m * m];
+            let a = &mut self.s.a[..m * m];
             let gram = |a: &mut [f32], damping: f32| {
                 for p in 0..m {
                     for q in 0..=p {
@@ -1934,9 +2052,9 @@ impl FullBodySolver {
             if !cholesky(a, m) {
                 return;
             }
-            cholesky_solve(a, m, &mut self.y[..m]);
+            cholesky_solve(a, m, &mut self.s.y[..m]);
             for c in 0..n {
-                self.dq[c] += (0..m).map(|i| jhat[i * n + c] * self.y[i]).sum::<f32>();
+                self.s.dq[c] += (0..m).map(|i| jhat[i * n + c] * self.s.y[i]).sum::<f32>();
             }
             // N ← N − Ĵᵀ (Ĵ Ĵᵀ + ε I)⁻¹ Ĵ with a tiny ε: a damped projector would let the
             // lower levels leak into this one.
@@ -1947,7 +2065,7 @@ impl FullBodySolver {
                     return;
                 }
             }
-            let w = &mut self.w[..m * n];
+            let w = &mut self.s.w[..m * n];
             w.copy_from_slice(jhat);
             let mut col = [0.0f32; MAX_ROWS];
             for c in 0..n {
@@ -1974,14 +2092,14 @@ impl FullBodySolver {
                 None => break,
             }
         }
-        if self.settings.posture_gain > 0.0 {
+        if self.rig.settings.posture_gain > 0.0 {
             for k in 0..n {
-                self.dq[k] += (0..n).map(|c| null[k * n + c] * self.z[c]).sum::<f32>();
+                self.s.dq[k] += (0..n).map(|c| null[k * n + c] * self.s.z[c]).sum::<f32>();
             }
         }
-        for (ji, j) in self.joints.iter().enumerate() {
-            if self.saturated[ji] {
-                for v in &mut self.dq[j.col..j.col + j.dof.count()] {
+        for (ji, j) in self.rig.joints.iter().enumerate() {
+            if self.s.saturated[ji] {
+                for v in &mut self.s.dq[j.col..j.col + j.dof.count()] {
                     *v *= SATURATED_MOBILITY;
                 }
             }
@@ -1990,22 +2108,22 @@ impl FullBodySolver {
 
     /// The posture pull `z` (per column, model-space axes) toward the reference pose.
     fn posture(&mut self, skeleton: &Skeleton, pose: &Pose) {
-        let gain = self.settings.posture_gain;
-        for j in &self.joints {
+        let gain = self.rig.settings.posture_gain;
+        for j in &self.rig.joints {
             let b = j.bone;
             let cur = pose.rotations[b];
-            let target = self.reference.rotations[b];
+            let target = self.s.reference.rotations[b];
             match j.dof {
-                Dof::Floating => self.z[j.col..j.col + 6].fill(0.0),
+                Dof::Floating => self.s.z[j.col..j.col + 6].fill(0.0),
                 Dof::Ball => {
                     let parent = skeleton
                         .parent(b)
-                        .map_or(Quat::IDENTITY, |p| self.model[p].rotation);
+                        .map_or(Quat::IDENTITY, |p| self.s.model[p].rotation);
                     let v = parent * to_rotation_vector(target * cur.inverse()) * gain;
-                    self.z[j.col..j.col + 3].copy_from_slice(&v.to_array());
+                    self.s.z[j.col..j.col + 3].copy_from_slice(&v.to_array());
                 }
                 Dof::Hinge(h) => {
-                    self.z[j.col] = angle_about_axis(cur.inverse() * target, h) * gain;
+                    self.s.z[j.col] = angle_about_axis(cur.inverse() * target, h) * gain;
                 }
             }
         }
@@ -2014,17 +2132,17 @@ impl FullBodySolver {
     /// Applies `dq` to the pose and clamps every joint to its limit; returns the clamp count.
     fn apply(&mut self, skeleton: &Skeleton, pose: &mut Pose) -> u32 {
         let mut hits = 0;
-        for (ji, j) in self.joints.iter().enumerate() {
+        for (ji, j) in self.rig.joints.iter().enumerate() {
             let b = j.bone;
             let (parent_rot, parent_scale) =
                 skeleton.parent(b).map_or((Quat::IDENTITY, Vec3::ONE), |p| {
-                    (self.model[p].rotation, self.model[p].scale)
+                    (self.s.model[p].rotation, self.s.model[p].scale)
                 });
-            let d = &self.dq[j.col..];
+            let d = &self.s.dq[j.col..];
             match j.dof {
-                Dof::Floating if self.pelvis_pin == PelvisPin::Full => {}
+                Dof::Floating if self.s.pelvis_pin == PelvisPin::Full => {}
                 Dof::Floating => {
-                    if self.pelvis_pin == PelvisPin::Free {
+                    if self.s.pelvis_pin == PelvisPin::Free {
                         let t = Vec3::new(d[0], d[1], d[2]);
                         pose.translations[b] += (parent_rot.inverse() * t) / parent_scale;
                     }
@@ -2044,7 +2162,7 @@ impl FullBodySolver {
             let rest = &skeleton.bones()[b].rest;
             let (r, t) = (&mut pose.rotations[b], &mut pose.translations[b]);
             let hit = j.limit.clamp(rest.rotation, rest.translation, r, t);
-            self.saturated[ji] = hit;
+            self.s.saturated[ji] = hit;
             hits += u32::from(hit);
         }
         hits
@@ -2068,7 +2186,7 @@ impl FullBodySolver {
         if !goal.wants_position() || (balance && !goal.wants_rotation()) {
             return PelvisPin::Free;
         }
-        let hips = self.effector_bones[Effector::Pelvis as usize];
+        let hips = self.rig.effector_bones[Effector::Pelvis as usize];
         let parent = skeleton.parent(hips).map_or(BoneTransform::IDENTITY, |p| {
             skeleton.model_transform(pose, p)
         });
@@ -2090,16 +2208,16 @@ impl FullBodySolver {
         }
         let mut hits = 0;
         let order = [
-            Some(self.head),
-            self.look_chain[0],
-            self.look_chain[1],
-            Some(self.head),
+            Some(self.rig.head),
+            self.rig.look_chain[0],
+            self.rig.look_chain[1],
+            Some(self.rig.head),
         ];
         for b in order.into_iter().flatten() {
-            let head = skeleton.model_transform(pose, self.head);
+            let head = skeleton.model_transform(pose, self.rig.head);
             let (Some(t), Some(d)) = (
                 (g.target - head.translation).try_normalize(),
-                (head.rotation * self.head_aim).try_normalize(),
+                (head.rotation * self.rig.head_aim).try_normalize(),
             ) else {
                 return hits;
             };
@@ -2111,7 +2229,7 @@ impl FullBodySolver {
             });
             pose.rotations[b] =
                 rotate_in_parent_q(parent_rot, shortest_arc(d, t), pose.rotations[b]);
-            hits += clamp_joint(skeleton, pose, limit_of(&self.joints, b), b);
+            hits += clamp_joint(skeleton, pose, limit_of(&self.rig.joints, b), b);
         }
         hits
     }
@@ -2120,8 +2238,8 @@ impl FullBodySolver {
     fn finish_limbs(&mut self, skeleton: &Skeleton, pose: &mut Pose, goals: &FullBodyGoals) -> u32 {
         self.fk(skeleton, pose);
         let mut hits = 0;
-        for li in 0..self.limbs.len() {
-            let limb = &self.limbs[li];
+        for li in 0..self.rig.limbs.len() {
+            let limb = &self.rig.limbs[li];
             let goal = goals.effectors[limb.effector];
             if !goal.enabled {
                 continue;
@@ -2129,11 +2247,11 @@ impl FullBodySolver {
             hits += finish_limb(
                 skeleton,
                 pose,
-                &mut self.model,
+                &mut self.s.model,
                 limb,
                 &goal,
-                &self.joints,
-                self.cold,
+                &self.rig.joints,
+                self.s.cold,
             );
         }
         hits
