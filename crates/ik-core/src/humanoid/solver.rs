@@ -120,6 +120,10 @@ use super::{
     BodyFrame, HumanoidBone as B, HumanoidError, HumanoidLimits, HumanoidMap, HumanoidMasses, Side,
     de_leva_com_ratio, de_leva_fraction,
 };
+use crate::analytic::finish::{
+    LimbChain, LimbTarget, clamp_joint, finish_limb, quat_angle, rotate_in_parent_q,
+};
+use crate::jacobian::dense::{DlsBuffers, cholesky, cholesky_solve};
 use crate::limits::JointLimit;
 use crate::pose::{BoneTransform, Pose};
 use crate::rotation::{angle_about_axis, from_rotation_vector, shortest_arc, to_rotation_vector};
@@ -504,12 +508,8 @@ struct Joint {
 #[derive(Clone, Debug)]
 struct Limb {
     effector: usize,
-    upper: usize,
-    lower: usize,
-    twist: Option<usize>,
-    end: usize,
-    /// Bones from `upper` to `end` inclusive, parents first.
-    path: Vec<usize>,
+    /// The bones and limits the analytic finish works on.
+    chain: LimbChain,
     /// Rest length upper → lower → end: the limb's reach.
     reach: f32,
 }
@@ -573,16 +573,9 @@ pub struct FullBodyScratch {
     /// The solver's column count this scratch is sized for (0: not sized yet).
     cols: usize,
     model: Vec<BoneTransform>,
-    jac: Vec<f32>,
-    a: Vec<f32>,
-    e: Vec<f32>,
-    y: Vec<f32>,
-    dq: Vec<f32>,
-    z: Vec<f32>,
+    /// The Jacobian, residual, step and work buffers of the shared dense kernel.
+    dls: DlsBuffers,
     saturated: Vec<bool>,
-    null: Vec<f32>,
-    jhat: Vec<f32>,
-    w: Vec<f32>,
     reference: Pose,
     start: Pose,
     best: Pose,
@@ -651,9 +644,6 @@ enum PelvisPin {
     /// The whole floating joint (a 6D goal).
     Full,
 }
-
-/// Regularisation of the null-space projectors of the priority levels.
-const PROJECTOR_DAMPING: f32 = 1e-6;
 
 /// Column scale of a joint that the previous step drove into its limit.
 const SATURATED_MOBILITY: f32 = 0.2;
@@ -803,13 +793,17 @@ impl FullBodySolver {
             path.reverse();
             let reach = model[upper].translation.distance(model[lower].translation)
                 + model[lower].translation.distance(model[end].translation);
+            let limits = [upper, lower, twist.unwrap_or(end), end].map(|b| limit_of(&joints, b));
             limbs.push(Limb {
                 effector: k,
-                upper,
-                lower,
-                twist,
-                end,
-                path,
+                chain: LimbChain {
+                    upper,
+                    lower,
+                    twist,
+                    end,
+                    path,
+                    limits,
+                },
                 reach,
             });
         }
@@ -842,7 +836,7 @@ impl FullBodySolver {
             .chain(effector_bones)
             .chain([head])
             .chain(segments.iter().map(|s| s.bone))
-            .chain(limbs.iter().flat_map(|l| l.path.clone()));
+            .chain(limbs.iter().flat_map(|l| l.chain.path.clone()));
         for b in seeds {
             for a in skeleton.ancestors_inclusive(b) {
                 if wanted[a] {
@@ -892,16 +886,8 @@ impl FullBodySolver {
         }
         s.cols = cols;
         s.model = Vec::with_capacity(n);
-        s.jac = vec![0.0; MAX_ROWS * cols];
-        s.a = vec![0.0; MAX_ROWS * MAX_ROWS];
-        s.e = vec![0.0; MAX_ROWS];
-        s.y = vec![0.0; MAX_ROWS];
-        s.dq = vec![0.0; cols];
-        s.z = vec![0.0; cols];
+        s.dls = DlsBuffers::new(MAX_ROWS, cols);
         s.saturated = vec![false; self.joints.len()];
-        s.null = vec![0.0; cols * cols];
-        s.jhat = vec![0.0; MAX_ROWS * cols];
-        s.w = vec![0.0; MAX_ROWS * cols];
         s.reference = self.rest.clone();
         s.start = self.rest.clone();
         s.best = self.rest.clone();
@@ -1375,7 +1361,7 @@ impl Solve<'_> {
             let c = channel(limb.effector, false);
             if missed[c] > GIVE_WAY_MIN {
                 let g = &goals.effectors[limb.effector];
-                let root = self.s.model[limb.upper].translation;
+                let root = self.s.model[limb.chain.upper].translation;
                 let stretch = (g.position.distance(root) - limb.reach) / limb.reach;
                 if stretch > 0.0 {
                     rank[c] = 1e3 + stretch;
@@ -1745,7 +1731,7 @@ impl Solve<'_> {
                         err,
                         s.max_position_step * step_factor(wp[k], g.position_weight),
                     ) * w;
-                    self.s.e[rows..rows + 3].copy_from_slice(&err.to_array());
+                    self.s.dls.e[rows..rows + 3].copy_from_slice(&err.to_array());
                     row_of[k][0] = rows;
                     row_level[rows..rows + 3].fill(g.priority);
                     rows += 3;
@@ -1760,7 +1746,7 @@ impl Solve<'_> {
                         err,
                         s.max_rotation_step * step_factor(wr[k], g.rotation_weight),
                     ) * w;
-                    self.s.e[rows..rows + 3].copy_from_slice(&err.to_array());
+                    self.s.dls.e[rows..rows + 3].copy_from_slice(&err.to_array());
                     row_of[k][1] = rows;
                     row_level[rows..rows + 3].fill(g.priority);
                     rows += 3;
@@ -1777,7 +1763,7 @@ impl Solve<'_> {
                     * full(look_weight, goals.look_at.weight);
                 let err = clamp_len(t - d, 2.0 * step_factor(look_weight, goals.look_at.weight))
                     * look_weight.sqrt();
-                self.s.e[rows..rows + 3].copy_from_slice(&err.to_array());
+                self.s.dls.e[rows..rows + 3].copy_from_slice(&err.to_array());
                 row_of[5][0] = rows;
                 row_level[rows..rows + 3].fill(goals.look_at.priority);
                 rows += 3;
@@ -1799,7 +1785,7 @@ impl Solve<'_> {
                 } else {
                     clamp_len(err, s.max_position_step) * com_weight.sqrt()
                 };
-                self.s.e[rows..rows + 3].copy_from_slice(&err.to_array());
+                self.s.dls.e[rows..rows + 3].copy_from_slice(&err.to_array());
                 row_of[6][0] = rows;
                 row_level[rows..rows + 3].fill(goals.center_of_mass.priority);
                 rows += 3;
@@ -1810,7 +1796,7 @@ impl Solve<'_> {
             let mut posture_step = false;
             if s.posture_gain > 0.0 && rows > 0 {
                 self.posture(skeleton, pose);
-                posture_step = it == 0 && self.s.z.iter().any(|v| v.abs() > 1e-6);
+                posture_step = it == 0 && self.s.dls.z.iter().any(|v| v.abs() > 1e-6);
             }
             if (done && !posture_step) || rows == 0 {
                 return (it, hits, false);
@@ -1824,7 +1810,7 @@ impl Solve<'_> {
             }
             history[it as usize % STALL_WINDOW] = progress;
             // Jacobian, row-major rows × cols.
-            let jac = &mut self.s.jac[..rows * cols];
+            let jac = &mut self.s.dls.jac[..rows * cols];
             jac.fill(0.0);
             let look_w = look_weight.max(0.0).sqrt();
             let head_dir = look.map_or(Vec3::ZERO, |(d, _)| d);
@@ -1927,11 +1913,28 @@ impl Solve<'_> {
                     }
                 }
             }
-            let err_norm = self.s.e[..rows].iter().map(|v| v * v).sum::<f32>().sqrt();
+            let err_norm = self.s.dls.e[..rows]
+                .iter()
+                .map(|v| v * v)
+                .sum::<f32>()
+                .sqrt();
             let lambda2 = s.damping * s.damping * (1.0 + err_norm);
             let first = row_level[0];
             if row_level[..rows].iter().any(|&l| l != first) {
-                self.prioritized_step(rows, &row_level, lambda2);
+                let solved = self.s.dls.prioritized_step(
+                    rows,
+                    self.rig.cols,
+                    &row_level[..rows],
+                    lambda2,
+                    s.posture_gain > 0.0,
+                );
+                for (ji, j) in self.rig.joints.iter().enumerate() {
+                    if solved && self.s.saturated[ji] {
+                        for v in &mut self.s.dls.dq[j.col..j.col + j.dof.count()] {
+                            *v *= SATURATED_MOBILITY;
+                        }
+                    }
+                }
                 hits = self.apply(skeleton, pose);
                 continue;
             }
@@ -1939,7 +1942,7 @@ impl Solve<'_> {
             // Block-sparse: a column only has rows of the effectors below its joint, so only
             // those pairs are accumulated (lower triangle; rows are allocated in effector
             // order, so each joint's row list is ascending).
-            let a = &mut self.s.a[..rows * rows];
+            let a = &mut self.s.dls.a[..rows * rows];
             a.fill(0.0);
             for j in &self.rig.joints {
                 if self.s.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
@@ -1966,144 +1969,34 @@ impl Solve<'_> {
             if !cholesky(a, rows) {
                 return (it + 1, hits, false);
             }
-            self.s.y[..rows].copy_from_slice(&self.s.e[..rows]);
-            cholesky_solve(a, rows, &mut self.s.y[..rows]);
-            self.s.dq.fill(0.0);
+            self.s.dls.y[..rows].copy_from_slice(&self.s.dls.e[..rows]);
+            cholesky_solve(a, rows, &mut self.s.dls.y[..rows]);
+            self.s.dls.dq.fill(0.0);
             for j in &self.rig.joints {
                 if self.s.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
                     continue;
                 }
                 let (idx, nr) = joint_rows(j.affects, &row_of);
                 for c in j.col..j.col + j.dof.count() {
-                    self.s.dq[c] = idx[..nr]
+                    self.s.dls.dq[c] = idx[..nr]
                         .iter()
-                        .map(|&r| jac[r * cols + c] * self.s.y[r])
+                        .map(|&r| jac[r * cols + c] * self.s.dls.y[r])
                         .sum();
                 }
             }
             for (ji, j) in self.rig.joints.iter().enumerate() {
                 if self.s.saturated[ji] {
-                    for v in &mut self.s.dq[j.col..j.col + j.dof.count()] {
+                    for v in &mut self.s.dls.dq[j.col..j.col + j.dof.count()] {
                         *v *= SATURATED_MOBILITY;
                     }
                 }
             }
-            // Posture in the null space: dq += (I − J⁺J) z, J⁺ = Jᵀ A⁻¹.
             if s.posture_gain > 0.0 {
-                for r in 0..rows {
-                    self.s.y[r] = (0..cols).map(|c| jac[r * cols + c] * self.s.z[c]).sum();
-                }
-                cholesky_solve(a, rows, &mut self.s.y[..rows]);
-                for c in 0..cols {
-                    let back: f32 = (0..rows).map(|r| jac[r * cols + c] * self.s.y[r]).sum();
-                    self.s.dq[c] += self.s.z[c] - back;
-                }
+                self.s.dls.add_null_space_posture(rows, cols);
             }
             hits = self.apply(skeleton, pose);
         }
         (budget, hits, false)
-    }
-
-    /// The step for goals on several priority levels: recursive null-space projection
-    /// (Siciliano–Slotine), each level damped, posture in the last null space. Dense; only used
-    /// when the goals do not share one level.
-    fn prioritized_step(&mut self, rows: usize, row_level: &[u8; MAX_ROWS], lambda2: f32) {
-        let n = self.rig.cols;
-        let jac = &self.s.jac[..rows * n];
-        let null = &mut self.s.null[..n * n];
-        null.fill(0.0);
-        for i in 0..n {
-            null[i * n + i] = 1.0;
-        }
-        self.s.dq.fill(0.0);
-        let mut level = row_level[..rows].iter().copied().min().unwrap_or(0);
-        loop {
-            let mut sel = [0usize; MAX_ROWS];
-            let mut m = 0;
-            for (r, &l) in row_level[..rows].iter().enumerate() {
-                if l == level {
-                    sel[m] = r;
-                    m += 1;
-                }
-            }
-            let sel = &sel[..m];
-            // Ĵ = J_L N, residual r = e_L − J_L dq.
-            let jhat = &mut self.s.jhat[..m * n];
-            for (i, &r) in sel.iter().enumerate() {
-                let jr = &jac[r * n..(r + 1) * n];
-                for c in 0..n {
-                    jhat[i * n + c] = (0..n).map(|k| jr[k] * null[k * n + c]).sum();
-                }
-                self.s.y[i] =
-                    self.s.e[r] - jr.iter().zip(&self.s.dq).map(|(a, b)| a * b).sum::<f32>();
-            }
-            let a = &mut self.s.a[..m * m];
-            let gram = |a: &mut [f32], damping: f32| {
-                for p in 0..m {
-                    for q in 0..=p {
-                        let v: f32 = (0..n).map(|c| jhat[p * n + c] * jhat[q * n + c]).sum();
-                        a[p * m + q] = v;
-                        a[q * m + p] = v;
-                    }
-                    a[p * m + p] += damping;
-                }
-            };
-            gram(a, lambda2);
-            if !cholesky(a, m) {
-                return;
-            }
-            cholesky_solve(a, m, &mut self.s.y[..m]);
-            for c in 0..n {
-                self.s.dq[c] += (0..m).map(|i| jhat[i * n + c] * self.s.y[i]).sum::<f32>();
-            }
-            // N ← N − Ĵᵀ (Ĵ Ĵᵀ + ε I)⁻¹ Ĵ with a tiny ε: a damped projector would let the
-            // lower levels leak into this one.
-            gram(a, PROJECTOR_DAMPING);
-            if !cholesky(a, m) {
-                gram(a, lambda2);
-                if !cholesky(a, m) {
-                    return;
-                }
-            }
-            let w = &mut self.s.w[..m * n];
-            w.copy_from_slice(jhat);
-            let mut col = [0.0f32; MAX_ROWS];
-            for c in 0..n {
-                for i in 0..m {
-                    col[i] = w[i * n + c];
-                }
-                cholesky_solve(a, m, &mut col[..m]);
-                for i in 0..m {
-                    w[i * n + c] = col[i];
-                }
-            }
-            for k in 0..n {
-                for c in 0..n {
-                    null[k * n + c] -= (0..m).map(|i| jhat[i * n + k] * w[i * n + c]).sum::<f32>();
-                }
-            }
-            match row_level[..rows]
-                .iter()
-                .copied()
-                .filter(|&l| l > level)
-                .min()
-            {
-                Some(next) => level = next,
-                None => break,
-            }
-        }
-        if self.rig.settings.posture_gain > 0.0 {
-            for k in 0..n {
-                self.s.dq[k] += (0..n).map(|c| null[k * n + c] * self.s.z[c]).sum::<f32>();
-            }
-        }
-        for (ji, j) in self.rig.joints.iter().enumerate() {
-            if self.s.saturated[ji] {
-                for v in &mut self.s.dq[j.col..j.col + j.dof.count()] {
-                    *v *= SATURATED_MOBILITY;
-                }
-            }
-        }
     }
 
     /// The posture pull `z` (per column, model-space axes) toward the reference pose.
@@ -2114,16 +2007,16 @@ impl Solve<'_> {
             let cur = pose.rotations[b];
             let target = self.s.reference.rotations[b];
             match j.dof {
-                Dof::Floating => self.s.z[j.col..j.col + 6].fill(0.0),
+                Dof::Floating => self.s.dls.z[j.col..j.col + 6].fill(0.0),
                 Dof::Ball => {
                     let parent = skeleton
                         .parent(b)
                         .map_or(Quat::IDENTITY, |p| self.s.model[p].rotation);
                     let v = parent * to_rotation_vector(target * cur.inverse()) * gain;
-                    self.s.z[j.col..j.col + 3].copy_from_slice(&v.to_array());
+                    self.s.dls.z[j.col..j.col + 3].copy_from_slice(&v.to_array());
                 }
                 Dof::Hinge(h) => {
-                    self.s.z[j.col] = angle_about_axis(cur.inverse() * target, h) * gain;
+                    self.s.dls.z[j.col] = angle_about_axis(cur.inverse() * target, h) * gain;
                 }
             }
         }
@@ -2138,7 +2031,7 @@ impl Solve<'_> {
                 skeleton.parent(b).map_or((Quat::IDENTITY, Vec3::ONE), |p| {
                     (self.s.model[p].rotation, self.s.model[p].scale)
                 });
-            let d = &self.s.dq[j.col..];
+            let d = &self.s.dls.dq[j.col..];
             match j.dof {
                 Dof::Floating if self.s.pelvis_pin == PelvisPin::Full => {}
                 Dof::Floating => {
@@ -2244,13 +2137,18 @@ impl Solve<'_> {
             if !goal.enabled {
                 continue;
             }
+            let target = LimbTarget {
+                position: goal.position,
+                rotation: goal.rotation,
+                use_position: goal.wants_position(),
+                use_rotation: goal.wants_rotation(),
+            };
             hits += finish_limb(
                 skeleton,
                 pose,
                 &mut self.s.model,
-                limb,
-                &goal,
-                &self.rig.joints,
+                &limb.chain,
+                &target,
                 self.s.cold,
             );
         }
@@ -2296,165 +2194,6 @@ fn limit_of(joints: &[Joint], bone: usize) -> JointLimit {
         .map_or(JointLimit::Free, |j| j.limit)
 }
 
-fn refresh(skeleton: &Skeleton, pose: &Pose, model: &mut [BoneTransform], path: &[usize]) {
-    for &b in path {
-        let local = pose.local_transform(skeleton, b);
-        model[b] = match skeleton.parent(b) {
-            Some(p) => model[p].mul_transform(&local),
-            None => local,
-        };
-    }
-}
-
-fn clamp_joint(skeleton: &Skeleton, pose: &mut Pose, limit: JointLimit, b: usize) -> u32 {
-    let rest = &skeleton.bones()[b].rest;
-    let (r, t) = (&mut pose.rotations[b], &mut pose.translations[b]);
-    u32::from(limit.clamp(rest.rotation, rest.translation, r, t))
-}
-
-fn finish_limb(
-    skeleton: &Skeleton,
-    pose: &mut Pose,
-    model: &mut [BoneTransform],
-    limb: &Limb,
-    goal: &EffectorGoal,
-    joints: &[Joint],
-    global_swivel: bool,
-) -> u32 {
-    let mut hits = 0;
-    let (upper, lower, end) = (limb.upper, limb.lower, limb.end);
-    let from_lower = limb.path.iter().position(|&b| b == lower).unwrap_or(0);
-    if goal.wants_position() {
-        let lower_limit = limit_of(joints, lower);
-        if let JointLimit::Hinge { axis: h, min, max } = lower_limit {
-            // 1. Hinge angle for the exact root–target distance.
-            let s = model[upper].translation;
-            let e = model[lower].translation;
-            let w = model[end].translation;
-            let a = (model[lower].rotation * h).normalize();
-            let (u, v) = (e - s, w - e);
-            let v_par = a * a.dot(v);
-            let v_perp = v - v_par;
-            let (ca, cb, cc) = (u.dot(v_par), u.dot(v_perp), u.dot(a.cross(v_perp)));
-            let d = goal.position.distance(s);
-            let k = 0.5 * (d * d - u.length_squared() - v.length_squared()) - ca;
-            let r = cb.hypot(cc);
-            if r > 1e-9 {
-                let phi = cc.atan2(cb);
-                let off = (k / r).clamp(-1.0, 1.0).acos();
-                let rest_rot = skeleton.bones()[lower].rest.rotation;
-                let theta0 = angle_about_axis(rest_rot.inverse() * pose.rotations[lower], h);
-                let mut best: Option<(f32, f32)> = None;
-                for cand in [phi + off, phi - off] {
-                    let delta = wrap(cand);
-                    let theta = theta0 + delta;
-                    let clamped = theta.clamp(min, max);
-                    // Prefer in-range solutions, then the smaller move.
-                    let cost = (theta - clamped).abs() * 10.0 + delta.abs();
-                    if best.is_none_or(|(c, _)| cost < c) {
-                        best = Some((cost, clamped - theta0));
-                    }
-                }
-                if let Some((_, delta)) = best {
-                    pose.rotations[lower] =
-                        (pose.rotations[lower] * Quat::from_axis_angle(h, delta)).normalize();
-                    hits += clamp_joint(skeleton, pose, lower_limit, lower);
-                    refresh(skeleton, pose, model, &limb.path[from_lower..]);
-                }
-            }
-        }
-        // 2. Swing the upper bone so the end lands on the target.
-        let s = model[upper].translation;
-        let w = model[end].translation;
-        let q = shortest_arc(w - s, goal.position - s);
-        let parent_rot = skeleton
-            .parent(upper)
-            .map_or(Quat::IDENTITY, |p| model[p].rotation);
-        pose.rotations[upper] = rotate_in_parent_q(parent_rot, q, pose.rotations[upper]);
-        refresh(skeleton, pose, model, &limb.path);
-    }
-    if goal.wants_rotation() && goal.wants_position() {
-        // 2b. Swivel the limb about the root–target axis (the end stays put) to the angle where
-        // the upper joint and the end joint need the least clamping.
-        let s = model[upper].translation;
-        if let Some(axis) = (goal.position - s).try_normalize() {
-            let parent_rot = skeleton
-                .parent(upper)
-                .map_or(Quat::IDENTITY, |p| model[p].rotation);
-            let end_parent = skeleton.parent(end).unwrap_or(end);
-            let (upper_model, end_parent_model) =
-                (model[upper].rotation, model[end_parent].rotation);
-            let (ul, el) = (limit_of(joints, upper), limit_of(joints, end));
-            let (ur, er) = (skeleton.bones()[upper].rest, skeleton.bones()[end].rest);
-            let cost = |psi: f32| {
-                let q = Quat::from_axis_angle(axis, psi);
-                let mut u = (parent_rot.inverse() * q * upper_model).normalize();
-                let mut e = ((q * end_parent_model).inverse() * goal.rotation).normalize();
-                let (u0, e0) = (u, e);
-                let (mut t0, mut t1) = (ur.translation, er.translation);
-                ul.clamp(ur.rotation, ur.translation, &mut u, &mut t0);
-                el.clamp(er.rotation, er.translation, &mut e, &mut t1);
-                quat_angle(u, u0) + quat_angle(e, e0) + psi.abs() * 1e-3
-            };
-            let mut best = (cost(0.0), 0.0f32);
-            let refine = |best: &mut (f32, f32), mut h: f32| {
-                for _ in 0..6 {
-                    for psi in [best.1 - h, best.1 + h] {
-                        let c = cost(psi);
-                        if c < best.0 {
-                            *best = (c, psi);
-                        }
-                    }
-                    h *= 0.5;
-                }
-            };
-            if best.0 > 1e-3 {
-                // Near the current swivel first (frame-to-frame coherence), then, in a cold
-                // solve only, everywhere: tracking never jumps to another swivel.
-                refine(&mut best, 0.25);
-                if best.0 > 1e-3 && global_swivel {
-                    let steps = 24;
-                    for i in 1..steps {
-                        let psi = wrap(i as f32 * core::f32::consts::TAU / steps as f32);
-                        let c = cost(psi);
-                        if c < best.0 {
-                            best = (c, psi);
-                        }
-                    }
-                    refine(&mut best, core::f32::consts::TAU / steps as f32 / 2.0);
-                }
-                if best.1 != 0.0 {
-                    let q = Quat::from_axis_angle(axis, best.1);
-                    pose.rotations[upper] =
-                        rotate_in_parent_q(parent_rot, q, pose.rotations[upper]);
-                }
-            }
-        }
-    }
-    hits += clamp_joint(skeleton, pose, limit_of(joints, upper), upper);
-    refresh(skeleton, pose, model, &limb.path);
-    if goal.wants_rotation() {
-        // 3. Forearm twist to the in-line twist bone, then the exact end orientation.
-        let end_parent = skeleton.parent(end).unwrap_or(end);
-        if let Some(t) = limb.twist
-            && let JointLimit::Hinge { axis: h, .. } = limit_of(joints, t)
-        {
-            let axis_m = (model[t].rotation * h).normalize();
-            let needed = goal.rotation * model[end].rotation.inverse();
-            let tau = angle_about_axis(needed, axis_m);
-            pose.rotations[t] = (pose.rotations[t] * Quat::from_axis_angle(h, tau)).normalize();
-            hits += clamp_joint(skeleton, pose, limit_of(joints, t), t);
-            let from_t = limb.path.iter().position(|&b| b == t).unwrap_or(0);
-            refresh(skeleton, pose, model, &limb.path[from_t..]);
-        }
-        let parent_rot = model[end_parent].rotation;
-        pose.rotations[end] = (parent_rot.inverse() * goal.rotation).normalize();
-        hits += clamp_joint(skeleton, pose, limit_of(joints, end), end);
-        refresh(skeleton, pose, model, &limb.path[limb.path.len() - 1..]);
-    }
-    hits
-}
-
 /// The error clamp factor of a goal whose weight this solve is `w` out of `full`: a goal that
 /// gives way pulls with a tenth of the usual step, so the polish pass can undo its pull.
 fn step_factor(w: f32, full: f32) -> f32 {
@@ -2471,10 +2210,6 @@ fn rotate_in_parent(parent_rot: Quat, w: Vec3, local: Quat) -> Quat {
     rotate_in_parent_q(parent_rot, from_rotation_vector(w), local)
 }
 
-fn rotate_in_parent_q(parent_rot: Quat, q: Quat, local: Quat) -> Quat {
-    (parent_rot.inverse() * q * parent_rot * local).normalize()
-}
-
 fn set3(jac: &mut [f32], row: usize, cols: usize, col: usize, v: Vec3) {
     jac[row * cols + col] = v.x;
     jac[(row + 1) * cols + col] = v.y;
@@ -2486,71 +2221,9 @@ fn clamp_len(v: Vec3, max: f32) -> Vec3 {
     if l > max { v * (max / l) } else { v }
 }
 
-fn wrap(a: f32) -> f32 {
-    use core::f32::consts::{PI, TAU};
-    let a = a % TAU;
-    if a > PI {
-        a - TAU
-    } else if a <= -PI {
-        a + TAU
-    } else {
-        a
-    }
-}
-
-/// The angle between two rotations, radians in `[0, π]`.
-#[must_use]
-pub(crate) fn quat_angle(a: Quat, b: Quat) -> f32 {
-    // atan2 of the relative rotation's parts: acos(|a·b|) has no precision left near 1 in f32
-    // (steps of about 0.04°).
-    let r = a.inverse() * b;
-    2.0 * Vec3::new(r.x, r.y, r.z).length().atan2(r.w.abs())
-}
-
 /// The angle between two unit vectors, precise for small angles.
 fn vec_angle(a: Vec3, b: Vec3) -> f32 {
     a.cross(b).length().atan2(a.dot(b))
-}
-
-/// In-place Cholesky factorisation (lower triangle) of the `n × n` row-major `a`.
-fn cholesky(a: &mut [f32], n: usize) -> bool {
-    for j in 0..n {
-        let mut d = a[j * n + j];
-        for k in 0..j {
-            d -= a[j * n + k] * a[j * n + k];
-        }
-        if d.is_nan() || d <= 0.0 || !d.is_finite() {
-            return false;
-        }
-        let d = d.sqrt();
-        a[j * n + j] = d;
-        for i in j + 1..n {
-            let mut s = a[i * n + j];
-            for k in 0..j {
-                s -= a[i * n + k] * a[j * n + k];
-            }
-            a[i * n + j] = s / d;
-        }
-    }
-    true
-}
-
-/// Solves `L Lᵀ x = b` in place with the factor from [`cholesky`].
-fn cholesky_solve(a: &[f32], n: usize, b: &mut [f32]) {
-    for i in 0..n {
-        let mut s = b[i];
-        for k in 0..i {
-            s -= a[i * n + k] * b[k];
-        }
-        b[i] = s / a[i * n + i];
-    }
-    for i in (0..n).rev() {
-        let mut s = b[i];
-        for k in i + 1..n {
-            s -= a[k * n + i] * b[k];
-        }
-        b[i] = s / a[i * n + i];
-    }
 }
 
 #[cfg(test)]
