@@ -17,9 +17,9 @@ use std::sync::Once;
 use glam::{Quat, Vec2, Vec3};
 use ik_core::analytic::{LimbGoal, LimbSettings, Pole, TwoBoneIk};
 use ik_core::humanoid::{
-    CenterOfMassGoal, EffectorGoal, FullBodyGoals, FullBodySolver, HumanoidBone, HumanoidError,
-    HumanoidLimits, HumanoidMap, LookAtGoal, MappingOptions, RestAxes, RigConvention,
-    random_pose_within_limits, test_rig,
+    CenterOfMassGoal, EffectorGoal, FullBodyGoals, FullBodySolver, GoalFrame, HumanoidBone,
+    HumanoidError, HumanoidLimits, HumanoidMap, LookAtGoal, MappingOptions, RestAxes,
+    RigConvention, random_pose_within_limits, test_rig,
 };
 use ik_core::jacobian::{
     AxisMask, BoneMass, JacobianSolver, JointKind, JointSpec, PostureReference, SolverSettings,
@@ -965,6 +965,7 @@ fn random_effector(r: &mut Rng, h: f32, at: Vec3) -> EffectorGoal {
         rotation_weight: r.val(1.5, h).abs(),
         enabled: r.chance(0.7),
         priority: r.below(3) as u8,
+        frame: GoalFrame::Model,
     }
 }
 

@@ -129,13 +129,36 @@ use crate::pose::{BoneTransform, Pose};
 use crate::rotation::{angle_about_axis, from_rotation_vector, shortest_arc, to_rotation_vector};
 use crate::skeleton::{Skeleton, SkeletonError};
 
-/// A model-space position and orientation goal for one effector bone's origin and rotation.
+/// The frame an [`EffectorGoal`] is expressed in.
+///
+/// A goal relative to another bone is a *relative task* of the same solve: its target moves
+/// with that bone while the solver moves it (the Jacobian rows are the difference of the two
+/// bones' Jacobians, and the analytic finish closes the limb onto where the anchor ended up),
+/// so a left hand held on a rifle that the right hand carries stays on it in the same frame —
+/// no second pass, no one-frame lag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum GoalFrame {
+    /// Model space (the skeleton's root frame).
+    #[default]
+    Model,
+    /// The frame of another effector's bone (e.g. the left hand relative to the right hand
+    /// that holds a two-handed prop). That effector's own goal must be in [`GoalFrame::Model`].
+    Effector(Effector),
+    /// The frame of a bone by index (a prop bone under a hand, a weapon bone, the chest); not
+    /// the effector's own bone or a bone below it.
+    Bone(usize),
+}
+
+/// A position and orientation goal for one effector bone's origin and rotation, in model space
+/// or relative to another bone ([`EffectorGoal::frame`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct EffectorGoal {
-    /// Target position of the bone's origin, model space.
+    /// Target position of the bone's origin, in [`EffectorGoal::frame`] (model space by
+    /// default).
     pub position: Vec3,
-    /// Target model-space rotation of the bone.
+    /// Target rotation of the bone, in [`EffectorGoal::frame`].
     pub rotation: Quat,
     /// Weight of the position rows (0 ignores the position).
     pub position_weight: f32,
@@ -146,6 +169,10 @@ pub struct EffectorGoal {
     /// Priority level, 0 first: a goal never gives way to one with a larger number (strict
     /// null-space priority in the Jacobian). Equal levels trade off by weight.
     pub priority: u8,
+    /// The frame `position` and `rotation` are in (see [`GoalFrame`]; the pelvis goal must be
+    /// in model space).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub frame: GoalFrame,
 }
 
 impl Default for EffectorGoal {
@@ -163,6 +190,7 @@ impl EffectorGoal {
         rotation_weight: 1.0,
         enabled: false,
         priority: 0,
+        frame: GoalFrame::Model,
     };
 
     /// An enabled 6D goal with unit weights.
@@ -175,7 +203,16 @@ impl EffectorGoal {
             rotation_weight: 1.0,
             enabled: true,
             priority: 0,
+            frame: GoalFrame::Model,
         }
+    }
+
+    /// The same goal expressed in `frame`: `position` and `rotation` are then read in that
+    /// bone's frame (e.g. the left hand's grip on a rifle, relative to the right hand).
+    #[must_use]
+    pub const fn in_frame(mut self, frame: GoalFrame) -> Self {
+        self.frame = frame;
+        self
     }
 
     /// An enabled position-only goal.
@@ -546,6 +583,8 @@ pub struct FullBodySolver {
     /// head and mass segments), parents first: forward kinematics skips the rest (fingers,
     /// end bones, helpers).
     fk_bones: Vec<usize>,
+    /// Per bone: whether it is in `fk_bones`.
+    in_fk: Vec<bool>,
     cols: usize,
     rest: Pose,
     /// The scratch of [`FullBodySolver::solve`] / [`FullBodySolver::solve_cold`].
@@ -576,6 +615,11 @@ pub struct FullBodyScratch {
     /// The Jacobian, residual, step and work buffers of the shared dense kernel.
     dls: DlsBuffers,
     saturated: Vec<bool>,
+    /// Per joint: bit `k` set when the joint moves the frame bone of effector `k`'s relative
+    /// goal (see [`GoalFrame`]); all 0 without relative goals.
+    anchor_affects: Vec<u8>,
+    /// Whether an enabled effector goal of this solve is relative ([`GoalFrame`]).
+    relative: bool,
     reference: Pose,
     start: Pose,
     best: Pose,
@@ -846,9 +890,11 @@ impl FullBodySolver {
             }
         }
         let fk_bones = (0..n).filter(|&b| wanted[b]).collect();
+        let in_fk = wanted;
         let mut solver = Self {
             settings: FullBodySettings::default(),
             fk_bones,
+            in_fk,
             masses,
             up: frame.up,
             segments,
@@ -888,6 +934,7 @@ impl FullBodySolver {
         s.model = Vec::with_capacity(n);
         s.dls = DlsBuffers::new(MAX_ROWS, cols);
         s.saturated = vec![false; self.joints.len()];
+        s.anchor_affects = vec![0; self.joints.len()];
         s.reference = self.rest.clone();
         s.start = self.rest.clone();
         s.best = self.rest.clone();
@@ -1124,6 +1171,7 @@ impl Solve<'_> {
         if !goals.is_finite() {
             return Err(HumanoidError::NonFiniteGoal);
         }
+        self.check_frames(skeleton, goals)?;
         match self.rig.settings.reference {
             PostureReference::Input => self.s.reference.copy_from(pose),
             PostureReference::Rest => {
@@ -1143,7 +1191,7 @@ impl Solve<'_> {
         self.s.start.copy_from(pose);
         self.fk(skeleton, pose);
         let mut initial = FullBodyReport::default();
-        initial.converged = self.measure(goals, &mut initial);
+        initial.converged = self.measure(skeleton, pose, goals, &mut initial);
         initial.cost = self.score(&initial, goals);
         if initial.converged {
             // Already there: bit for bit.
@@ -1219,7 +1267,7 @@ impl Solve<'_> {
             // Never hand back NaN: fall back to the (limit-clamped) incoming pose.
             pose.copy_from(&self.s.start);
             self.fk(skeleton, pose);
-            report.converged = self.measure(goals, &mut report);
+            report.converged = self.measure(skeleton, pose, goals, &mut report);
             report.cost = self.score(&report, goals);
         }
         self.give_way(skeleton, pose, goals, &report, true);
@@ -1357,10 +1405,11 @@ impl Solve<'_> {
         {
             self.fk(skeleton, pose);
         }
+        let resolved = self.resolved(skeleton, pose, goals);
         for limb in &self.rig.limbs {
             let c = channel(limb.effector, false);
             if missed[c] > GIVE_WAY_MIN {
-                let g = &goals.effectors[limb.effector];
+                let g = &resolved.effectors[limb.effector];
                 let root = self.s.model[limb.chain.upper].translation;
                 let stretch = (g.position.distance(root) - limb.reach) / limb.reach;
                 if stretch > 0.0 {
@@ -1468,7 +1517,7 @@ impl Solve<'_> {
                 report.limits_hit += self.finish_look_at(skeleton, pose, goals);
             }
             self.fk(skeleton, pose);
-            report.converged = self.measure(goals, &mut report);
+            report.converged = self.measure(skeleton, pose, goals, &mut report);
             // A stalled pass after the first round will not do better in the next one; with
             // goals giving way, once the others are met the polish pass takes over.
             if report.converged
@@ -1495,7 +1544,7 @@ impl Solve<'_> {
                 report.limits_hit += self.finish_look_at(skeleton, pose, goals);
             }
             self.fk(skeleton, pose);
-            report.converged = self.measure(goals, &mut report);
+            report.converged = self.measure(skeleton, pose, goals, &mut report);
         }
         report
     }
@@ -1589,8 +1638,97 @@ impl Solve<'_> {
         }
     }
 
+    /// Checks the goals' frames (see [`GoalFrame`]) and prepares the relative tasks: which
+    /// joints move each relative goal's frame bone.
+    fn check_frames(
+        &mut self,
+        skeleton: &Skeleton,
+        goals: &FullBodyGoals,
+    ) -> Result<(), HumanoidError> {
+        self.s.relative = false;
+        for (k, g) in goals.effectors.iter().enumerate() {
+            let bad = match g.frame {
+                GoalFrame::Model => false,
+                _ if k == Effector::Pelvis as usize => true,
+                GoalFrame::Effector(e) => {
+                    e as usize == k || goals.effectors[e as usize].frame != GoalFrame::Model
+                }
+                GoalFrame::Bone(b) => {
+                    b >= skeleton.len()
+                        || skeleton.is_ancestor_or_self(self.rig.effector_bones[k], b)
+                }
+            };
+            if bad {
+                return Err(HumanoidError::InvalidGoalFrame(Effector::ALL[k]));
+            }
+            self.s.relative |= g.enabled && g.frame != GoalFrame::Model;
+        }
+        self.s.anchor_affects.fill(0);
+        if self.s.relative {
+            for (ji, j) in self.rig.joints.iter().enumerate() {
+                for (k, g) in goals.effectors.iter().enumerate() {
+                    if let Some(anchor) = self.anchor_bone(g)
+                        && skeleton.is_ancestor_or_self(j.bone, anchor)
+                    {
+                        self.s.anchor_affects[ji] |= 1 << k;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The frame bone of an enabled relative goal.
+    fn anchor_bone(&self, g: &EffectorGoal) -> Option<usize> {
+        match g.frame {
+            _ if !g.enabled => None,
+            GoalFrame::Model => None,
+            GoalFrame::Effector(e) => Some(self.rig.effector_bones[e as usize]),
+            GoalFrame::Bone(b) => Some(b),
+        }
+    }
+
+    /// `goals` with every relative effector goal in model space at the current pose (read
+    /// from `self.s.model`, which must be fresh along the frame bones' ancestors, as after
+    /// `fk`).
+    fn resolved(&self, skeleton: &Skeleton, pose: &Pose, goals: &FullBodyGoals) -> FullBodyGoals {
+        let mut out = *goals;
+        if self.s.relative {
+            for g in &mut out.effectors {
+                if let Some(b) = self.anchor_bone(g) {
+                    let frame = self.bone_model(skeleton, pose, b);
+                    g.position = frame.transform_point(g.position);
+                    g.rotation = (frame.rotation * g.rotation).normalize();
+                    g.frame = GoalFrame::Model;
+                }
+            }
+        }
+        out
+    }
+
+    /// The model transform of bone `b`: from `self.s.model` for the bones forward kinematics
+    /// visits, else composed from the nearest such ancestor.
+    fn bone_model(&self, skeleton: &Skeleton, pose: &Pose, b: usize) -> BoneTransform {
+        if self.rig.in_fk[b] {
+            return self.s.model[b];
+        }
+        let local = pose.local_transform(skeleton, b);
+        match skeleton.parent(b) {
+            Some(p) => self.bone_model(skeleton, pose, p).mul_transform(&local),
+            None => local,
+        }
+    }
+
     /// Fills `report`'s residuals from `self.s.model`; returns whether all are within tolerance.
-    fn measure(&self, goals: &FullBodyGoals, report: &mut FullBodyReport) -> bool {
+    fn measure(
+        &self,
+        skeleton: &Skeleton,
+        pose: &Pose,
+        goals: &FullBodyGoals,
+        report: &mut FullBodyReport,
+    ) -> bool {
+        let resolved = self.resolved(skeleton, pose, goals);
+        let goals = &resolved;
         let s = &self.rig.settings;
         let mut ok = true;
         for (k, g) in goals.effectors.iter().enumerate() {
@@ -1709,6 +1847,9 @@ impl Solve<'_> {
         let mut history = [f32::INFINITY; STALL_WINDOW];
         for it in 0..budget {
             self.fk(skeleton, pose);
+            // Relative goals (see `GoalFrame`) at where their frame bones are now.
+            let resolved = self.resolved(skeleton, pose, goals);
+            let goals = &resolved;
             // Rows: per effector position (3) and rotation (3), then look-at (3).
             let mut rows = 0;
             let mut done = true;
@@ -1818,6 +1959,7 @@ impl Solve<'_> {
                 if self.s.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
                     continue;
                 }
+                let anchor = self.s.anchor_affects[ji];
                 let m = self.s.model[j.bone];
                 let pivot = m.translation;
                 // Joints clamped by the last step move less (a soft active set).
@@ -1872,7 +2014,7 @@ impl Solve<'_> {
                     let col = j.col + c;
                     let axis = axis * mobility;
                     for k in 0..7 {
-                        if j.affects & (1 << k) == 0 {
+                        if (j.affects | anchor) & (1 << k) == 0 {
                             continue;
                         }
                         if k == 5 {
@@ -1897,18 +2039,35 @@ impl Solve<'_> {
                             }
                             continue;
                         }
+                        // A relative goal's rows are the effector's Jacobian minus its frame's
+                        // (the target point moves with the frame bone): a joint that moves both
+                        // only counts by how it moves one against the other.
+                        let (on_effector, on_frame) =
+                            (j.affects & (1 << k) != 0, anchor & (1 << k) != 0);
                         let [rp, rr] = row_of[k];
                         if rp != usize::MAX {
-                            let x = self.s.model[self.rig.effector_bones[k]].translation;
-                            let v = if translation {
-                                axis
-                            } else {
-                                axis.cross(x - pivot)
-                            };
+                            let mut v = Vec3::ZERO;
+                            if on_effector {
+                                let x = self.s.model[self.rig.effector_bones[k]].translation;
+                                v += if translation {
+                                    axis
+                                } else {
+                                    axis.cross(x - pivot)
+                                };
+                            }
+                            if on_frame {
+                                let t = goals.effectors[k].position;
+                                v -= if translation {
+                                    axis
+                                } else {
+                                    axis.cross(t - pivot)
+                                };
+                            }
                             set3(jac, rp, cols, col, v * wp[k].sqrt());
                         }
-                        if rr != usize::MAX && !translation {
-                            set3(jac, rr, cols, col, axis * wr[k].sqrt());
+                        if rr != usize::MAX && !translation && on_effector != on_frame {
+                            let sign = if on_effector { 1.0 } else { -1.0 };
+                            set3(jac, rr, cols, col, axis * (sign * wr[k].sqrt()));
                         }
                     }
                 }
@@ -1944,11 +2103,11 @@ impl Solve<'_> {
             // order, so each joint's row list is ascending).
             let a = &mut self.s.dls.a[..rows * rows];
             a.fill(0.0);
-            for j in &self.rig.joints {
+            for (ji, j) in self.rig.joints.iter().enumerate() {
                 if self.s.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
                     continue;
                 }
-                let (idx, nr) = joint_rows(j.affects, &row_of);
+                let (idx, nr) = joint_rows(j.affects | self.s.anchor_affects[ji], &row_of);
                 for c in j.col..j.col + j.dof.count() {
                     let mut vals = [0.0f32; MAX_ROWS];
                     for (v, &r) in vals.iter_mut().zip(&idx[..nr]) {
@@ -1972,11 +2131,11 @@ impl Solve<'_> {
             self.s.dls.y[..rows].copy_from_slice(&self.s.dls.e[..rows]);
             cholesky_solve(a, rows, &mut self.s.dls.y[..rows]);
             self.s.dls.dq.fill(0.0);
-            for j in &self.rig.joints {
+            for (ji, j) in self.rig.joints.iter().enumerate() {
                 if self.s.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
                     continue;
                 }
-                let (idx, nr) = joint_rows(j.affects, &row_of);
+                let (idx, nr) = joint_rows(j.affects | self.s.anchor_affects[ji], &row_of);
                 for c in j.col..j.col + j.dof.count() {
                     self.s.dls.dq[c] = idx[..nr]
                         .iter()
@@ -2131,11 +2290,21 @@ impl Solve<'_> {
     fn finish_limbs(&mut self, skeleton: &Skeleton, pose: &mut Pose, goals: &FullBodyGoals) -> u32 {
         self.fk(skeleton, pose);
         let mut hits = 0;
-        for li in 0..self.rig.limbs.len() {
-            let limb = &self.rig.limbs[li];
-            let goal = goals.effectors[limb.effector];
-            if !goal.enabled {
+        // Goals in model space first, then the relative ones (see `GoalFrame`), each read
+        // where its frame bone is once the other limbs are finished: a hand on a prop the
+        // other hand holds lands on it in this solve.
+        let n = self.rig.limbs.len();
+        for i in 0..2 * n {
+            let limb = &self.rig.limbs[i % n];
+            let mut goal = goals.effectors[limb.effector];
+            let frame = self.anchor_bone(&goal);
+            if !goal.enabled || frame.is_some() != (i >= n) {
                 continue;
+            }
+            if let Some(b) = frame {
+                let m = self.bone_model(skeleton, pose, b);
+                goal.position = m.transform_point(goal.position);
+                goal.rotation = (m.rotation * goal.rotation).normalize();
             }
             let target = LimbTarget {
                 position: goal.position,
