@@ -52,7 +52,10 @@
 //! **Bounded cost.** A tracking solve spends at most [`FullBodySettings::max_iterations`]
 //! Jacobian iterations (default 6), and a pass stops early when it stalls (the summed
 //! logarithms of its residuals drop by less than 0.05 over three iterations: an infeasible
-//! goal, a limit in the way). Nothing is restarted; a goal the budget did not reach keeps
+//! goal, a limit in the way), or as soon as only goals that give way are left unmet and they
+//! have had one step (they keep converging over the next frames; measured with the `gameplay`
+//! bench, 240 frames × 14 rigs, fastest-of-5 p99 of the uneven-ground scenario 45.7–46.0 µs
+//! → 30.3–30.8 µs, the other scenarios unchanged, same goals met). Nothing is restarted; a goal the budget did not reach keeps
 //! converging over the next frames (tested: its residual never grows from frame to frame).
 //!
 //! **Temporal coherence.** No restarts, no perturbed starts and no global search in tracking:
@@ -1881,6 +1884,9 @@ impl<'a> Solve<'a> {
             // Rows: per effector position (3) and rotation (3), then look-at (3).
             let mut rows = 0;
             let mut done = true;
+            // Whether every goal at full weight is within tolerance (the goals that give way
+            // left out).
+            let mut full_done = true;
             let mut row_of = [[usize::MAX; 2]; 7];
             let mut row_level = [0u8; MAX_ROWS];
             let mut progress = 0.0f32;
@@ -1892,7 +1898,9 @@ impl<'a> Solve<'a> {
                 let m = self.s.model[self.rig.effector_bones[k]];
                 if g.wants_position() && wp[k] > 0.0 {
                     let err = g.position - m.translation;
-                    done &= err.length() <= s.position_tolerance * coarse;
+                    let met = err.length() <= s.position_tolerance * coarse;
+                    done &= met;
+                    full_done &= met || full(wp[k], g.position_weight) == 0.0;
                     progress += (err.length() / s.position_tolerance).ln_1p()
                         * full(wp[k], g.position_weight);
                     let w = wp[k].sqrt();
@@ -1907,7 +1915,9 @@ impl<'a> Solve<'a> {
                 }
                 if g.wants_rotation() && wr[k] > 0.0 {
                     let err = to_rotation_vector(g.rotation * m.rotation.inverse());
-                    done &= err.length() <= s.rotation_tolerance * coarse;
+                    let met = err.length() <= s.rotation_tolerance * coarse;
+                    done &= met;
+                    full_done &= met || full(wr[k], g.rotation_weight) == 0.0;
                     progress += (err.length() / s.rotation_tolerance).ln_1p()
                         * full(wr[k], g.rotation_weight);
                     let w = wr[k].sqrt();
@@ -1927,7 +1937,9 @@ impl<'a> Solve<'a> {
                 None
             };
             if let Some((d, t)) = look {
-                done &= vec_angle(d, t) <= s.rotation_tolerance * coarse;
+                let met = vec_angle(d, t) <= s.rotation_tolerance * coarse;
+                done &= met;
+                full_done &= met || full(look_weight, goals.look_at.weight) == 0.0;
                 progress += (vec_angle(d, t) / s.rotation_tolerance).ln_1p()
                     * full(look_weight, goals.look_at.weight);
                 let err = clamp_len(t - d, 2.0 * step_factor(look_weight, goals.look_at.weight))
@@ -1943,7 +1955,9 @@ impl<'a> Solve<'a> {
                 None
             };
             if let Some((err, _)) = com {
-                done &= err.length() <= s.com_tolerance * coarse;
+                let met = err.length() <= s.com_tolerance * coarse;
+                done &= met;
+                full_done &= met || full(com_weight, goals.center_of_mass.weight) == 0.0;
                 progress += (err.length() / s.com_tolerance).ln_1p()
                     * full(com_weight, goals.center_of_mass.weight);
                 // Within its (loose) tolerance the balance goal holds instead of pulling: its
@@ -1969,6 +1983,12 @@ impl<'a> Solve<'a> {
             }
             if (done && !posture_step) || rows == 0 {
                 return (it, hits, false);
+            }
+            // Only goals that give way are left, and they have had this pass's step (they
+            // converge over frames in what the other goals leave free): stop here rather than
+            // wait for the stall window (issue 9: the budget goes to feasible goals).
+            if full_done && !done && it > 0 && !self.s.cold && !posture_step {
+                return (it, hits, true);
             }
             // Stalled: no real progress over the last iterations (an infeasible goal, a limit
             // in the way). Stop spending the budget; the analytic finish and the next frames
