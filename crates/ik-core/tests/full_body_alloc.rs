@@ -7,8 +7,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 
 use glam::Vec3;
 use ik_core::humanoid::{
-    EffectorGoal, FullBodyGoals, FullBodySolver, HumanoidMap, LookAtGoal, RestAxes, RigConvention,
-    random_pose_within_limits, test_rig,
+    Effector, EffectorGoal, FullBodyGoals, FullBodySolver, GoalFrame, HumanoidMap, LookAtGoal,
+    RestAxes, RigConvention, random_pose_within_limits, test_rig,
 };
 
 struct Counting;
@@ -103,6 +103,16 @@ fn solve_does_not_allocate() {
             .solve_with(&s, &mut pose, g, &mut scratch)
             .unwrap()
             .restarts;
+        // A relative goal (the left hand in the right hand's frame; a bone frame for the
+        // right foot), cold and tracking.
+        let mut relative = *g;
+        relative.effectors[0].frame = GoalFrame::Effector(Effector::RightHand);
+        relative.effectors[3].frame = GoalFrame::Bone(0);
+        restarts += solver
+            .solve_cold(&s, &mut pose, &relative)
+            .unwrap()
+            .restarts;
+        restarts += solver.solve(&s, &mut pose, &relative).unwrap().restarts;
     }
     let after = ALLOCATIONS.load(Ordering::Relaxed);
     ACTIVE.with(|a| a.set(false));
