@@ -142,7 +142,7 @@ pub enum HumanoidError {
     /// A goal has a NaN or infinite component.
     #[error("a full-body goal is not finite")]
     NonFiniteGoal,
-    /// An effector goal's [`GoalFrame`](solver::GoalFrame) cannot be used: the pelvis goal in
+    /// An effector goal's [`GoalFrame`] cannot be used: the pelvis goal in
     /// another frame, a frame bone out of range or at/below the effector's own bone, or an
     /// effector frame whose own goal is relative (one level only).
     #[error("the goal of `{0:?}` is relative to a frame that cannot carry it")]

@@ -1078,7 +1078,7 @@ impl FullBodySolver {
     /// ([`FullBodySettings::max_iterations`], and a pass stops early when it stalls), there
     /// are no restarts (so no jump to another, equally good pose: the limbs' swivel is only
     /// searched near where it is), a goal that the previous solve could not meet while others
-    /// were met is weakened ([`FullBodySettings::demoted_weight`]) so it cannot pull the met
+    /// were met is weakened ([`FullBodySettings::give_way_distance`]) so it cannot pull the met
     /// goals away, and the result always follows the goals (it is never the previous frame's
     /// pose handed back because it scored better). A goal the budget did not reach keeps
     /// converging over the next frames. For an unrelated pose (a first frame, a teleport), use
