@@ -36,7 +36,7 @@ use bevy::transform::components::{GlobalTransform, Transform};
 use bevy::transform::helper::TransformHelper;
 use ik_core::humanoid::{
     BodyFrame, CenterOfMassGoal, DetachedFeet, Effector, FullBodySettings, FullBodySolver,
-    HumanoidBone, HumanoidMap, MappingOptions, MappingReport,
+    GoalFrame, HumanoidBone, HumanoidMap, MappingOptions, MappingReport,
 };
 use ik_core::stack::{FullBodyStage, Stage};
 use ik_core::{BoneTransform, Skeleton};
@@ -54,7 +54,10 @@ pub(crate) fn register(app: &mut bevy::app::App) {
         .register_type::<IkHumanoidSolver>()
         .register_type::<IkHumanoidTargets>()
         .register_type::<IkHumanoidBones>()
-        .register_type::<IkHumanoidBone>();
+        .register_type::<IkHumanoidBone>()
+        .register_type::<IkGrip>()
+        .register_type::<IkGripHand>()
+        .register_type::<IkGripAnchor>();
 }
 
 /// Tags a bone entity with the humanoid role it plays, by the role's VRM name
@@ -133,6 +136,106 @@ pub struct IkHumanoid {
     /// Keep the centre of mass over the feet (full body; off by default, read every frame).
     #[cfg_attr(feature = "serialize", serde(default))]
     pub balance: IkBalance,
+    /// A two-handed grip or a hand on a prop (full body; read every frame): one hand's goal
+    /// held relative to the other hand or to an entity, solved in the same frame (see
+    /// [`IkGrip`]). `None` (the default): both hands follow their targets.
+    #[cfg_attr(feature = "serialize", serde(default))]
+    pub grip: Option<IkGrip>,
+}
+
+/// A hand held relative to the other hand or to an entity — the left hand on a rifle the
+/// right hand holds, a hand on a prop — set on [`IkHumanoid::grip`] (full body).
+///
+/// The hand's goal is the anchor's current transform times [`IkGrip::offset`], solved by the
+/// full-body solver in the same solve as every other goal: when the anchor is the other hand,
+/// a bone of the character or an entity parented below one (a prop in the hand), it is a
+/// *relative task* of that solve ([`ik_core::humanoid::GoalFrame`]) — the grip holds while
+/// the holding hand is moved by its own goal in the same frame, with no one-frame lag and no
+/// second pass. Any other entity is read at its current global transform this frame. While a
+/// grip is set, the gripping hand's own target entity is not used.
+#[derive(Debug, Clone, Copy, PartialEq, Reflect)]
+#[reflect(Debug, PartialEq, Clone, Default)]
+#[cfg_attr(
+    feature = "serialize",
+    derive(serde::Serialize, serde::Deserialize),
+    reflect(Serialize, Deserialize)
+)]
+pub struct IkGrip {
+    /// The hand that grips.
+    pub hand: IkGripHand,
+    /// What it holds on to.
+    pub anchor: IkGripAnchor,
+    /// The gripping hand's transform in the anchor's frame (the anchor's local space).
+    pub offset: Transform,
+}
+
+impl Default for IkGrip {
+    fn default() -> Self {
+        Self {
+            hand: IkGripHand::Left,
+            anchor: IkGripAnchor::OtherHand,
+            offset: Transform::IDENTITY,
+        }
+    }
+}
+
+impl IkGrip {
+    /// The left hand held at `offset` in the right hand's frame (a two-handed prop the right
+    /// hand carries).
+    #[must_use]
+    pub fn left_on_right(offset: Transform) -> Self {
+        Self {
+            hand: IkGripHand::Left,
+            anchor: IkGripAnchor::OtherHand,
+            offset,
+        }
+    }
+
+    /// `hand` held at `offset` in `entity`'s frame (a prop, a bone, a handle in the world).
+    #[must_use]
+    pub fn on_entity(hand: IkGripHand, entity: Entity, offset: Transform) -> Self {
+        Self {
+            hand,
+            anchor: IkGripAnchor::Entity(entity),
+            offset,
+        }
+    }
+}
+
+/// Which hand an [`IkGrip`] moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Reflect)]
+#[reflect(Debug, PartialEq, Clone, Default)]
+#[cfg_attr(
+    feature = "serialize",
+    derive(serde::Serialize, serde::Deserialize),
+    reflect(Serialize, Deserialize)
+)]
+pub enum IkGripHand {
+    /// The left hand.
+    #[default]
+    Left,
+    /// The right hand.
+    Right,
+}
+
+/// What an [`IkGrip`] is relative to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Reflect)]
+#[reflect(Debug, PartialEq, Clone, Default)]
+#[cfg_attr(
+    feature = "serialize",
+    derive(serde::Serialize, serde::Deserialize),
+    reflect(Serialize, Deserialize)
+)]
+pub enum IkGripAnchor {
+    /// The other hand's bone.
+    #[default]
+    OtherHand,
+    /// An entity: a bone of the character, or an entity below one that was there when the
+    /// character was set up (a prop in the hand; both solved as a relative task), or any
+    /// entity outside the character (read at its transform this frame; an entity parented
+    /// below a bone *after* set-up is read at its animated, not solved, transform until the
+    /// character is rebuilt).
+    Entity(Entity),
 }
 
 /// The solver [`IkHumanoid`] sets up.
@@ -165,6 +268,7 @@ impl Default for IkHumanoid {
             solver: IkHumanoidSolver::FullBody,
             full_body_settings: FullBodySettings::default(),
             balance: IkBalance::default(),
+            grip: None,
         }
     }
 }
@@ -189,6 +293,14 @@ impl IkHumanoid {
     #[must_use]
     pub fn with_balance(mut self, balance: IkBalance) -> Self {
         self.balance = balance;
+        self
+    }
+
+    /// Sets the grip (see [`IkGrip`]), e.g.
+    /// `IkHumanoid::auto().with_grip(IkGrip::left_on_right(offset))`.
+    #[must_use]
+    pub fn with_grip(mut self, grip: IkGrip) -> Self {
+        self.grip = Some(grip);
         self
     }
 
@@ -637,6 +749,42 @@ fn set_up_full_body(
     Ok(targets)
 }
 
+/// Writes the gripping hand's goal (see [`IkGrip`]).
+fn gather_grip(
+    grip: &IkGrip,
+    stage: &mut FullBodyStage,
+    model: &GlobalTransform,
+    helper: &TransformHelper,
+    bones: &[Entity],
+) -> Result<(), IkError> {
+    let (hand, other) = match grip.hand {
+        IkGripHand::Left => (Effector::LeftHand, Effector::RightHand),
+        IkGripHand::Right => (Effector::RightHand, Effector::LeftHand),
+    };
+    let offset = grip.offset;
+    if !(offset.translation.is_finite() && offset.rotation.is_finite()) {
+        return Err(IkError::Solver("the grip offset is not finite".into()));
+    }
+    let goal = stage.goals.get_mut(hand);
+    goal.enabled = true;
+    goal.position = offset.translation;
+    goal.rotation = offset.rotation.normalize();
+    goal.frame = match grip.anchor {
+        IkGripAnchor::OtherHand => GoalFrame::Effector(other),
+        IkGripAnchor::Entity(e) => match bones.iter().position(|&b| b == e) {
+            Some(i) => GoalFrame::Bone(i),
+            None => {
+                // Not moved by this character's IK: its transform this frame is exact.
+                let m = read_target(helper, model, e, false)?;
+                goal.position = m.position + m.rotation * offset.translation;
+                goal.rotation = (m.rotation * offset.rotation).normalize();
+                GoalFrame::Model
+            }
+        },
+    };
+    Ok(())
+}
+
 /// Per-character data of a full-body stage.
 #[derive(Debug)]
 pub(crate) struct FullBodyData {
@@ -683,12 +831,16 @@ pub(crate) fn build_full_body_stage(
 
 /// Writes this frame's full-body goals: effector and look-at targets read now (switched by
 /// `arms` / `legs` / `head` and by which targets exist), the balance goal and the settings.
+///
+/// `bones` are the character's bone entities (parallel to the stage's skeleton), for a grip
+/// anchored on one of them.
 pub(crate) fn gather_full_body(
     humanoid: &IkHumanoid,
     targets: &IkHumanoidTargets,
     stage: &mut FullBodyStage,
     model: &GlobalTransform,
     helper: &TransformHelper,
+    bones: &[Entity],
 ) -> Result<(), IkError> {
     if *stage.solver.settings() != humanoid.full_body_settings {
         *stage.solver.settings_mut() = humanoid.full_body_settings;
@@ -715,6 +867,10 @@ pub(crate) fn gather_full_body(
             }
             None => goal.enabled = false,
         }
+        goal.frame = GoalFrame::Model;
+    }
+    if let Some(grip) = humanoid.grip.filter(|_| humanoid.arms) {
+        gather_grip(&grip, stage, model, helper, bones)?;
     }
     match targets.head.filter(|_| humanoid.head) {
         Some(t) => {

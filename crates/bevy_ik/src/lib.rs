@@ -23,8 +23,8 @@ pub use components::{BoneRef, IkDisabled, IkLimb, IkStatus};
 pub use debug_draw::IkDebugDraw;
 pub use error::IkError;
 pub use humanoid::{
-    IkHumanoid, IkHumanoidBone, IkHumanoidBones, IkHumanoidMapping, IkHumanoidSolver,
-    IkHumanoidTargets,
+    IkGrip, IkGripAnchor, IkGripHand, IkHumanoid, IkHumanoidBone, IkHumanoidBones,
+    IkHumanoidMapping, IkHumanoidSolver, IkHumanoidTargets,
 };
 pub use ik_core;
 pub use rig::{IkGoal, IkGoalKind, IkJointLimits, IkRig, IkRigSettings};
@@ -44,8 +44,8 @@ pub mod prelude {
     pub use crate::debug_draw::IkDebugDraw;
     pub use crate::error::IkError;
     pub use crate::humanoid::{
-        IkHumanoid, IkHumanoidBone, IkHumanoidBones, IkHumanoidMapping, IkHumanoidSolver,
-        IkHumanoidTargets,
+        IkGrip, IkGripAnchor, IkGripHand, IkHumanoid, IkHumanoidBone, IkHumanoidBones,
+        IkHumanoidMapping, IkHumanoidSolver, IkHumanoidTargets,
     };
     pub use crate::rig::{IkGoal, IkGoalKind, IkJointLimits, IkRig, IkRigSettings};
     pub use crate::stage::{IkCustom, IkStageOf, IkStages};

@@ -65,6 +65,7 @@ fn gather(
         stack,
         stages,
         input,
+        entities,
         ..
     } = rt;
     if let Err(err) = stack.set_input(input) {
@@ -100,7 +101,7 @@ fn gather(
                 _ => Err(IkError::NotAChain),
             },
             (Desc::FullBody(h, targets), Stage::FullBody(stage)) => {
-                humanoid::gather_full_body(h, targets, stage, &model, helper)
+                humanoid::gather_full_body(h, targets, stage, &model, helper, entities)
             }
             (Desc::Custom(c), Stage::Custom(stage)) => match c.target {
                 None => {

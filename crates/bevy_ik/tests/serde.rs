@@ -48,6 +48,16 @@ fn humanoid_and_rig_settings_round_trip() {
 
     let mut world = World::new();
     let target = world.spawn_empty().id();
+    // A grip on the other hand, and one on an entity.
+    let gripping =
+        IkHumanoid::auto().with_grip(IkGrip::left_on_right(Transform::from_xyz(0.1, 0.2, 0.3)));
+    assert_eq!(round_trip(&gripping), gripping);
+    let on_prop = IkHumanoid::auto().with_grip(IkGrip::on_entity(
+        IkGripHand::Right,
+        target,
+        Transform::from_rotation(Quat::from_rotation_y(0.5)),
+    ));
+    assert_eq!(round_trip(&on_prop), on_prop);
     let rig = IkRig::new([
         IkGoal::pose("mixamorig:LeftHand", target)
             .with_priority(2)

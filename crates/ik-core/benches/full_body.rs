@@ -3,6 +3,9 @@
 //! solves that follow a smooth trajectory frame to frame from the previous solution (cold:
 //! `solve_cold`; warm: `solve`, the tracking solve). The hybrid
 //! (Jacobian + analytic limbs, the default) is compared with the pure Jacobian in the same run.
+//! `hybrid/warm_grip` is the warm trajectory with the left hand's goal expressed relative to
+//! the right hand (`GoalFrame::Effector`, a two-handed grip; same targets, so the ratio to
+//! `hybrid/warm` is the cost of the relative task).
 
 use core::hint::black_box;
 
@@ -10,27 +13,33 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use ik_core::Pose;
 use ik_core::Skeleton;
 use ik_core::humanoid::{
-    FullBodyGoals, FullBodySolver, HumanoidMap, RestAxes, RigConvention, random_pose_within_limits,
-    test_rig,
+    Effector, FullBodyGoals, FullBodySolver, GoalFrame, HumanoidMap, RestAxes, RigConvention,
+    random_pose_within_limits, test_rig,
 };
 
-/// `SplitMix64` → uniform `f32` in `[0, 1)`.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> f32 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
-    }
-}
+#[path = "support/rng.rs"]
+mod rng;
+use rng::Rng;
 
 struct Setup {
     skeleton: Skeleton,
     solver: FullBodySolver,
     cold: Vec<FullBodyGoals>,
     warm: Vec<FullBodyGoals>,
+    /// `warm` with the left hand relative to the right hand.
+    grip: Vec<FullBodyGoals>,
+}
+
+/// `g` with the left hand's goal in the right hand's goal frame (the same target).
+fn as_grip(g: &FullBodyGoals) -> FullBodyGoals {
+    let mut out = *g;
+    let r = g.get(Effector::RightHand);
+    let frame = ik_core::BoneTransform::from_translation_rotation(r.position, r.rotation).inverse();
+    let l = out.get_mut(Effector::LeftHand);
+    l.position = frame.transform_point(l.position);
+    l.rotation = frame.rotation * l.rotation;
+    l.frame = GoalFrame::Effector(Effector::RightHand);
+    out
 }
 
 fn setup(analytic: bool) -> Setup {
@@ -68,11 +77,13 @@ fn setup(analytic: bool) -> Setup {
         "warm trajectory: {} of 480 blended frames are within the limits",
         warm.len()
     );
+    let grip = warm.iter().map(as_grip).collect();
     Setup {
         skeleton,
         solver,
         cold,
         warm,
+        grip,
     }
 }
 
@@ -86,10 +97,14 @@ struct Stats {
     restarted: f32,
 }
 
-fn stats(setup: &mut Setup, warm: bool) -> Stats {
+fn stats(setup: &mut Setup, warm: bool, grip: bool) -> Stats {
     let rest = setup.skeleton.rest_pose();
     let mut pose = rest.clone();
-    let goals = if warm { &setup.warm } else { &setup.cold };
+    let goals = match (warm, grip) {
+        (true, true) => &setup.grip,
+        (true, false) => &setup.warm,
+        _ => &setup.cold,
+    };
     let mut times = Vec::with_capacity(goals.len());
     let (mut ok, mut iterations, mut restarted) = (0, 0, 0);
     for g in goals {
@@ -124,15 +139,24 @@ fn bench(c: &mut Criterion) {
     for (name, analytic) in [("hybrid", true), ("pure_jacobian", false)] {
         let mut s = setup(analytic);
         let mut medians = [0.0; 2];
-        for (k, warm) in [false, true].into_iter().enumerate() {
+        let passes: &[(bool, bool)] = if analytic {
+            &[(false, false), (true, false), (true, true)]
+        } else {
+            &[(false, false), (true, false)]
+        };
+        for (k, &(warm, grip)) in passes.iter().enumerate() {
             // Second pass: the first warms caches and the allocator-free buffers.
-            let _ = stats(&mut s, warm);
-            let st = stats(&mut s, warm);
-            medians[k] = st.median_us;
+            let _ = stats(&mut s, warm, grip);
+            let st = stats(&mut s, warm, grip);
+            medians[k.min(1)] = st.median_us;
             eprintln!(
                 "{name}/{}: {} DOF, success {:.1} %, per-solve median {:.1} µs, p90 {:.1} µs, \
                  mean iterations {:.1}, restarted {:.1} %",
-                if warm { "warm" } else { "cold" },
+                match (warm, grip) {
+                    (true, true) => "warm_grip",
+                    (true, false) => "warm",
+                    _ => "cold",
+                },
                 s.solver.dof_count(),
                 st.success * 100.0,
                 st.median_us,
@@ -162,6 +186,17 @@ fn bench(c: &mut Criterion) {
                 black_box(s.solver.solve(&s.skeleton, &mut pose, black_box(g)))
             });
         });
+        if analytic {
+            let mut pose = rest.clone();
+            let mut i = 0;
+            group.bench_function(format!("{name}/warm_grip"), |b| {
+                b.iter(|| {
+                    let g = &s.grip[i % s.grip.len()];
+                    i += 1;
+                    black_box(s.solver.solve(&s.skeleton, &mut pose, black_box(g)))
+                });
+            });
+        }
     }
     group.finish();
 }

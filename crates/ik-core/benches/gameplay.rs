@@ -4,6 +4,9 @@
 //! convention, two rest-axis styles each) and the CC0 characters in `assets/`, warm-started
 //! frame to frame with default settings.
 //!
+//! `IK_GAMEPLAY_PER_RIG=1` also prints each rig's fastest-of-5 median / p99 / max per scenario
+//! (which rig sets the tail).
+//!
 //! Prints per scenario: median / p99 / max µs per solve, frames over 1 ms, flips (a joint
 //! turning more than 20° in one frame), the largest per-frame joint turn, feasible goals met at
 //! 1 mm / 1° (feasibility decided by a cold oracle, see the support module), frozen frames.
@@ -75,6 +78,17 @@ fn bench(c: &mut Criterion) {
             let _ = run(&rig, &mut solver, &frames, &feasible, false, track);
             let mut solver = rig.solver();
             let r = run(&rig, &mut solver, &frames, &feasible, true, track);
+            if std::env::var("IK_GAMEPLAY_PER_RIG").is_ok() {
+                let mut own = r.fastest_us[1..].to_vec();
+                own.sort_by(f64::total_cmp);
+                eprintln!(
+                    "  {scenario:?} {}: fastest-of-5 median {:.1} µs, p99 {:.1} µs, max {:.1} µs",
+                    rig.name,
+                    percentile(&own, 0.5),
+                    percentile(&own, 0.99),
+                    own.last().copied().unwrap_or(f64::NAN)
+                );
+            }
             // Warm solves only: the first frame is the cold solve of a character appearing.
             times.extend_from_slice(&r.times_us[1..]);
             cpu.extend_from_slice(&r.fastest_us[1..]);

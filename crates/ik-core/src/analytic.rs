@@ -53,6 +53,7 @@
 //! in alternating A/B runs; instruction counts (callgrind) did not predict them.
 
 pub mod batch;
+pub(crate) mod finish;
 
 use core::f32::consts::PI;
 

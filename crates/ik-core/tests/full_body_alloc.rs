@@ -3,8 +3,8 @@
 
 use glam::Vec3;
 use ik_core::humanoid::{
-    EffectorGoal, FullBodyGoals, FullBodySolver, HumanoidMap, LookAtGoal, RestAxes, RigConvention,
-    random_pose_within_limits, test_rig,
+    Effector, EffectorGoal, FullBodyGoals, FullBodySolver, GoalFrame, HumanoidMap, LookAtGoal,
+    RestAxes, RigConvention, random_pose_within_limits, test_rig,
 };
 
 #[path = "support/alloc.rs"]
@@ -49,6 +49,7 @@ fn solve_does_not_allocate() {
     let mut pose = rest.clone();
     // One solve first: nothing is lazily sized, but keep the count honest either way.
     let _ = solver.solve_cold(&s, &mut pose, &all_goals[0]);
+    let mut scratch = solver.scratch();
     let (restarts, allocations) = alloc::allocations_during(|| {
         let mut restarts = 0;
         for g in &all_goals {
@@ -57,6 +58,26 @@ fn solve_does_not_allocate() {
             // Then tracking, with goals that give way on the unreachable set.
             restarts += solver.solve(&s, &mut pose, g).unwrap().restarts;
             restarts += solver.solve(&s, &mut pose, g).unwrap().restarts;
+            // And with a caller-owned scratch (`&self` solver).
+            pose.copy_from(&rest);
+            restarts += solver
+                .solve_cold_with(&s, &mut pose, g, &mut scratch)
+                .unwrap()
+                .restarts;
+            restarts += solver
+                .solve_with(&s, &mut pose, g, &mut scratch)
+                .unwrap()
+                .restarts;
+            // A relative goal (the left hand in the right hand's frame; a bone frame for the
+            // right foot), cold and tracking.
+            let mut relative = *g;
+            relative.effectors[0].frame = GoalFrame::Effector(Effector::RightHand);
+            relative.effectors[3].frame = GoalFrame::Bone(0);
+            restarts += solver
+                .solve_cold(&s, &mut pose, &relative)
+                .unwrap()
+                .restarts;
+            restarts += solver.solve(&s, &mut pose, &relative).unwrap().restarts;
         }
         restarts
     });

@@ -4,8 +4,8 @@
 
 use glam::{Quat, Vec3};
 use ik_core::humanoid::{
-    CenterOfMassGoal, EffectorGoal, FullBodyGoals, FullBodySolver, HumanoidMap, LookAtGoal,
-    RestAxes, RigConvention, test_rig,
+    CenterOfMassGoal, EffectorGoal, FullBodyGoals, FullBodySolver, GoalFrame, HumanoidMap,
+    LookAtGoal, RestAxes, RigConvention, test_rig,
 };
 use proptest::prelude::*;
 
@@ -33,6 +33,7 @@ fn effector() -> impl Strategy<Value = EffectorGoal> {
             rotation_weight: wr,
             enabled: on,
             priority,
+            frame: GoalFrame::Model,
         })
 }
 

@@ -17,8 +17,8 @@ use std::sync::Once;
 use glam::{Quat, Vec2, Vec3};
 use ik_core::analytic::{LimbGoal, LimbSettings, Pole, TwoBoneIk};
 use ik_core::humanoid::{
-    CenterOfMassGoal, DetachedFeet, EffectorGoal, FullBodyGoals, FullBodySolver, HumanoidBone,
-    HumanoidError, HumanoidLimits, HumanoidMap, LookAtGoal, MappingOptions, RestAxes,
+    CenterOfMassGoal, DetachedFeet, EffectorGoal, FullBodyGoals, FullBodySolver, GoalFrame,
+    HumanoidBone, HumanoidError, HumanoidLimits, HumanoidMap, LookAtGoal, MappingOptions, RestAxes,
     RigConvention, random_pose_within_limits, test_rig,
 };
 use ik_core::jacobian::{
@@ -966,6 +966,7 @@ fn random_effector(r: &mut Rng, h: f32, at: Vec3) -> EffectorGoal {
         rotation_weight: r.val(1.5, h).abs(),
         enabled: r.chance(0.7),
         priority: r.below(3) as u8,
+        frame: GoalFrame::Model,
     }
 }
 

@@ -91,8 +91,8 @@ pub use map::{
     RoleMapping, UnmappedReason, UnmappedRole,
 };
 pub use solver::{
-    CenterOfMassGoal, Effector, EffectorGoal, FullBodyGoals, FullBodyReport, FullBodySettings,
-    FullBodySolver, GoalResidual, LookAtGoal, PostureReference,
+    CenterOfMassGoal, Effector, EffectorGoal, FullBodyGoals, FullBodyReport, FullBodyScratch,
+    FullBodySettings, FullBodySolver, GoalFrame, GoalResidual, LookAtGoal, PostureReference,
 };
 #[cfg(any(test, feature = "test-fixtures"))]
 #[doc(hidden)]
@@ -144,6 +144,11 @@ pub enum HumanoidError {
     /// A goal has a NaN or infinite component.
     #[error("a full-body goal is not finite")]
     NonFiniteGoal,
+    /// An effector goal's [`GoalFrame`] cannot be used: the pelvis goal in
+    /// another frame, a frame bone out of range or at/below the effector's own bone, or an
+    /// effector frame whose own goal is relative (one level only).
+    #[error("the goal of `{0:?}` is relative to a frame that cannot carry it")]
+    InvalidGoalFrame(Effector),
     /// A skeleton or pose error.
     #[error(transparent)]
     Skeleton(#[from] SkeletonError),

@@ -90,6 +90,7 @@
 //! without a joint keep their incoming transform; [`JacobianScratch::model_transforms`] gives
 //! the model-space transforms of the last evaluated pose.
 
+pub(crate) mod dense;
 mod solve;
 
 use glam::{Quat, Vec3};

@@ -1,0 +1,235 @@
+//! The analytic limb *finish*: closes a limb onto a target from wherever a numerical solve
+//! (the full-body Jacobian) left it, joint limits respected.
+//!
+//! Unlike [`TwoBoneIk`](super::TwoBoneIk), which sets a limb from its rest geometry and a
+//! pole, the finish keeps the incoming swivel as far as it can (frame-to-frame coherence) and
+//! works on clamped joints with any limit: (1) the hinge angle of the lower joint for the exact
+//! root–target distance (the in-range root nearest the current angle), (2) the upper bone
+//! turned by the shortest arc so the end lands on the target, (2b) with an orientation goal,
+//! the limb swivelled about the root–target axis to where the upper and end joints need the
+//! least clamping (near the current swivel; over a full turn only when `global_swivel`), (3)
+//! forearm twist handed to an in-line twist bone, then the exact end orientation; every joint
+//! clamped to its limit. The full-body solver ([`crate::humanoid::FullBodySolver`]) runs it
+//! before and after its Jacobian passes.
+
+use glam::{Quat, Vec3};
+
+use crate::limits::JointLimit;
+use crate::pose::{BoneTransform, Pose};
+use crate::rotation::{angle_about_axis, shortest_arc, wrap_angle as wrap};
+use crate::skeleton::Skeleton;
+
+/// A limb as the finish sees it: root (upper), hinge (lower), optional in-line twist bone and
+/// end bone, the bones from upper to end, and their limits.
+#[derive(Clone, Debug)]
+pub(crate) struct LimbChain {
+    pub(crate) upper: usize,
+    pub(crate) lower: usize,
+    pub(crate) twist: Option<usize>,
+    pub(crate) end: usize,
+    /// Bones from `upper` to `end` inclusive, parents first.
+    pub(crate) path: Vec<usize>,
+    /// Limits of upper, lower (a [`JointLimit::Hinge`] for step 1), twist and end.
+    pub(crate) limits: [JointLimit; 4],
+}
+
+/// The finish's target (model space): which parts are wanted.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LimbTarget {
+    pub(crate) position: Vec3,
+    pub(crate) rotation: Quat,
+    pub(crate) use_position: bool,
+    pub(crate) use_rotation: bool,
+}
+
+/// Finishes `limb` onto `goal` (see the [module docs](self)); `model` holds the model
+/// transforms of `pose` (at least along the limb and its parent), kept up to date along the
+/// limb. Returns how many joints were clamped.
+#[must_use = "the clamp count says whether a limit was in the way"]
+pub(crate) fn finish_limb(
+    skeleton: &Skeleton,
+    pose: &mut Pose,
+    model: &mut [BoneTransform],
+    limb: &LimbChain,
+    goal: &LimbTarget,
+    global_swivel: bool,
+) -> u32 {
+    let mut hits = 0;
+    let (upper, lower, end) = (limb.upper, limb.lower, limb.end);
+    let from_lower = limb.path.iter().position(|&b| b == lower).unwrap_or(0);
+    if goal.use_position {
+        let lower_limit = limb.limits[1];
+        if let JointLimit::Hinge { axis: h, min, max } = lower_limit {
+            // 1. Hinge angle for the exact root–target distance.
+            let s = model[upper].translation;
+            let e = model[lower].translation;
+            let w = model[end].translation;
+            let a = (model[lower].rotation * h).normalize();
+            let (u, v) = (e - s, w - e);
+            let v_par = a * a.dot(v);
+            let v_perp = v - v_par;
+            let (ca, cb, cc) = (u.dot(v_par), u.dot(v_perp), u.dot(a.cross(v_perp)));
+            let d = goal.position.distance(s);
+            let k = 0.5 * (d * d - u.length_squared() - v.length_squared()) - ca;
+            let r = cb.hypot(cc);
+            if r > 1e-9 {
+                let phi = cc.atan2(cb);
+                let off = (k / r).clamp(-1.0, 1.0).acos();
+                let rest_rot = skeleton.bones()[lower].rest.rotation;
+                let theta0 = angle_about_axis(rest_rot.inverse() * pose.rotations[lower], h);
+                let mut best: Option<(f32, f32)> = None;
+                for cand in [phi + off, phi - off] {
+                    let delta = wrap(cand);
+                    let theta = theta0 + delta;
+                    let clamped = theta.clamp(min, max);
+                    // Prefer in-range solutions, then the smaller move.
+                    let cost = (theta - clamped).abs() * 10.0 + delta.abs();
+                    if best.is_none_or(|(c, _)| cost < c) {
+                        best = Some((cost, clamped - theta0));
+                    }
+                }
+                if let Some((_, delta)) = best {
+                    pose.rotations[lower] =
+                        (pose.rotations[lower] * Quat::from_axis_angle(h, delta)).normalize();
+                    hits += clamp_joint(skeleton, pose, lower_limit, lower);
+                    refresh(skeleton, pose, model, &limb.path[from_lower..]);
+                }
+            }
+        }
+        // 2. Swing the upper bone so the end lands on the target.
+        let s = model[upper].translation;
+        let w = model[end].translation;
+        let q = shortest_arc(w - s, goal.position - s);
+        let parent_rot = skeleton
+            .parent(upper)
+            .map_or(Quat::IDENTITY, |p| model[p].rotation);
+        pose.rotations[upper] = rotate_in_parent_q(parent_rot, q, pose.rotations[upper]);
+        refresh(skeleton, pose, model, &limb.path);
+    }
+    if goal.use_rotation && goal.use_position {
+        // 2b. Swivel the limb about the root–target axis (the end stays put) to the angle where
+        // the upper joint and the end joint need the least clamping.
+        let s = model[upper].translation;
+        if let Some(axis) = (goal.position - s).try_normalize() {
+            let parent_rot = skeleton
+                .parent(upper)
+                .map_or(Quat::IDENTITY, |p| model[p].rotation);
+            let end_parent = skeleton.parent(end).unwrap_or(end);
+            let (upper_model, end_parent_model) =
+                (model[upper].rotation, model[end_parent].rotation);
+            let (ul, el) = (limb.limits[0], limb.limits[3]);
+            let (ur, er) = (skeleton.bones()[upper].rest, skeleton.bones()[end].rest);
+            let cost = |psi: f32| {
+                let q = Quat::from_axis_angle(axis, psi);
+                let mut u = (parent_rot.inverse() * q * upper_model).normalize();
+                let mut e = ((q * end_parent_model).inverse() * goal.rotation).normalize();
+                let (u0, e0) = (u, e);
+                let (mut t0, mut t1) = (ur.translation, er.translation);
+                ul.clamp(ur.rotation, ur.translation, &mut u, &mut t0);
+                el.clamp(er.rotation, er.translation, &mut e, &mut t1);
+                quat_angle(u, u0) + quat_angle(e, e0) + psi.abs() * 1e-3
+            };
+            let mut best = (cost(0.0), 0.0f32);
+            let refine = |best: &mut (f32, f32), mut h: f32| {
+                for _ in 0..6 {
+                    for psi in [best.1 - h, best.1 + h] {
+                        let c = cost(psi);
+                        if c < best.0 {
+                            *best = (c, psi);
+                        }
+                    }
+                    h *= 0.5;
+                }
+            };
+            if best.0 > 1e-3 {
+                // Near the current swivel first (frame-to-frame coherence), then, in a cold
+                // solve only, everywhere: tracking never jumps to another swivel.
+                refine(&mut best, 0.25);
+                if best.0 > 1e-3 && global_swivel {
+                    let steps = 24;
+                    for i in 1..steps {
+                        let psi = wrap(i as f32 * core::f32::consts::TAU / steps as f32);
+                        let c = cost(psi);
+                        if c < best.0 {
+                            best = (c, psi);
+                        }
+                    }
+                    refine(&mut best, core::f32::consts::TAU / steps as f32 / 2.0);
+                }
+                if best.1 != 0.0 {
+                    let q = Quat::from_axis_angle(axis, best.1);
+                    pose.rotations[upper] =
+                        rotate_in_parent_q(parent_rot, q, pose.rotations[upper]);
+                }
+            }
+        }
+    }
+    hits += clamp_joint(skeleton, pose, limb.limits[0], upper);
+    refresh(skeleton, pose, model, &limb.path);
+    if goal.use_rotation {
+        // 3. Forearm twist to the in-line twist bone, then the exact end orientation.
+        let end_parent = skeleton.parent(end).unwrap_or(end);
+        if let Some(t) = limb.twist
+            && let JointLimit::Hinge { axis: h, .. } = limb.limits[2]
+        {
+            let axis_m = (model[t].rotation * h).normalize();
+            let needed = goal.rotation * model[end].rotation.inverse();
+            let tau = angle_about_axis(needed, axis_m);
+            pose.rotations[t] = (pose.rotations[t] * Quat::from_axis_angle(h, tau)).normalize();
+            hits += clamp_joint(skeleton, pose, limb.limits[2], t);
+            let from_t = limb.path.iter().position(|&b| b == t).unwrap_or(0);
+            refresh(skeleton, pose, model, &limb.path[from_t..]);
+        }
+        let parent_rot = model[end_parent].rotation;
+        pose.rotations[end] = (parent_rot.inverse() * goal.rotation).normalize();
+        hits += clamp_joint(skeleton, pose, limb.limits[3], end);
+        refresh(skeleton, pose, model, &limb.path[limb.path.len() - 1..]);
+    }
+    hits
+}
+
+/// Recomputes `model` along `path` (parents first) from `pose`.
+pub(crate) fn refresh(
+    skeleton: &Skeleton,
+    pose: &Pose,
+    model: &mut [BoneTransform],
+    path: &[usize],
+) {
+    for &b in path {
+        let local = pose.local_transform(skeleton, b);
+        model[b] = match skeleton.parent(b) {
+            Some(p) => model[p].mul_transform(&local),
+            None => local,
+        };
+    }
+}
+
+/// Clamps bone `b` of `pose` to `limit`; 1 when it was outside, else 0.
+pub(crate) fn clamp_joint(
+    skeleton: &Skeleton,
+    pose: &mut Pose,
+    limit: JointLimit,
+    b: usize,
+) -> u32 {
+    let rest = &skeleton.bones()[b].rest;
+    let (r, t) = (&mut pose.rotations[b], &mut pose.translations[b]);
+    u32::from(limit.clamp(rest.rotation, rest.translation, r, t))
+}
+
+/// `local` turned by the model-space rotation `q` about its own origin (`parent_rot` is the
+/// parent's model rotation).
+#[must_use]
+pub(crate) fn rotate_in_parent_q(parent_rot: Quat, q: Quat, local: Quat) -> Quat {
+    (parent_rot.inverse() * q * parent_rot * local).normalize()
+}
+
+/// The angle between two unit rotations, radians in `[0, π]` (as
+/// [`rotation_angle_between`](crate::rotation::rotation_angle_between) without its
+/// normalisation: the swivel search calls it in its inner loop).
+#[must_use]
+pub(crate) fn quat_angle(a: Quat, b: Quat) -> f32 {
+    // atan2 of the relative rotation's parts: acos(|a·b|) has no precision left near 1 in f32
+    // (steps of about 0.04°).
+    let r = a.inverse() * b;
+    2.0 * Vec3::new(r.x, r.y, r.z).length().atan2(r.w.abs())
+}

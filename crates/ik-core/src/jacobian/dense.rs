@@ -1,0 +1,278 @@
+//! The dense `f32` damped-least-squares kernel of the full-body solver
+//! ([`crate::humanoid::FullBodySolver`]): Cholesky on row-major `rows × rows` normal matrices,
+//! the prioritised step by recursive null-space projection (Siciliano–Slotine) and the
+//! null-space posture term, on caller-owned buffers ([`DlsBuffers`], sized once: no
+//! allocation per step).
+//!
+//! # Why two step rules (issue 10's "one Jacobian core", measured)
+//!
+//! [`JacobianSolver`](super::JacobianSolver) (`solve.rs`) runs a Levenberg–Marquardt loop in
+//! `f64` (`nalgebra`): adaptive damping, a step kept only if the merit of every priority level
+//! does not get worse (else the pose is restored and the damping grows), a correction step for
+//! second-order drift, and a limit active set that removes each saturated joint's outward
+//! normal from its columns. This kernel is the full-body solver's: one damping per iteration
+//! (`λ² (1 + |e|)`), every step taken, the block-sparse first level assembled by the caller
+//! (rows laid out per effector, so each joint's row list is known), clamped joints scaled
+//! down (a soft active set), `f32` throughout.
+//!
+//! Same run, same problem — `cargo bench -p ik-core --bench jacobian_core`: the 55-DOF
+//! Mixamo-named test rig, every humanoid joint above a hand, foot or head with the same
+//! anatomical limits, hands and feet 6D plus the head look-at (32 rows), the pelvis free; the
+//! full-body solver with its analytic limbs, restarts and give-way off so only this kernel
+//! iterates; 2-core machine under a load average of 6 from other builds:
+//!
+//! | | cold success | cold µs / iteration | cold median | warm success | warm µs / iteration | warm median |
+//! |---|---|---|---|---|---|---|
+//! | this kernel (`f32` DLS) | 69.1 % | 24.6 | 119 µs | 100 % | 15.2 | 25.2 µs |
+//! | `JacobianSolver` (`f64` LM) | 52.0 % | 26.1 | 144 µs | 98.5 % | 26.4 | 26.1 µs |
+//!
+//! (cold: 256 goal sets from random in-limit poses, from rest, up to 64 iterations, stall
+//! detection on in both; warm: 480 frames of a smooth trajectory.) So this kernel is the
+//! faster one — 1.06× per iteration cold, 1.7× warm — and the full-body solver runs on it.
+//! `JacobianSolver` was *not* moved onto it: its contract is that residuals never increase
+//! from step to step, level by level (the accept/reject rule and the `f64` normal equations,
+//! which square the condition number of a stretched limb), and its proptests, the posture
+//! tests and the 7-DOF arm's lead over `k` (`arm_vs_k`) rest on that contract; this kernel
+//! takes every step. Porting the accept/reject rule onto `f32` buffers is the remaining work
+//! for one core; until then the two step rules stay, each behind its own same-run bench
+//! (`full_body`, `gameplay`, `jacobian_core`; `arm_vs_k`).
+//!
+//! What is shared now lives once: joint limits ([`crate::limits::JointLimit::clamp`]), the
+//! rotation-vector step ([`crate::rotation`]), the analytic limb finish
+//! (`crate::analytic::finish`) and this kernel for every dense `f32` DLS step.
+
+/// Work buffers of the dense kernel, sized for at most `max_rows` task rows and `cols`
+/// columns.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct DlsBuffers {
+    /// The Jacobian, row-major `rows × cols`.
+    pub(crate) jac: Vec<f32>,
+    /// The normal matrix `J Jᵀ + λ² I` (or a level's), factorised in place.
+    pub(crate) a: Vec<f32>,
+    /// The (weighted, clamped) task residuals.
+    pub(crate) e: Vec<f32>,
+    /// Per-row work vector.
+    pub(crate) y: Vec<f32>,
+    /// The joint step.
+    pub(crate) dq: Vec<f32>,
+    /// The posture pull (per column), projected into the null space of the tasks.
+    pub(crate) z: Vec<f32>,
+    /// The null-space projector `N` (`cols × cols`) of the prioritised step.
+    pub(crate) null: Vec<f32>,
+    /// `Ĵ = J_L N` of the current level.
+    pub(crate) jhat: Vec<f32>,
+    /// `(Ĵ Ĵᵀ + ε I)⁻¹ Ĵ` of the current level.
+    pub(crate) w: Vec<f32>,
+    /// Row selection of the current level.
+    sel: Vec<usize>,
+    /// Column work vector (`max_rows`).
+    col: Vec<f32>,
+}
+
+/// Regularisation of the null-space projectors of the priority levels: a damped projector
+/// would let the lower levels leak into the higher ones.
+const PROJECTOR_DAMPING: f32 = 1e-6;
+
+impl DlsBuffers {
+    /// Buffers for up to `max_rows` rows and `cols` columns.
+    pub(crate) fn new(max_rows: usize, cols: usize) -> Self {
+        Self {
+            jac: vec![0.0; max_rows * cols],
+            a: vec![0.0; max_rows * max_rows],
+            e: vec![0.0; max_rows],
+            y: vec![0.0; max_rows],
+            dq: vec![0.0; cols],
+            z: vec![0.0; cols],
+            null: vec![0.0; cols * cols],
+            jhat: vec![0.0; max_rows * cols],
+            w: vec![0.0; max_rows * cols],
+            sel: vec![0; max_rows],
+            col: vec![0.0; max_rows],
+        }
+    }
+
+    /// The step for tasks on several priority levels (`row_level[r]`, 0 first) into `dq`:
+    /// recursive null-space projection, each level damped by `lambda2`, the projectors nearly
+    /// undamped; with `posture`, `z` is added in the last null space. Returns `false` (with
+    /// the levels solved so far in `dq`) when a level's normal matrix is not positive
+    /// definite.
+    pub(crate) fn prioritized_step(
+        &mut self,
+        rows: usize,
+        n: usize,
+        row_level: &[u8],
+        lambda2: f32,
+        posture: bool,
+    ) -> bool {
+        let jac = &self.jac[..rows * n];
+        let null = &mut self.null[..n * n];
+        null.fill(0.0);
+        for i in 0..n {
+            null[i * n + i] = 1.0;
+        }
+        self.dq.fill(0.0);
+        let mut level = row_level.iter().copied().min().unwrap_or(0);
+        loop {
+            let mut m = 0;
+            for (r, &l) in row_level.iter().enumerate() {
+                if l == level {
+                    self.sel[m] = r;
+                    m += 1;
+                }
+            }
+            let sel = &self.sel[..m];
+            // Ĵ = J_L N, residual r = e_L − J_L dq.
+            let jhat = &mut self.jhat[..m * n];
+            for (i, &r) in sel.iter().enumerate() {
+                let jr = &jac[r * n..(r + 1) * n];
+                for c in 0..n {
+                    jhat[i * n + c] = (0..n).map(|k| jr[k] * null[k * n + c]).sum();
+                }
+                self.y[i] = self.e[r] - jr.iter().zip(&self.dq).map(|(a, b)| a * b).sum::<f32>();
+            }
+            let a = &mut self.a[..m * m];
+            let gram = |a: &mut [f32], damping: f32| {
+                for p in 0..m {
+                    for q in 0..=p {
+                        let v: f32 = (0..n).map(|c| jhat[p * n + c] * jhat[q * n + c]).sum();
+                        a[p * m + q] = v;
+                        a[q * m + p] = v;
+                    }
+                    a[p * m + p] += damping;
+                }
+            };
+            gram(a, lambda2);
+            if !cholesky(a, m) {
+                return false;
+            }
+            cholesky_solve(a, m, &mut self.y[..m]);
+            for c in 0..n {
+                self.dq[c] += (0..m).map(|i| jhat[i * n + c] * self.y[i]).sum::<f32>();
+            }
+            // N ← N − Ĵᵀ (Ĵ Ĵᵀ + ε I)⁻¹ Ĵ with a tiny ε.
+            gram(a, PROJECTOR_DAMPING);
+            if !cholesky(a, m) {
+                gram(a, lambda2);
+                if !cholesky(a, m) {
+                    return false;
+                }
+            }
+            let w = &mut self.w[..m * n];
+            w.copy_from_slice(jhat);
+            let col = &mut self.col[..m];
+            for c in 0..n {
+                for i in 0..m {
+                    col[i] = w[i * n + c];
+                }
+                cholesky_solve(a, m, col);
+                for i in 0..m {
+                    w[i * n + c] = col[i];
+                }
+            }
+            for k in 0..n {
+                for c in 0..n {
+                    null[k * n + c] -= (0..m).map(|i| jhat[i * n + k] * w[i * n + c]).sum::<f32>();
+                }
+            }
+            match row_level.iter().copied().filter(|&l| l > level).min() {
+                Some(next) => level = next,
+                None => break,
+            }
+        }
+        if posture {
+            for k in 0..n {
+                self.dq[k] += (0..n).map(|c| null[k * n + c] * self.z[c]).sum::<f32>();
+            }
+        }
+        true
+    }
+
+    /// Adds the posture pull `z` in the null space of the single-level step:
+    /// `dq += (I − J⁺J) z`, `J⁺ = Jᵀ A⁻¹`, with `a` holding the Cholesky factor of
+    /// `J Jᵀ + λ² I` (`rows × rows`).
+    pub(crate) fn add_null_space_posture(&mut self, rows: usize, cols: usize) {
+        let jac = &self.jac[..rows * cols];
+        for r in 0..rows {
+            self.y[r] = (0..cols).map(|c| jac[r * cols + c] * self.z[c]).sum();
+        }
+        cholesky_solve(&self.a[..rows * rows], rows, &mut self.y[..rows]);
+        for c in 0..cols {
+            let back: f32 = (0..rows).map(|r| jac[r * cols + c] * self.y[r]).sum();
+            self.dq[c] += self.z[c] - back;
+        }
+    }
+}
+
+/// In-place Cholesky factorisation (lower triangle) of the `n × n` row-major `a`; `false` when
+/// `a` is not (numerically) positive definite.
+pub(crate) fn cholesky(a: &mut [f32], n: usize) -> bool {
+    for j in 0..n {
+        let mut d = a[j * n + j];
+        for k in 0..j {
+            d -= a[j * n + k] * a[j * n + k];
+        }
+        if d.is_nan() || d <= 0.0 || !d.is_finite() {
+            return false;
+        }
+        let d = d.sqrt();
+        a[j * n + j] = d;
+        for i in j + 1..n {
+            let mut s = a[i * n + j];
+            for k in 0..j {
+                s -= a[i * n + k] * a[j * n + k];
+            }
+            a[i * n + j] = s / d;
+        }
+    }
+    true
+}
+
+/// Solves `L Lᵀ x = b` in place with the factor from [`cholesky`].
+pub(crate) fn cholesky_solve(a: &[f32], n: usize, b: &mut [f32]) {
+    for i in 0..n {
+        let mut s = b[i];
+        for k in 0..i {
+            s -= a[i * n + k] * b[k];
+        }
+        b[i] = s / a[i * n + i];
+    }
+    for i in (0..n).rev() {
+        let mut s = b[i];
+        for k in i + 1..n {
+            s -= a[k * n + i] * b[k];
+        }
+        b[i] = s / a[i * n + i];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cholesky_solves_a_symmetric_positive_definite_system() {
+        // A = [[4, 2], [2, 3]], b = A · [1, -2].
+        let mut a = [4.0, 2.0, 2.0, 3.0];
+        let mut b = [4.0 - 4.0, 2.0 - 6.0];
+        assert!(cholesky(&mut a, 2));
+        cholesky_solve(&a, 2, &mut b);
+        assert!(
+            (b[0] - 1.0).abs() < 1e-6 && (b[1] + 2.0).abs() < 1e-6,
+            "{b:?}"
+        );
+        let mut singular = [1.0, 1.0, 1.0, 1.0];
+        assert!(!cholesky(&mut singular, 2));
+    }
+
+    #[test]
+    fn a_higher_level_is_met_exactly_and_the_lower_one_in_its_null_space() {
+        // Two columns; level 0 wants x0 + x1 = 1, level 1 wants x0 = 3 (conflicting).
+        let mut d = DlsBuffers::new(2, 2);
+        d.jac[..4].copy_from_slice(&[1.0, 1.0, 1.0, 0.0]);
+        d.e[..2].copy_from_slice(&[1.0, 3.0]);
+        assert!(d.prioritized_step(2, 2, &[0, 1], 1e-8, false));
+        let (x0, x1) = (d.dq[0], d.dq[1]);
+        assert!((x0 + x1 - 1.0).abs() < 1e-3, "level 0: {x0} + {x1}");
+        assert!((x0 - 3.0).abs() < 1e-2, "level 1 in the null space: {x0}");
+    }
+}
