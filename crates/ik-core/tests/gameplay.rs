@@ -149,7 +149,7 @@ fn an_unreachable_hand_never_costs_the_reachable_goals() {
 /// below, as in the demo) never costs the head's look-at at a point up and to the same side
 /// that the head meets without the far hand (checked by a cold solve): after the first frames
 /// the look-at stays within 1° every frame while the far hand gives way. (Measured: within
-/// 0.06° on the test rigs and UAL; 0.32° on the KayKit mannequin, which has no neck.)
+/// 0.06° on the test rigs and UAL; 0.32° on the `KayKit` mannequin, which has no neck.)
 #[test]
 fn an_unreachable_hand_never_costs_a_feasible_look_at() {
     let mut tested = 0;
