@@ -7,6 +7,7 @@ pub mod components;
 #[cfg(feature = "debug-draw")]
 pub mod debug_draw;
 pub mod error;
+pub mod grounding;
 pub mod humanoid;
 mod pipeline;
 mod pose_io;
@@ -20,6 +21,10 @@ pub use components::{BoneRef, IkDisabled, IkLimb, IkStatus};
 #[cfg(feature = "debug-draw")]
 pub use debug_draw::IkDebugDraw;
 pub use error::IkError;
+pub use grounding::{
+    IkFootGround, IkFootState, IkGround, IkGroundHit, IkGroundSamples, IkGroundSource, IkGrounding,
+    IkGroundingState, IkLeg,
+};
 pub use humanoid::{
     IkHumanoid, IkHumanoidBones, IkHumanoidMapping, IkHumanoidSolver, IkHumanoidTargets,
 };
@@ -40,6 +45,10 @@ pub mod prelude {
     #[cfg(feature = "debug-draw")]
     pub use crate::debug_draw::IkDebugDraw;
     pub use crate::error::IkError;
+    pub use crate::grounding::{
+        IkFootGround, IkFootState, IkGround, IkGroundHit, IkGroundSamples, IkGroundSource,
+        IkGrounding, IkGroundingState, IkLeg,
+    };
     pub use crate::humanoid::{
         IkHumanoid, IkHumanoidBones, IkHumanoidMapping, IkHumanoidSolver, IkHumanoidTargets,
     };
@@ -159,6 +168,7 @@ impl Plugin for IkPlugin {
         humanoid::register(app);
         rig::register(app);
         balance::register(app);
+        grounding::register(app, schedule);
         app.add_systems(
             schedule,
             (

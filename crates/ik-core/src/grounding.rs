@@ -791,6 +791,16 @@ impl GroundingStage {
         Ok(())
     }
 
+    /// The legs' mean rest length (hip to ankle), model units.
+    #[must_use]
+    pub fn leg_length(&self) -> f32 {
+        self.legs
+            .iter()
+            .map(|l| l.ik.rest_lengths().iter().sum::<f32>())
+            .sum::<f32>()
+            / self.legs.len() as f32
+    }
+
     /// Model-space up.
     #[must_use]
     pub fn up(&self) -> Vec3 {
