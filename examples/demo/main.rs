@@ -5,7 +5,7 @@
 //! cargo run --release --features demo --example demo [-- CHARACTER.glb]
 //! cargo run --features demo --example demo -- --screenshot shot.png [--frames 60]
 //!     [--character FILE.glb|FILE.gltf] [--solver full-body|rig|limbs]
-//!     [--settings saved.ron] [--yaw DEGREES]
+//!     [--settings saved.ron] [--yaw DEGREES] [--terrain]
 //! ```
 //!
 //! * Any humanoid glTF character opens: a path on the command line (a file on disk, or a name
@@ -30,10 +30,12 @@
 //! One small plugin per concern, like Bevy's `scene_viewer`: [`character`] (files, scene,
 //! bounds), [`solver`] (everything that depends on the solver mode), [`handles`] (targets,
 //! gizmo, scripted motion, overlay), [`camera`], [`panel`], [`settings`] (RON), [`readouts`]
-//! (residuals, plots, summary) and [`screenshot`].
+//! (residuals, plots, summary), [`screenshot`] and [`grounding`] (the terrain mode: feet on a
+//! stair and a ramp, `--terrain`).
 
 mod camera;
 mod character;
+mod grounding;
 mod handles;
 mod panel;
 mod readouts;
@@ -54,6 +56,7 @@ use transform_gizmo_bevy::{GizmoMode, GizmoOptions, GizmoOrientation, TransformG
 
 use crate::camera::CameraPlugin;
 use crate::character::{CharacterPath, CharacterPlugin, DEFAULT_CHARACTER};
+use crate::grounding::GroundingDemoPlugin;
 use crate::handles::HandlesPlugin;
 use crate::panel::PanelPlugin;
 use crate::readouts::{ReadoutsPlugin, RunSummary};
@@ -61,7 +64,7 @@ use crate::screenshot::{CLEAR, KeysPlugin, ScreenshotPlugin};
 use crate::settings::{DemoSettings, SettingsPlugin, load_settings};
 use crate::solver::{SolverPlugin, SolverUi};
 
-const USAGE: &str = "usage: demo [CHARACTER | --character FILE.glb|FILE.gltf] [--screenshot PATH [--frames N]] [--solver full-body|rig|limbs] [--settings FILE.ron] [--yaw DEGREES]";
+const USAGE: &str = "usage: demo [CHARACTER | --character FILE.glb|FILE.gltf] [--screenshot PATH [--frames N]] [--solver full-body|rig|limbs] [--settings FILE.ron] [--yaw DEGREES] [--terrain]";
 
 fn main() -> ExitCode {
     let options = match Options::parse(std::env::args().skip(1)) {
@@ -151,7 +154,10 @@ fn main() -> ExitCode {
             ReadoutsPlugin {
                 summary: summary.clone(),
             },
-        ));
+        ))
+        .add_plugins(GroundingDemoPlugin {
+            initial: options.terrain,
+        });
     if let Some(path) = &options.screenshot {
         app.add_plugins(ScreenshotPlugin {
             path: path.clone(),
@@ -221,6 +227,8 @@ struct Options {
     yaw: Option<f32>,
     /// Start with the panel settings saved in this RON file.
     settings: Option<PathBuf>,
+    /// Start in the terrain mode (foot grounding on slopes and a stair).
+    terrain: bool,
 }
 
 impl Options {
@@ -253,6 +261,7 @@ impl Options {
                     let path = args.next().ok_or("--settings needs a path")?;
                     options.settings = Some(PathBuf::from(path));
                 }
+                "--terrain" => options.terrain = true,
                 "--yaw" => {
                     let n = args.next().ok_or("--yaw needs degrees")?;
                     let yaw: f32 = n.parse().map_err(|_| format!("bad yaw `{n}`"))?;
