@@ -554,20 +554,37 @@ mod mesh {
     use bevy::asset::{AssetId, Assets};
     use bevy::camera::primitives::Aabb;
     use bevy::ecs::system::Local;
-    use bevy::math::bounding::Aabb3d;
     use bevy::math::{Affine3A, Dir3, Ray3d};
     use bevy::mesh::{Indices, Mesh, Mesh3d};
-    use bevy::picking::mesh_picking::ray_cast::{
-        Backfaces, ray_aabb_intersection_3d, ray_mesh_intersection,
-    };
+    use bevy::picking::mesh_picking::ray_cast::{Backfaces, ray_mesh_intersection};
 
     use super::*;
 
     /// A ground mesh gathered for this frame's casts.
     pub(super) struct GroundMesh {
         affine: Affine3A,
-        aabb: Option<Aabb3d>,
+        /// Its bounds in the world (from its `Aabb`), `None`: test every ray.
+        bounds: Option<(Vec3, Vec3)>,
         mesh: AssetId<Mesh>,
+    }
+
+    /// The world-space box around `aabb` (mesh space) placed by `affine`.
+    fn world_bounds(aabb: &Aabb, affine: &Affine3A) -> (Vec3, Vec3) {
+        let center = affine.transform_point3a(aabb.center);
+        let m = affine.matrix3;
+        let h = aabb.half_extents;
+        let extent = m.x_axis.abs() * h.x + m.y_axis.abs() * h.y + m.z_axis.abs() * h.z;
+        ((center - extent).into(), (center + extent).into())
+    }
+
+    /// Whether the segment `origin + t · dir`, `t ∈ [0, max]`, meets the box (slab test).
+    fn segment_meets_box(origin: Vec3, inv_dir: Vec3, max: f32, (lo, hi): (Vec3, Vec3)) -> bool {
+        let t0 = (lo - origin) * inv_dir;
+        let t1 = (hi - origin) * inv_dir;
+        let near = t0.min(t1).max_element().max(0.0);
+        let far = t0.max(t1).min_element().min(max);
+        // NaN (a zero direction component with the origin on a slab plane) counts as a meet.
+        near <= far || near.is_nan() || far.is_nan()
     }
 
     /// Casts down through every [`IkGroundSource::Meshes`] grounding's feet and writes the
@@ -584,10 +601,13 @@ mod mesh {
             return;
         };
         list.clear();
-        list.extend(grounds.iter().map(|(m, g, aabb)| GroundMesh {
-            affine: g.affine(),
-            aabb: aabb.map(|a| Aabb3d::new(a.center, a.half_extents)),
-            mesh: m.id(),
+        list.extend(grounds.iter().map(|(m, g, aabb)| {
+            let affine = g.affine();
+            GroundMesh {
+                bounds: aabb.map(|a| world_bounds(a, &affine)),
+                affine,
+                mesh: m.id(),
+            }
         }));
         let list = &*list;
         let meshes = &*meshes;
@@ -651,10 +671,11 @@ mod mesh {
         max: f32,
     ) -> Option<IkGroundHit> {
         let ray = Ray3d::new(origin, dir);
+        let inv_dir = dir.recip();
         let mut best: Option<(f32, IkGroundHit)> = None;
         for g in list {
-            if let Some(aabb) = &g.aabb
-                && ray_aabb_intersection_3d(ray, aabb, &g.affine).is_none_or(|d| d > max)
+            if let Some(bounds) = g.bounds
+                && !segment_meets_box(origin, inv_dir, max, bounds)
             {
                 continue;
             }
