@@ -38,7 +38,7 @@
 //! In [`IkSystems::Prepare`]: `sync_grounding_stages` (before set-up: the [`IkCustom`]),
 //! then after set-up `cast_ground_rays` (feature `mesh-ground`) and `feed_grounding` (the
 //! samples, the frame time and the model frame into the stage). In [`IkSystems::Writeback`]:
-//! `publish_grounding_state` ([`IkGroundingState`]).
+//! `publish_grounding_state` ([`IkGroundingState`]), after `publish_ik_status`.
 
 use bevy::app::App;
 use bevy::ecs::component::Component;
@@ -88,7 +88,7 @@ pub(crate) fn register(app: &mut App, schedule: Interned<dyn ScheduleLabel>) {
                 .after(SetupSystems),
             publish_grounding_state
                 .in_set(IkSystems::Writeback)
-                .after(crate::pipeline::write_bone_transforms),
+                .after(crate::pipeline::publish_ik_status),
         ),
     );
 }
