@@ -483,6 +483,12 @@ fn feed_grounding(
         let Some((stage, frame, _)) = stage_mut(&mut character, entity) else {
             continue;
         };
+        #[cfg(not(feature = "mesh-ground"))]
+        if g.source == IkGroundSource::Meshes {
+            bevy::log::warn_once!(
+                "IkGrounding on {entity}: IkGroundSource::Meshes needs bevy_ik's `mesh-ground` feature; no ground is found"
+            );
+        }
         let Ok(model) = pose_io::model_space(&helper, frame) else {
             continue;
         };
