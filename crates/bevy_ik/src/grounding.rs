@@ -1,5 +1,5 @@
 //! Foot grounding on a character: [`IkGrounding`] puts ik-core's
-//! [`GroundingStage`](ik_core::grounding::GroundingStage) in the character's stack (feet on
+//! [`GroundingStage`] in the character's stack (feet on
 //! uneven ground, slopes and stairs; the pelvis lowered so the lower foot reaches; planted feet
 //! locked in the world; smoothing that does not depend on the frame rate).
 //!
