@@ -5,7 +5,7 @@
 //! cargo run --release --features demo --example demo [-- CHARACTER.glb|.gltf|.vrm]
 //! cargo run --features demo --example demo -- --screenshot shot.png [--frames 60]
 //!     [--character FILE.glb|FILE.gltf|FILE.vrm] [--solver full-body|rig|limbs]
-//!     [--settings saved.ron] [--yaw DEGREES]
+//!     [--settings saved.ron] [--yaw DEGREES] [--terrain]
 //! ```
 //!
 //! * Any humanoid glTF or VRM character opens: a path on the command line (a file on disk, or
@@ -33,10 +33,12 @@
 //! bounds), [`solver`] (everything that depends on the solver mode), [`handles`] (targets,
 //! gizmo, scripted motion, overlay), [`camera`], [`panel`], [`settings`] (RON), [`readouts`]
 //! (residuals, plots, summary), [`stack`] (the character's IK stack window, analytic arms after
-//! the solver) and [`screenshot`].
+//! the solver), [`screenshot`] and [`grounding`] (the terrain mode: feet on a stair and a ramp,
+//! `--terrain`).
 
 mod camera;
 mod character;
+mod grounding;
 mod handles;
 mod panel;
 mod readouts;
@@ -58,6 +60,7 @@ use transform_gizmo_bevy::{GizmoMode, GizmoOptions, GizmoOrientation, TransformG
 
 use crate::camera::CameraPlugin;
 use crate::character::{CharacterPath, CharacterPlugin, DEFAULT_CHARACTER};
+use crate::grounding::GroundingDemoPlugin;
 use crate::handles::HandlesPlugin;
 use crate::panel::PanelPlugin;
 use crate::readouts::{ReadoutsPlugin, RunSummary};
@@ -66,7 +69,7 @@ use crate::settings::{DemoSettings, SettingsPlugin, load_settings};
 use crate::solver::{SolverPlugin, SolverUi};
 use crate::stack::StackPlugin;
 
-const USAGE: &str = "usage: demo [CHARACTER | --character FILE.glb|FILE.gltf|FILE.vrm] [--screenshot PATH [--frames N]] [--solver full-body|rig|limbs] [--settings FILE.ron] [--yaw DEGREES]";
+const USAGE: &str = "usage: demo [CHARACTER | --character FILE.glb|FILE.gltf|FILE.vrm] [--screenshot PATH [--frames N]] [--solver full-body|rig|limbs] [--settings FILE.ron] [--yaw DEGREES] [--terrain]";
 
 fn main() -> ExitCode {
     let options = match Options::parse(std::env::args().skip(1)) {
@@ -157,7 +160,10 @@ fn main() -> ExitCode {
             ReadoutsPlugin {
                 summary: summary.clone(),
             },
-        ));
+        ))
+        .add_plugins(GroundingDemoPlugin {
+            initial: options.terrain,
+        });
     if let Some(path) = &options.screenshot {
         app.add_plugins(ScreenshotPlugin {
             path: path.clone(),
@@ -227,6 +233,8 @@ struct Options {
     yaw: Option<f32>,
     /// Start with the panel settings saved in this RON file.
     settings: Option<PathBuf>,
+    /// Start in the terrain mode (foot grounding on slopes and a stair).
+    terrain: bool,
 }
 
 impl Options {
@@ -259,6 +267,7 @@ impl Options {
                     let path = args.next().ok_or("--settings needs a path")?;
                     options.settings = Some(PathBuf::from(path));
                 }
+                "--terrain" => options.terrain = true,
                 "--yaw" => {
                     let n = args.next().ok_or("--yaw needs degrees")?;
                     let yaw: f32 = n.parse().map_err(|_| format!("bad yaw `{n}`"))?;

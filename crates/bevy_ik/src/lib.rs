@@ -7,6 +7,7 @@ pub mod components;
 #[cfg(feature = "debug-draw")]
 pub mod debug_draw;
 pub mod error;
+pub mod grounding;
 pub mod humanoid;
 mod pipeline;
 mod pose_io;
@@ -22,6 +23,10 @@ pub use components::{BoneRef, IkDisabled, IkLimb, IkStatus};
 #[cfg(feature = "debug-draw")]
 pub use debug_draw::IkDebugDraw;
 pub use error::IkError;
+pub use grounding::{
+    IkFootGround, IkFootState, IkGround, IkGroundHit, IkGroundSamples, IkGroundSource, IkGrounding,
+    IkGroundingState, IkLeg,
+};
 pub use humanoid::{
     IkGrip, IkGripAnchor, IkGripHand, IkHumanoid, IkHumanoidBone, IkHumanoidBones,
     IkHumanoidMapping, IkHumanoidSolver, IkHumanoidTargets,
@@ -43,6 +48,10 @@ pub mod prelude {
     #[cfg(feature = "debug-draw")]
     pub use crate::debug_draw::IkDebugDraw;
     pub use crate::error::IkError;
+    pub use crate::grounding::{
+        IkFootGround, IkFootState, IkGround, IkGroundHit, IkGroundSamples, IkGroundSource,
+        IkGrounding, IkGroundingState, IkLeg,
+    };
     pub use crate::humanoid::{
         IkGrip, IkGripAnchor, IkGripHand, IkHumanoid, IkHumanoidBone, IkHumanoidBones,
         IkHumanoidMapping, IkHumanoidSolver, IkHumanoidTargets,
@@ -163,6 +172,7 @@ impl Plugin for IkPlugin {
         humanoid::register(app);
         rig::register(app);
         balance::register(app);
+        grounding::register(app, schedule);
         app.add_systems(
             schedule,
             (

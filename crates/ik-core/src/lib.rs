@@ -4,6 +4,7 @@
 
 pub mod analytic;
 pub mod error;
+pub mod grounding;
 pub mod humanoid;
 pub mod jacobian;
 pub mod limits;
