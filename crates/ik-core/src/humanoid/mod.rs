@@ -84,10 +84,12 @@ pub use anatomy::{
     default_ball_range, default_hinge_range,
 };
 pub use bones::{HumanoidBone, Side};
+// Name recognition the behaviours reuse (eyes, twist helpers).
 pub use map::{
     HumanoidMap, MappingOptions, MappingReport, MappingSource, PassedOver, PassedOverReason,
     RoleMapping, UnmappedReason, UnmappedRole,
 };
+pub(crate) use names::{is_twist_helper as is_twist_bone_name, words as bone_name_words};
 pub use solver::{
     CenterOfMassGoal, Effector, EffectorGoal, FullBodyGoals, FullBodyReport, FullBodySettings,
     FullBodySolver, GoalResidual, LookAtGoal, PostureReference,
