@@ -27,7 +27,7 @@
 
 use glam::{Quat, Vec2, Vec3};
 
-use super::{BehaviourError, clamp_rotation, scale_rotation, usable};
+use super::{BehaviourError, usable};
 use crate::humanoid::{BodyFrame, HumanoidBone, HumanoidMap};
 use crate::pose::BoneTransform;
 use crate::rotation::shortest_arc;
@@ -663,11 +663,20 @@ impl LookAtChain {
             .clamp_scaled(self.state.value.x, self.state.value.y, scale);
         self.state.value = Vec2::new(y, p);
         let look = direction(self.state.value, f, l, u);
-        // Share the turn from the animated head forward to `look` down the chain.
+        // Share the turn from the animated head forward to `look` down the chain. Every
+        // bone turns about the same model axis (the normal of the plane of both directions),
+        // so the angle left is a running difference and bone k's new local rotation is its
+        // animated one turned about that axis seen in its own frame.
+        let cross = anim_forward.cross(look);
+        let (sin, cos) = (cross.length(), anim_forward.dot(look));
+        let axis = if sin > 1e-7 {
+            cross / sin
+        } else {
+            anim_forward.any_orthonormal_vector()
+        };
+        let mut left = sin.atan2(cos);
         let mut remaining: f32 = self.chain.iter().map(|b| b.weight).sum();
-        let mut turned = Quat::IDENTITY;
-        let mut forward = anim_forward;
-        let mut parent_rot = parent.rotation;
+        let mut head_now = parent;
         for (k, b) in self.chain.iter().enumerate() {
             let share = if remaining > 1e-9 {
                 (b.weight / remaining).min(1.0)
@@ -675,25 +684,27 @@ impl LookAtChain {
                 0.0
             };
             remaining -= b.weight;
-            let q = clamp_rotation(
-                scale_rotation(shortest_arc(forward, look), share),
-                b.max_angle,
-            );
-            let anim_rot = self.model[k].rotation;
-            let new_model = (q * turned * anim_rot).normalize();
-            let local = (parent_rot.inverse() * new_model).normalize();
-            let t = buffer.pose().translations[b.bone];
+            let angle = (share * left).min(b.max_angle);
+            left -= angle;
+            let anim_model = self.model[k].rotation;
+            let pose = buffer.pose();
+            let (anim_local, t) = (pose.rotations[b.bone], pose.translations[b.bone]);
+            let local = if angle > 0.0 {
+                (anim_local * Quat::from_axis_angle(anim_model.inverse() * axis, angle)).normalize()
+            } else {
+                anim_local
+            };
             buffer.set_local(b.bone, local, t);
-            turned = (q * turned).normalize();
-            forward = (q * forward).normalize();
-            parent_rot = new_model;
+            if !self.eyes.is_empty() {
+                head_now = head_now.mul_transform(&buffer.pose().local_transform(skeleton, b.bone));
+            }
         }
-        // The eyes, from the turned head.
-        let mut head_now = parent;
-        for b in &self.chain {
-            head_now = head_now.mul_transform(&buffer.pose().local_transform(skeleton, b.bone));
-        }
-        let (hf, hl, hu) = frame(head_now.rotation, self.head_forward, self.head_up);
+        let forward = Quat::from_axis_angle(axis, sin.atan2(cos) - left) * anim_forward;
+        let (hf, hl, hu) = if self.eyes.is_empty() {
+            (f, l, u)
+        } else {
+            frame(head_now.rotation, self.head_forward, self.head_up)
+        };
         let initialized = self.initialized;
         for e in &mut self.eyes {
             let mut t = head_now;

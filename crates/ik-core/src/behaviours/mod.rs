@@ -55,18 +55,6 @@ pub(crate) fn scale_rotation(q: Quat, fraction: f32) -> Quat {
     Quat::IDENTITY.slerp(q, fraction)
 }
 
-/// `q` with its angle clamped to `max_angle` (radians).
-#[inline]
-pub(crate) fn clamp_rotation(q: Quat, max_angle: f32) -> Quat {
-    let q = if q.w < 0.0 { -q } else { q };
-    let angle = 2.0 * q.w.clamp(-1.0, 1.0).acos();
-    if angle <= max_angle || angle < 1e-9 {
-        q
-    } else {
-        Quat::IDENTITY.slerp(q, max_angle / angle)
-    }
-}
-
 /// Whether a vector is finite and of length above `1e-9`.
 #[inline]
 pub(crate) fn usable(v: Vec3) -> bool {
