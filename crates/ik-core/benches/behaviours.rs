@@ -72,7 +72,7 @@ fn bench(c: &mut Criterion) {
         .collect();
     let input = s.rest_pose();
 
-    let mut look = LookAtChain::from_humanoid(&s, &map, LookAtSettings::default()).unwrap();
+    let mut look = LookAtChain::from_humanoid(&s, &map, None, LookAtSettings::default()).unwrap();
     assert_eq!(look.eyes().count(), 2);
     let mut buffer = PoseBuffer::new(&s);
     buffer.set_pose(&input);
@@ -86,7 +86,8 @@ fn bench(c: &mut Criterion) {
 
     // The same chain without eyes (the rig's own skeleton has none).
     let plain = test_rig(RigConvention::Unreal, RestAxes::PlusX);
-    let mut look = LookAtChain::from_humanoid(&plain, &map, LookAtSettings::default()).unwrap();
+    let mut look =
+        LookAtChain::from_humanoid(&plain, &map, None, LookAtSettings::default()).unwrap();
     assert_eq!(look.eyes().count(), 0);
     let mut buffer = PoseBuffer::new(&plain);
     let mut targets = around.iter().cycle();

@@ -190,7 +190,7 @@ fn look_at_keeps_its_limits_and_speed_and_fades_behind() {
         let settings = LookAtSettings::default();
         let mut finals = Vec::new();
         for hz in [30.0f32, 60.0, 144.0] {
-            let mut la = LookAtChain::from_humanoid(&sk, &rig.map, settings).unwrap();
+            let mut la = LookAtChain::from_humanoid(&sk, &rig.map, None, settings).unwrap();
             assert_eq!(
                 la.eyes().collect::<Vec<_>>(),
                 eyes,

@@ -56,7 +56,7 @@ fn behaviour_stages_do_not_allocate() {
     let s = test_rig(RigConvention::Unreal, RestAxes::PlusX);
     let (map, _) = HumanoidMap::from_skeleton(&s);
     let g = |r: H| map.get(r).unwrap();
-    let look = LookAtChain::from_humanoid(&s, &map, LookAtSettings::default()).unwrap();
+    let look = LookAtChain::from_humanoid(&s, &map, None, LookAtSettings::default()).unwrap();
     let aim = AimChain::try_new(
         &s,
         g(H::Chest),

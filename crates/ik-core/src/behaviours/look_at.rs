@@ -351,36 +351,36 @@ fn smoothstep(a: f32, b: f32, x: f32) -> f32 {
     t * t * (3.0 - 2.0 * t)
 }
 
-/// Eye bones below `head`: names with the word `eye` (not `eyebrow`, `eyelid`, `lid`) and a
-/// side (`LeftEye`, `J_Adj_L_FaceEye`, `eye.L`, `mixamorig:RightEye`). A centre-line `eye`
-/// bone (`VRoid`'s `J_Adj_C_FaceEye`, a head adjuster) is not an eye.
+/// Whether a bone name names an eye: the word `eye` (or `eyeball`, `FaceEye`) and a side
+/// (`LeftEye`, `J_Adj_L_FaceEye`, `eye.L`, `mixamorig:RightEye`), and no `lid`, `brow`,
+/// `lash` or end marker. A centre-line eye bone (`VRoid`'s `J_Adj_C_FaceEye`, a head adjuster)
+/// is not an eye.
 #[must_use]
-pub fn find_eyes(skeleton: &Skeleton, head: usize) -> Vec<usize> {
-    let mut out = Vec::new();
-    for (i, b) in skeleton.bones().iter().enumerate() {
-        if i == head || i >= skeleton.len() || !skeleton.is_ancestor_or_self(head, i) {
-            continue;
-        }
-        let words = crate::humanoid::bone_name_words(&b.name);
-        let mut eye = false;
-        let mut side = false;
-        for w in &words {
-            match w.as_str() {
-                "eye" | "eyeball" | "faceeye" => eye = true,
-                "l" | "left" | "r" | "right" => side = true,
-                "lid" | "eyelid" | "brow" | "eyebrow" | "lash" | "end" | "tip" | "nub" => {
-                    eye = false;
-                    side = false;
-                    break;
-                }
-                _ => {}
-            }
-        }
-        if eye && side {
-            out.push(i);
+pub fn is_eye_name(name: &str) -> bool {
+    let mut eye = false;
+    let mut side = false;
+    for w in &crate::humanoid::bone_name_words(name) {
+        match w.as_str() {
+            "eye" | "eyeball" | "faceeye" => eye = true,
+            "l" | "left" | "r" | "right" => side = true,
+            "lid" | "eyelid" | "brow" | "eyebrow" | "lash" | "end" | "tip" | "nub" => return false,
+            _ => {}
         }
     }
-    out
+    eye && side
+}
+
+/// Eye bones below `head` ([`is_eye_name`]).
+#[must_use]
+pub fn find_eyes(skeleton: &Skeleton, head: usize) -> Vec<usize> {
+    (0..skeleton.len())
+        .filter(|&i| {
+            i != head
+                && head < skeleton.len()
+                && skeleton.is_ancestor_or_self(head, i)
+                && is_eye_name(&skeleton.bones()[i].name)
+        })
+        .collect()
 }
 
 impl LookAtChain {
@@ -491,8 +491,8 @@ impl LookAtChain {
     }
 
     /// The chain of a humanoid: from its spine (or the first mapped of chest, upper chest,
-    /// neck) to its head, every bone in between included; its eyes found by name
-    /// ([`find_eyes`]); forward and up from its [`BodyFrame`]. Default shares: the torso
+    /// neck) to its head, every bone in between included; its eyes `eyes`, or found by name
+    /// when `None` ([`find_eyes`]); forward and up from its [`BodyFrame`]. Default shares: the torso
     /// bones 30 % of the turn (20° each at most), the neck bones 30 % (45° each), the head the
     /// rest (unclamped); without a neck, torso 40 %, head 60 %.
     ///
@@ -502,6 +502,7 @@ impl LookAtChain {
     pub fn from_humanoid(
         skeleton: &Skeleton,
         map: &HumanoidMap,
+        eyes: Option<&[usize]>,
         settings: LookAtSettings,
     ) -> Result<Self, BehaviourError> {
         use HumanoidBone as B;
@@ -537,8 +538,15 @@ impl LookAtChain {
                 }
             })
             .collect();
-        let eyes = find_eyes(skeleton, head);
-        Self::try_new(skeleton, &chain, &eyes, frame.forward, frame.up, settings)
+        let found;
+        let eyes = match eyes {
+            Some(e) => e,
+            None => {
+                found = find_eyes(skeleton, head);
+                &found
+            }
+        };
+        Self::try_new(skeleton, &chain, eyes, frame.forward, frame.up, settings)
     }
 
     /// The chain bones, root first.

@@ -224,6 +224,13 @@ impl TwistSegment {
     }
 }
 
+/// Whether a bone name marks a twist/roll helper (`lowerarm_twist_01_l`, `LeftForeArmRoll`,
+/// `thigh_roll.L`).
+#[must_use]
+pub fn is_twist_name(name: &str) -> bool {
+    crate::humanoid::is_twist_bone_name(name)
+}
+
 /// The twist stage: any number of [`TwistSegment`]s (see the [module docs](self)).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TwistDistribution {
@@ -296,7 +303,7 @@ impl TwistDistribution {
                 if (p == lower || inline.contains(&p))
                     && !inline.contains(&i)
                     && i != hand
-                    && (Some(i) == mapped_twist || crate::humanoid::is_twist_bone_name(&bone.name))
+                    && (Some(i) == mapped_twist || is_twist_name(&bone.name))
                 {
                     twist.push(TwistBone {
                         bone: i,
