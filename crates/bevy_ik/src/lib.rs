@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 pub mod balance;
+pub mod behaviours;
 pub mod character;
 pub mod components;
 #[cfg(feature = "debug-draw")]
@@ -15,6 +16,7 @@ mod setup;
 pub mod stage;
 
 pub use balance::{IkBalance, IkCenterOfMass};
+pub use behaviours::{IkAim, IkEasing, IkLookAt, IkReach, IkTwist};
 pub use character::IkCharacter;
 pub use components::{BoneRef, IkDisabled, IkLimb, IkStatus};
 #[cfg(feature = "debug-draw")]
@@ -35,6 +37,7 @@ use bevy::transform::TransformSystems;
 /// The most used items: `use bevy_ik::prelude::*;`.
 pub mod prelude {
     pub use crate::balance::{IkBalance, IkCenterOfMass};
+    pub use crate::behaviours::{IkAim, IkEasing, IkLookAt, IkReach, IkTwist};
     pub use crate::character::IkCharacter;
     pub use crate::components::{BoneRef, IkDisabled, IkLimb, IkStatus};
     #[cfg(feature = "debug-draw")]
@@ -159,6 +162,7 @@ impl Plugin for IkPlugin {
         humanoid::register(app);
         rig::register(app);
         balance::register(app);
+        behaviours::build(app, schedule);
         app.add_systems(
             schedule,
             (
