@@ -30,8 +30,9 @@
 //! One small plugin per concern, like Bevy's `scene_viewer`: [`character`] (files, scene,
 //! bounds), [`solver`] (everything that depends on the solver mode), [`handles`] (targets,
 //! gizmo, scripted motion, overlay), [`camera`], [`panel`], [`settings`] (RON), [`readouts`]
-//! (residuals, plots, summary) and [`screenshot`].
+//! (residuals, plots, summary), [`screenshot`] and [`behaviours`] (look-at, aim, twist stages).
 
+mod behaviours;
 mod camera;
 mod character;
 mod handles;
@@ -52,6 +53,7 @@ use bevy_egui::EguiPlugin;
 use bevy_ik::prelude::*;
 use transform_gizmo_bevy::{GizmoMode, GizmoOptions, GizmoOrientation, TransformGizmoPlugin};
 
+use crate::behaviours::BehavioursPlugin;
 use crate::camera::CameraPlugin;
 use crate::character::{CharacterPath, CharacterPlugin, DEFAULT_CHARACTER};
 use crate::handles::HandlesPlugin;
@@ -151,6 +153,7 @@ fn main() -> ExitCode {
             ReadoutsPlugin {
                 summary: summary.clone(),
             },
+            BehavioursPlugin,
         ));
     if let Some(path) = &options.screenshot {
         app.add_plugins(ScreenshotPlugin {

@@ -180,12 +180,19 @@ pub struct IkAim {
     pub root: BoneRef,
     /// The bone holding the ray (e.g. the right hand, or a prop bone).
     pub tip: BoneRef,
-    /// The ray's direction in the tip's local frame.
+    /// The ray's direction in the tip's local frame (or, with [`IkAim::model_space_axes`], in
+    /// the character's space as the bones stand at set-up).
     pub axis: Vec3,
-    /// The ray's origin (the muzzle) in the tip's local frame.
+    /// The ray's origin (the muzzle) in the tip's local frame (or an offset from the tip's
+    /// joint in the character's space, see [`IkAim::model_space_axes`]).
     pub origin: Vec3,
-    /// A tip-local axis across the ray (the gun's top) that leans toward [`IkAim::pole`].
+    /// An axis across the ray (the gun's top) that leans toward [`IkAim::pole`], in the same
+    /// space as [`IkAim::axis`].
     pub pole_axis: Option<Vec3>,
+    /// `axis`, `origin` and `pole_axis` are given in the character's space as the bones stand
+    /// when the stage is set up (e.g. "forward" for a hand whose own axes are unknown), and
+    /// converted to the tip's frame once.
+    pub model_space_axes: bool,
     /// The pole direction in the character's model space (e.g. up).
     pub pole: Vec3,
     /// How much the pole turns the tip about the ray, `[0, 1]`.
@@ -203,6 +210,7 @@ impl Default for IkAim {
             axis: Vec3::Z,
             origin: Vec3::ZERO,
             pole_axis: None,
+            model_space_axes: false,
             pole: Vec3::Y,
             pole_weight: 1.0,
             weight: 1.0,
@@ -391,9 +399,21 @@ fn look_custom(look: &IkLookAt, eyes: &[Entity]) -> IkCustom {
 
 fn aim_custom(aim: &IkAim) -> IkCustom {
     let (axis, origin, pole_axis) = (aim.axis, aim.origin, aim.pole_axis);
+    let model_space = aim.model_space_axes;
     IkCustom::new(
         [aim.root.clone(), aim.tip.clone()],
         move |s: &Skeleton, b: &[usize]| {
+            let (axis, origin, pole_axis) = if model_space {
+                let rest = s.rest_model_transforms()[b[1]];
+                let to_local = |v: Vec3| rest.rotation.inverse() * v;
+                (
+                    to_local(axis),
+                    to_local(origin) / rest.scale,
+                    pole_axis.map(to_local),
+                )
+            } else {
+                (axis, origin, pole_axis)
+            };
             let chain =
                 AimChain::try_new(s, b[0], b[1], axis, origin, None).map_err(|e| e.to_string())?;
             match pole_axis {
@@ -487,11 +507,12 @@ pub(crate) fn sync_behaviour_stages(
     for (e, aim) in &aims {
         let make = || {
             let c = aim_custom(&aim);
-            let bits = [aim.axis, aim.origin, aim.pole_axis.unwrap_or(Vec3::NAN)]
+            let mut bits: Vec<u32> = [aim.axis, aim.origin, aim.pole_axis.unwrap_or(Vec3::NAN)]
                 .iter()
                 .flat_map(Vec3::to_array)
                 .map(f32::to_bits)
                 .collect();
+            bits.push(u32::from(aim.model_space_axes));
             let key = key_of(&c, bits);
             (c, key)
         };
