@@ -456,3 +456,65 @@ fn twist_bones_take_their_share_and_rigs_without_them_are_untouched() {
     }
     assert!(with_twist >= 5, "only {with_twist} rigs with twist bones");
 }
+
+#[test]
+fn bad_input_is_reported_or_ignored_never_nan() {
+    use ik_core::behaviours::look_at::{EllipticLimits, Smoothing};
+    let rig = &rigs(false)[0];
+    let sk = &rig.skeleton;
+    let g = |r: B| rig.map.get(r).unwrap();
+    let mut look =
+        LookAtChain::from_humanoid(sk, &rig.map, None, LookAtSettings::default()).unwrap();
+    let mut aim =
+        AimChain::try_new(sk, g(B::Chest), g(B::RightHand), Vec3::X, Vec3::Y, None).unwrap();
+    let mut twist = TwistDistribution::from_humanoid(sk, &rig.map);
+    let mut buffer = PoseBuffer::new(sk);
+    for (target, dt) in [
+        (Vec3::NAN, 1.0 / 60.0),
+        (Vec3::INFINITY, f32::NAN),
+        (Vec3::splat(1e30), -1.0),
+        (Vec3::ZERO, f32::INFINITY),
+    ] {
+        look.target = Some(target);
+        look.dt = dt;
+        aim.target = Some(target);
+        look.solve(sk, &mut buffer).unwrap();
+        let _ = aim.solve(sk, &mut buffer).unwrap();
+        twist.solve(sk, &mut buffer).unwrap();
+        assert!(buffer.pose().is_finite(), "target {target}, dt {dt}");
+    }
+    // A non-finite input pose: an error, the pose is not made worse.
+    let mut bad = sk.rest_pose();
+    bad.rotations[g(B::Spine)] = Quat::from_xyzw(f32::NAN, 0.0, 0.0, 1.0);
+    buffer.set_pose(&bad);
+    assert!(look.solve(sk, &mut buffer).is_err());
+    // Malformed set-up: errors, not panics.
+    let bad_limits = LookAtSettings {
+        limits: EllipticLimits::symmetric(0.0, 1.0),
+        ..LookAtSettings::default()
+    };
+    assert!(LookAtChain::from_humanoid(sk, &rig.map, None, bad_limits).is_err());
+    let bad_smoothing = LookAtSettings {
+        smoothing: Smoothing {
+            max_speed: f32::NAN,
+            smooth_time: 0.1,
+        },
+        ..LookAtSettings::default()
+    };
+    assert!(look.set_settings(bad_smoothing).is_err());
+    assert!(
+        AimChain::try_new(
+            sk,
+            g(B::Chest),
+            g(B::RightHand),
+            Vec3::ZERO,
+            Vec3::ZERO,
+            None
+        )
+        .is_err()
+    );
+    assert!(
+        AimChain::try_new(sk, g(B::RightHand), g(B::Chest), Vec3::X, Vec3::ZERO, None).is_err()
+    );
+    assert!(GoalMotion::try_new(MotionTiming::Speed(-1.0), Easing::Linear).is_err());
+}
