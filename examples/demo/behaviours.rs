@@ -286,14 +286,15 @@ fn close_up(
     characters: Query<&IkHumanoidBones, With<Character>>,
     globals: Query<&GlobalTransform>,
     frame: Option<Res<BodyFrame>>,
-    mut orbits: Query<&mut Orbit>,
+    mut orbits: Query<(&mut Orbit, &mut Transform)>,
     mut was: Local<bool>,
 ) {
-    let turned_on = ui.close_up && !*was;
-    *was = ui.close_up;
     let (Some(frame), Some(bones)) = (frame, characters.iter().next()) else {
         return;
     };
+    // Zoom in once when switched on (and the character is there); follow the wrist after.
+    let turned_on = ui.close_up && !*was;
+    *was = ui.close_up;
     if !ui.close_up {
         return;
     }
@@ -303,10 +304,14 @@ fn close_up(
     else {
         return;
     };
-    for mut orbit in &mut orbits {
-        orbit.focus = wrist.translation();
-        if turned_on {
-            orbit.distance = (0.45 * frame.scale).max(orbit.range.0);
+    for (mut orbit, mut transform) in &mut orbits {
+        if orbit.focus != wrist.translation() || turned_on {
+            orbit.focus = wrist.translation();
+            if turned_on {
+                orbit.distance = (0.45 * frame.scale).max(orbit.range.0);
+            }
+            let t = orbit.transform();
+            transform.set_if_neq(t);
         }
     }
 }
