@@ -219,7 +219,9 @@ impl Default for IkAim {
 }
 
 /// Spreads the forearm twist of a humanoid character over its twist bones (Unreal
-/// `lowerarm_twist_01_l`, Rigify `DEF-forearm.L.001`, `*Roll*`), after the stages before it.
+/// `lowerarm_twist_01_l`, Rigify `DEF-forearm.L.001`, `*Roll*`), and takes the upper arms' and
+/// thighs' own twist back in their twist bones near the joint (`upperarm_twist_01_l`,
+/// `thigh_twist_01_l`), after the stages before it.
 /// A rig without twist bones is left unchanged. See [`ik_core::behaviours::twist`].
 #[derive(Component, Clone, Debug, PartialEq, Reflect)]
 #[reflect(Component, Default, Debug)]
@@ -339,11 +341,17 @@ const LOOK_ROLES: [HumanoidBone; 7] = [
     HumanoidBone::RightUpperLeg,
 ];
 
-const TWIST_ROLES: [HumanoidBone; 4] = [
+const TWIST_ROLES: [HumanoidBone; 10] = [
     HumanoidBone::LeftLowerArm,
     HumanoidBone::LeftHand,
     HumanoidBone::RightLowerArm,
     HumanoidBone::RightHand,
+    HumanoidBone::LeftUpperArm,
+    HumanoidBone::RightUpperArm,
+    HumanoidBone::LeftUpperLeg,
+    HumanoidBone::LeftLowerLeg,
+    HumanoidBone::RightUpperLeg,
+    HumanoidBone::RightLowerLeg,
 ];
 
 /// The map of a (partial) character skeleton: from its names, then the roles the stage listed.

@@ -25,6 +25,7 @@ use ik_core::behaviours::motion::{Easing, GoalMotion, MotionTiming};
 use ik_core::behaviours::twist::TwistDistribution;
 use ik_core::glam::{Quat, Vec3};
 use ik_core::humanoid::{BodyFrame, HumanoidBone as B};
+use ik_core::rotation::twist_angle;
 use ik_core::stack::{CustomStage, IkStack, PoseBuffer, Stage, TwoBoneStage};
 use ik_core::{Bone, BoneTransform, Skeleton};
 
@@ -517,4 +518,84 @@ fn bad_input_is_reported_or_ignored_never_nan() {
         AimChain::try_new(sk, g(B::RightHand), g(B::Chest), Vec3::X, Vec3::ZERO, None).is_err()
     );
     assert!(GoalMotion::try_new(MotionTiming::Speed(-1.0), Easing::Linear).is_err());
+}
+
+#[test]
+fn upper_arm_and_thigh_twist_bones_take_back_the_twist_near_the_joint() {
+    let mut rng = Lcg(5);
+    for rig in rigs(true) {
+        let sk0 = &rig.skeleton;
+        let g = |r: B| rig.map.get(r).unwrap();
+        let rest = sk0.rest_model_transforms();
+        // Leaf twist bones a quarter of the way down the left upper arm and the right thigh,
+        // with arbitrary rest rotations.
+        let mut bones = sk0.bones().to_vec();
+        let n = bones.len();
+        for (name, upper, lower) in [
+            ("upperarm_twist_01_l", B::LeftUpperArm, B::LeftLowerArm),
+            ("thigh_twist_01_r", B::RightUpperLeg, B::RightLowerLeg),
+        ] {
+            let (u, l) = (g(upper), g(lower));
+            let at = rest[u].translation.lerp(rest[l].translation, 0.25);
+            let rot = Quat::from_axis_angle(rng.unit(), 3.0 * rng.sym());
+            let local = rest[u]
+                .inverse()
+                .mul_transform(&BoneTransform::from_translation_rotation(at, rot));
+            bones.push(Bone::new(
+                name,
+                Some(u),
+                BoneTransform {
+                    scale: Vec3::ONE,
+                    ..local
+                },
+            ));
+        }
+        let sk = Skeleton::try_new(bones).unwrap();
+        let mut stage = TwistDistribution::from_humanoid(&sk, &rig.map);
+        assert_eq!(stage.counter_segments().len(), 2, "{}", rig.name);
+        let mut input = sk.rest_pose();
+        let theta = 60f32.to_radians();
+        for c in stage.counter_segments() {
+            let b = c.bone();
+            input.rotations[b] =
+                sk.bones()[b].rest.rotation * Quat::from_axis_angle(c.axis(), theta);
+        }
+        let mut buffer = PoseBuffer::new(&sk);
+        buffer.set_pose(&input);
+        stage.solve(&sk, &mut buffer).unwrap();
+        let out = buffer.pose();
+        for c in stage.counter_segments() {
+            let b = c.bone();
+            assert_eq!(
+                out.rotations[b], input.rotations[b],
+                "{}: the bone itself moved",
+                rig.name
+            );
+            assert!((c.twist(out) - theta).abs() < 1e-4);
+            for (k, t) in c.twist_bones().enumerate() {
+                assert!(
+                    (t.fraction - 0.25).abs() < 1e-3,
+                    "{}: fraction {}",
+                    rig.name,
+                    t.fraction
+                );
+                let i = n + if b == g(B::LeftUpperArm) { 0 } else { 1 };
+                assert_eq!(t.bone, i, "{k}");
+                let rest_b = sk.bones()[i].rest.rotation;
+                // Relative to the bone's own rest frame, the twist bone keeps f·θ of the twist.
+                let kept = twist_angle(
+                    sk.bones()[b].rest.rotation.inverse()
+                        * out.rotations[b]
+                        * out.rotations[i]
+                        * rest_b.inverse(),
+                    c.axis(),
+                );
+                assert!(
+                    (kept - t.fraction * theta).abs() < 2e-3,
+                    "{}: keeps {kept}",
+                    rig.name
+                );
+            }
+        }
+    }
 }

@@ -16,6 +16,9 @@
 //! - **leaf** twist bones (children of the parent beside the child: Unreal's
 //!   `lowerarm_twist_01_l`) take `f·θ`; the hand is not below them and is untouched.
 //!
+//! Upper arms and thighs ([`CounterTwistSegment`]): their own twist is taken back by their
+//! leaf twist bones near the joint, a bone at fraction `f` keeping `f·θ` of it.
+//!
 //! A rig with no twist bones gets no segment ([`TwistDistribution::from_humanoid`]) and nothing
 //! changes. The default fraction of a twist bone is where its origin lies along the segment at
 //! rest (0 at the parent, 1 at the child).
@@ -224,6 +227,104 @@ impl TwistSegment {
     }
 }
 
+/// An upper arm or thigh whose own twist (about its rest axis, relative to its rest) is taken
+/// back by its leaf twist bones near the joint: a twist bone at fraction `f` along the bone
+/// (0 at its joint, 1 at its child) turns by `−(1 − f)·θ` about the axis in the bone's frame,
+/// so it carries `f·θ` of the twist (Unreal's `upperarm_twist_01_l`, `thigh_twist_01_l`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CounterTwistSegment {
+    bone: usize,
+    along: Vec3,
+    rest: Quat,
+    twisters: Vec<(TwistBone, Quat)>,
+}
+
+impl CounterTwistSegment {
+    /// The segment of `bone` (its axis toward its descendant `toward` at rest) with
+    /// `twist_bones`, each a child of `bone`.
+    ///
+    /// # Errors
+    /// [`BehaviourError::Skeleton`] for bones out of range or not children of `bone`;
+    /// [`BehaviourError::DegenerateAxis`] when `toward` sits on `bone`'s origin;
+    /// [`BehaviourError::InvalidSetting`] for a fraction outside `[0, 1]`.
+    pub fn try_new(
+        skeleton: &Skeleton,
+        bone: usize,
+        toward: usize,
+        twist_bones: &[TwistBone],
+    ) -> Result<Self, BehaviourError> {
+        let len = skeleton.len();
+        for i in [bone, toward]
+            .into_iter()
+            .chain(twist_bones.iter().map(|t| t.bone))
+        {
+            if i >= len {
+                return Err(SkeletonError::IndexOutOfRange { index: i, len }.into());
+            }
+        }
+        let along = skeleton
+            .rest_bone_direction(bone, toward)
+            .ok_or(BehaviourError::DegenerateAxis("counter-twist bone"))?;
+        let mut twisters = Vec::with_capacity(twist_bones.len());
+        for t in twist_bones {
+            if !(0.0..=1.0).contains(&t.fraction) {
+                return Err(BehaviourError::InvalidSetting("twist fraction"));
+            }
+            if skeleton.parent(t.bone) != Some(bone) {
+                return Err(SkeletonError::NotAncestor {
+                    root: skeleton.bones()[bone].name.clone(),
+                    tip: skeleton.bones()[t.bone].name.clone(),
+                }
+                .into());
+            }
+            twisters.push((*t, skeleton.bones()[t.bone].rest.rotation));
+        }
+        Ok(Self {
+            bone,
+            along,
+            rest: skeleton.bones()[bone].rest.rotation,
+            twisters,
+        })
+    }
+
+    /// The bone whose twist is taken back.
+    #[must_use]
+    pub fn bone(&self) -> usize {
+        self.bone
+    }
+
+    /// The twist bones with their fractions.
+    pub fn twist_bones(&self) -> impl Iterator<Item = TwistBone> + '_ {
+        self.twisters.iter().map(|t| t.0)
+    }
+
+    /// The bone-local unit axis.
+    #[must_use]
+    pub fn axis(&self) -> Vec3 {
+        self.along
+    }
+
+    /// The bone's own twist relative to its rest, radians, in `pose`.
+    #[must_use]
+    pub fn twist(&self, pose: &Pose) -> f32 {
+        twist_angle(self.rest.inverse() * pose.rotations[self.bone], self.along)
+    }
+
+    fn apply(&self, buffer: &mut PoseBuffer) -> bool {
+        let local = buffer.pose().rotations[self.bone];
+        if !local.is_finite() {
+            return false;
+        }
+        let theta = twist_angle(self.rest.inverse() * local, self.along);
+        for (t, rest) in &self.twisters {
+            let q = Quat::from_axis_angle(self.along, -(1.0 - t.fraction) * theta) * *rest;
+            let tr = buffer.pose().translations[t.bone];
+            buffer.set_local(t.bone, q.normalize(), tr);
+        }
+        true
+    }
+}
+
 /// Whether a bone name marks a twist/roll helper (`lowerarm_twist_01_l`, `LeftForeArmRoll`,
 /// `thigh_roll.L`).
 #[must_use]
@@ -235,10 +336,32 @@ pub fn is_twist_name(name: &str) -> bool {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TwistDistribution {
     segments: Vec<TwistSegment>,
+    counter: Vec<CounterTwistSegment>,
     bones: Vec<usize>,
 }
 
 impl TwistDistribution {
+    /// A stage over `segments` (forearms) and `counter` (upper arms, thighs).
+    #[must_use]
+    pub fn with_counter(segments: Vec<TwistSegment>, counter: Vec<CounterTwistSegment>) -> Self {
+        let mut s = Self::new(segments);
+        s.bones.extend(
+            counter
+                .iter()
+                .flat_map(|c| c.twisters.iter().map(|t| t.0.bone)),
+        );
+        s.bones.sort_unstable();
+        s.bones.dedup();
+        s.counter = counter;
+        s
+    }
+
+    /// The upper-arm and thigh segments.
+    #[must_use]
+    pub fn counter_segments(&self) -> &[CounterTwistSegment] {
+        &self.counter
+    }
+
     /// A stage over `segments`.
     #[must_use]
     pub fn new(segments: Vec<TwistSegment>) -> Self {
@@ -253,7 +376,11 @@ impl TwistDistribution {
             .collect();
         bones.sort_unstable();
         bones.dedup();
-        Self { segments, bones }
+        Self {
+            segments,
+            counter: Vec::new(),
+            bones,
+        }
     }
 
     /// The forearm segments of a humanoid (lower arm → hand), each with the twist bones the rig
@@ -318,7 +445,51 @@ impl TwistDistribution {
                 segments.push(s);
             }
         }
-        Self::new(segments)
+        let mut counter = Vec::new();
+        for side in [Side::Left, Side::Right] {
+            for (upper, lower) in [
+                (HumanoidBone::LeftUpperArm, HumanoidBone::LeftLowerArm),
+                (HumanoidBone::LeftUpperLeg, HumanoidBone::LeftLowerLeg),
+            ] {
+                let (Some(u), Some(l)) = (map.get(upper.on(side)), map.get(lower.on(side))) else {
+                    continue;
+                };
+                if u == l || !skeleton.is_ancestor_or_self(u, l) {
+                    continue;
+                }
+                let (a, b) = (rest[u].translation, rest[l].translation);
+                let seg = b - a;
+                let twist: Vec<TwistBone> = skeleton
+                    .bones()
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, bone)| {
+                        bone.parent == Some(u)
+                            && !skeleton.is_ancestor_or_self(*i, l)
+                            && is_twist_name(&bone.name)
+                    })
+                    .map(|(i, _)| {
+                        let t =
+                            (rest[i].translation - a).dot(seg) / seg.length_squared().max(1e-12);
+                        TwistBone {
+                            bone: i,
+                            fraction: if t.is_finite() {
+                                t.clamp(0.0, 1.0)
+                            } else {
+                                0.5
+                            },
+                        }
+                    })
+                    .collect();
+                if twist.is_empty() {
+                    continue;
+                }
+                if let Ok(c) = CounterTwistSegment::try_new(skeleton, u, l, &twist) {
+                    counter.push(c);
+                }
+            }
+        }
+        Self::with_counter(segments, counter)
     }
 
     /// The segments.
@@ -340,6 +511,11 @@ impl CustomStage for TwistDistribution {
     ) -> Result<CustomReport, StackError> {
         for s in &self.segments {
             if !s.apply(buffer) {
+                return Err(StackError::Custom("twist: non-finite input pose"));
+            }
+        }
+        for c in &self.counter {
+            if !c.apply(buffer) {
                 return Err(StackError::Custom("twist: non-finite input pose"));
             }
         }
