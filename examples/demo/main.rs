@@ -33,9 +33,10 @@
 //! bounds), [`solver`] (everything that depends on the solver mode), [`handles`] (targets,
 //! gizmo, scripted motion, overlay), [`camera`], [`panel`], [`settings`] (RON), [`readouts`]
 //! (residuals, plots, summary), [`stack`] (the character's IK stack window, analytic arms after
-//! the solver), [`screenshot`] and [`grounding`] (the terrain mode: feet on a stair and a ramp,
-//! `--terrain`).
+//! the solver), [`screenshot`], [`grounding`] (the terrain mode: feet on a stair and a ramp,
+//! `--terrain`) and [`behaviours`] (look-at, aim, twist stages).
 
+mod behaviours;
 mod camera;
 mod character;
 mod grounding;
@@ -58,6 +59,7 @@ use bevy_egui::EguiPlugin;
 use bevy_ik::prelude::*;
 use transform_gizmo_bevy::{GizmoMode, GizmoOptions, GizmoOrientation, TransformGizmoPlugin};
 
+use crate::behaviours::BehavioursPlugin;
 use crate::camera::CameraPlugin;
 use crate::character::{CharacterPath, CharacterPlugin, DEFAULT_CHARACTER};
 use crate::grounding::GroundingDemoPlugin;
@@ -160,6 +162,7 @@ fn main() -> ExitCode {
             ReadoutsPlugin {
                 summary: summary.clone(),
             },
+            BehavioursPlugin,
         ))
         .add_plugins(GroundingDemoPlugin {
             initial: options.terrain,

@@ -50,6 +50,8 @@ fn panel(
     asset: Option<Res<CharacterAsset>>,
     mut message: Local<String>,
     mut commands: Commands,
+    mut behaviours: ResMut<crate::behaviours::BehaviourUi>,
+    behaviour_info: Res<crate::behaviours::BehaviourInfo>,
 ) -> Result {
     let ctx = contexts.ctx_mut()?;
     let mut edited = settings.clone();
@@ -67,6 +69,11 @@ fn panel(
                 &readouts,
                 &mut actions,
             );
+            egui::CollapsingHeader::new("Behaviours: look-at, aim, twist")
+                .default_open(true)
+                .show(ui, |ui| {
+                    crate::behaviours::controls(ui, &mut behaviours, &behaviour_info);
+                });
             panel_contents(ui, &mut edited, &readouts, &gizmo, &message, &mut actions);
         });
     if actions.reset {

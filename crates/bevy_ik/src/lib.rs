@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 pub mod balance;
+pub mod behaviours;
 pub mod character;
 pub mod components;
 #[cfg(feature = "debug-draw")]
@@ -18,6 +19,7 @@ pub mod stage;
 pub mod vrm;
 
 pub use balance::{IkBalance, IkCenterOfMass};
+pub use behaviours::{IkAim, IkEasing, IkLookAt, IkReach, IkTwist};
 pub use character::IkCharacter;
 pub use components::{BoneRef, IkDisabled, IkLimb, IkStatus};
 #[cfg(feature = "debug-draw")]
@@ -43,6 +45,7 @@ use bevy::transform::TransformSystems;
 /// The most used items: `use bevy_ik::prelude::*;`.
 pub mod prelude {
     pub use crate::balance::{IkBalance, IkCenterOfMass};
+    pub use crate::behaviours::{IkAim, IkEasing, IkLookAt, IkReach, IkTwist};
     pub use crate::character::IkCharacter;
     pub use crate::components::{BoneRef, IkDisabled, IkLimb, IkStatus};
     #[cfg(feature = "debug-draw")]
@@ -173,6 +176,7 @@ impl Plugin for IkPlugin {
         rig::register(app);
         balance::register(app);
         grounding::register(app, schedule);
+        behaviours::build(app, schedule);
         app.add_systems(
             schedule,
             (

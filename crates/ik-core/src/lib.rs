@@ -3,6 +3,7 @@
 #![warn(missing_docs)]
 
 pub mod analytic;
+pub mod behaviours;
 pub mod error;
 pub mod grounding;
 pub mod humanoid;

@@ -86,10 +86,12 @@ pub use anatomy::{
 };
 pub use bones::{HumanoidBone, Side};
 pub use detached_feet::DetachedFeet;
+// Name recognition the behaviours reuse (eyes, twist helpers).
 pub use map::{
     HumanoidMap, MappingOptions, MappingReport, MappingSource, PassedOver, PassedOverReason,
     RoleMapping, UnmappedReason, UnmappedRole,
 };
+pub(crate) use names::{is_twist_helper as is_twist_bone_name, words as bone_name_words};
 pub use solver::{
     CenterOfMassGoal, Effector, EffectorGoal, FullBodyGoals, FullBodyReport, FullBodyScratch,
     FullBodySettings, FullBodySolver, GoalFrame, GoalResidual, LookAtGoal, PostureReference,

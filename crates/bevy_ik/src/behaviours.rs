@@ -1,0 +1,703 @@
+//! Gameplay behaviours as stages of a character: [`IkLookAt`] (eyes → head → neck → spine),
+//! [`IkAim`] (a bone-local axis at a target), [`IkTwist`] (forearm twist spread over twist
+//! bones) and [`IkReach`] (a target entity that moves from the animated effector to a real
+//! target over time, for any stage to follow).
+//!
+//! Each of the first three is sugar over [`IkCustom`]: put it on a stage entity of a humanoid
+//! character (`(IkLookAt { .. }, IkStageOf(character))`); a system inserts (and, when its
+//! structure changes, replaces) the entity's `IkCustom` with the ik-core stage
+//! ([`LookAtChain`], [`AimChain`], [`TwistDistribution`]) built on the character's skeleton,
+//! and every frame, between set-up and solve, hands the built stage the component's
+//! parameters (limits, smoothing, pole) and the frame's time step. Its status is the stage
+//! entity's [`IkStatus`](crate::IkStatus), like any stage.
+//!
+//! Bones are found the way other stages find them: humanoid roles resolved on the character
+//! (its [`IkHumanoidBones`](crate::IkHumanoidBones) when it has an
+//! [`IkHumanoid`](crate::IkHumanoid), else mapped from names); eye bones and twist/roll helper
+//! bones by name among the character's descendants (they are rescanned when new named
+//! entities appear, e.g. a glTF scene finishing spawning).
+//!
+//! ## Systems
+//!
+//! ```text
+//! AnimationSystems
+//!   sync_behaviour_stages                            IkLookAt/IkAim/IkTwist → IkCustom
+//!   move_reach_targets                               IkReach: advance, move the entity
+//! IkSystems::Prepare           set_up_characters       builds the stages
+//! (between Prepare and Solve)  push_behaviour_params   settings, pole, dt into the stages
+//! IkSystems::Solve             solve_characters
+//! ```
+
+use bevy::ecs::change_detection::DetectChanges;
+use bevy::ecs::component::Component;
+use bevy::ecs::entity::Entity;
+use bevy::ecs::hierarchy::Children;
+use bevy::ecs::name::Name;
+use bevy::ecs::reflect::ReflectComponent;
+use bevy::ecs::system::{Commands, Local, ParamSet, Query, Res};
+use bevy::ecs::world::Ref;
+use bevy::math::Vec3;
+use bevy::reflect::prelude::*;
+use bevy::time::Time;
+use bevy::transform::components::Transform;
+use bevy::transform::helper::TransformHelper;
+use ik_core::Skeleton;
+use ik_core::behaviours::aim::{AimChain, AimSettings};
+use ik_core::behaviours::look_at::{
+    EllipticLimits, LookAtChain, LookAtSettings, Smoothing, is_eye_name,
+};
+use ik_core::behaviours::motion::{Easing, GoalMotion, MotionPath, MotionTiming};
+use ik_core::behaviours::twist::{TwistDistribution, is_twist_name};
+use ik_core::humanoid::{HumanoidBone, HumanoidMap};
+
+use crate::character::IkCharacter;
+use crate::components::BoneRef;
+use crate::setup::IkRescan;
+use crate::stage::{IkCustom, IkStageOf};
+
+/// A look-at chain on a humanoid character: the head (and the neck and spine, sharing the
+/// turn; the eyes first) follows [`IkLookAt::target`]. See
+/// [`ik_core::behaviours::look_at`] for the method. Angles in degrees.
+#[derive(Component, Clone, Debug, PartialEq, Reflect)]
+#[reflect(Component, Default, Debug)]
+#[cfg_attr(
+    feature = "serialize",
+    derive(serde::Serialize, serde::Deserialize),
+    reflect(Serialize, Deserialize)
+)]
+pub struct IkLookAt {
+    /// The entity looked at (`None`: back to the animation, smoothly).
+    pub target: Option<Entity>,
+    /// Blend weight over the animation, `[0, 1]`.
+    pub weight: f32,
+    /// Eye bones; empty: found by name under the head (`LeftEye`, `J_Adj_L_FaceEye`, …).
+    pub eyes: Vec<BoneRef>,
+    /// Head yaw limits toward the character's left and right, degrees.
+    pub yaw_left: f32,
+    /// See [`IkLookAt::yaw_left`].
+    pub yaw_right: f32,
+    /// Head pitch limits up and down, degrees.
+    pub pitch_up: f32,
+    /// See [`IkLookAt::pitch_up`].
+    pub pitch_down: f32,
+    /// Eye yaw limit (each side), degrees, relative to the head.
+    pub eye_yaw: f32,
+    /// Eye pitch limit (up and down), degrees.
+    pub eye_pitch: f32,
+    /// Largest head turning speed, degrees per second.
+    pub max_speed: f32,
+    /// The head's smooth time, seconds (0: none).
+    pub smooth_time: f32,
+    /// Largest eye speed, degrees per second.
+    pub eye_max_speed: f32,
+    /// The eyes' smooth time, seconds.
+    pub eye_smooth_time: f32,
+    /// Angle from the body's forward where a target starts fading back to the animation.
+    pub fade_start: f32,
+    /// Angle where it is fully faded (a target behind).
+    pub fade_end: f32,
+}
+
+impl Default for IkLookAt {
+    fn default() -> Self {
+        let s = LookAtSettings::default();
+        let d = f32::to_degrees;
+        Self {
+            target: None,
+            weight: 1.0,
+            eyes: Vec::new(),
+            yaw_left: d(s.limits.yaw_left),
+            yaw_right: d(s.limits.yaw_right),
+            pitch_up: d(s.limits.pitch_up),
+            pitch_down: d(s.limits.pitch_down),
+            eye_yaw: d(s.eye_limits.yaw_left),
+            eye_pitch: d(s.eye_limits.pitch_up),
+            max_speed: d(s.smoothing.max_speed),
+            smooth_time: s.smoothing.smooth_time,
+            eye_max_speed: d(s.eye_smoothing.max_speed),
+            eye_smooth_time: s.eye_smoothing.smooth_time,
+            fade_start: d(s.fade_start),
+            fade_end: d(s.fade_end),
+        }
+    }
+}
+
+impl IkLookAt {
+    /// Looking at `target` with the default limits and smoothing.
+    #[must_use]
+    pub fn at(target: Entity) -> Self {
+        Self {
+            target: Some(target),
+            ..Self::default()
+        }
+    }
+
+    /// The ik-core settings.
+    #[must_use]
+    pub fn settings(&self) -> LookAtSettings {
+        let r = f32::to_radians;
+        LookAtSettings {
+            limits: EllipticLimits::from_degrees(
+                self.yaw_left,
+                self.yaw_right,
+                self.pitch_up,
+                self.pitch_down,
+            ),
+            eye_limits: EllipticLimits::from_degrees(
+                self.eye_yaw,
+                self.eye_yaw,
+                self.eye_pitch,
+                self.eye_pitch,
+            ),
+            smoothing: Smoothing {
+                max_speed: r(self.max_speed),
+                smooth_time: self.smooth_time,
+            },
+            eye_smoothing: Smoothing {
+                max_speed: r(self.eye_max_speed),
+                smooth_time: self.eye_smooth_time,
+            },
+            fade_start: r(self.fade_start),
+            fade_end: r(self.fade_end),
+        }
+    }
+}
+
+/// Aims a bone-local ray (a gun barrel, a flashlight, a finger) at [`IkAim::target`] by
+/// turning the bones from [`IkAim::root`] down to [`IkAim::tip`]. See
+/// [`ik_core::behaviours::aim`].
+#[derive(Component, Clone, Debug, PartialEq, Reflect)]
+#[reflect(Component, Default, Debug)]
+#[cfg_attr(
+    feature = "serialize",
+    derive(serde::Serialize, serde::Deserialize),
+    reflect(Serialize, Deserialize)
+)]
+pub struct IkAim {
+    /// The entity aimed at.
+    pub target: Option<Entity>,
+    /// The chain's first bone (e.g. the chest).
+    pub root: BoneRef,
+    /// The bone holding the ray (e.g. the right hand, or a prop bone).
+    pub tip: BoneRef,
+    /// The ray's direction in the tip's local frame (or, with [`IkAim::model_space_axes`], in
+    /// the character's space as the bones stand at set-up).
+    pub axis: Vec3,
+    /// The ray's origin (the muzzle) in the tip's local frame (or an offset from the tip's
+    /// joint in the character's space, see [`IkAim::model_space_axes`]).
+    pub origin: Vec3,
+    /// An axis across the ray (the gun's top) that leans toward [`IkAim::pole`], in the same
+    /// space as [`IkAim::axis`].
+    pub pole_axis: Option<Vec3>,
+    /// `axis`, `origin` and `pole_axis` are given in the character's space as the bones stand
+    /// when the stage is set up (e.g. "forward" for a hand whose own axes are unknown), and
+    /// converted to the tip's frame once.
+    pub model_space_axes: bool,
+    /// The pole direction in the character's model space (e.g. up).
+    pub pole: Vec3,
+    /// How much the pole turns the tip about the ray, `[0, 1]`.
+    pub pole_weight: f32,
+    /// Blend weight over the animation, `[0, 1]`.
+    pub weight: f32,
+}
+
+impl Default for IkAim {
+    fn default() -> Self {
+        Self {
+            target: None,
+            root: HumanoidBone::Chest.into(),
+            tip: HumanoidBone::RightHand.into(),
+            axis: Vec3::Z,
+            origin: Vec3::ZERO,
+            pole_axis: None,
+            model_space_axes: false,
+            pole: Vec3::Y,
+            pole_weight: 1.0,
+            weight: 1.0,
+        }
+    }
+}
+
+/// Spreads the forearm twist of a humanoid character over its twist bones (Unreal
+/// `lowerarm_twist_01_l`, Rigify `DEF-forearm.L.001`, `*Roll*`), and takes the upper arms' and
+/// thighs' own twist back in their twist bones near the joint (`upperarm_twist_01_l`,
+/// `thigh_twist_01_l`), after the stages before it.
+/// A rig without twist bones is left unchanged. See [`ik_core::behaviours::twist`].
+#[derive(Component, Clone, Debug, PartialEq, Reflect)]
+#[reflect(Component, Default, Debug)]
+#[cfg_attr(
+    feature = "serialize",
+    derive(serde::Serialize, serde::Deserialize),
+    reflect(Serialize, Deserialize)
+)]
+pub struct IkTwist {
+    /// Blend weight, `[0, 1]`.
+    pub weight: f32,
+}
+
+impl Default for IkTwist {
+    fn default() -> Self {
+        Self { weight: 1.0 }
+    }
+}
+
+/// An easing curve for [`IkReach`] (mirrors ik-core's [`Easing`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Reflect)]
+#[reflect(Default, Debug)]
+#[cfg_attr(
+    feature = "serialize",
+    derive(serde::Serialize, serde::Deserialize),
+    reflect(Serialize, Deserialize)
+)]
+pub enum IkEasing {
+    /// Constant speed.
+    Linear,
+    /// `3t² − 2t³`.
+    #[default]
+    SmoothStep,
+    /// `6t⁵ − 15t⁴ + 10t³`.
+    SmootherStep,
+    /// `(1 − cos πt) / 2`.
+    SineInOut,
+    /// Cubic in and out.
+    CubicInOut,
+}
+
+impl From<IkEasing> for Easing {
+    fn from(e: IkEasing) -> Self {
+        match e {
+            IkEasing::Linear => Self::Linear,
+            IkEasing::SmoothStep => Self::SmoothStep,
+            IkEasing::SmootherStep => Self::SmootherStep,
+            IkEasing::SineInOut => Self::SineInOut,
+            IkEasing::CubicInOut => Self::CubicInOut,
+        }
+    }
+}
+
+/// Reaching over time: this entity (a root entity, used as any stage's target) moves from
+/// where the animation puts [`IkReach::effector`] to [`IkReach::target`] along a straight line
+/// (or an arc around [`IkReach::arc_center`]) over [`IkReach::duration`] seconds (or at
+/// [`IkReach::speed`]) with easing while [`IkReach::engaged`], and back when released;
+/// [`IkReach::weight`] (read it, or let [`IkReach::fade_stage`] follow it) fades the same way.
+/// See [`ik_core::behaviours::motion`].
+#[derive(Component, Clone, Debug, PartialEq, Reflect)]
+#[reflect(Component, Default, Debug)]
+#[cfg_attr(
+    feature = "serialize",
+    derive(serde::Serialize, serde::Deserialize),
+    reflect(Serialize, Deserialize)
+)]
+pub struct IkReach {
+    /// The character whose animated (input) pose gives the start.
+    pub character: Option<Entity>,
+    /// The effector bone entity (the hand) of that character.
+    pub effector: Option<Entity>,
+    /// Where to reach.
+    pub target: Option<Entity>,
+    /// Heading for the target (`false`: going back).
+    pub engaged: bool,
+    /// Seconds from start to target (used when `speed` is `None`).
+    pub duration: f32,
+    /// Average speed, units per second (overrides `duration`).
+    pub speed: Option<f32>,
+    /// The easing.
+    pub easing: IkEasing,
+    /// An entity the path arcs around (e.g. the chest); `None`: a straight line.
+    pub arc_center: Option<Entity>,
+    /// A stage entity (with an `IkLimb` or `IkCustom`) whose weight follows [`IkReach::weight`].
+    pub fade_stage: Option<Entity>,
+    /// Output: the eased phase (0 at the animation, 1 at the target).
+    pub weight: f32,
+    /// The linear phase (state).
+    pub phase: f32,
+}
+
+impl Default for IkReach {
+    fn default() -> Self {
+        Self {
+            character: None,
+            effector: None,
+            target: None,
+            engaged: false,
+            duration: 0.6,
+            speed: None,
+            easing: IkEasing::SmoothStep,
+            arc_center: None,
+            fade_stage: None,
+            weight: 0.0,
+            phase: 0.0,
+        }
+    }
+}
+
+const LOOK_ROLES: [HumanoidBone; 7] = [
+    HumanoidBone::Hips,
+    HumanoidBone::Spine,
+    HumanoidBone::Head,
+    HumanoidBone::LeftUpperArm,
+    HumanoidBone::RightUpperArm,
+    HumanoidBone::LeftUpperLeg,
+    HumanoidBone::RightUpperLeg,
+];
+
+const TWIST_ROLES: [HumanoidBone; 10] = [
+    HumanoidBone::LeftLowerArm,
+    HumanoidBone::LeftHand,
+    HumanoidBone::RightLowerArm,
+    HumanoidBone::RightHand,
+    HumanoidBone::LeftUpperArm,
+    HumanoidBone::RightUpperArm,
+    HumanoidBone::LeftUpperLeg,
+    HumanoidBone::LeftLowerLeg,
+    HumanoidBone::RightUpperLeg,
+    HumanoidBone::RightLowerLeg,
+];
+
+/// The map of a (partial) character skeleton: from its names, then the roles the stage listed.
+fn map_with(skeleton: &Skeleton, roles: &[HumanoidBone], bones: &[usize]) -> HumanoidMap {
+    let (mut map, _) = HumanoidMap::from_skeleton(skeleton);
+    for (&r, &b) in roles.iter().zip(bones) {
+        map.set(r, Some(b));
+    }
+    map
+}
+
+/// Descendants of `root` whose `Name` passes `test`, depth first.
+fn named_descendants(
+    root: Entity,
+    children: &Query<&Children>,
+    names: &Query<&Name>,
+    test: fn(&str) -> bool,
+) -> Vec<Entity> {
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(e) = stack.pop() {
+        if let Ok(n) = names.get(e)
+            && test(n.as_str())
+        {
+            out.push(e);
+        }
+        if let Ok(c) = children.get(e) {
+            stack.extend(c.iter());
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+fn look_custom(look: &IkLookAt, eyes: &[Entity]) -> IkCustom {
+    let settings = look.settings();
+    let explicit = !look.eyes.is_empty();
+    let bones = LOOK_ROLES
+        .iter()
+        .map(|&r| BoneRef::Role(r))
+        .chain(look.eyes.iter().cloned())
+        .chain(
+            eyes.iter()
+                .filter(|_| !explicit)
+                .map(|&e| BoneRef::Entity(e)),
+        );
+    IkCustom::new(bones, move |s: &Skeleton, b: &[usize]| {
+        let map = map_with(s, &LOOK_ROLES, b);
+        let eyes = explicit.then(|| &b[LOOK_ROLES.len()..]);
+        LookAtChain::from_humanoid(s, &map, eyes, settings).map_err(|e| e.to_string())
+    })
+}
+
+fn aim_custom(aim: &IkAim) -> IkCustom {
+    let (axis, origin, pole_axis) = (aim.axis, aim.origin, aim.pole_axis);
+    let model_space = aim.model_space_axes;
+    IkCustom::new(
+        [aim.root.clone(), aim.tip.clone()],
+        move |s: &Skeleton, b: &[usize]| {
+            let (axis, origin, pole_axis) = if model_space {
+                let rest = s.rest_model_transforms()[b[1]];
+                let to_local = |v: Vec3| rest.rotation.inverse() * v;
+                (
+                    to_local(axis),
+                    to_local(origin) / rest.scale,
+                    pole_axis.map(to_local),
+                )
+            } else {
+                (axis, origin, pole_axis)
+            };
+            let chain =
+                AimChain::try_new(s, b[0], b[1], axis, origin, None).map_err(|e| e.to_string())?;
+            match pole_axis {
+                Some(p) => chain.with_pole_axis(p).map_err(|e| e.to_string()),
+                None => Ok(chain),
+            }
+        },
+    )
+}
+
+fn twist_custom(helpers: &[Entity]) -> IkCustom {
+    let bones = TWIST_ROLES
+        .iter()
+        .map(|&r| BoneRef::Role(r))
+        .chain(helpers.iter().map(|&e| BoneRef::Entity(e)));
+    IkCustom::new(bones, |s: &Skeleton, b: &[usize]| {
+        Ok::<_, String>(TwistDistribution::from_humanoid(
+            s,
+            &map_with(s, &TWIST_ROLES, b),
+        ))
+    })
+}
+
+/// The structural inputs of a behaviour's `IkCustom` (a change rebuilds the stage).
+#[derive(Component, Clone, Debug, PartialEq)]
+pub(crate) struct BehaviourKey(Vec<BoneRef>, Vec<u32>);
+
+fn key_of(custom: &IkCustom, extra: Vec<u32>) -> BehaviourKey {
+    BehaviourKey(custom.bones.clone(), extra)
+}
+
+/// Inserts or updates each behaviour's [`IkCustom`] (bones and builder only when its
+/// structure changed; target and weight every time they differ).
+#[allow(clippy::type_complexity)]
+pub(crate) fn sync_behaviour_stages(
+    mut commands: Commands,
+    looks: Query<(Entity, Ref<IkLookAt>, Option<&IkStageOf>)>,
+    aims: Query<(Entity, Ref<IkAim>)>,
+    twists: Query<(Entity, Ref<IkTwist>, Option<&IkStageOf>)>,
+    mut customs: Query<(&mut IkCustom, Option<&BehaviourKey>)>,
+    children: Query<&Children>,
+    names: Query<&Name>,
+    rescan: Option<Res<IkRescan>>,
+) {
+    let rescan = rescan.is_some_and(|r| r.0);
+    let mut apply = |e: Entity,
+                     changed: bool,
+                     make: &dyn Fn() -> (IkCustom, BehaviourKey),
+                     target: Option<Entity>,
+                     weight: f32| {
+        match customs.get_mut(e) {
+            Ok((mut c, key)) => {
+                if changed || rescan {
+                    let (mut new, new_key) = make();
+                    if key != Some(&new_key) {
+                        new.target = target;
+                        commands
+                            .entity(e)
+                            .insert((new.with_weight(weight), new_key));
+                        return;
+                    }
+                }
+                if c.target != target {
+                    c.target = target;
+                }
+                if c.weight != weight {
+                    c.weight = weight;
+                }
+            }
+            Err(_) => {
+                let (mut new, key) = make();
+                new.target = target;
+                commands.entity(e).insert((new.with_weight(weight), key));
+            }
+        }
+    };
+    for (e, look, stage_of) in &looks {
+        let character = stage_of.map_or(e, |s| s.0);
+        let make = || {
+            let eyes = if look.eyes.is_empty() {
+                named_descendants(character, &children, &names, is_eye_name)
+            } else {
+                Vec::new()
+            };
+            let c = look_custom(&look, &eyes);
+            let key = key_of(&c, Vec::new());
+            (c, key)
+        };
+        apply(e, look.is_changed(), &make, look.target, look.weight);
+    }
+    for (e, aim) in &aims {
+        let make = || {
+            let c = aim_custom(&aim);
+            let mut bits: Vec<u32> = [aim.axis, aim.origin, aim.pole_axis.unwrap_or(Vec3::NAN)]
+                .iter()
+                .flat_map(Vec3::to_array)
+                .map(f32::to_bits)
+                .collect();
+            bits.push(u32::from(aim.model_space_axes));
+            let key = key_of(&c, bits);
+            (c, key)
+        };
+        apply(e, aim.is_changed(), &make, aim.target, aim.weight);
+    }
+    for (e, twist, stage_of) in &twists {
+        let character = stage_of.map_or(e, |s| s.0);
+        let make = || {
+            let helpers = named_descendants(character, &children, &names, is_twist_name);
+            let c = twist_custom(&helpers);
+            let key = key_of(&c, Vec::new());
+            (c, key)
+        };
+        apply(e, twist.is_changed(), &make, None, twist.weight);
+    }
+}
+
+/// Hands the built stages this frame's parameters and time step.
+pub(crate) fn push_behaviour_params(
+    mut characters: Query<&mut IkCharacter>,
+    looks: Query<&IkLookAt>,
+    aims: Query<&IkAim>,
+    time: Option<Res<Time>>,
+) {
+    let dt = time.map_or(0.0, |t| t.delta_secs());
+    for mut ch in &mut characters {
+        let Some(rt) = ch.rt.as_mut() else { continue };
+        let slots = rt.stack.slots_mut();
+        for st in &rt.stages {
+            let Some(slot) = st.slot.and_then(|i| slots.get_mut(i)) else {
+                continue;
+            };
+            if let Ok(look) = looks.get(st.entity)
+                && let Some(stage) = slot.stage.as_custom_mut::<LookAtChain>()
+            {
+                stage.dt = dt;
+                let settings = look.settings();
+                if *stage.settings() != settings {
+                    // Bad values are reported by keeping the last good settings.
+                    let _ = stage.set_settings(settings);
+                }
+            }
+            if let Ok(aim) = aims.get(st.entity)
+                && let Some(stage) = slot.stage.as_custom_mut::<AimChain>()
+            {
+                stage.pole = aim.pole_axis.map(|_| aim.pole);
+                let settings = AimSettings {
+                    pole_weight: aim.pole_weight.clamp(0.0, 1.0),
+                    ..*stage.settings()
+                };
+                if *stage.settings() != settings {
+                    let _ = stage.set_settings(settings);
+                }
+            }
+        }
+    }
+}
+
+/// Advances every [`IkReach`] and moves its entity along the path.
+pub(crate) fn move_reach_targets(
+    mut reaches: Query<(Entity, &mut IkReach)>,
+    mut transforms: ParamSet<(TransformHelper, Query<&mut Transform>)>,
+    mut weights: Query<&mut IkCustom>,
+    mut limbs: Query<&mut crate::IkLimb>,
+    characters: Query<&IkCharacter>,
+    time: Option<Res<Time>>,
+    mut moves: Local<Vec<(Entity, Vec3)>>,
+) {
+    let dt = time.map_or(0.0, |t| t.delta_secs());
+    moves.clear();
+    {
+        let helper = transforms.p0();
+        for (entity, mut reach) in &mut reaches {
+            let (Some(character), Some(effector), Some(target)) =
+                (reach.character, reach.effector, reach.target)
+            else {
+                continue;
+            };
+            // The effector where the animation puts it: the character's input pose.
+            let Some(from) = characters
+                .get(character)
+                .ok()
+                .and_then(|c| animated_position(c, effector, &helper))
+            else {
+                continue;
+            };
+            let Ok(to) = helper.compute_global_transform(target) else {
+                continue;
+            };
+            let timing = match reach.speed {
+                Some(s) if s.is_finite() && s > 0.0 => MotionTiming::Speed(s),
+                _ if reach.duration.is_finite() && reach.duration > 0.0 => {
+                    MotionTiming::Duration(reach.duration)
+                }
+                _ => continue,
+            };
+            let Ok(mut motion) = GoalMotion::try_new(timing, reach.easing.into()) else {
+                continue;
+            };
+            motion.path = match reach
+                .arc_center
+                .and_then(|c| helper.compute_global_transform(c).ok())
+            {
+                Some(c) => MotionPath::Arc {
+                    center: c.translation(),
+                },
+                None => MotionPath::Line,
+            };
+            motion.set_phase(reach.phase);
+            motion.set_engaged(reach.engaged);
+            let to = to.translation();
+            let weight = motion.advance(dt, from, to);
+            let position = motion.position(from, to);
+            if reach.phase != motion.phase() {
+                reach.phase = motion.phase();
+            }
+            if reach.weight != weight {
+                reach.weight = weight;
+            }
+            if position.is_finite() {
+                moves.push((entity, position));
+            }
+            if let Some(stage) = reach.fade_stage {
+                if let Ok(mut c) = weights.get_mut(stage)
+                    && c.weight != weight
+                {
+                    c.weight = weight;
+                }
+                if let Ok(mut l) = limbs.get_mut(stage)
+                    && l.weight != weight
+                {
+                    l.weight = weight;
+                }
+            }
+        }
+    }
+    let mut q = transforms.p1();
+    for &(e, p) in moves.iter() {
+        if let Ok(mut t) = q.get_mut(e)
+            && t.translation != p
+        {
+            t.translation = p;
+        }
+    }
+}
+
+/// The world position of bone `effector` in the character's input (animated) pose.
+fn animated_position(ch: &IkCharacter, effector: Entity, helper: &TransformHelper) -> Option<Vec3> {
+    let rt = ch.rt.as_ref()?;
+    let i = rt.entities.iter().position(|&e| e == effector)?;
+    let model = rt.stack.skeleton().model_transform(&rt.input, i);
+    let frame = crate::pose_io::model_space(helper, rt.frame).ok()?;
+    let p = frame.transform_point(model.translation);
+    p.is_finite().then_some(p)
+}
+
+/// Registers the behaviour components and systems.
+pub(crate) fn build(
+    app: &mut bevy::app::App,
+    schedule: bevy::ecs::intern::Interned<dyn bevy::ecs::schedule::ScheduleLabel>,
+) {
+    use bevy::ecs::schedule::IntoScheduleConfigs;
+    app.register_type::<IkLookAt>()
+        .register_type::<IkAim>()
+        .register_type::<IkTwist>()
+        .register_type::<IkReach>()
+        .register_type::<IkEasing>();
+    app.add_systems(
+        schedule,
+        (
+            (sync_behaviour_stages, move_reach_targets)
+                .chain()
+                .after(bevy::app::AnimationSystems)
+                .before(crate::IkSystems::Prepare),
+            push_behaviour_params
+                .after(crate::IkSystems::Prepare)
+                .before(crate::IkSystems::Solve),
+        ),
+    );
+}

@@ -1,0 +1,62 @@
+//! Gameplay behaviours as stages of an [`IkStack`](crate::stack::IkStack): a look-at chain
+//! ([`look_at`]), aiming a bone-local axis ([`aim`]), twist distribution over twist bones
+//! ([`twist`]) and goals that move over time ([`motion`], usable on any stage's goal).
+//!
+//! Each is engine-agnostic, built once from a [`Skeleton`](crate::Skeleton) (its axes derived
+//! from the rest pose, never assumed), and implements
+//! [`CustomStage`](crate::stack::CustomStage): push it with
+//! [`Stage::custom`](crate::stack::Stage::custom), reach it each frame with
+//! [`Stage::as_custom_mut`](crate::stack::Stage::as_custom_mut) to set its goal and the frame's
+//! time step. None allocates per solve.
+//!
+//! | behaviour | Unreal | Unity Animation Rigging | Final IK | Godot 4.6 |
+//! |---|---|---|---|---|
+//! | [`look_at::LookAtChain`] | LookAt node | Multi-Aim (one per bone) | LookAtIK | LookAtModifier3D |
+//! | [`aim::AimChain`] | Control Rig Aim | Multi-Aim | AimIK | — |
+//! | [`twist::TwistDistribution`] | Twist Corrective | Twist Correction | twist relaxers | BoneTwistDisperser3D |
+//! | [`motion::GoalMotion`] | — (blueprint timelines) | — | Interaction System | — |
+
+pub mod aim;
+pub mod look_at;
+pub mod motion;
+pub mod twist;
+
+use glam::{Quat, Vec3};
+use thiserror::Error;
+
+use crate::rotation::RotationError;
+use crate::skeleton::SkeletonError;
+
+/// Errors from setting up a behaviour (never from a per-frame solve, which reports instead).
+#[derive(Debug, Clone, PartialEq, Error)]
+#[non_exhaustive]
+pub enum BehaviourError {
+    /// A bone index or chain is malformed.
+    #[error(transparent)]
+    Skeleton(#[from] SkeletonError),
+    /// A rest direction could not be derived.
+    #[error(transparent)]
+    Rotation(#[from] RotationError),
+    /// A setting is out of range or not finite.
+    #[error("invalid setting `{0}`")]
+    InvalidSetting(&'static str),
+    /// A bone needed by the behaviour is missing (e.g. an unmapped humanoid role).
+    #[error("missing bone: {0}")]
+    MissingBone(&'static str),
+    /// An axis is zero or not finite.
+    #[error("the axis `{0}` is zero or not finite")]
+    DegenerateAxis(&'static str),
+}
+
+/// `q` scaled to `fraction` of its angle (shortest path), as `slerp(IDENTITY, q, fraction)`.
+#[inline]
+pub(crate) fn scale_rotation(q: Quat, fraction: f32) -> Quat {
+    let q = if q.w < 0.0 { -q } else { q };
+    Quat::IDENTITY.slerp(q, fraction)
+}
+
+/// Whether a vector is finite and of length above `1e-9`.
+#[inline]
+pub(crate) fn usable(v: Vec3) -> bool {
+    v.is_finite() && v.length_squared() > 1e-18
+}

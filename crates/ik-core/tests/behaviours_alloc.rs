@@ -1,0 +1,126 @@
+//! The behaviours do not allocate per solve: a counting global allocator around many frames of
+//! an `IkStack` with a look-at chain, an aim chain and a twist distribution (custom stages), a
+//! two-bone arm whose goal a `GoalMotion` moves, with moving targets.
+
+use core::cell::Cell;
+use core::sync::atomic::{AtomicUsize, Ordering};
+use std::alloc::{GlobalAlloc, Layout, System};
+
+use glam::Vec3;
+use ik_core::analytic::{LimbGoal, TwoBoneIk};
+use ik_core::behaviours::aim::AimChain;
+use ik_core::behaviours::look_at::{LookAtChain, LookAtSettings};
+use ik_core::behaviours::motion::{Easing, GoalMotion, MotionTiming};
+use ik_core::behaviours::twist::TwistDistribution;
+use ik_core::humanoid::{HumanoidBone as H, HumanoidMap, RestAxes, RigConvention, test_rig};
+use ik_core::stack::{IkStack, Stage, TwoBoneStage};
+
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// Only this thread's allocations count (the test harness's own threads allocate too).
+    static ACTIVE: Cell<bool> = const { Cell::new(false) };
+}
+
+fn count() {
+    if ACTIVE.try_with(Cell::get).unwrap_or(false) {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: forwards to the system allocator; only counts calls.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count();
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[test]
+fn behaviour_stages_do_not_allocate() {
+    let s = test_rig(RigConvention::Unreal, RestAxes::PlusX);
+    let (map, _) = HumanoidMap::from_skeleton(&s);
+    let g = |r: H| map.get(r).unwrap();
+    let look = LookAtChain::from_humanoid(&s, &map, None, LookAtSettings::default()).unwrap();
+    let aim = AimChain::try_new(
+        &s,
+        g(H::Chest),
+        g(H::RightHand),
+        Vec3::X,
+        Vec3::Y * 0.05,
+        None,
+    )
+    .unwrap()
+    .with_pole_axis(Vec3::Y)
+    .unwrap();
+    let twist = TwistDistribution::from_humanoid(&s, &map);
+    assert!(!twist.segments().is_empty());
+    let arm =
+        TwoBoneIk::try_new(&s, g(H::LeftUpperArm), g(H::LeftLowerArm), g(H::LeftHand)).unwrap();
+    let mut stack = IkStack::new(s.clone());
+    let li = stack.push(Stage::custom(look)).unwrap();
+    let ai = stack.push(Stage::custom(aim)).unwrap();
+    let ti = stack.push(Stage::custom(twist)).unwrap();
+    let hand = g(H::LeftHand);
+    let from = stack.model_transform(hand).translation;
+    let wi = stack
+        .push(Stage::two_bone(TwoBoneStage::new(
+            &s,
+            arm,
+            LimbGoal::new(from),
+        )))
+        .unwrap();
+    let mut motion = GoalMotion::try_new(MotionTiming::Speed(1.0), Easing::SmoothStep).unwrap();
+    motion.engage();
+    let input = s.rest_pose();
+    let frame = |k: usize, stack: &mut IkStack, motion: &mut GoalMotion| {
+        let t = k as f32 / 60.0;
+        let target = Vec3::new(t.sin(), 1.5 + 0.3 * t.cos(), 1.0);
+        stack.set_input(&input).unwrap();
+        let slots = stack.slots_mut();
+        let l = slots[li].stage.as_custom_mut::<LookAtChain>().unwrap();
+        l.target = Some(target);
+        l.dt = 1.0 / 60.0;
+        let a = slots[ai].stage.as_custom_mut::<AimChain>().unwrap();
+        a.target = Some(target);
+        a.pole = Some(Vec3::Y);
+        assert!(
+            slots[ti]
+                .stage
+                .as_custom_mut::<TwistDistribution>()
+                .is_some()
+        );
+        if k == 40 {
+            motion.release();
+        }
+        let to = Vec3::new(0.3, 1.2, 0.4);
+        motion.advance(1.0 / 60.0, from, to);
+        slots[wi].stage.as_two_bone_mut().unwrap().goal = LimbGoal::new(motion.position(from, to));
+        let report = stack.solve();
+        assert_eq!(report.failed, 0);
+    };
+    // Warm up (first solves size nothing, but keep the measured frames steady-state).
+    frame(0, &mut stack, &mut motion);
+    ALLOCATIONS.store(0, Ordering::Relaxed);
+    ACTIVE.with(|a| a.set(true));
+    for k in 1..120 {
+        frame(k, &mut stack, &mut motion);
+    }
+    ACTIVE.with(|a| a.set(false));
+    assert_eq!(ALLOCATIONS.load(Ordering::Relaxed), 0);
+}
