@@ -1,12 +1,15 @@
 //! The behaviour stages on the demo character, switched from the panel: a look-at chain
 //! ([`IkLookAt`]: the head, neck and spine follow a draggable point, the eyes first where the
 //! rig has eye bones), aim ([`IkAim`]: a flashlight prop in the right hand points at a
-//! draggable point, its top kept up) and twist distribution ([`IkTwist`], with a close-up of
-//! the right wrist and its twist bones drawn).
+//! draggable point, its top kept up), twist distribution ([`IkTwist`], with a close-up of
+//! the right wrist and its twist bones drawn) and a two-handed grip ([`IkGrip`] on the
+//! full-body humanoid: the left hand holds a staff the right hand carries, solved as a
+//! relative task of the same solve — drag the right hand or the pelvis and the left hand
+//! stays on the staff).
 //!
 //! Each behaviour is a stage entity of the character (`IkStageOf`), after the solver's own
 //! stages, with a pickable handle (a [`TargetHandle`] the scripted motion leaves at home).
-//! `BEVY_IK_DEMO_BEHAVIOURS=look,aim,twist,closeup` switches them on at start (for
+//! `BEVY_IK_DEMO_BEHAVIOURS=look,aim,twist,closeup,grip` switches them on at start (for
 //! screenshots).
 
 use bevy::prelude::*;
@@ -32,6 +35,7 @@ impl Plugin for BehavioursPlugin {
                     "aim" => ui.aim = true,
                     "twist" => ui.twist = true,
                     "closeup" => ui.close_up = true,
+                    "grip" => ui.grip = true,
                     _ => {}
                 }
             }
@@ -54,6 +58,8 @@ pub struct BehaviourUi {
     pub twist: bool,
     /// The camera on the right wrist.
     pub close_up: bool,
+    /// The left hand grips a staff the right hand holds (full body).
+    pub grip: bool,
 }
 
 /// What the panel shows about the behaviours.
@@ -72,6 +78,8 @@ struct Spawned {
     look: Vec<Entity>,
     aim: Vec<Entity>,
     twist: Vec<Entity>,
+    /// The staff of the two-handed grip (a child of the right hand bone), while the grip is on.
+    grip: Vec<Entity>,
     /// The aim's prop (origin, axis in the hand's frame) and target, for drawing.
     aim_ray: Option<(Entity, Vec3, Vec3, Entity)>,
     look_target: Option<Entity>,
@@ -91,6 +99,11 @@ pub fn controls(ui: &mut egui::Ui, state: &mut BehaviourUi, info: &BehaviourInfo
             .on_hover_text("IkTwist: the wrist's twist spread over forearm twist bones");
         ui.checkbox(&mut state.close_up, "Wrist close-up");
     });
+    ui.checkbox(
+        &mut state.grip,
+        "Two-handed grip: the left hand holds the right hand's staff",
+    )
+    .on_hover_text("IkGrip on the full-body humanoid: the left hand's goal is relative to the right hand, solved in the same solve (no one-frame lag); drag the right hand or the pelvis");
     ui.small(format!(
         "Twist bones on this rig (by name): {}",
         info.twist_bones
@@ -118,6 +131,7 @@ fn spawn_behaviours(
     mut spawned: ResMut<Spawned>,
     mut info: ResMut<BehaviourInfo>,
     characters: Query<(Entity, &IkHumanoidBones), With<Character>>,
+    mut humanoids: Query<&mut IkHumanoid, With<Character>>,
     frame: Option<Res<BodyFrame>>,
     globals: Query<&GlobalTransform>,
     statuses: Query<&IkStatus>,
@@ -130,7 +144,7 @@ fn spawn_behaviours(
     let current = characters.iter().next();
     if spawned.character != current.map(|c| c.0) {
         let s = &mut *spawned;
-        for list in [&mut s.look, &mut s.aim, &mut s.twist] {
+        for list in [&mut s.look, &mut s.aim, &mut s.twist, &mut s.grip] {
             despawn_all(&mut commands, list);
         }
         s.aim_ray = None;
@@ -266,6 +280,57 @@ fn spawn_behaviours(
         spawned.twist = vec![stage];
     } else if !ui.twist && !spawned.twist.is_empty() {
         despawn_all(&mut commands, &mut spawned.twist);
+    }
+    let full_body = humanoids
+        .get(character)
+        .is_ok_and(|h| h.solver == IkHumanoidSolver::FullBody);
+    if ui.grip && spawned.grip.is_empty() && full_body {
+        if let (Some(right), Some(left), Some(right_e), Ok(mut humanoid)) = (
+            global(HumanoidBone::RightHand),
+            global(HumanoidBone::LeftHand),
+            bones.get(HumanoidBone::RightHand),
+            humanoids.get_mut(character),
+        ) {
+            // The grip point: ahead of the right hand and toward the body's middle, where a
+            // staff held in front would be; the left hand keeps its current orientation. The
+            // offset is expressed in the right hand bone's own frame (whatever its axes and
+            // scale), as `IkGrip` wants it.
+            let grip_at = right.translation() + frame.vector(Vec3::new(0.12, 0.05, 0.3));
+            let left_goal = GlobalTransform::from(Transform {
+                translation: grip_at,
+                rotation: left.rotation(),
+                scale: Vec3::ONE,
+            });
+            humanoid.grip = Some(IkGrip::left_on_right(left_goal.reparented_to(&right)));
+            // The staff: from behind the right hand through the grip point and beyond.
+            let from = right.translation() - (grip_at - right.translation()) * 0.4;
+            let to = grip_at + (grip_at - right.translation()) * 0.5;
+            let staff = GlobalTransform::from(Transform {
+                translation: (from + to) * 0.5,
+                rotation: Quat::from_rotation_arc(Vec3::Y, (to - from).normalize()),
+                scale: Vec3::ONE,
+            });
+            let prop = commands
+                .spawn((
+                    Name::new("staff"),
+                    Mesh3d(meshes.add(Cylinder::new(0.015 * s, from.distance(to)))),
+                    MeshMaterial3d(materials.add(StandardMaterial {
+                        base_color: Color::srgb(0.55, 0.35, 0.2),
+                        ..default()
+                    })),
+                    staff.reparented_to(&right),
+                    ChildOf(right_e),
+                ))
+                .id();
+            spawned.grip = vec![prop];
+        }
+    } else if (!ui.grip || !full_body) && !spawned.grip.is_empty() {
+        despawn_all(&mut commands, &mut spawned.grip);
+        if let Ok(mut humanoid) = humanoids.get_mut(character)
+            && humanoid.grip.is_some()
+        {
+            humanoid.grip = None;
+        }
     }
     info.stages = [
         ("look-at", spawned.look.first()),
