@@ -59,7 +59,7 @@ fn vr_body_does_not_allocate_per_frame() {
         let mut stack = IkStack::new(rig.skeleton.clone());
         let slot = stack.push(Stage::custom(body)).unwrap();
         let rest = rig.skeleton.rest_pose();
-        let mut frame = |stack: &mut IkStack, f: usize| {
+        let frame = |stack: &mut IkStack, f: usize| {
             let s = stack.slot_mut(slot).unwrap();
             let body = s.stage.as_custom_mut::<VrBody>().unwrap();
             body.trackers = frames[f].trackers;
