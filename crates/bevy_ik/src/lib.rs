@@ -13,6 +13,7 @@ mod pose_io;
 pub mod rig;
 mod setup;
 pub mod stage;
+pub mod vr;
 
 pub use balance::{IkBalance, IkCenterOfMass};
 pub use character::IkCharacter;
@@ -26,6 +27,7 @@ pub use humanoid::{
 pub use ik_core;
 pub use rig::{IkGoal, IkGoalKind, IkJointLimits, IkRig, IkRigSettings};
 pub use stage::{IkCustom, IkStageOf, IkStages};
+pub use vr::IkVrBody;
 
 use bevy::app::{AnimationSystems, App, Plugin, PostUpdate};
 use bevy::ecs::intern::Interned;
@@ -45,6 +47,7 @@ pub mod prelude {
     };
     pub use crate::rig::{IkGoal, IkGoalKind, IkJointLimits, IkRig, IkRigSettings};
     pub use crate::stage::{IkCustom, IkStageOf, IkStages};
+    pub use crate::vr::IkVrBody;
     pub use crate::{IkPlugin, IkSystems};
 }
 
@@ -159,10 +162,12 @@ impl Plugin for IkPlugin {
         humanoid::register(app);
         rig::register(app);
         balance::register(app);
+        vr::register(app);
         app.add_systems(
             schedule,
             (
                 (
+                    vr::add_vr_stages,
                     setup::flag_new_bones,
                     humanoid::map_humanoids,
                     character::set_up_characters,
@@ -170,6 +175,9 @@ impl Plugin for IkPlugin {
                 )
                     .chain()
                     .in_set(setup::SetupSystems),
+                vr::drive_vr_bodies
+                    .in_set(IkSystems::Prepare)
+                    .after(setup::SetupSystems),
                 pipeline::solve_characters.in_set(IkSystems::Solve),
                 (pipeline::write_bone_transforms, pipeline::publish_ik_status)
                     .chain()

@@ -165,6 +165,10 @@ pub struct VrCalibration {
     pub scale: f32,
     /// Avatar units per player unit, for the hands relative to the head.
     pub arm_scale: f32,
+    /// Where player space's origin lands on the avatar (model space); `None`: the avatar's rest
+    /// hips on its rest foot plane ([`VrBody::origin`]). `Some(Vec3::ZERO)` with unit scales
+    /// takes trackers as model-space poses unchanged.
+    pub origin: Option<Vec3>,
 }
 
 impl Default for VrCalibration {
@@ -172,6 +176,7 @@ impl Default for VrCalibration {
         Self {
             scale: 1.0,
             arm_scale: 1.0,
+            origin: None,
         }
     }
 }
@@ -192,6 +197,7 @@ impl VrCalibration {
         Ok(Self {
             scale,
             arm_scale: scale,
+            origin: None,
         })
     }
 
@@ -508,6 +514,8 @@ pub struct VrBody {
     pub settings: VrSettings,
     /// The ground under the feet (flat rest foot plane when `None`).
     pub ground: Option<Box<dyn GroundProbe>>,
+    /// A flat raise of the ground under the feet, along up (added to the probe's height).
+    pub ground_offset: f32,
     report: VrReport,
 }
 
@@ -705,6 +713,7 @@ impl VrBody {
             calibration: VrCalibration::default(),
             settings: VrSettings::default(),
             ground: None,
+            ground_offset: 0.0,
             report: VrReport::default(),
         };
         // Trackers at the rest pose are in model space; express them in player space.
@@ -814,7 +823,7 @@ impl VrBody {
     pub fn targets(&self) -> [TrackerPose; 3] {
         let c = self.calibration;
         let t = &self.trackers;
-        let head = self.rig.origin + t.head.position * c.scale;
+        let head = c.origin.unwrap_or(self.rig.origin) + t.head.position * c.scale;
         let hand = |h: TrackerPose| {
             TrackerPose::new(
                 head + (h.position - t.head.position) * c.arm_scale,
@@ -829,7 +838,7 @@ impl VrBody {
     }
 
     fn map_point(&self, p: Vec3) -> Vec3 {
-        self.rig.origin + p * self.calibration.scale
+        self.calibration.origin.unwrap_or(self.rig.origin) + p * self.calibration.scale
     }
 
     /// The last frame's report.
@@ -1068,6 +1077,11 @@ impl VrBody {
             rest_feet: self.rig.rest_feet,
             rest_center: hips_rest_ground,
             foot_plane: self.rig.foot_plane,
+            ground_offset: if self.ground_offset.is_finite() {
+                self.ground_offset
+            } else {
+                0.0
+            },
             dt: if first { 0.0 } else { dt },
             trackers: foot_trackers,
         };

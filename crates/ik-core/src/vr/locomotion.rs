@@ -79,6 +79,8 @@ pub(crate) struct PlanInput {
     pub rest_center: Vec3,
     /// Rest foot plane height (kept for probes).
     pub foot_plane: f32,
+    /// A flat raise of the ground, along up.
+    pub ground_offset: f32,
     /// Time step (0 on the first frame).
     pub dt: f32,
     /// Foot trackers, model space.
@@ -171,7 +173,9 @@ impl Locomotion {
         let offset = rest.translation - input.rest_center;
         let flat = offset - up * offset.dot(up);
         let p = input.support + input.body_rotation * flat;
-        let h = rest.translation.dot(up) + self.ground(ground, p + up * input.foot_plane);
+        let h = rest.translation.dot(up)
+            + self.ground(ground, p + up * input.foot_plane)
+            + input.ground_offset;
         BoneTransform::from_translation_rotation(p + up * h, input.body_rotation * rest.rotation)
     }
 
@@ -334,7 +338,8 @@ impl Locomotion {
         }
         let flat_p = p - up * p.dot(up);
         let h = input.rest_feet[i].translation.dot(up)
-            + self.ground(ground, flat_p + up * input.foot_plane);
+            + self.ground(ground, flat_p + up * input.foot_plane)
+            + input.ground_offset;
         BoneTransform::from_translation_rotation(flat_p + up * h, want.rotation)
     }
 
