@@ -5,7 +5,7 @@
 //! cargo run --release --features demo --example demo [-- CHARACTER.glb]
 //! cargo run --features demo --example demo -- --screenshot shot.png [--frames 60]
 //!     [--character FILE.glb|FILE.gltf] [--solver full-body|rig|limbs]
-//!     [--settings saved.ron] [--yaw DEGREES]
+//!     [--settings saved.ron] [--yaw DEGREES] [--vr]
 //! ```
 //!
 //! * Any humanoid glTF character opens: a path on the command line (a file on disk, or a name
@@ -40,6 +40,7 @@ mod readouts;
 mod screenshot;
 mod settings;
 mod solver;
+mod vr;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -61,7 +62,7 @@ use crate::screenshot::{CLEAR, KeysPlugin, ScreenshotPlugin};
 use crate::settings::{DemoSettings, SettingsPlugin, load_settings};
 use crate::solver::{SolverPlugin, SolverUi};
 
-const USAGE: &str = "usage: demo [CHARACTER | --character FILE.glb|FILE.gltf] [--screenshot PATH [--frames N]] [--solver full-body|rig|limbs] [--settings FILE.ron] [--yaw DEGREES]";
+const USAGE: &str = "usage: demo [CHARACTER | --character FILE.glb|FILE.gltf] [--screenshot PATH [--frames N]] [--solver full-body|rig|limbs] [--settings FILE.ron] [--yaw DEGREES] [--vr]";
 
 fn main() -> ExitCode {
     let options = match Options::parse(std::env::args().skip(1)) {
@@ -151,6 +152,9 @@ fn main() -> ExitCode {
             ReadoutsPlugin {
                 summary: summary.clone(),
             },
+            vr::VrModePlugin {
+                enabled: options.vr,
+            },
         ));
     if let Some(path) = &options.screenshot {
         app.add_plugins(ScreenshotPlugin {
@@ -221,6 +225,8 @@ struct Options {
     yaw: Option<f32>,
     /// Start with the panel settings saved in this RON file.
     settings: Option<PathBuf>,
+    /// Start in VR mode (head and hand handles are the trackers of a VR body).
+    vr: bool,
 }
 
 impl Options {
@@ -231,6 +237,7 @@ impl Options {
         };
         while let Some(arg) = args.next() {
             match arg.as_str() {
+                "--vr" => options.vr = true,
                 "--screenshot" => {
                     let path = args.next().ok_or("--screenshot needs a path")?;
                     options.screenshot = Some(PathBuf::from(path));
