@@ -24,7 +24,7 @@ use bevy_ik::ik_core::vr::VrBody;
 use bevy_ik::prelude::*;
 
 #[path = "../crates/ik-core/tests/support/vr_recording.rs"]
-#[allow(dead_code, unused_imports, reason = "shared with the ik-core tests")]
+#[allow(unused_imports, reason = "shared with the ik-core tests")]
 mod vr_recording;
 
 /// Command line.

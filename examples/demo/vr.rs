@@ -99,7 +99,7 @@ fn start_vr_body(
         if settings.scripted_motion {
             settings.scripted_motion = false;
             let home =
-                [head, left, right].map(|e| (e, transforms.get(e).map(|t| *t).unwrap_or_default()));
+                [head, left, right].map(|e| (e, transforms.get(e).copied().unwrap_or_default()));
             commands.insert_resource(VrScript { tick: 0, home });
         }
     }
