@@ -5,7 +5,7 @@
 //! cargo run --release --features demo --example demo [-- CHARACTER.glb|.gltf|.vrm]
 //! cargo run --features demo --example demo -- --screenshot shot.png [--frames 60]
 //!     [--character FILE.glb|FILE.gltf|FILE.vrm] [--solver full-body|rig|limbs]
-//!     [--settings saved.ron] [--yaw DEGREES] [--terrain]
+//!     [--settings saved.ron] [--yaw DEGREES] [--terrain] [--vr]
 //! ```
 //!
 //! * Any humanoid glTF or VRM character opens: a path on the command line (a file on disk, or
@@ -34,7 +34,8 @@
 //! gizmo, scripted motion, overlay), [`camera`], [`panel`], [`settings`] (RON), [`readouts`]
 //! (residuals, plots, summary), [`stack`] (the character's IK stack window, analytic arms after
 //! the solver), [`screenshot`], [`grounding`] (the terrain mode: feet on a stair and a ramp,
-//! `--terrain`) and [`behaviours`] (look-at, aim, twist stages).
+//! `--terrain`), [`behaviours`] (look-at, aim, twist stages, two-handed grip) and [`vr`] (`--vr`:
+//! the head and hand handles are the trackers of a VR body).
 
 mod behaviours;
 mod camera;
@@ -47,6 +48,7 @@ mod screenshot;
 mod settings;
 mod solver;
 mod stack;
+mod vr;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -71,7 +73,7 @@ use crate::settings::{DemoSettings, SettingsPlugin, load_settings};
 use crate::solver::{SolverPlugin, SolverUi};
 use crate::stack::StackPlugin;
 
-const USAGE: &str = "usage: demo [CHARACTER | --character FILE.glb|FILE.gltf|FILE.vrm] [--screenshot PATH [--frames N]] [--solver full-body|rig|limbs] [--settings FILE.ron] [--yaw DEGREES] [--terrain]";
+const USAGE: &str = "usage: demo [CHARACTER | --character FILE.glb|FILE.gltf|FILE.vrm] [--screenshot PATH [--frames N]] [--solver full-body|rig|limbs] [--settings FILE.ron] [--yaw DEGREES] [--terrain] [--vr]";
 
 fn main() -> ExitCode {
     let options = match Options::parse(std::env::args().skip(1)) {
@@ -163,6 +165,9 @@ fn main() -> ExitCode {
                 summary: summary.clone(),
             },
             BehavioursPlugin,
+            vr::VrModePlugin {
+                enabled: options.vr,
+            },
         ))
         .add_plugins(GroundingDemoPlugin {
             initial: options.terrain,
@@ -238,6 +243,8 @@ struct Options {
     settings: Option<PathBuf>,
     /// Start in the terrain mode (foot grounding on slopes and a stair).
     terrain: bool,
+    /// Start in VR mode (head and hand handles are the trackers of a VR body).
+    vr: bool,
 }
 
 impl Options {
@@ -248,6 +255,7 @@ impl Options {
         };
         while let Some(arg) = args.next() {
             match arg.as_str() {
+                "--vr" => options.vr = true,
                 "--screenshot" => {
                     let path = args.next().ok_or("--screenshot needs a path")?;
                     options.screenshot = Some(PathBuf::from(path));

@@ -100,6 +100,20 @@ impl IkCharacter {
     pub fn stack(&self) -> Option<&IkStack> {
         self.rt.as_ref().map(|rt| &rt.stack)
     }
+
+    /// The ik-core stack, mutably: for a system in [`IkSystems::Prepare`](crate::IkSystems)
+    /// (after set-up) that feeds a custom stage more than its one target (e.g. the VR body's
+    /// three trackers) through `Stage::as_custom_mut`. Replacing stages or the skeleton here is
+    /// undone by the next set-up.
+    pub fn stack_mut(&mut self) -> Option<&mut IkStack> {
+        self.rt.as_mut().map(|rt| &mut rt.stack)
+    }
+
+    /// The entity whose global transform is the character's model space (`None`: the world).
+    #[must_use]
+    pub fn model_frame(&self) -> Option<Entity> {
+        self.rt.as_ref().and_then(|rt| rt.frame)
+    }
 }
 
 /// The set-up state of a character.

@@ -15,6 +15,7 @@ mod pose_io;
 pub mod rig;
 mod setup;
 pub mod stage;
+pub mod vr;
 #[cfg(feature = "vrm")]
 pub mod vrm;
 
@@ -36,6 +37,7 @@ pub use humanoid::{
 pub use ik_core;
 pub use rig::{IkGoal, IkGoalKind, IkJointLimits, IkRig, IkRigSettings};
 pub use stage::{IkCustom, IkStageOf, IkStages};
+pub use vr::IkVrBody;
 
 use bevy::app::{AnimationSystems, App, Plugin, PostUpdate};
 use bevy::ecs::intern::Interned;
@@ -61,6 +63,7 @@ pub mod prelude {
     };
     pub use crate::rig::{IkGoal, IkGoalKind, IkJointLimits, IkRig, IkRigSettings};
     pub use crate::stage::{IkCustom, IkStageOf, IkStages};
+    pub use crate::vr::IkVrBody;
     pub use crate::{IkPlugin, IkSystems};
 }
 
@@ -177,10 +180,12 @@ impl Plugin for IkPlugin {
         balance::register(app);
         grounding::register(app, schedule);
         behaviours::build(app, schedule);
+        vr::register(app);
         app.add_systems(
             schedule,
             (
                 (
+                    vr::add_vr_stages,
                     setup::flag_new_bones,
                     humanoid::map_humanoids,
                     humanoid::sync_detached_feet_weight,
@@ -189,6 +194,9 @@ impl Plugin for IkPlugin {
                 )
                     .chain()
                     .in_set(setup::SetupSystems),
+                vr::drive_vr_bodies
+                    .in_set(IkSystems::Prepare)
+                    .after(setup::SetupSystems),
                 pipeline::solve_characters.in_set(IkSystems::Solve),
                 (pipeline::write_bone_transforms, pipeline::publish_ik_status)
                     .chain()

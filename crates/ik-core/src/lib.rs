@@ -13,6 +13,7 @@ pub mod pose;
 pub mod rotation;
 pub mod skeleton;
 pub mod stack;
+pub mod vr;
 
 pub use error::*;
 pub use pose::{BoneTransform, Pose};

@@ -1,0 +1,202 @@
+//! A VR body on a character: [`IkVrBody`] names three tracker entities (head, left and right
+//! hand; optionally pelvis and feet) and the character's whole body follows them — pelvis from
+//! the head, spine lean and crouch, arms with a natural elbow, feet that stay planted and step
+//! (ik-core's [`VrBody`](ik_core::vr::VrBody), see its module docs).
+//!
+//! It is sugar over [`IkCustom`]: when an `IkVrBody` appears, an `IkCustom` stage that builds a
+//! `VrBody` (from the humanoid roles found on the character's bones) is inserted on the same
+//! entity, and every frame, in [`IkSystems::Prepare`](crate::IkSystems::Prepare), the tracker
+//! entities' current global transforms (read with `TransformHelper`, so a tracker moved this
+//! frame has no lag) are handed to it in the character's model space, with the frame time.
+//! Any VR crate works: point the fields at its head and controller entities (or at child
+//! entities of them carrying the device-to-bone offsets). Put it on the character root (a
+//! one-stage character) or on a stage entity with [`IkStageOf`](crate::IkStageOf).
+//!
+//! Ground: [`IkVrBody::ground_height`] raises the feet's landing plane (flat). A grounding
+//! stage can hand the `VrBody` a [`GroundProbe`](ik_core::vr::GroundProbe) instead, through
+//! [`IkCharacter::stack_mut`] and `Stage::as_custom_mut::<VrBody>()` (its `ground` field).
+
+use bevy::ecs::component::Component;
+use bevy::ecs::entity::Entity;
+use bevy::ecs::query::Added;
+use bevy::ecs::reflect::ReflectComponent;
+use bevy::ecs::system::{Commands, Query, Res};
+use bevy::reflect::prelude::*;
+use bevy::time::Time;
+use bevy::transform::components::GlobalTransform;
+use bevy::transform::helper::TransformHelper;
+use ik_core::glam::Vec3;
+use ik_core::humanoid::{HumanoidBone, HumanoidMap};
+use ik_core::vr::{TrackerPose, VrBody, VrCalibration};
+
+use crate::character::IkCharacter;
+use crate::components::BoneRef;
+use crate::stage::{IkCustom, IkStageOf};
+
+/// A VR body driven by three tracker entities (see the [module docs](self)).
+#[derive(Component, Debug, Clone, PartialEq, Reflect)]
+#[reflect(Component, Default, Debug)]
+#[cfg_attr(
+    feature = "serialize",
+    derive(serde::Serialize, serde::Deserialize),
+    reflect(Serialize, Deserialize)
+)]
+pub struct IkVrBody {
+    /// The head-mounted display (its transform is the head bone's wanted pose).
+    pub head: Option<Entity>,
+    /// The left controller (the left hand bone's wanted pose).
+    pub left_hand: Option<Entity>,
+    /// The right controller.
+    pub right_hand: Option<Entity>,
+    /// An optional pelvis tracker.
+    pub pelvis: Option<Entity>,
+    /// An optional left foot tracker.
+    pub left_foot: Option<Entity>,
+    /// An optional right foot tracker.
+    pub right_foot: Option<Entity>,
+    /// The player's standing head height in tracker units (calibration; `None`: trackers are
+    /// already in the avatar's proportions, scale 1).
+    pub player_head_height: Option<f32>,
+    /// Height of the (flat) ground under the feet, along the body's up direction, relative to
+    /// the avatar's rest foot plane.
+    pub ground_height: f32,
+    /// Blend weight of the VR body over the animated pose (`[0, 1]`).
+    pub weight: f32,
+}
+
+impl Default for IkVrBody {
+    fn default() -> Self {
+        Self {
+            head: None,
+            left_hand: None,
+            right_hand: None,
+            pelvis: None,
+            left_foot: None,
+            right_foot: None,
+            player_head_height: None,
+            ground_height: 0.0,
+            weight: 1.0,
+        }
+    }
+}
+
+impl IkVrBody {
+    /// A VR body driven by `head`, `left_hand` and `right_hand`.
+    #[must_use]
+    pub fn new(head: Entity, left_hand: Entity, right_hand: Entity) -> Self {
+        Self {
+            head: Some(head),
+            left_hand: Some(left_hand),
+            right_hand: Some(right_hand),
+            ..Self::default()
+        }
+    }
+
+    /// Calibrates from the player's standing head height (tracker units).
+    #[must_use]
+    pub fn with_player_head_height(mut self, height: f32) -> Self {
+        self.player_head_height = Some(height);
+        self
+    }
+}
+
+/// The roles whose bones the stage needs (their ancestors come along: the whole spine, the
+/// shoulders); the rest of the humanoid map is found by name on the character's skeleton.
+const ROLES: [HumanoidBone; 12] = [
+    HumanoidBone::Hips,
+    HumanoidBone::Head,
+    HumanoidBone::LeftUpperArm,
+    HumanoidBone::LeftLowerArm,
+    HumanoidBone::LeftHand,
+    HumanoidBone::RightUpperArm,
+    HumanoidBone::RightLowerArm,
+    HumanoidBone::RightHand,
+    HumanoidBone::LeftFoot,
+    HumanoidBone::RightFoot,
+    HumanoidBone::LeftLowerLeg,
+    HumanoidBone::RightLowerLeg,
+];
+
+pub(crate) fn register(app: &mut bevy::app::App) {
+    app.register_type::<IkVrBody>();
+}
+
+/// Inserts the `IkCustom` stage that builds a [`VrBody`] next to each new [`IkVrBody`].
+pub(crate) fn add_vr_stages(
+    mut commands: Commands,
+    added: Query<(Entity, &IkVrBody), Added<IkVrBody>>,
+) {
+    for (entity, vr) in &added {
+        let roles: Vec<BoneRef> = ROLES.iter().map(|&r| BoneRef::Role(r)).collect();
+        let stage = IkCustom::new(roles, |skeleton, _bones| {
+            let (map, _) = HumanoidMap::from_skeleton(skeleton);
+            VrBody::new(skeleton, &map).map_err(|e| e.to_string())
+        })
+        .with_weight(vr.weight);
+        commands.entity(entity).insert(stage);
+    }
+}
+
+/// Hands each VR body its trackers (model space), the frame time and the calibration.
+pub(crate) fn drive_vr_bodies(
+    bodies: Query<(Entity, &IkVrBody, Option<&IkStageOf>)>,
+    mut characters: Query<&mut IkCharacter>,
+    mut customs: Query<&mut IkCustom>,
+    time: Res<Time>,
+    helper: TransformHelper,
+) {
+    for (entity, vr, stage_of) in &bodies {
+        if let Ok(mut custom) = customs.get_mut(entity)
+            && custom.weight != vr.weight
+        {
+            custom.weight = vr.weight;
+        }
+        let character = stage_of.map_or(entity, |s| s.0);
+        let Ok(mut character) = characters.get_mut(character) else {
+            continue;
+        };
+        let model = match character.model_frame() {
+            Some(f) => match helper.compute_global_transform(f) {
+                Ok(g) => g,
+                Err(_) => continue,
+            },
+            None => GlobalTransform::IDENTITY,
+        };
+        let read = |e: Option<Entity>| -> Option<TrackerPose> {
+            let g = helper.compute_global_transform(e?).ok()?;
+            let local = g.reparented_to(&model);
+            (local.translation.is_finite() && local.rotation.is_finite())
+                .then(|| TrackerPose::new(local.translation, local.rotation.normalize()))
+        };
+        let (Some(head), Some(left), Some(right)) =
+            (read(vr.head), read(vr.left_hand), read(vr.right_hand))
+        else {
+            continue;
+        };
+        let (pelvis, lf, rf) = (read(vr.pelvis), read(vr.left_foot), read(vr.right_foot));
+        let Some(stack) = character.stack_mut() else {
+            continue;
+        };
+        for slot in stack.slots_mut() {
+            let Some(body) = slot.stage.as_custom_mut::<VrBody>() else {
+                continue;
+            };
+            body.trackers.head = head;
+            body.trackers.left_hand = left;
+            body.trackers.right_hand = right;
+            body.trackers.pelvis = pelvis;
+            body.trackers.left_foot = lf;
+            body.trackers.right_foot = rf;
+            body.dt = time.delta_secs();
+            body.calibration = match vr.player_head_height {
+                Some(h) => VrCalibration::from_head_height(body, h).unwrap_or_default(),
+                // Trackers already in the avatar's model space and proportions.
+                None => VrCalibration {
+                    origin: Some(Vec3::ZERO),
+                    ..VrCalibration::default()
+                },
+            };
+            body.ground_offset = vr.ground_height;
+        }
+    }
+}

@@ -1,0 +1,362 @@
+//! Procedural stepping for [`VrBody`](super::VrBody): where each foot is, when it steps and
+//! where it lands.
+//!
+//! A foot is *planted* (its target does not move at all, so it cannot slide), *stepping*
+//! (lifted on an arc from where it was to where it lands) or *tracked* (a foot tracker drives
+//! it). The body wants each foot at its rest offset from the support point (midway between the
+//! pelvis and the head, on the ground), turned with the body's heading. A planted foot steps
+//! when it is more than [`VrSettings::step_threshold`] leg lengths from that place or turned
+//! more than [`VrSettings::step_angle`] from the heading — one foot at a time, the one off
+//! most (the foot that did not step last gets a bonus, so feet alternate), and after a landing
+//! the other foot follows if it is off by a third of those thresholds (so the feet end up
+//! square after a step, a side step or a turn on the spot). A step lands a little ahead along
+//! the body's velocity ([`VrSettings::step_lead`]), at most [`VrSettings::max_step`] from where
+//! the foot left, never across the other foot; its duration shrinks from
+//! [`VrSettings::step_duration`] to [`VrSettings::min_step_duration`] as the body speeds up to
+//! 1.2 leg lengths per second; the foot rises on a half sine of [`VrSettings::step_height`]
+//! (less for a short step) and turns by a slerp. The landing height comes from the
+//! [`GroundProbe`] when one is given.
+
+#![allow(
+    clippy::needless_range_loop,
+    reason = "per-side loops index several parallel [left, right] arrays"
+)]
+
+use core::f32::consts::PI;
+use core::fmt::Debug;
+
+use glam::{Quat, Vec3};
+
+use super::{TrackerPose, VrSettings};
+use crate::humanoid::BodyFrame;
+use crate::pose::BoneTransform;
+
+/// The ground under the feet: the hook a grounding stage (ray casts, a height field) fills.
+pub trait GroundProbe: Debug + Send + Sync {
+    /// The ground's height at `point` (model space), along the body's up direction, relative
+    /// to the rest foot plane (0 = flat ground at rest height). `None`: no ground known there
+    /// (treated as 0).
+    fn height_at(&self, point: Vec3) -> Option<f32>;
+}
+
+/// What a foot is doing.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FootPhase {
+    /// On the ground; its target does not move.
+    Planted,
+    /// In the air; `progress` in `[0, 1)`.
+    Stepping {
+        /// Fraction of the step done.
+        progress: f32,
+    },
+    /// Driven by a foot tracker.
+    Tracked,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Foot {
+    phase: FootPhase,
+    /// Where it is now (the target handed to the solver).
+    current: BoneTransform,
+    from: BoneTransform,
+    to: BoneTransform,
+    duration: f32,
+    height: f32,
+}
+
+/// The input of one planning step.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PlanInput {
+    /// The hip joints (upper leg origins) where the body puts them this frame.
+    pub hips: [Vec3; 2],
+    /// The support point on the ground plane through the model origin.
+    pub support: Vec3,
+    /// The body's heading (a rotation about up).
+    pub body_rotation: Quat,
+    /// Rest model transforms of the feet (left, right).
+    pub rest_feet: [BoneTransform; 2],
+    /// The rest support point (on the ground plane through the model origin).
+    pub rest_center: Vec3,
+    /// Rest foot plane height (kept for probes).
+    pub foot_plane: f32,
+    /// A flat raise of the ground, along up.
+    pub ground_offset: f32,
+    /// Time step (0 on the first frame).
+    pub dt: f32,
+    /// Foot trackers, model space.
+    pub trackers: [Option<TrackerPose>; 2],
+}
+
+/// The feet's state: see the [module docs](self).
+#[derive(Clone, Debug)]
+pub struct Locomotion {
+    frame: BodyFrame,
+    leg: f32,
+    feet: [Foot; 2],
+    last: usize,
+    since_land: f32,
+    prev_support: Option<Vec3>,
+    velocity: Vec3,
+    started: bool,
+}
+
+fn smooth(t: f32) -> f32 {
+    let t = t.clamp(0.0, 1.0);
+    t * t * (3.0 - 2.0 * t)
+}
+
+impl Locomotion {
+    /// Feet not yet placed (the first update plants them under the body).
+    #[must_use]
+    pub fn new(frame: BodyFrame, leg_length: f32) -> Self {
+        let foot = Foot {
+            phase: FootPhase::Planted,
+            current: BoneTransform::IDENTITY,
+            from: BoneTransform::IDENTITY,
+            to: BoneTransform::IDENTITY,
+            duration: 1.0,
+            height: 0.0,
+        };
+        Self {
+            frame,
+            leg: leg_length,
+            feet: [foot; 2],
+            last: 1,
+            since_land: 0.0,
+            prev_support: None,
+            velocity: Vec3::ZERO,
+            started: false,
+        }
+    }
+
+    /// Forgets the feet: the next update plants them under the body.
+    pub fn reset(&mut self) {
+        self.started = false;
+        self.prev_support = None;
+        self.velocity = Vec3::ZERO;
+    }
+
+    /// Each foot's phase (left, right).
+    #[must_use]
+    pub fn phases(&self) -> [FootPhase; 2] {
+        [self.feet[0].phase, self.feet[1].phase]
+    }
+
+    /// Each foot's current target, model space (left, right).
+    #[must_use]
+    pub fn foot_targets(&self) -> [BoneTransform; 2] {
+        [self.feet[0].current, self.feet[1].current]
+    }
+
+    /// The support point's smoothed ground velocity, model units per second.
+    #[must_use]
+    pub fn velocity(&self) -> Vec3 {
+        self.velocity
+    }
+
+    fn ground(&self, ground: Option<&dyn GroundProbe>, p: Vec3) -> f32 {
+        ground
+            .and_then(|g| g.height_at(p))
+            .filter(|h| h.is_finite())
+            .unwrap_or(0.0)
+    }
+
+    /// Where foot `i` should be with the body as it is (no lead).
+    fn desired(
+        &self,
+        input: &PlanInput,
+        i: usize,
+        ground: Option<&dyn GroundProbe>,
+    ) -> BoneTransform {
+        let up = self.frame.up;
+        let rest = input.rest_feet[i];
+        let offset = rest.translation - input.rest_center;
+        let flat = offset - up * offset.dot(up);
+        let p = input.support + input.body_rotation * flat;
+        let h = rest.translation.dot(up)
+            + self.ground(ground, p + up * input.foot_plane)
+            + input.ground_offset;
+        BoneTransform::from_translation_rotation(p + up * h, input.body_rotation * rest.rotation)
+    }
+
+    /// One frame: advances the steps, decides new ones. Returns the number of landings.
+    pub(crate) fn update(
+        &mut self,
+        input: &PlanInput,
+        s: &VrSettings,
+        ground: Option<&dyn GroundProbe>,
+        first: bool,
+    ) -> u32 {
+        let up = self.frame.up;
+        let leg = self.leg;
+        let want = [
+            self.desired(input, 0, ground),
+            self.desired(input, 1, ground),
+        ];
+        if first || !self.started {
+            for (f, w) in self.feet.iter_mut().zip(want) {
+                *f = Foot {
+                    phase: FootPhase::Planted,
+                    current: w,
+                    from: w,
+                    to: w,
+                    duration: 1.0,
+                    height: 0.0,
+                };
+            }
+            self.started = true;
+            self.prev_support = Some(input.support);
+            self.velocity = Vec3::ZERO;
+            self.since_land = 1.0;
+            self.apply_trackers(input);
+            return 0;
+        }
+        let dt = input.dt;
+        if dt > 0.0 {
+            if let Some(prev) = self.prev_support {
+                let v = (input.support - prev) / dt;
+                let k = 1.0 - (-dt / 0.15).exp();
+                self.velocity += k * (v - self.velocity);
+            }
+            self.prev_support = Some(input.support);
+            self.since_land += dt;
+        }
+        let mut landed = 0;
+        // Advance the steps in progress.
+        let speed = self.velocity.length() / leg;
+        // Land ahead by half the step's own travel plus the lead.
+        let duration = s.step_duration
+            - (s.step_duration - s.min_step_duration) * (speed / 1.2).clamp(0.0, 1.0);
+        let lead = self.velocity * (0.5 * duration + s.step_lead);
+        for i in 0..2 {
+            let FootPhase::Stepping { progress } = self.feet[i].phase else {
+                continue;
+            };
+            let t = progress + dt / self.feet[i].duration;
+            // Retarget the landing as the body moves on.
+            let to = self.landing(input, i, want[i], lead, s, ground);
+            let f = &mut self.feet[i];
+            f.to = to;
+            if t >= 1.0 {
+                f.current = f.to;
+                f.phase = FootPhase::Planted;
+                landed += 1;
+                self.since_land = 0.0;
+                self.last = i;
+            } else {
+                let k = smooth(t);
+                f.current = BoneTransform::from_translation_rotation(
+                    f.from.translation.lerp(f.to.translation, k) + up * (f.height * (PI * t).sin()),
+                    f.from.rotation.slerp(f.to.rotation, k),
+                );
+                f.phase = FootPhase::Stepping { progress: t };
+            }
+        }
+        // Decide a new step.
+        let stepping = self
+            .feet
+            .iter()
+            .any(|f| matches!(f.phase, FootPhase::Stepping { .. }));
+        if !stepping && dt > 0.0 && self.since_land >= 0.05 {
+            let score = |i: usize| -> f32 {
+                let f = &self.feet[i];
+                if f.phase != FootPhase::Planted {
+                    return 0.0;
+                }
+                let d = f.current.translation - want[i].translation;
+                let flat = (d - up * d.dot(up)).length() / leg;
+                let turn = (f.current.rotation.inverse() * want[i].rotation).normalize();
+                let yaw = 2.0
+                    * turn
+                        .xyz()
+                        .dot(f.current.rotation.inverse() * up)
+                        .atan2(turn.w.abs());
+                // A leg stretched near its length steps too (the support has left the foot).
+                let stretch = input.hips[i].distance(f.current.translation) / leg;
+                let stretch_score = ((stretch - 0.95) / (0.985 - 0.95)).max(0.0);
+                (flat / s.step_threshold)
+                    .max(yaw.abs() / s.step_angle)
+                    .max(stretch_score)
+            };
+            let sc = [score(0), score(1)];
+            let other = 1 - self.last;
+            let follow = self.since_land < 0.35 && sc[other] >= 0.5;
+            let pick = if sc[other] + 0.3 >= sc[self.last] {
+                other
+            } else {
+                self.last
+            };
+            if sc[pick] >= 1.0 || (follow && pick == other) {
+                let to = self.landing(input, pick, want[pick], lead, s, ground);
+                let from = self.feet[pick].current;
+                let dist = (to.translation - from.translation).length() / leg;
+                let f = &mut self.feet[pick];
+                f.from = from;
+                f.to = to;
+                f.duration = duration;
+                f.height = s.step_height * leg * (dist / 0.3 + 0.3).min(1.0);
+                f.phase = FootPhase::Stepping { progress: 0.0 };
+            }
+        }
+        self.apply_trackers(input);
+        landed
+    }
+
+    /// Where foot `i` lands: ahead along the velocity, within reach of where it left, not
+    /// across the other foot.
+    fn landing(
+        &self,
+        input: &PlanInput,
+        i: usize,
+        want: BoneTransform,
+        lead: Vec3,
+        s: &VrSettings,
+        ground: Option<&dyn GroundProbe>,
+    ) -> BoneTransform {
+        let up = self.frame.up;
+        let leg = self.leg;
+        let from = self.feet[i].from.translation;
+        let mut p = want.translation + lead;
+        let step = p - from;
+        let flat = step - up * step.dot(up);
+        let max = s.max_step * leg;
+        if flat.length() > max {
+            p -= flat * (1.0 - max / flat.length());
+        }
+        // Keep to this foot's side of the other foot.
+        let side = if i == 0 { 1.0 } else { -1.0 };
+        let lateral = input.body_rotation * self.frame.left * side;
+        let rest_width = {
+            let d = input.rest_feet[0].translation - input.rest_feet[1].translation;
+            (d - up * d.dot(up)).length()
+        };
+        let other = self.feet[1 - i].current.translation;
+        let gap = (p - other).dot(lateral);
+        let min_gap = 0.5 * rest_width;
+        if gap < min_gap {
+            p += lateral * (min_gap - gap);
+        }
+        let flat_p = p - up * p.dot(up);
+        let h = input.rest_feet[i].translation.dot(up)
+            + self.ground(ground, flat_p + up * input.foot_plane)
+            + input.ground_offset;
+        BoneTransform::from_translation_rotation(flat_p + up * h, want.rotation)
+    }
+
+    fn apply_trackers(&mut self, input: &PlanInput) {
+        for (f, t) in self.feet.iter_mut().zip(input.trackers) {
+            match t {
+                Some(t) => {
+                    f.current = BoneTransform::from_translation_rotation(t.position, t.rotation);
+                    f.phase = FootPhase::Tracked;
+                }
+                None if f.phase == FootPhase::Tracked => {
+                    f.from = f.current;
+                    f.to = f.current;
+                    f.phase = FootPhase::Planted;
+                }
+                None => {}
+            }
+        }
+    }
+}
