@@ -469,7 +469,7 @@ fn to_bone(g: &GlobalTransform) -> BoneTransform {
 
 /// Hands each grounding stage this frame's ground (in model space), frame time, model frame
 /// and settings.
-fn feed_grounding(
+pub(crate) fn feed_grounding(
     groundings: Query<(Entity, &IkGrounding, &IkGroundSamples, Option<&IkStageOf>)>,
     mut characters: Query<&mut IkCharacter>,
     time: Res<Time>,

@@ -194,9 +194,11 @@ impl Plugin for IkPlugin {
                 )
                     .chain()
                     .in_set(setup::SetupSystems),
+                // Both reach into characters' stacks: VR trackers first, then the ground.
                 vr::drive_vr_bodies
                     .in_set(IkSystems::Prepare)
-                    .after(setup::SetupSystems),
+                    .after(setup::SetupSystems)
+                    .before(grounding::feed_grounding),
                 pipeline::solve_characters.in_set(IkSystems::Solve),
                 (pipeline::write_bone_transforms, pipeline::publish_ik_status)
                     .chain()
