@@ -2,10 +2,6 @@
 //! an `IkStack` with a look-at chain, an aim chain and a twist distribution (custom stages), a
 //! two-bone arm whose goal a `GoalMotion` moves, with moving targets.
 
-use core::cell::Cell;
-use core::sync::atomic::{AtomicUsize, Ordering};
-use std::alloc::{GlobalAlloc, Layout, System};
-
 use glam::Vec3;
 use ik_core::analytic::{LimbGoal, TwoBoneIk};
 use ik_core::behaviours::aim::AimChain;
@@ -15,41 +11,11 @@ use ik_core::behaviours::twist::TwistDistribution;
 use ik_core::humanoid::{HumanoidBone as H, HumanoidMap, RestAxes, RigConvention, test_rig};
 use ik_core::stack::{IkStack, Stage, TwoBoneStage};
 
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    /// Only this thread's allocations count (the test harness's own threads allocate too).
-    static ACTIVE: Cell<bool> = const { Cell::new(false) };
-}
-
-fn count() {
-    if ACTIVE.try_with(Cell::get).unwrap_or(false) {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-// SAFETY: forwards to the system allocator; only counts calls.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "support/alloc.rs"]
+mod alloc;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: alloc::Counting = alloc::Counting;
 
 #[test]
 fn behaviour_stages_do_not_allocate() {
@@ -116,11 +82,10 @@ fn behaviour_stages_do_not_allocate() {
     };
     // Warm up (first solves size nothing, but keep the measured frames steady-state).
     frame(0, &mut stack, &mut motion);
-    ALLOCATIONS.store(0, Ordering::Relaxed);
-    ACTIVE.with(|a| a.set(true));
-    for k in 1..120 {
-        frame(k, &mut stack, &mut motion);
-    }
-    ACTIVE.with(|a| a.set(false));
-    assert_eq!(ALLOCATIONS.load(Ordering::Relaxed), 0);
+    let ((), allocations) = alloc::allocations_during(|| {
+        for k in 1..120 {
+            frame(k, &mut stack, &mut motion);
+        }
+    });
+    assert_eq!(allocations, 0);
 }

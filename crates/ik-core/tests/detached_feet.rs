@@ -6,50 +6,16 @@
 #[path = "support/gltf_rig.rs"]
 mod gltf_rig;
 
-use core::cell::Cell;
-use core::sync::atomic::{AtomicUsize, Ordering};
-use std::alloc::{GlobalAlloc, Layout, System};
-
 use ik_core::Skeleton;
 use ik_core::glam::Vec3;
 use ik_core::humanoid::{DetachedFeet, Effector, FullBodySolver, HumanoidBone as H, HumanoidMap};
 use ik_core::stack::{FullBodyStage, IkStack, Stage};
 
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    /// Only this thread's allocations count (the test harness's own threads allocate too).
-    static ACTIVE: Cell<bool> = const { Cell::new(false) };
-}
-
-fn count() {
-    if ACTIVE.try_with(Cell::get).unwrap_or(false) {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-// SAFETY: forwards to the system allocator; only counts calls.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "support/alloc.rs"]
+mod alloc;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: alloc::Counting = alloc::Counting;
 
 #[test]
 fn worker_feet_follow_the_legs_without_allocating() {
@@ -92,13 +58,13 @@ fn worker_feet_follow_the_legs_without_allocating() {
     for f in 0..3 {
         frame(&mut stack, f);
     }
-    ACTIVE.with(|a| a.set(true));
-    for f in 3..40 {
-        frame(&mut stack, f);
-        let _ = stack.model_transforms();
-    }
-    ACTIVE.with(|a| a.set(false));
-    assert_eq!(ALLOCATIONS.load(Ordering::Relaxed), 0);
+    let ((), allocations) = alloc::allocations_during(|| {
+        for f in 3..40 {
+            frame(&mut stack, f);
+            let _ = stack.model_transforms();
+        }
+    });
+    assert_eq!(allocations, 0);
 
     // The last frame, measured: the ends reached the goals and the detached feet moved with
     // them by the same offset (feet rest where the ends do; goal rotations unchanged).
