@@ -599,3 +599,69 @@ fn upper_arm_and_thigh_twist_bones_take_back_the_twist_near_the_joint() {
         }
     }
 }
+
+/// Once settled on a still target inside the limits, the head points at it from between the
+/// eyes and each eye points at it from where it is, measured on the written pose (forward
+/// kinematics), on every rig with eyes at arbitrary rest rotations.
+#[test]
+fn settled_eyes_and_head_point_at_a_target_within_their_limits() {
+    let mut rng = Lcg(11);
+    for rig in rigs(true) {
+        let (sk, eyes) = with_eyes(&rig, &mut rng);
+        let mut la =
+            LookAtChain::from_humanoid(&sk, &rig.map, None, LookAtSettings::default()).unwrap();
+        let head = la.chain().last().unwrap().bone;
+        let head_f = la.head_forward_local();
+        let frame = BodyFrame::from_rest(&sk, &rig.map).unwrap();
+        let rest = sk.rest_model_transforms();
+        let eye_f: Vec<Vec3> = eyes
+            .iter()
+            .map(|&e| rest[e].rotation.inverse() * frame.forward)
+            .collect();
+        let target = rest[head].translation
+            + (frame.forward * 1.5 + frame.left * 0.35 - frame.up * 0.25) * rig.scale;
+        let input = sk.rest_pose();
+        let mut buffer = PoseBuffer::new(&sk);
+        la.dt = 1.0 / 60.0;
+        la.target = Some(target);
+        for _ in 0..180 {
+            buffer.set_pose(&input);
+            la.solve(&sk, &mut buffer).unwrap();
+        }
+        let model = buffer.model_transforms(&sk).to_vec();
+        let between = eyes.iter().map(|&e| model[e].translation).sum::<Vec3>() / eyes.len() as f32;
+        let forward = (model[head].rotation * head_f).normalize();
+        let head_miss = angle(forward, target - between);
+        assert!(
+            head_miss < 1e-4,
+            "{}: head off by {head_miss} rad",
+            rig.name
+        );
+        for (j, &e) in eyes.iter().enumerate() {
+            let d = (model[e].rotation * eye_f[j]).normalize();
+            let miss = angle(d, target - model[e].translation);
+            assert!(miss < 1e-3, "{}: eye {j} off by {miss} rad", rig.name);
+        }
+        // Without eyes: the head points at it from its own (turned) position.
+        let mut la =
+            LookAtChain::from_humanoid(&rig.skeleton, &rig.map, None, LookAtSettings::default())
+                .unwrap();
+        assert_eq!(la.eyes().count(), 0, "{}", rig.name);
+        let input = rig.skeleton.rest_pose();
+        let mut buffer = PoseBuffer::new(&rig.skeleton);
+        la.dt = 1.0 / 60.0;
+        la.target = Some(target);
+        for _ in 0..180 {
+            buffer.set_pose(&input);
+            la.solve(&rig.skeleton, &mut buffer).unwrap();
+        }
+        let model = buffer.model_transforms(&rig.skeleton);
+        let forward = (model[head].rotation * head_f).normalize();
+        let miss = angle(forward, target - model[head].translation);
+        assert!(
+            miss < 1e-4,
+            "{}: head (no eyes) off by {miss} rad",
+            rig.name
+        );
+    }
+}
