@@ -43,7 +43,15 @@ impl Plugin for BehavioursPlugin {
         app.insert_resource(ui)
             .init_resource::<BehaviourInfo>()
             .init_resource::<Spawned>()
-            .add_systems(Update, (spawn_behaviours, close_up, draw_behaviours));
+            .add_systems(
+                Update,
+                (
+                    spawn_behaviours,
+                    // After the camera frames a new character, or it would undo the zoom.
+                    close_up.after(crate::camera::frame_character),
+                    draw_behaviours,
+                ),
+            );
     }
 }
 
@@ -357,8 +365,9 @@ fn close_up(
     let (Some(frame), Some(bones)) = (frame, characters.iter().next()) else {
         return;
     };
-    // Zoom in once when switched on (and the character is there); follow the wrist after.
-    let turned_on = ui.close_up && !*was;
+    // Zoom in once when switched on (and the character is there) or when the camera framed a
+    // newly opened character; follow the wrist after.
+    let turned_on = ui.close_up && (!*was || frame.is_changed());
     *was = ui.close_up;
     if !ui.close_up {
         return;

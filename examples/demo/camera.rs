@@ -116,7 +116,7 @@ fn spawn_cameras(mut commands: Commands, mut egui_settings: ResMut<EguiGlobalSet
 /// Frames a newly opened character (not a respawn of the same one after a settings change, so
 /// the view the user chose stays), seen from the same side of its face whichever way it faces
 /// (VRM 0.x avatars face −Z, most other files +Z): the yaw turns by the change in facing.
-fn frame_character(
+pub(crate) fn frame_character(
     frame: Option<Res<BodyFrame>>,
     asset: Option<Res<CharacterAsset>>,
     mut camera: Single<(&mut Orbit, &mut Transform, &Camera, &Projection)>,
