@@ -143,6 +143,8 @@
 //! solver reads (ancestors of its joints, effectors, head and mass segments), not fingers and
 //! helper bones.
 
+use core::sync::atomic::{AtomicU64, Ordering};
+
 use glam::{Quat, Vec3};
 
 use super::anatomy::role_direction;
@@ -617,6 +619,9 @@ pub struct FullBodySolver {
     in_fk: Vec<bool>,
     cols: usize,
     rest: Pose,
+    /// Tells this solver's joints and limits apart from another's (clones share it: the same
+    /// limits), for the scratch's record of its last output.
+    id: u64,
     /// The scratch of [`FullBodySolver::solve`] / [`FullBodySolver::solve_cold`].
     scratch: FullBodyScratch,
 }
@@ -653,6 +658,11 @@ pub struct FullBodyScratch {
     reference: Pose,
     start: Pose,
     best: Pose,
+    /// The pose the last solve with this scratch returned, and the id of the solver that
+    /// returned it (0: none): a tracking solve handed that pose back (the game's warm start)
+    /// skips clamping it to the limits, which it already respects.
+    last: Pose,
+    last_of: u64,
     segment_pos: Vec<Vec3>,
 }
 
@@ -724,6 +734,9 @@ enum PelvisPin {
     /// The whole floating joint (a 6D goal).
     Full,
 }
+
+/// The next [`FullBodySolver`]'s id (0 is "no solver").
+static NEXT_SOLVER_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Column scale of a joint that the previous step drove into its limit.
 const SATURATED_MOBILITY: f32 = 0.2;
@@ -945,6 +958,7 @@ impl FullBodySolver {
             bone_count: n,
             cols,
             rest: skeleton.rest_pose(),
+            id: NEXT_SOLVER_ID.fetch_add(1, Ordering::Relaxed),
             scratch: FullBodyScratch::default(),
         };
         solver.scratch = solver.scratch();
@@ -974,6 +988,8 @@ impl FullBodySolver {
         s.reference = self.rest.clone();
         s.start = self.rest.clone();
         s.best = self.rest.clone();
+        s.last = self.rest.clone();
+        s.last_of = 0;
         s.segment_pos = vec![Vec3::ZERO; self.segments.len()];
         s.reset();
     }
@@ -1215,10 +1231,14 @@ impl<'a> Solve<'a> {
         }
         let s = self.rig.settings;
         self.s.cold = cold;
-        for j in &self.rig.joints {
-            let rest = &skeleton.bones()[j.bone].rest;
-            let (r, t) = (&mut pose.rotations[j.bone], &mut pose.translations[j.bone]);
-            j.limit.clamp(rest.rotation, rest.translation, r, t);
+        // The previous output handed back unchanged (a warm start) is within the limits
+        // already: clamping it would cost a swing-twist decomposition per joint for nothing.
+        if self.s.last_of != self.rig.id || *pose != self.s.last {
+            for j in &self.rig.joints {
+                let rest = &skeleton.bones()[j.bone].rest;
+                let (r, t) = (&mut pose.rotations[j.bone], &mut pose.translations[j.bone]);
+                j.limit.clamp(rest.rotation, rest.translation, r, t);
+            }
         }
         self.s.start.copy_from(pose);
         self.fk(skeleton, pose);
@@ -1229,6 +1249,7 @@ impl<'a> Solve<'a> {
             // Already there: bit for bit.
             self.s.demoted = [false; CHANNELS];
             self.s.missed = [0.0; CHANNELS];
+            self.remember(pose);
             return Ok(initial);
         }
         // Graceful degradation: goals that proved infeasible give way (tracking only).
@@ -1310,7 +1331,14 @@ impl<'a> Solve<'a> {
                 self.s.demoted[channel(k, false)]
             };
         }
+        self.remember(pose);
         Ok(report)
+    }
+
+    /// Records `pose` (this solve's output, within the limits) as the scratch's last output.
+    fn remember(&mut self, pose: &Pose) {
+        self.s.last.copy_from(pose);
+        self.s.last_of = self.rig.id;
     }
 
     /// The order of cold-solve candidates, level by level of priority (0 first): more goals
