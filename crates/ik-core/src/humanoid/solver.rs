@@ -1916,6 +1916,18 @@ impl<'a> Solve<'a> {
         let com_weight = goals.center_of_mass.weight * factor(channel(6, false));
         // Summed unclamped residuals (in tolerances) of the last iterations, for stall checks.
         let mut history = [f32::INFINITY; STALL_WINDOW];
+        // With the hips pinned by a 6D pelvis goal, each leg moves only its own foot: the
+        // foot's rows form a block of their own that the analytic finish closes exactly (or as
+        // near as the leg's limits allow) after every pass, so a tracking pass leaves them out
+        // (smaller normal equations; a limit-bound foot no longer holds the pass). Not while
+        // balancing (the legs move the centre of mass), with relative goals or with posture
+        // following (it needs the feet's rows to stay in their null space).
+        let feet_apart = !self.s.cold
+            && s.analytic_limbs
+            && s.posture_gain <= 0.0
+            && self.s.pelvis_pin == PelvisPin::Full
+            && !self.s.balancing
+            && !self.s.relative;
         for it in 0..budget {
             self.fk(skeleton, pose);
             // Relative goals (see `GoalFrame`) at where their frame bones are now.
@@ -1933,6 +1945,11 @@ impl<'a> Solve<'a> {
             for (k, g) in goals.effectors.iter().enumerate() {
                 if self.s.pelvis_pin != PelvisPin::Free && k == Effector::Pelvis as usize {
                     // Exact already; its rows would be zero.
+                    continue;
+                }
+                if feet_apart
+                    && (k == Effector::LeftFoot as usize || k == Effector::RightFoot as usize)
+                {
                     continue;
                 }
                 let m = self.s.model[self.rig.effector_bones[k]];
