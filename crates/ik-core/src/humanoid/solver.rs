@@ -1589,6 +1589,7 @@ impl<'a> Solve<'a> {
                 || report.iterations >= budget
                 || !s.analytic_limbs
                 || (stalled && round > 0)
+                || (iters == 0 && round > 0)
                 || (self.any_gives_way(goals) && self.others_met(goals, &report))
             {
                 break;
