@@ -7,6 +7,9 @@
 //! `IK_GAMEPLAY_MISSES=1` prints every feasible goal-frame missed (rig, frame, goal, residual in
 //! mm|°, frames since the goal became feasible).
 //!
+//! `IK_GAMEPLAY_PELVIS_POSITION=1` gives the pelvis a position-only goal (as `bevy_ik`'s
+//! `IkHumanoid` and its crowd bench do; the hips then turn freely).
+//!
 //! `IK_GAMEPLAY_PER_RIG=1` also prints each rig's fastest-of-5 median / p99 / max per scenario
 //! (which rig sets the tail).
 //!

@@ -325,6 +325,10 @@ pub fn scenario_frames(rig: &Rig, scenario: Scenario, frames: usize, seed: u32) 
                 * frame.forward;
             goals.look_at.target = head.translation + dir * 2.0 * s;
         }
+        if std::env::var("IK_GAMEPLAY_PELVIS_POSITION").is_ok() {
+            // As bevy_ik's `IkHumanoid` sets it: the pelvis follows its target's position only.
+            goals.get_mut(Effector::Pelvis).rotation_weight = 0.0;
+        }
         out.push(Frame { goals, input: pose });
     }
     out
