@@ -4,6 +4,12 @@
 //! convention, two rest-axis styles each) and the CC0 characters in `assets/`, warm-started
 //! frame to frame with default settings.
 //!
+//! `IK_GAMEPLAY_MISSES=1` prints every feasible goal-frame missed (rig, frame, goal, residual in
+//! mm|°, frames since the goal became feasible).
+//!
+//! `IK_GAMEPLAY_PELVIS_POSITION=1` gives the pelvis a position-only goal (as `bevy_ik`'s
+//! `IkHumanoid` and its crowd bench do; the hips then turn freely).
+//!
 //! `IK_GAMEPLAY_PER_RIG=1` also prints each rig's fastest-of-5 median / p99 / max per scenario
 //! (which rig sets the tail).
 //!
@@ -18,6 +24,7 @@
 use core::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use ik_core::humanoid::FullBodyReport;
 
 #[path = "../tests/support/gameplay.rs"]
 mod gameplay;
@@ -54,10 +61,10 @@ fn bench(c: &mut Criterion) {
             .join(", ")
     );
     eprintln!(
-        "{:<8} | {:^26} | {:^26} | {:>6} {:>6} {:>8} | {:>22} | {:>6}",
+        "{:<8} | {:^26} | {:^34} | {:>6} {:>6} {:>8} | {:>22} | {:>6}",
         "scenario",
         "wall µs: median p99 max",
-        "fastest of 5: median p99 max",
+        "fastest of 5: mean median p99 max",
         ">1ms",
         "flips",
         "max turn",
@@ -69,6 +76,8 @@ fn bench(c: &mut Criterion) {
         let mut total = Run::default();
         let mut times = Vec::new();
         let mut cpu = Vec::new();
+        // Per iteration count (9 = 9 or more) and converged: solves and summed µs.
+        let mut profile = [[(0usize, 0.0f64); 2]; 10];
         for (ri, rig_src) in all_rigs.iter().enumerate() {
             let rig = Rig::new(rig_src.name.clone(), rig_src.skeleton.clone()).expect("maps");
             let frames = scenario_frames(&rig, scenario, n, ri as u32 + 1);
@@ -78,6 +87,114 @@ fn bench(c: &mut Criterion) {
             let _ = run(&rig, &mut solver, &frames, &feasible, false, track);
             let mut solver = rig.solver();
             let r = run(&rig, &mut solver, &frames, &feasible, true, track);
+            if std::env::var("IK_GAMEPLAY_MISSES").is_ok() {
+                // Again untimed, keeping each frame's report: which goals gave way, iterations.
+                let mut reports = vec![FullBodyReport::default(); frames.len()];
+                let mut probes = vec![[0.0f32; 5]; frames.len()];
+                let miss_frames: Vec<(usize, usize)> =
+                    r.misses.iter().map(|m| (m.frame, m.goal)).collect();
+                let mut solver = rig.solver();
+                let _ = run(
+                    &rig,
+                    &mut solver,
+                    &frames,
+                    &feasible,
+                    false,
+                    |s, sk, p, g, f| {
+                        if let Some(&(_, k)) = miss_frames.iter().find(|m| m.0 == f) {
+                            // (a) a long budget, (b) the infeasible goals off, (c) both.
+                            let mut only = *g;
+                            for (j, on) in feasible[f].iter().enumerate() {
+                                if !on {
+                                    if j < 5 {
+                                        only.effectors[j].enabled = false;
+                                    } else {
+                                        only.look_at.enabled = false;
+                                    }
+                                }
+                            }
+                            for (i, (goals, long)) in [(g, true), (&only, false), (&only, true)]
+                                .into_iter()
+                                .enumerate()
+                            {
+                                let (mut s2, mut p2) = (s.clone(), p.clone());
+                                if long {
+                                    s2.settings_mut().max_iterations = 200;
+                                }
+                                let _ = s2.solve(sk, &mut p2, goals);
+                                let m = gameplay::measure(&rig, &s2, &p2, g);
+                                probes[f][i] = gameplay::goal_error(&m, k, rig.scale);
+                            }
+                            // Without the give-way state: default and long budgets.
+                            for (i, long) in [(3, false), (4, true)] {
+                                let (mut s2, mut p2) = (s.clone(), p.clone());
+                                if long {
+                                    s2.settings_mut().max_iterations = 200;
+                                }
+                                let mut fresh = s2.scratch();
+                                let _ = s2.solve_with(sk, &mut p2, g, &mut fresh);
+                                let m = gameplay::measure(&rig, &s2, &p2, g);
+                                probes[f][i] = gameplay::goal_error(&m, k, rig.scale);
+                            }
+                        }
+                        let r = if f == 0 {
+                            s.solve_cold(sk, p, g)
+                        } else {
+                            s.solve(sk, p, g)
+                        };
+                        r.map(|r| reports[f] = r).is_ok()
+                    },
+                );
+                for m in &r.misses {
+                    let rep = &reports[m.frame];
+                    eprintln!(
+                        "  miss {scenario:?} {} frame {}: goal {} off {:.2} mm|°, feasible for {} frames; giving way {:?}, {} iterations; long {:.2} alone {:.2} both {:.2} fresh {:.2} fresh long {:.2}",
+                        rig.name,
+                        m.frame,
+                        m.goal,
+                        m.error,
+                        m.feasible_for,
+                        rep.giving_way
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, g)| **g)
+                            .map(|(k, _)| k)
+                            .collect::<Vec<_>>(),
+                        rep.iterations,
+                        probes[m.frame][0],
+                        probes[m.frame][1],
+                        probes[m.frame][2],
+                        probes[m.frame][3],
+                        probes[m.frame][4],
+                    );
+                }
+            }
+            if std::env::var("IK_GAMEPLAY_PROFILE").is_ok() {
+                // Untimed again, keeping each frame's iterations and whether it converged.
+                let mut reports = vec![FullBodyReport::default(); frames.len()];
+                let mut solver = rig.solver();
+                let _ = run(
+                    &rig,
+                    &mut solver,
+                    &frames,
+                    &feasible,
+                    false,
+                    |s, sk, p, g, f| {
+                        let r = if f == 0 {
+                            s.solve_cold(sk, p, g)
+                        } else {
+                            s.solve(sk, p, g)
+                        };
+                        r.map(|r| reports[f] = r).is_ok()
+                    },
+                );
+                for (f, rep) in reports.iter().enumerate().skip(1) {
+                    let b =
+                        &mut profile[rep.iterations.min(9) as usize][usize::from(rep.converged)];
+                    b.0 += 1;
+                    b.1 += r.fastest_us[f];
+                }
+            }
             if std::env::var("IK_GAMEPLAY_PER_RIG").is_ok() {
                 let mut own = r.fastest_us[1..].to_vec();
                 own.sort_by(f64::total_cmp);
@@ -113,15 +230,30 @@ fn bench(c: &mut Criterion) {
                 ));
             }
         }
+        if std::env::var("IK_GAMEPLAY_PROFILE").is_ok() {
+            for (it, b) in profile.iter().enumerate() {
+                for (conv, (n, sum)) in b.iter().enumerate() {
+                    if *n > 0 {
+                        eprintln!(
+                            "  {scenario:?} {it} iterations, converged {}: {n} solves, mean {:.1} µs, {:.1} % of the time",
+                            conv == 1,
+                            sum / *n as f64,
+                            sum * 100.0 / cpu.iter().sum::<f64>()
+                        );
+                    }
+                }
+            }
+        }
         times.sort_by(f64::total_cmp);
         cpu.sort_by(f64::total_cmp);
         let over = times.iter().filter(|&&t| t > 1000.0).count();
         eprintln!(
-            "{:<8} | {:>7.1} {:>7.1} {:>8.1} | {:>7.1} {:>7.1} {:>8.1} | {:>5.2}% {:>6} {:>7.1}° | {:>8.2}% ({:>6.2}% frames) | {:>6}   (worst feasible miss {:.1} mm|°, {} solves, errors {}, non-finite {})",
+            "{:<8} | {:>7.1} {:>7.1} {:>8.1} | {:>7.1} {:>7.1} {:>7.1} {:>8.1} | {:>5.2}% {:>6} {:>7.1}° | {:>8.2}% ({:>6.2}% frames) | {:>6}   (worst feasible miss {:.1} mm|°, {} solves, errors {}, non-finite {})",
             format!("{scenario:?}"),
             percentile(&times, 0.5),
             percentile(&times, 0.99),
             times.last().copied().unwrap_or(f64::NAN),
+            cpu.iter().sum::<f64>() / cpu.len().max(1) as f64,
             percentile(&cpu, 0.5),
             percentile(&cpu, 0.99),
             cpu.last().copied().unwrap_or(f64::NAN),

@@ -8,7 +8,7 @@ mod gameplay;
 
 use gameplay::{Rig, Scenario, feasible_goals, rigs, run, scenario_frames, track};
 use ik_core::Pose;
-use ik_core::glam::Vec3;
+use ik_core::glam::{Quat, Vec3};
 use ik_core::humanoid::{BodyFrame, Effector, HumanoidBone as B};
 
 /// Every scenario on every rig: no joint turns more than 20° in a frame (the goals move a few
@@ -282,4 +282,49 @@ fn a_hard_goal_makes_monotone_progress_over_frames() {
         tested += 1;
     }
     assert!(tested >= 8, "only {tested} rigs had a feasible hard goal");
+}
+
+/// A tracking solve skips clamping a pose that is its own last output (a warm start); a pose
+/// the game changed in between (here an elbow bent far past its limit and the head turned
+/// half a turn) is clamped again: the output is within the limits on every rig, solved
+/// with the solver's own scratch and with a caller-owned one.
+#[test]
+fn a_warm_start_the_game_changed_is_clamped_again() {
+    for rig in rigs(true) {
+        let frames = scenario_frames(&rig, Scenario::Reach, 3, 7);
+        let solver = rig.solver();
+        let mut own = rig.solver();
+        let mut scratch = solver.scratch();
+        for caller_owned in [false, true] {
+            let mut pose = frames[0].input.clone();
+            let mut solve = |pose: &mut Pose, f: usize| {
+                let goals = &frames[f].goals;
+                if caller_owned {
+                    solver.solve_with(&rig.skeleton, pose, goals, &mut scratch)
+                } else {
+                    own.solve(&rig.skeleton, pose, goals)
+                }
+                .expect("valid input")
+            };
+            let _ = solve(&mut pose, 0);
+            let _ = solve(&mut pose, 1);
+            for (role, turn) in [(B::LeftLowerArm, 3.0f32), (B::Head, core::f32::consts::PI)] {
+                let b = rig.map.get(role).expect("mapped");
+                let axis = Vec3::new(0.3, 1.0, -0.5).normalize();
+                pose.rotations[b] =
+                    (pose.rotations[b] * Quat::from_axis_angle(axis, turn)).normalize();
+            }
+            assert!(
+                !solver.pose_within_limits(&rig.skeleton, &pose, 1e-3),
+                "{}: the changed pose should break a limit",
+                rig.name
+            );
+            let _ = solve(&mut pose, 2);
+            assert!(
+                solver.pose_within_limits(&rig.skeleton, &pose, 1e-3),
+                "{} (caller-owned scratch: {caller_owned}): output breaks a limit",
+                rig.name
+            );
+        }
+    }
 }

@@ -325,6 +325,10 @@ pub fn scenario_frames(rig: &Rig, scenario: Scenario, frames: usize, seed: u32) 
                 * frame.forward;
             goals.look_at.target = head.translation + dir * 2.0 * s;
         }
+        if std::env::var("IK_GAMEPLAY_PELVIS_POSITION").is_ok() {
+            // As bevy_ik's `IkHumanoid` sets it: the pelvis follows its target's position only.
+            goals.get_mut(Effector::Pelvis).rotation_weight = 0.0;
+        }
         out.push(Frame { goals, input: pose });
     }
     out
@@ -497,8 +501,24 @@ pub struct Run {
     pub frames: usize,
     /// Solver errors (should be none).
     pub errors: usize,
+    /// Every feasible goal-frame that was missed (which frame, goal, by how much).
+    pub misses: Vec<Miss>,
     /// Frames with a non-finite output.
     pub non_finite: usize,
+}
+
+/// A feasible goal missed in one frame.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Miss {
+    /// The frame.
+    pub frame: usize,
+    /// The goal, indexed like [`Effector::ALL`] then the look-at (5).
+    pub goal: usize,
+    /// The residual in units of 1 mm / 1° (see [`goal_error`]).
+    pub error: f32,
+    /// How many frames the goal has been feasible without a break (0: it became feasible in
+    /// this frame).
+    pub feasible_for: usize,
 }
 
 /// Runs `solve` warm over `frames` (each frame starts from the previous frame's solution, the
@@ -564,6 +584,13 @@ pub fn run(
             } else {
                 all = false;
                 out.worst_feasible_miss = out.worst_feasible_miss.max(e);
+                let feasible_for = feasible[..f].iter().rev().take_while(|m| m[k]).count();
+                out.misses.push(Miss {
+                    frame: f,
+                    goal: k,
+                    error: e,
+                    feasible_for,
+                });
             }
         }
         out.frames_all_feasible_met += usize::from(all);
