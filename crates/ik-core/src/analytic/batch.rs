@@ -67,6 +67,59 @@
 //! mid and tip (twist bones) are refused at set-up ([`BatchError::BonesBetween`]): solve those
 //! with [`TwoBoneIk`].
 //!
+//! # Resident lanes (`solve_lanes`)
+//!
+//! [`TwoBoneBatch::solve`] reads per-limb slices and writes per-limb rotations and reports:
+//! convenient, but about 40 % of its time is moving data between those slices and the lanes.
+//! A caller that keeps its limbs' inputs from frame to frame can hold them in the lanes
+//! instead: [`LaneGoals`] (the goals) and [`LanePoses`] (each limb's root's parent model
+//! transform and local `[root, mid, tip]` rotations, which the solve overwrites with the
+//! solved ones, and each limb's status). [`TwoBoneBatch::solve_lanes`] then reads and writes
+//! whole vectors, and computes a [`LimbReport`] per limb only when given a slice for them. The
+//! results are those of [`TwoBoneBatch::solve`], to the bit (tested).
+//!
+//! ```
+//! use ik_core::analytic::batch::{BatchScratch, LaneGoals, LanePoses, TwoBoneBatch};
+//! use ik_core::analytic::{LimbGoal, TwoBoneIk};
+//! use ik_core::{Bone, BoneTransform, Skeleton};
+//! use glam::{Quat, Vec3};
+//!
+//! let skeleton = Skeleton::try_new(vec![
+//!     Bone::new("shoulder", None, BoneTransform::IDENTITY),
+//!     Bone::new("elbow", Some(0), BoneTransform::from_translation(Vec3::X * 0.3)),
+//!     Bone::new("wrist", Some(1), BoneTransform::from_translation(Vec3::X * 0.25)),
+//! ])?;
+//! let arm = TwoBoneIk::try_new(&skeleton, 0, 1, 2)?;
+//! // Set-up, once: the batch, its lanes and a scratch buffer.
+//! let batch = TwoBoneBatch::try_new((0..100).map(|_| (&skeleton, &arm)))?;
+//! let mut goals = LaneGoals::new(batch.len());
+//! let mut poses = LanePoses::new(batch.len());
+//! let mut scratch = BatchScratch::new();
+//! // Each frame: write what changed (here everything), solve, read the rotations back.
+//! for i in 0..batch.len() {
+//!     let target = Vec3::new(0.3, 0.002 * i as f32, 0.2);
+//!     goals.set(i, &LimbGoal::new(target).with_pole(Vec3::NEG_Z))?;
+//!     // The animated pose's parent model transform and local rotations.
+//!     poses.set(i, &BoneTransform::IDENTITY, [Quat::IDENTITY; 3])?;
+//! }
+//! batch.solve_lanes(&goals, &mut poses, None, &mut scratch)?;
+//! for i in 0..batch.len() {
+//!     assert!(poses.error(i).is_none());
+//!     let [root, mid, tip] = poses.rotations(i)?;
+//!     // ... write them to the limb's bones.
+//! #   let tip_position = root * (Vec3::X * 0.3 + mid * (Vec3::X * 0.25));
+//! #   let target = Vec3::new(0.3, 0.002 * i as f32, 0.2);
+//! #   assert!(tip_position.distance(target) < 1e-5 && tip.is_finite());
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Lanes hold four limbs each, field by field; [`LaneGoals::set`] and [`LanePoses::set`]
+//! write one limb's lanes (a handful of scalar stores: a caller gathering its limbs from an
+//! engine does that work anyway) and [`LanePoses::rotations`] reads them. Only the limbs
+//! whose goal or pose changed need writing: the lanes keep their values between calls, and
+//! the solved rotations stay in [`LanePoses`] as the next call's incoming pose unless set.
+//!
 //! # Layout and SIMD
 //!
 //! Lanes are [`wide::f32x4`]: four limbs per vector. The rest data is stored per block of four
@@ -454,6 +507,18 @@ struct RestBlock {
     flex_min: F,
     flex_max: F,
     soft_reach: F,
+    /// The segments at a parent scale of one (rest scales applied), their lengths, the upper
+    /// segment's direction, the bend axis normal to it, `h × ua`, and the mask of lanes whose
+    /// bend axis is not along the upper segment: the solve takes them as they are where the
+    /// parent scale is one instead of recomputing them.
+    u1: V3,
+    u2: V3,
+    l1: F,
+    l2: F,
+    ua: V3,
+    h: V3,
+    side: V3,
+    plane_ok: F,
 }
 
 impl RestBlock {
@@ -464,18 +529,41 @@ impl RestBlock {
             y: f(&|l| g(l).y),
             z: f(&|l| g(l).z),
         };
+        let (root_scale, mid_scale) = (v(&|l| l.scale[0]), v(&|l| l.scale[1]));
+        let (t_mid, t_tip, bend) = (v(&|l| l.t[1]), v(&|l| l.t[2]), v(&|l| l.bend));
+        // (The lanes' own arithmetic at a parent scale of one: the same values the general path
+        // computes, to the bit.)
+        let u1 = root_scale.mul(t_mid);
+        let u2 = root_scale.mul(mid_scale).mul(t_tip);
+        let (l1, l2) = (u1.dot(u1).sqrt(), u2.dot(u2).sqrt());
+        let ua = u1.scale(F::ONE / l1);
+        let along = bend.dot(ua);
+        let exact = along.abs().cmp_lt(F::splat(1e-7));
+        let normal = bend.sub(ua.scale(along));
+        let n2 = normal.dot(normal);
+        let plane_ok =
+            exact | (n2.cmp_gt(F::splat(1e-10) * bend.dot(bend)) & n2.cmp_gt(F::splat(1e-30)));
+        let h = V3::select(exact, bend, normal.scale(F::ONE / n2.sqrt()));
         Self {
             t_root: v(&|l| l.t[0]),
-            t_mid: v(&|l| l.t[1]),
-            t_tip: v(&|l| l.t[2]),
-            root_scale: v(&|l| l.scale[0]),
-            mid_scale: v(&|l| l.scale[1]),
-            bend: v(&|l| l.bend),
+            t_mid,
+            t_tip,
+            root_scale,
+            mid_scale,
+            bend,
             cos_flex_min: f(&|l| l.cos_flex[0]),
             cos_flex_max: f(&|l| l.cos_flex[1]),
             flex_min: f(&|l| l.flex[0]),
             flex_max: f(&|l| l.flex[1]),
             soft_reach: f(&|l| l.soft_reach),
+            u1,
+            u2,
+            l1,
+            l2,
+            ua,
+            h,
+            side: h.cross(ua),
+            plane_ok,
         }
     }
 }
@@ -746,46 +834,21 @@ impl TwoBoneBatch {
             }
         }
         let input = Gathered::from_lanes(&lanes);
-        let out = self.lanes(block, &input);
+        let out = self.lanes::<true>(block, &input);
         let solved = simple & (out.ok.move_mask() as u32);
         let new = [out.root, out.mid, out.tip].map(|q| F::transpose([q.x, q.y, q.z, q.w]));
-        let (reachable, limited, pole_fallback) = (
-            out.reachable.move_mask(),
-            out.flex_limited.move_mask(),
-            out.pole_fallback.move_mask(),
-        );
-        let (error, flex, dist) = (
-            out.error.to_array(),
-            out.flex.to_array(),
-            out.dist.to_array(),
-        );
-        let (l1, l2) = (out.l1.to_array(), out.l2.to_array());
-        for lane in 0..count {
-            if solved & (1 << lane) != 0 {
-                rotations[lane] = new.map(|q| Quat::from_array(q[lane].to_array()));
-                let report = LimbReport {
-                    reachable: reachable & (1 << lane) != 0,
-                    position_error: error[lane],
-                    flex_angle: flex[lane],
-                    flex_limited: limited & (1 << lane) != 0,
-                    pole_fallback: pole_fallback & (1 << lane) != 0,
-                    target_distance: dist[lane],
-                    lengths: [l1[lane], l2[lane]],
-                };
-                // (Overwriting an `Ok` in place: no call to drop the previous value.)
-                match &mut reports[lane] {
-                    Ok(r) => *r = report,
-                    other => *other = Ok(report),
-                }
-            } else {
-                reports[lane] = self.solve_scalar(
-                    base + lane,
-                    &goals[lane],
-                    &parents[lane],
-                    &mut rotations[lane],
-                    scratch,
-                );
-            }
+        for lane in (0..count).filter(|l| solved & (1 << l) != 0) {
+            rotations[lane] = new.map(|q| Quat::from_array(q[lane].to_array()));
+        }
+        out.write_reports(solved, count, reports);
+        for lane in (0..count).filter(|l| solved & (1 << l) == 0) {
+            reports[lane] = self.solve_scalar(
+                base + lane,
+                &goals[lane],
+                &parents[lane],
+                &mut rotations[lane],
+                scratch,
+            );
         }
         count - solved.count_ones() as usize
     }
@@ -840,7 +903,7 @@ impl TwoBoneBatch {
 
     /// The common-path solve of one block's four lanes; `ok` marks the lanes it is valid for.
     #[inline(always)]
-    fn lanes(&self, block: usize, g: &Gathered) -> LaneOut {
+    fn lanes<const MEASURE: bool>(&self, block: usize, g: &Gathered) -> LaneOut {
         let rest = &self.rest[block];
         let s = |v: f32| F::splat(v);
         let Gathered {
@@ -859,12 +922,35 @@ impl TwoBoneBatch {
 
         // The incoming limb, in the root's (unscaled) rotation frame.
         let p_root = pt.add(qp.rotate(ps.mul(rest.t_root)));
-        let root_scale = ps.mul(rest.root_scale);
-        let u1 = root_scale.mul(rest.t_mid);
-        let u2 = root_scale.mul(rest.mid_scale).mul(rest.t_tip);
-        let (l1, l2) = (u1.dot(u1).sqrt(), u2.dot(u2).sqrt());
-        let b_cur = qm.rotate(u2);
         let min_len = s(MIN_BONE_LENGTH * 1e-3);
+        // The segments, their lengths and the bend plane: from the rest data read at set-up
+        // when every lane's parent scale is one (the usual case), else from the parent and rest
+        // scales. (Only at one: scaling the set-up values by a uniform scale rounds differently
+        // from the scalar solve, and the flex limit flag near a limit is that sensitive: a
+        // one-ulp difference in a length measured as a flipped `flex_limited`.)
+        let unit = ps.x.cmp_eq(F::ONE) & ps.y.cmp_eq(F::ONE) & ps.z.cmp_eq(F::ONE);
+        let (u1, u2, l1, l2, ua, h, side, mut ok);
+        if unit.all() {
+            (u1, u2, l1, l2) = (rest.u1, rest.u2, rest.l1, rest.l2);
+            (ua, h, side) = (rest.ua, rest.h, rest.side);
+            ok = rest.plane_ok;
+        } else {
+            let root_scale = ps.mul(rest.root_scale);
+            u1 = root_scale.mul(rest.t_mid);
+            u2 = root_scale.mul(rest.mid_scale).mul(rest.t_tip);
+            (l1, l2) = (u1.dot(u1).sqrt(), u2.dot(u2).sqrt());
+            ua = u1.scale(F::ONE / l1);
+            // Bend axis normal to the upper segment (it already is unless scales moved it).
+            let bend = rest.bend;
+            let along = bend.dot(ua);
+            let exact = along.abs().cmp_lt(s(1e-7));
+            let normal = bend.sub(ua.scale(along));
+            let n2 = normal.dot(normal);
+            ok = exact | (n2.cmp_gt(s(1e-10) * bend.dot(bend)) & n2.cmp_gt(s(1e-30)));
+            h = V3::select(exact, bend, normal.scale(F::ONE / n2.sqrt()));
+            side = h.cross(ua);
+        }
+        let b_cur = qm.rotate(u2);
         // The values that need not reach the written rotations (which are checked at the end)
         // on every route: the incoming root rotation, the target and the pole, and the root
         // position (the scalar solve refuses non-finite ones).
@@ -872,9 +958,8 @@ impl TwoBoneBatch {
             + Q::from_vw(target, F::ZERO).finite_probe()
             + Q::from_vw(pole, F::ZERO).finite_probe()
             + Q::from_vw(p_root, F::ZERO).finite_probe();
-        let mut ok = l1.cmp_gt(min_len) & l2.cmp_gt(min_len) & probe.cmp_eq(F::ZERO);
+        ok &= l1.cmp_gt(min_len) & l2.cmp_gt(min_len) & probe.cmp_eq(F::ZERO);
         let total = l1 + l2;
-        let ua = u1.scale(F::ONE / l1);
 
         // Root→target and the flex by the law of cosines.
         let d = target.sub(p_root);
@@ -905,19 +990,6 @@ impl TwoBoneBatch {
         let sin_sq = F::ONE - cos_phi * cos_phi;
         let sin_phi = sin_sq.sqrt();
 
-        // Bend axis normal to the upper segment (it already is unless scales moved it).
-        let bend = rest.bend;
-        let along = bend.dot(ua);
-        let exact = along.abs().cmp_lt(s(1e-7));
-        let mut h = bend;
-        if !exact.all() {
-            // (Only when a non-uniform scale turned the upper segment.)
-            let normal = bend.sub(ua.scale(along));
-            let n2 = normal.dot(normal);
-            ok &= exact | (n2.cmp_gt(s(1e-10) * bend.dot(bend)) & n2.cmp_gt(s(1e-30)));
-            h = V3::select(exact, bend, normal.scale(F::ONE / n2.sqrt()));
-        }
-        let side = h.cross(ua);
         let ub_des = ua.scale(cos_phi).add(side.scale(sin_phi));
         let (c_along, c_across) = (l1 + l2 * cos_phi, l2 * sin_phi);
         let c_len = (c_along * c_along + l2 * l2 * sin_sq).sqrt();
@@ -1030,10 +1102,18 @@ impl TwoBoneBatch {
 
         // Measured: the tip by forward kinematics of the written rotations.
         // (Unit up to rounding, as the parent's rotation is: the solve assumes that too.)
-        let root_model = qp.mul(new_root);
-        let tip_fk = p_root.add(root_model.rotate(u1.add(new_mid.rotate(u2))));
-        let e = tip_fk.sub(target);
-        let flex = clamp(acos(cos_phi), rest.flex_min, rest.flex_max);
+        // (Only for reports: `MEASURE` is false when none is asked for.)
+        let (error, flex) = if MEASURE {
+            let root_model = qp.mul(new_root);
+            let tip_fk = p_root.add(root_model.rotate(u1.add(new_mid.rotate(u2))));
+            let e = tip_fk.sub(target);
+            (
+                e.dot(e).sqrt(),
+                clamp(acos(cos_phi), rest.flex_min, rest.flex_max),
+            )
+        } else {
+            (F::ZERO, F::ZERO)
+        };
         LaneOut {
             ok,
             root: new_root,
@@ -1042,11 +1122,459 @@ impl TwoBoneBatch {
             reachable,
             flex_limited,
             pole_fallback,
-            error: e.dot(e).sqrt(),
+            error,
             flex,
             dist,
             l1,
             l2,
+        }
+    }
+}
+
+/// A lane mask's "true" (all bits set).
+const LANE_TRUE: f32 = f32::from_bits(u32::MAX);
+
+impl V3 {
+    const ZERO: Self = Self {
+        x: F::ZERO,
+        y: F::ZERO,
+        z: F::ZERO,
+    };
+    #[inline(always)]
+    fn lane(&self, lane: usize) -> Vec3 {
+        Vec3::new(
+            self.x.as_array_ref()[lane],
+            self.y.as_array_ref()[lane],
+            self.z.as_array_ref()[lane],
+        )
+    }
+    #[inline(always)]
+    fn set_lane(&mut self, lane: usize, v: Vec3) {
+        self.x.as_array_mut()[lane] = v.x;
+        self.y.as_array_mut()[lane] = v.y;
+        self.z.as_array_mut()[lane] = v.z;
+    }
+}
+
+impl Q {
+    const IDENTITY: Self = Self {
+        x: F::ZERO,
+        y: F::ZERO,
+        z: F::ZERO,
+        w: F::ONE,
+    };
+    #[inline(always)]
+    fn lane(&self, lane: usize) -> Quat {
+        Quat::from_xyzw(
+            self.x.as_array_ref()[lane],
+            self.y.as_array_ref()[lane],
+            self.z.as_array_ref()[lane],
+            self.w.as_array_ref()[lane],
+        )
+    }
+    #[inline(always)]
+    fn set_lane(&mut self, lane: usize, q: Quat) {
+        self.x.as_array_mut()[lane] = q.x;
+        self.y.as_array_mut()[lane] = q.y;
+        self.z.as_array_mut()[lane] = q.z;
+        self.w.as_array_mut()[lane] = q.w;
+    }
+}
+
+/// One block of four limbs' goals, lane per limb.
+#[derive(Clone, Copy, Debug)]
+struct GoalBlock {
+    target: V3,
+    pole: V3,
+    o: Q,
+    /// Masks: the goal has an orientation; a pole position; is on the lanes' path.
+    has_o: F,
+    has_pole: F,
+    on_path: F,
+}
+
+impl GoalBlock {
+    /// Padding: off the lanes' path (never written back).
+    const EMPTY: Self = Self {
+        target: V3::ZERO,
+        pole: V3::ZERO,
+        o: Q::IDENTITY,
+        has_o: F::ZERO,
+        has_pole: F::ZERO,
+        on_path: F::ZERO,
+    };
+}
+
+/// One block of four limbs' parent transforms and local rotations, lane per limb.
+#[derive(Clone, Copy, Debug)]
+struct PoseBlock {
+    pt: V3,
+    qp: Q,
+    ps: V3,
+    /// Local rotations of root, mid and tip.
+    rot: [Q; 3],
+}
+
+impl PoseBlock {
+    const IDENTITY: Self = Self {
+        pt: V3::ZERO,
+        qp: Q::IDENTITY,
+        ps: V3 {
+            x: F::ONE,
+            y: F::ONE,
+            z: F::ONE,
+        },
+        rot: [Q::IDENTITY; 3],
+    };
+}
+
+/// The goals of a [`TwoBoneBatch`]'s limbs, kept in lanes between calls, for
+/// [`TwoBoneBatch::solve_lanes`] (see the [module docs](self#resident-lanes-solve_lanes)).
+///
+/// [`LaneGoals::set`] writes one limb's goal into its lanes (and keeps a copy of the goal for
+/// the scalar solve of rare cases); the solve then reads whole vectors.
+#[derive(Clone, Debug)]
+pub struct LaneGoals {
+    blocks: Vec<GoalBlock>,
+    goals: Vec<LimbGoal>,
+}
+
+impl LaneGoals {
+    /// Goals for `len` limbs (each `LimbGoal::new(Vec3::ZERO)` until set).
+    #[must_use]
+    pub fn new(len: usize) -> Self {
+        let mut goals = Self {
+            blocks: vec![GoalBlock::EMPTY; len.div_ceil(LANES)],
+            goals: vec![LimbGoal::new(Vec3::ZERO); len],
+        };
+        for limb in 0..len {
+            goals.write(limb, &LimbGoal::new(Vec3::ZERO));
+        }
+        goals
+    }
+
+    /// Number of limbs.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.goals.len()
+    }
+
+    /// Whether there are no limbs.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.goals.is_empty()
+    }
+
+    /// Sets limb `limb`'s goal.
+    ///
+    /// # Errors
+    /// [`BatchError::IndexOutOfRange`].
+    #[inline]
+    pub fn set(&mut self, limb: usize, goal: &LimbGoal) -> Result<(), BatchError> {
+        if limb >= self.goals.len() {
+            return Err(BatchError::IndexOutOfRange {
+                index: limb,
+                limbs: self.goals.len(),
+            });
+        }
+        self.write(limb, goal);
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn write(&mut self, limb: usize, goal: &LimbGoal) {
+        let input = gather_goal(goal);
+        let (block, lane) = (&mut self.blocks[limb / LANES], limb % LANES);
+        let mask = |b: bool| if b { LANE_TRUE } else { 0.0 };
+        block.target.set_lane(lane, goal.target);
+        block.pole.set_lane(lane, input.pole);
+        block.o.set_lane(lane, input.o);
+        block.has_o.as_array_mut()[lane] = mask(input.has_o);
+        block.has_pole.as_array_mut()[lane] = mask(input.has_pole);
+        block.on_path.as_array_mut()[lane] = mask(input.on_path);
+        self.goals[limb] = *goal;
+    }
+}
+
+/// The parent transforms and local `[root, mid, tip]` rotations of a [`TwoBoneBatch`]'s
+/// limbs, kept in lanes between calls, for [`TwoBoneBatch::solve_lanes`] (which overwrites the
+/// rotations with the solved ones); and each limb's status after the last solve.
+#[derive(Clone, Debug)]
+pub struct LanePoses {
+    len: usize,
+    blocks: Vec<PoseBlock>,
+    /// Per block, the lanes whose last solve failed (`errors` holds why).
+    failed: Vec<u8>,
+    errors: Vec<AnalyticError>,
+}
+
+impl LanePoses {
+    /// Poses for `len` limbs: identity parents and rotations until set.
+    #[must_use]
+    pub fn new(len: usize) -> Self {
+        Self {
+            len,
+            blocks: vec![PoseBlock::IDENTITY; len.div_ceil(LANES)],
+            failed: vec![0; len.div_ceil(LANES)],
+            errors: vec![AnalyticError::DegeneratePose; len],
+        }
+    }
+
+    /// Number of limbs.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no limbs.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn check(&self, limb: usize) -> Result<(), BatchError> {
+        if limb < self.len {
+            Ok(())
+        } else {
+            Err(BatchError::IndexOutOfRange {
+                index: limb,
+                limbs: self.len,
+            })
+        }
+    }
+
+    /// Sets limb `limb`'s root's parent model transform and incoming local rotations
+    /// `[root, mid, tip]`.
+    ///
+    /// # Errors
+    /// [`BatchError::IndexOutOfRange`].
+    #[inline]
+    pub fn set(
+        &mut self,
+        limb: usize,
+        parent: &BoneTransform,
+        rotations: [Quat; 3],
+    ) -> Result<(), BatchError> {
+        self.set_parent(limb, parent)?;
+        self.set_rotations(limb, rotations)
+    }
+
+    /// Sets limb `limb`'s root's parent model transform.
+    ///
+    /// # Errors
+    /// [`BatchError::IndexOutOfRange`].
+    #[inline]
+    pub fn set_parent(&mut self, limb: usize, parent: &BoneTransform) -> Result<(), BatchError> {
+        self.check(limb)?;
+        let (block, lane) = (&mut self.blocks[limb / LANES], limb % LANES);
+        block.pt.set_lane(lane, parent.translation);
+        block.qp.set_lane(lane, parent.rotation);
+        block.ps.set_lane(lane, parent.scale);
+        Ok(())
+    }
+
+    /// Sets limb `limb`'s local rotations `[root, mid, tip]`.
+    ///
+    /// # Errors
+    /// [`BatchError::IndexOutOfRange`].
+    #[inline]
+    pub fn set_rotations(&mut self, limb: usize, rotations: [Quat; 3]) -> Result<(), BatchError> {
+        self.check(limb)?;
+        let (block, lane) = (&mut self.blocks[limb / LANES], limb % LANES);
+        for (q, r) in block.rot.iter_mut().zip(rotations) {
+            q.set_lane(lane, r);
+        }
+        Ok(())
+    }
+
+    /// Limb `limb`'s local rotations `[root, mid, tip]`: after [`TwoBoneBatch::solve_lanes`],
+    /// the solved ones (the incoming ones where its [`LanePoses::error`] is set).
+    ///
+    /// # Errors
+    /// [`BatchError::IndexOutOfRange`].
+    #[inline]
+    pub fn rotations(&self, limb: usize) -> Result<[Quat; 3], BatchError> {
+        self.check(limb)?;
+        let (block, lane) = (&self.blocks[limb / LANES], limb % LANES);
+        Ok(block.rot.map(|q| q.lane(lane)))
+    }
+
+    /// Limb `limb`'s root's parent model transform, as set.
+    ///
+    /// # Errors
+    /// [`BatchError::IndexOutOfRange`].
+    pub fn parent(&self, limb: usize) -> Result<BoneTransform, BatchError> {
+        self.check(limb)?;
+        let (block, lane) = (&self.blocks[limb / LANES], limb % LANES);
+        Ok(BoneTransform {
+            translation: block.pt.lane(lane),
+            rotation: block.qp.lane(lane),
+            scale: block.ps.lane(lane),
+        })
+    }
+
+    /// Why limb `limb`'s last solve failed (its rotations were left unchanged), as the
+    /// scalar [`TwoBoneIk::solve_with_parent`] would report it; `None` when it succeeded (or
+    /// was never solved, or `limb` is out of range).
+    #[must_use]
+    #[inline]
+    pub fn error(&self, limb: usize) -> Option<&AnalyticError> {
+        let failed = *self.failed.get(limb / LANES)? & (1 << (limb % LANES)) != 0;
+        failed.then(|| &self.errors[limb])
+    }
+}
+
+impl TwoBoneBatch {
+    /// Solves every limb toward its goal in `goals`, from and into `poses` (the resident
+    /// lanes: no gathering from or scattering to per-limb slices; see the
+    /// [module docs](self#resident-lanes-solve_lanes)).
+    ///
+    /// The same solve as [`TwoBoneBatch::solve`]: the solved rotations replace `poses`'
+    /// rotations, a limb that fails keeps its rotations and gets [`LanePoses::error`]. With
+    /// `reports`, one [`LimbReport`] (or the error) per limb is written there too, its
+    /// residual measured by forward kinematics as [`TwoBoneBatch::solve`]'s; without, the
+    /// reports' extra arithmetic (the residual's forward kinematics, the flex angle) is
+    /// skipped.
+    ///
+    /// Returns how many limbs took the scalar solve.
+    ///
+    /// # Errors
+    /// [`BatchError::LengthMismatch`] when `goals`, `poses` or `reports` are not for this
+    /// batch's number of limbs; nothing is written then.
+    pub fn solve_lanes(
+        &self,
+        goals: &LaneGoals,
+        poses: &mut LanePoses,
+        reports: Option<&mut [Result<LimbReport, AnalyticError>]>,
+        scratch: &mut BatchScratch,
+    ) -> Result<usize, BatchError> {
+        for (slice, found) in [
+            ("goals", goals.len()),
+            ("poses", poses.len()),
+            ("reports", reports.as_ref().map_or(self.len, |r| r.len())),
+        ] {
+            if found != self.len {
+                return Err(BatchError::LengthMismatch {
+                    limbs: self.len,
+                    slice,
+                    found,
+                });
+            }
+        }
+        Ok(match reports {
+            Some(reports) => self.solve_lanes_with::<true>(goals, poses, reports, scratch),
+            None => self.solve_lanes_with::<false>(goals, poses, &mut [], scratch),
+        })
+    }
+
+    /// [`TwoBoneBatch::solve_lanes`] after its checks; `reports` is empty unless `REPORT`.
+    fn solve_lanes_with<const REPORT: bool>(
+        &self,
+        goals: &LaneGoals,
+        poses: &mut LanePoses,
+        reports: &mut [Result<LimbReport, AnalyticError>],
+        scratch: &mut BatchScratch,
+    ) -> usize {
+        let lane_index = F::from([0.0, 1.0, 2.0, 3.0]);
+        let mut scalar = 0;
+        for (block, (g, p)) in goals.blocks.iter().zip(&mut poses.blocks).enumerate() {
+            let base = block * LANES;
+            let count = (self.len - base).min(LANES);
+            let input = Gathered {
+                pt: p.pt,
+                qp: p.qp,
+                ps: p.ps,
+                qr: p.rot[0],
+                qm: p.rot[1],
+                qt: p.rot[2],
+                target: g.target,
+                pole: g.pole,
+                o: g.o,
+                has_o: g.has_o,
+                has_pole: g.has_pole,
+            };
+            let out = self.lanes::<REPORT>(block, &input);
+            let solved = out.ok & g.on_path & lane_index.cmp_lt(F::splat(count as f32));
+            p.rot = [
+                Q::select(solved, out.root, p.rot[0]),
+                Q::select(solved, out.mid, p.rot[1]),
+                Q::select(solved, out.tip, p.rot[2]),
+            ];
+            let solved = solved.move_mask() as u32;
+            let mut failed = 0u8;
+            if solved != (1 << count) - 1 {
+                for lane in (0..count).filter(|l| solved & (1 << l) == 0) {
+                    scalar += 1;
+                    let limb = base + lane;
+                    let parent = BoneTransform {
+                        translation: p.pt.lane(lane),
+                        rotation: p.qp.lane(lane),
+                        scale: p.ps.lane(lane),
+                    };
+                    let mut rotations = p.rot.map(|q| q.lane(lane));
+                    let result = self.solve_scalar(
+                        limb,
+                        &goals.goals[limb],
+                        &parent,
+                        &mut rotations,
+                        scratch,
+                    );
+                    for (q, r) in p.rot.iter_mut().zip(rotations) {
+                        q.set_lane(lane, r);
+                    }
+                    if let Err(e) = &result {
+                        failed |= 1 << lane;
+                        poses.errors[limb] = e.clone();
+                    }
+                    if REPORT {
+                        reports[limb] = result;
+                    }
+                }
+            }
+            poses.failed[block] = failed;
+            if REPORT {
+                out.write_reports(solved, count, &mut reports[base..]);
+            }
+        }
+        scalar
+    }
+}
+
+impl LaneOut {
+    /// Writes the reports of the `solved` lanes among the first `count`.
+    #[inline(always)]
+    fn write_reports(
+        &self,
+        solved: u32,
+        count: usize,
+        reports: &mut [Result<LimbReport, AnalyticError>],
+    ) {
+        let (reachable, limited, pole_fallback) = (
+            self.reachable.move_mask(),
+            self.flex_limited.move_mask(),
+            self.pole_fallback.move_mask(),
+        );
+        let (error, flex, dist) = (
+            self.error.to_array(),
+            self.flex.to_array(),
+            self.dist.to_array(),
+        );
+        let (l1, l2) = (self.l1.to_array(), self.l2.to_array());
+        for lane in (0..count).filter(|l| solved & (1 << l) != 0) {
+            let report = LimbReport {
+                reachable: reachable & (1 << lane) != 0,
+                position_error: error[lane],
+                flex_angle: flex[lane],
+                flex_limited: limited & (1 << lane) != 0,
+                pole_fallback: pole_fallback & (1 << lane) != 0,
+                target_distance: dist[lane],
+                lengths: [l1[lane], l2[lane]],
+            };
+            // (Overwriting an `Ok` in place: no call to drop the previous value.)
+            match &mut reports[lane] {
+                Ok(r) => *r = report,
+                other => *other = Ok(report),
+            }
         }
     }
 }
@@ -1079,8 +1607,18 @@ struct LaneIn {
     on_path: bool,
 }
 
+/// A goal's lane inputs: the orientation (identity if none) and the pole position (zero if
+/// none), its kind, and whether it is on the lanes' path.
+struct GoalIn {
+    o: Quat,
+    pole: Vec3,
+    has_o: bool,
+    has_pole: bool,
+    on_path: bool,
+}
+
 #[inline(always)]
-fn gather(goal: &LimbGoal, parent: &BoneTransform, rotations: &[Quat; 3]) -> LaneIn {
+fn gather_goal(goal: &LimbGoal) -> GoalIn {
     // Branch-free where the goal kinds vary from limb to limb (a mispredicted branch per limb
     // measured as much as the lanes' arithmetic): the orientation is read through a selected
     // reference, the flags are combined with `&` / `|`.
@@ -1099,6 +1637,24 @@ fn gather(goal: &LimbGoal, parent: &BoneTransform, rotations: &[Quat; 3]) -> Lan
         Pole::Keep => (Vec3::ZERO, false, goal.pole_weight.is_finite()),
         Pole::Swivel(_) => (Vec3::ZERO, false, false),
     };
+    GoalIn {
+        o,
+        pole,
+        has_o,
+        has_pole,
+        on_path: o_ok & pole_ok & full(goal.position_weight),
+    }
+}
+
+#[inline(always)]
+fn gather(goal: &LimbGoal, parent: &BoneTransform, rotations: &[Quat; 3]) -> LaneIn {
+    let GoalIn {
+        o,
+        pole,
+        has_o,
+        has_pole,
+        on_path,
+    } = gather_goal(goal);
     LaneIn {
         rows: [
             row3(parent.translation),
@@ -1113,7 +1669,7 @@ fn gather(goal: &LimbGoal, parent: &BoneTransform, rotations: &[Quat; 3]) -> Lan
         ],
         has_o,
         has_pole,
-        on_path: o_ok & pole_ok & full(goal.position_weight),
+        on_path,
     }
 }
 
