@@ -433,36 +433,60 @@ fn acos(x: F) -> F {
     x.cmp_lt(F::ZERO).blend(c(core::f32::consts::PI) - r, r)
 }
 
-/// The rotation taking the frame `a` onto the frame `b` (both orthogonal, right-handed, scaled
-/// by factors whose product is `k > 0`), up to a positive factor: the scalar solve's
-/// `frame_rotation_scaled`, with its near-half-turn case as a lane select instead of a branch.
+/// The rotation taking the frame `a` onto the frame `b` (both orthogonal, right-handed, each
+/// pair `aᵢ`, `bᵢ` scaled by factors whose product is `k > 0`), up to a positive factor.
 ///
-/// `(Σ aᵢ × bᵢ, k + Σ aᵢ·bᵢ)` is `4 k cos(θ/2)` times the unit rotation, exact unless θ nears
-/// π; where `w ≤ 0.05 k` the target frame is first turned by π about its axis `bᵢ` with the
-/// largest `tᵢ = aᵢ·bᵢ` (which negates the other two axes' terms) and that half turn `(bᵢ, 0)`
-/// applied back.
+/// `M = Σ bᵢ aᵢᵀ` is `k` times the rotation matrix; its quaternion comes from the trace where
+/// that is not small, `(m₂₁ − m₁₂, m₀₂ − m₂₀, m₁₀ − m₀₁, k + tr M) = 4 k w q`, exact unless the
+/// turn nears π, and else from the largest diagonal entry (`4 k x q`, `4 k y q` or `4 k z q`:
+/// Shepperd's method), all lane-wise and selected without branches. (The scalar solve's
+/// `frame_rotation_scaled` takes the same trace form and, near a half turn, turns the target
+/// frame by π about one of its own axes: the same rotation, to rounding.)
 #[inline(always)]
 fn frame_rotation(a: [V3; 3], k: F, b: [V3; 3]) -> Q {
-    let x = [a[0].cross(b[0]), a[1].cross(b[1]), a[2].cross(b[2])];
-    let t = [a[0].dot(b[0]), a[1].dot(b[1]), a[2].dot(b[2])];
-    let v = x[0].add(x[1]).add(x[2]);
-    let w = k + t[0] + t[1] + t[2];
-    let direct = Q::from_vw(v, w);
+    // Row `r` of `M`: `(Σ bᵢ[r] aᵢ)`.
+    let row = |r: fn(&V3) -> F| {
+        a[0].scale(r(&b[0]))
+            .add(a[1].scale(r(&b[1])))
+            .add(a[2].scale(r(&b[2])))
+    };
+    let (m0, m1, m2) = (row(|v| v.x), row(|v| v.y), row(|v| v.z));
+    let (d0, d1, d2) = (m2.y - m1.z, m0.z - m2.x, m1.x - m0.y);
+    let w = k + m0.x + m1.y + m2.z;
+    let direct = Q::from_vw(
+        V3 {
+            x: d0,
+            y: d1,
+            z: d2,
+        },
+        w,
+    );
     // Near a half turn (about 14 % of uniformly random rotations: in about half the blocks of
-    // random goals, which still measured faster than computing it always): both routes in
-    // every lane, one select.
+    // random goals): every lane computes the largest-diagonal form too, and one select picks.
     let near = w.cmp_le(F::splat(0.05) * k);
-    if near.none() {
-        return direct;
-    }
-    let first = t[0].cmp_ge(t[1]) & t[0].cmp_ge(t[2]);
-    let second = !first & t[1].cmp_ge(t[2]);
-    let pick = |u: [V3; 3]| V3::select(first, u[0], V3::select(second, u[1], u[2]));
-    let (xi, bi) = (pick(x), pick(b));
-    let ti = first.blend(t[0], second.blend(t[1], t[2]));
-    let turned = Q::from_vw(xi.scale(F::splat(2.0)).sub(v), F::splat(2.0) * (k + ti) - w);
-    let half = Q::from_vw(bi, F::ZERO).mul(turned);
-    Q::select(near, half, direct)
+    let (s01, s02, s12) = (m0.y + m1.x, m0.z + m2.x, m1.z + m2.y);
+    let qx = Q {
+        x: k + m0.x - m1.y - m2.z,
+        y: s01,
+        z: s02,
+        w: d0,
+    };
+    let qy = Q {
+        x: s01,
+        y: k - m0.x + m1.y - m2.z,
+        z: s12,
+        w: d1,
+    };
+    let qz = Q {
+        x: s02,
+        y: s12,
+        z: k - m0.x - m1.y + m2.z,
+        w: d2,
+    };
+    let first = m0.x.cmp_ge(m1.y) & m0.x.cmp_ge(m2.z);
+    let second = m1.y.cmp_ge(m2.z);
+    let diagonal = Q::select(first, qx, Q::select(second, qy, qz));
+    Q::select(near, diagonal, direct)
 }
 
 /// One limb's rest data, as read from its [`TwoBoneIk`].
@@ -509,8 +533,8 @@ struct RestBlock {
     soft_reach: F,
     /// The segments at a parent scale of one (rest scales applied), their lengths, the upper
     /// segment's direction, the bend axis normal to it, `h × ua`, and the mask of lanes whose
-    /// bend axis is not along the upper segment: the solve takes them as they are where the
-    /// parent scale is one instead of recomputing them.
+    /// bend axis is not along the upper segment: the solve takes them (and the values below)
+    /// as they are where the parent scale is one instead of recomputing them.
     u1: V3,
     u2: V3,
     l1: F,
@@ -518,7 +542,12 @@ struct RestBlock {
     ua: V3,
     h: V3,
     side: V3,
-    plane_ok: F,
+    /// `l1 + l2`, `1 / (2 l1 l2)`, `l1² + l2²`.
+    total: F,
+    inv_2l1l2: F,
+    l_sq: F,
+    /// Lanes with segments longer than the minimum and a bend plane.
+    rest_ok: F,
 }
 
 impl RestBlock {
@@ -541,8 +570,10 @@ impl RestBlock {
         let exact = along.abs().cmp_lt(F::splat(1e-7));
         let normal = bend.sub(ua.scale(along));
         let n2 = normal.dot(normal);
-        let plane_ok =
+        let min_len = F::splat(MIN_BONE_LENGTH * 1e-3);
+        let rest_ok =
             exact | (n2.cmp_gt(F::splat(1e-10) * bend.dot(bend)) & n2.cmp_gt(F::splat(1e-30)));
+        let rest_ok = rest_ok & l1.cmp_gt(min_len) & l2.cmp_gt(min_len);
         let h = V3::select(exact, bend, normal.scale(F::ONE / n2.sqrt()));
         Self {
             t_root: v(&|l| l.t[0]),
@@ -563,7 +594,10 @@ impl RestBlock {
             ua,
             h,
             side: h.cross(ua),
-            plane_ok,
+            total: l1 + l2,
+            inv_2l1l2: F::ONE / (F::splat(2.0) * l1 * l2),
+            l_sq: l1 * l1 + l2 * l2,
+            rest_ok,
         }
     }
 }
@@ -920,8 +954,6 @@ impl TwoBoneBatch {
             has_pole,
         } = *g;
 
-        // The incoming limb, in the root's (unscaled) rotation frame.
-        let p_root = pt.add(qp.rotate(ps.mul(rest.t_root)));
         let min_len = s(MIN_BONE_LENGTH * 1e-3);
         // The segments, their lengths and the bend plane: from the rest data read at set-up
         // when every lane's parent scale is one (the usual case), else from the parent and rest
@@ -929,12 +961,17 @@ impl TwoBoneBatch {
         // from the scalar solve, and the flex limit flag near a limit is that sensitive: a
         // one-ulp difference in a length measured as a flipped `flex_limited`.)
         let unit = ps.x.cmp_eq(F::ONE) & ps.y.cmp_eq(F::ONE) & ps.z.cmp_eq(F::ONE);
-        let (u1, u2, l1, l2, ua, h, side, mut ok);
+        let (p_root, u1, u2, l1, l2, ua, h, side, mut ok);
+        let (total, inv_2l1l2, l_sq);
         if unit.all() {
+            // The incoming limb, in the root's (unscaled) rotation frame.
+            p_root = pt.add(qp.rotate(rest.t_root));
             (u1, u2, l1, l2) = (rest.u1, rest.u2, rest.l1, rest.l2);
             (ua, h, side) = (rest.ua, rest.h, rest.side);
-            ok = rest.plane_ok;
+            (total, inv_2l1l2, l_sq) = (rest.total, rest.inv_2l1l2, rest.l_sq);
+            ok = rest.rest_ok;
         } else {
+            p_root = pt.add(qp.rotate(ps.mul(rest.t_root)));
             let root_scale = ps.mul(rest.root_scale);
             u1 = root_scale.mul(rest.t_mid);
             u2 = root_scale.mul(rest.mid_scale).mul(rest.t_tip);
@@ -947,8 +984,12 @@ impl TwoBoneBatch {
             let normal = bend.sub(ua.scale(along));
             let n2 = normal.dot(normal);
             ok = exact | (n2.cmp_gt(s(1e-10) * bend.dot(bend)) & n2.cmp_gt(s(1e-30)));
+            ok &= l1.cmp_gt(min_len) & l2.cmp_gt(min_len);
             h = V3::select(exact, bend, normal.scale(F::ONE / n2.sqrt()));
             side = h.cross(ua);
+            total = l1 + l2;
+            inv_2l1l2 = F::ONE / (s(2.0) * l1 * l2);
+            l_sq = l1 * l1 + l2 * l2;
         }
         let b_cur = qm.rotate(u2);
         // The values that need not reach the written rotations (which are checked at the end)
@@ -958,8 +999,7 @@ impl TwoBoneBatch {
             + Q::from_vw(target, F::ZERO).finite_probe()
             + Q::from_vw(pole, F::ZERO).finite_probe()
             + Q::from_vw(p_root, F::ZERO).finite_probe();
-        ok &= l1.cmp_gt(min_len) & l2.cmp_gt(min_len) & probe.cmp_eq(F::ZERO);
-        let total = l1 + l2;
+        ok &= probe.cmp_eq(F::ZERO);
 
         // Root→target and the flex by the law of cosines.
         let d = target.sub(p_root);
@@ -967,8 +1007,6 @@ impl TwoBoneBatch {
         let dist = dd.sqrt();
         let far = dist.cmp_gt(s(1e-6) * total);
         let (cos_min, cos_max) = (rest.cos_flex_min, rest.cos_flex_max);
-        let inv_2l1l2 = F::ONE / (s(2.0) * l1 * l2);
-        let l_sq = l1 * l1 + l2 * l2;
         let cos_raw = (dd - l_sq) * inv_2l1l2;
         let tol = s(1e-5);
         let reachable = cos_raw.cmp_le(cos_min + tol) & cos_raw.cmp_ge(cos_max - tol);
@@ -1494,13 +1532,18 @@ impl TwoBoneBatch {
                 has_pole: g.has_pole,
             };
             let out = self.lanes::<REPORT>(block, &input);
-            let solved = out.ok & g.on_path & lane_index.cmp_lt(F::splat(count as f32));
-            p.rot = [
-                Q::select(solved, out.root, p.rot[0]),
-                Q::select(solved, out.mid, p.rot[1]),
-                Q::select(solved, out.tip, p.rot[2]),
-            ];
-            let solved = solved.move_mask() as u32;
+            let solved_mask = out.ok & g.on_path & lane_index.cmp_lt(F::splat(count as f32));
+            let solved = solved_mask.move_mask() as u32;
+            if solved == 0b1111 {
+                // (The usual block: plain stores, no selects.)
+                p.rot = [out.root, out.mid, out.tip];
+            } else {
+                p.rot = [
+                    Q::select(solved_mask, out.root, p.rot[0]),
+                    Q::select(solved_mask, out.mid, p.rot[1]),
+                    Q::select(solved_mask, out.tip, p.rot[2]),
+                ];
+            }
             let mut failed = 0u8;
             if solved != (1 << count) - 1 {
                 for lane in (0..count).filter(|l| solved & (1 << l) == 0) {
