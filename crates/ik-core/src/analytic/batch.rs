@@ -1053,9 +1053,9 @@ impl TwoBoneBatch {
             x = V3::select(near_collinear, x.sub(d.scale(x.dot(d) / dd)), x);
             xx = x.dot(x);
         }
-        let len = xx.sqrt();
-        let (mut b1, mut b2, mut b3) = (d.scale(len), x.scale(dist), d.cross(x));
-        let mut kb = dist * len;
+        // The target frame is `(d |x|, x |d|, d × x)` with `k = |d| |x|`; the unit frame below
+        // is the same with `d`, `x` unit and their lengths one.
+        let (mut d, mut x, mut dist_b, mut len) = (d, x, dist, xx.sqrt());
         let mut pole_fallback = F::ZERO;
         if !(scaled | !ok).all() {
             // The unit frame on the unit target direction: for a target at the root (aim at the
@@ -1092,12 +1092,15 @@ impl TwoBoneBatch {
             // (Else the scalar solve takes the rest plane.)
             ok &= scaled | pole_unit | keep;
             pole_fallback = has_pole & !(scaled | pole_unit);
-            let n = V3::select(pole_unit, xu.scale(inv_sqrt(xu2)), nk.scale(inv_sqrt(nk2)));
-            b1 = V3::select(scaled, b1, dir);
-            b2 = V3::select(scaled, b2, n);
-            b3 = V3::select(scaled, b3, dir.cross(n));
-            kb = scaled.blend(kb, F::ONE);
+            let n = V3::select(pole_unit, xu, nk);
+            let n = n.scale(inv_sqrt(pole_unit.blend(xu2, nk2)));
+            d = V3::select(scaled, d, dir);
+            x = V3::select(scaled, x, n);
+            dist_b = scaled.blend(dist_b, F::ONE);
+            len = scaled.blend(len, F::ONE);
         }
+        let (b1, b2, b3) = (d.scale(len), x.scale(dist_b), d.cross(x));
+        let kb = dist_b * len;
 
         // Mid: turn the lower segment onto its new direction (half-vector arc, scaled by l2).
         let dot_turn = b_cur.dot(ub_des);
