@@ -5,7 +5,10 @@
 //! (segment offsets, rest scales, bend axes, flex limits, soft reach) as a structure of arrays.
 //! Each [`TwoBoneBatch::solve`] then takes one [`LimbGoal`] and the root's parent model
 //! transform per limb, reads and writes the limbs' local `[root, mid, tip]` rotations in place
-//! and fills one report per limb. It allocates nothing.
+//! and fills one report per limb. It allocates nothing. For a crowd solved every frame,
+//! [`TwoBoneBatch::solve_lanes`] is the faster entry (about 1.8× `solve`'s throughput without
+//! reports): the same solve on inputs kept in lanes between calls, see
+//! [*Resident lanes*](self#resident-lanes-solve_lanes).
 //!
 //! ```
 //! use ik_core::analytic::batch::{BatchScratch, TwoBoneBatch};
@@ -124,7 +127,8 @@
 //!
 //! Lanes are [`wide::f32x4`]: four limbs per vector. The rest data is stored per block of four
 //! limbs, field by field (structure of arrays within a block, so each field is one aligned
-//! load); the per-call goals, parents and rotations are read from the caller's slices as one
+//! load), as are [`LaneGoals`] and [`LanePoses`]; [`TwoBoneBatch::solve`] reads the per-call
+//! goals, parents and rotations from the caller's slices as one
 //! vector per `Vec3`/`Quat` and transposed 4 × 4 into lanes in registers, and the written
 //! rotations transposed back. `wide` rather than glam's `Vec4` (which the scalar solve uses as
 //! *one* vector per limb, across x, y, z): a lane-per-limb layout needs lane-wise square roots,
@@ -137,29 +141,64 @@
 //!
 //! # Performance
 //!
-//! Bench `analytic_batch` (batch and scalar in the same run, on the analytic bench's 1000-goal
-//! mix, 1000 limbs per call): about 1.55× the scalar solve's throughput on the development
-//! machine's default x86-64 (SSE2) build, ≈ 45 against ≈ 70 ns per limb with the machine
-//! loaded; see the `bevy_ik` README's *Peers* section. Short of the 4× that four lanes suggest, for measured reasons:
-//! - the scalar solve already uses glam's SSE2 vectors across x, y and z, so on vector work
-//!   lanes gain at most 4/3; the gain is on the scalar parts (square roots, divisions, the law
-//!   of cosines, the masks), done four at a time, and on independent limbs overlapping (the
-//!   scalar solve is bound by one dependency chain);
-//! - reading the caller's goals, parents and rotations into lanes and writing rotations and
-//!   reports back costs about 12 ns per limb (measured with the lanes' arithmetic stubbed
-//!   out); the lanes' arithmetic, the forward kinematics that measures each residual included,
-//!   the rest;
-//! - building for x86-64-v3 (AVX2, FMA, three-operand encoding; `-C target-cpu=x86-64-v3`)
-//!   changed little with four lanes (≈ 39 against ≈ 41 ns): the work is arithmetic, not
-//!   register copies. Eight lanes on AVX were not tried (on SSE2 they were slower, above), and
-//!   a library cannot pick AVX for its users without `unsafe` runtime dispatch, which this
-//!   crate forbids.
+//! Bench `analytic_batch` (every path and the scalar solve in the same run, alternating, on the
+//! analytic bench's 1000-goal mix: 70 % reachable, half of those with a wrist orientation, 20 %
+//! beyond reach, 10 % degenerate; 1000 limbs per call, each starting from another goal's
+//! result), default x86-64 (SSE2) build, medians on the shared development machine (2 cores,
+//! load average 10–13 while measuring):
 //!
-//! Measured and kept: the gather written out for four lanes (`core::array::from_fn` left a
-//! call per lane, ~8 ns per limb), 4 × 4 transposes in registers instead of lane-by-lane stores
-//! (which stalled on store forwarding), normalisation by reciprocal square root and a Newton
-//! step instead of square root and division, and branches over blocks without a near-half-turn
-//! frame or a wrist orientation.
+//! | path                                                  | ns per limb | scalar / path |
+//! |-------------------------------------------------------|------------:|--------------:|
+//! | [`TwoBoneIk::solve_with_parent`], one limb at a time  |        73   |         1×    |
+//! | [`TwoBoneBatch::solve`] (slices in and out, reports)  |        41.7 |         1.75× |
+//! | [`TwoBoneBatch::solve_lanes`], reports               |        29.3 |         2.5×  |
+//! | [`TwoBoneBatch::solve_lanes`], no reports             |        23.0 |         3.2×  |
+//!
+//! (`solve_lanes` without reports: 21.0 ns in the fastest of the bench's runs.) The issue's
+//! goal of 20 ns per limb is not met on this machine; where the time goes, from callgrind's
+//! instruction counts (deterministic, unlike the clock here; `examples/analytic_instructions`
+//! runs the same goals: `... 20 lanes` / `... 20 batch`):
+//! - `solve_lanes` without reports executes 323 instructions per limb (1292 per block of
+//!   four); at about 4–5 instructions per cycle it is bound by that count, not by latency or
+//!   memory. Of the code, about 40 % are register copies and spills (`movaps`): SSE2's
+//!   two-operand encoding and 16 vector registers for ~40 live lane vectors.
+//! - Knocked out one at a time (instructions per limb, averaged over the goal mix): the wrist
+//!   orientation 44 (two quaternion products, a normalisation, a select); the unit target
+//!   frame, which a target at the root or a pole collinear with the target needs (one lane in
+//!   fifteen, but then its whole block: 27 % of blocks, about 700 instructions each) 51; the
+//!   mid's near-half-turn route 24; the root frame's near-half-turn (Shepperd) form 26; the
+//!   near-collinear pole step 11. The common path (root position, incoming lower segment, law
+//!   of cosines, target frame, root and mid quaternions, normalisation, finiteness checks)
+//!   is the remaining ~170.
+//! - Reports cost 6 ns per limb (the residual's forward kinematics and the flex angle's
+//!   `acos`); [`TwoBoneBatch::solve`]'s gathering from per-limb slices into lanes and
+//!   scattering back another 12 (637 instructions per limb against 323).
+//!
+//! Measured and kept: resident lanes ([`LaneGoals`], [`LanePoses`]; with reports ≈ 32 ns
+//! per limb where `solve` took ≈ 44 in the same runs), reports only when asked (≈ 26), then
+//! (together ≈ 26 → 23 ns, 363 → 326 instructions per limb): the limb's segments, lengths,
+//! bend plane and law-of-cosines constants taken from set-up where the parent scale is one
+//! (not for other uniform scales: rescaling rounds differently from the scalar solve, and the
+//! flex-limit flag next to a limit flipped on a one-ulp length difference, found by the
+//! property test), plain stores where a whole block solved (363 → 343), and the root frame's
+//! quaternion from `M = Σ bᵢaᵢᵀ` with Shepperd's largest-diagonal form selected branch-free
+//! near a half turn (was a turn about a target axis and a quaternion product in a branch taken
+//! by half the blocks; 343 → 326). In [`TwoBoneBatch::solve`]: the
+//! gather written out for four lanes (`core::array::from_fn` left a call per lane, ~8 ns per
+//! limb), 4 × 4 transposes in registers instead of lane-by-lane stores (which stalled on store
+//! forwarding), normalisation by reciprocal square root and a Newton step instead of square
+//! root and division.
+//!
+//! Measured and dropped: the unit target frame out of line (`#[inline(never)]`, to keep its
+//! temporaries out of the common path's registers: +10 instructions, +0.9 ns); the near-half
+//! -turn frame behind a branch (5 instructions fewer, no faster: the branch is random);
+//! `f32x8` (on SSE2 two `f32x4` interleaved: ≈ 55 against ≈ 41 ns, more spills); building for
+//! x86-64-v3 (AVX2, FMA, three operands) changed little with four lanes (≈ 39 against
+//! ≈ 41 ns for `solve`), and a library cannot pick AVX for its users without `unsafe`
+//! runtime dispatch, which this crate forbids. Not tried: polynomial or reciprocal
+//! replacements of the remaining square roots and divisions (one instruction each here: a
+//! Newton step would add instructions to an instruction-bound loop), and an eight-lane AVX
+//! build selected at run time.
 
 use glam::{Quat, Vec3};
 use thiserror::Error;
