@@ -190,8 +190,14 @@
 //! root and division.
 //!
 //! Measured and dropped: the unit target frame out of line (`#[inline(never)]`, to keep its
-//! temporaries out of the common path's registers: +10 instructions, +0.9 ns); the near-half
-//! -turn frame behind a branch (5 instructions fewer, no faster: the branch is random);
+//! temporaries out of the common path's registers: +10 instructions, +0.9 ns); the unit
+//! target frame computed in scalar code for just the lanes that need it (one per block that
+//! needs it, in the bench's mix: 5 instructions per limb fewer, but +0.9 ns, the lanes read
+//! and written back through memory); the near-half-turn frame behind a branch (5
+//! instructions fewer, no faster: the branch is random); the mid's half-turn route and the
+//! near-collinear pole step without their branches (+42 and +3 instructions). Knocking a
+//! rare route out saves more than its own instructions: a route in the middle of a block
+//! makes the common path keep more values in memory around it;
 //! `f32x8` (on SSE2 two `f32x4` interleaved: ≈ 55 against ≈ 41 ns, more spills); building for
 //! x86-64-v3 (AVX2, FMA, three operands) changed little with four lanes (≈ 39 against
 //! ≈ 41 ns for `solve`), and a library cannot pick AVX for its users without `unsafe`
