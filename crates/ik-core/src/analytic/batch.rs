@@ -1378,7 +1378,29 @@ impl LaneGoals {
         block.has_o.as_array_mut()[lane] = mask(input.has_o);
         block.has_pole.as_array_mut()[lane] = mask(input.has_pole);
         block.on_path.as_array_mut()[lane] = mask(input.on_path);
-        self.goals[limb] = *goal;
+        // (Off the lanes' path only: on it, the goal is rebuilt from the lanes, see `goal`.)
+        if !input.on_path {
+            self.goals[limb] = *goal;
+        }
+    }
+
+    /// Limb `limb`'s goal, for the scalar solve: as set where it is off the lanes' path, else
+    /// rebuilt from the lanes (full weights, which the scalar solve treats like any weight of
+    /// at least one: the same result).
+    fn goal(&self, limb: usize) -> LimbGoal {
+        let (block, lane) = (&self.blocks[limb / LANES], limb % LANES);
+        if block.on_path.as_array_ref()[lane].to_bits() == 0 {
+            return self.goals[limb];
+        }
+        let mut goal = LimbGoal::new(block.target.lane(lane));
+        // (`LimbGoal::new` keeps the incoming bend plane: `Pole::Keep`.)
+        if block.has_pole.as_array_ref()[lane].to_bits() != 0 {
+            goal = goal.with_pole(block.pole.lane(lane));
+        }
+        if block.has_o.as_array_ref()[lane].to_bits() != 0 {
+            goal = goal.with_orientation(block.o.lane(lane));
+        }
+        goal
     }
 }
 
@@ -1418,6 +1440,7 @@ impl LanePoses {
         self.len == 0
     }
 
+    #[inline]
     fn check(&self, limb: usize) -> Result<(), BatchError> {
         if limb < self.len {
             Ok(())
@@ -1605,7 +1628,7 @@ impl TwoBoneBatch {
                     let mut rotations = p.rot.map(|q| q.lane(lane));
                     let result = self.solve_scalar(
                         limb,
-                        &goals.goals[limb],
+                        &goals.goal(limb),
                         &parent,
                         &mut rotations,
                         scratch,
