@@ -118,10 +118,11 @@
 //! ```
 //!
 //! Lanes hold four limbs each, field by field; [`LaneGoals::set`] and [`LanePoses::set`]
-//! write one limb's lanes (a handful of scalar stores: a caller gathering its limbs from an
-//! engine does that work anyway) and [`LanePoses::rotations`] reads them. Only the limbs
-//! whose goal or pose changed need writing: the lanes keep their values between calls, and
-//! the solved rotations stay in [`LanePoses`] as the next call's incoming pose unless set.
+//! write one limb's lanes (scalar stores: about 18 ns per limb with
+//! [`LanePoses::rotations`] reading them back, see *Performance*) and
+//! [`LanePoses::rotations`] reads them. Only the limbs whose goal or pose changed need
+//! writing: the lanes keep their values between calls, and the solved rotations stay in
+//! [`LanePoses`] as the next call's incoming pose unless set.
 //!
 //! # Layout and SIMD
 //!
@@ -153,8 +154,13 @@
 //! | [`TwoBoneBatch::solve`] (slices in and out, reports)  |        41.7 |         1.75× |
 //! | [`TwoBoneBatch::solve_lanes`], reports               |        29.3 |         2.5×  |
 //! | [`TwoBoneBatch::solve_lanes`], no reports             |        23.0 |         3.2×  |
+//! | every limb's goal, parent and rotations [`LaneGoals::set`] / [`LanePoses::set`], `solve_lanes` without reports, [`LanePoses::rotations`] read back | 40.8 | 1.8× |
 //!
-//! (`solve_lanes` without reports: 21.0 ns in the fastest of the bench's runs.) The issue's
+//! (`solve_lanes` without reports: 21.0 ns in the fastest of the bench's runs.) The last row
+//! is what a caller pays that rewrites every limb from per-limb data each call: writing and
+//! reading lanes one limb at a time costs about what [`TwoBoneBatch::solve`]'s gather and
+//! scatter do (≈ 18 ns per limb, about 50 scalar stores and loads). The resident form pays
+//! off where inputs are produced in place or only some limbs change. The issue's
 //! goal of 20 ns per limb is not met on this machine; where the time goes, from callgrind's
 //! instruction counts (deterministic, unlike the clock here; `examples/analytic_instructions`
 //! runs the same goals: `... 20 lanes` / `... 20 batch`):
