@@ -19,9 +19,9 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use glam::{Mat4, Vec3, Vec3A};
 use glam::Quat;
-use ik_core::analytic::batch::{BatchScratch, TwoBoneBatch};
+use glam::{Mat4, Vec3, Vec3A};
+use ik_core::analytic::batch::{BatchScratch, LaneGoals, LanePoses, TwoBoneBatch};
 use ik_core::analytic::{LimbGoal, LimbReport, Pole, TwoBoneIk};
 use ik_core::{BoneTransform, Pose, Skeleton};
 use ozz_animation_rs::IKTwoBoneJob;
@@ -144,8 +144,24 @@ fn main() {
     let sets = [plain.clone(), shifted];
     let mut turn = 0;
     let _: &[[Quat; 3]] = &rotations;
-    let (mut ozz, mut ik_all, mut ik_plain, mut ik_batch) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // The same on resident lanes (`TwoBoneBatch::solve_lanes`, no reports): the goal sets
+    // written into lanes once, the rotations kept in the lanes between calls.
+    let lane_sets = sets.each_ref().map(|set| {
+        let mut lanes = LaneGoals::new(n);
+        for (i, goal) in set.iter().enumerate() {
+            lanes.set(i, goal).expect("in range");
+        }
+        lanes
+    });
+    let mut poses = LanePoses::new(n);
+    for i in 0..n {
+        poses
+            .set(i, &parent, bones.map(|b| pose.rotations[b]))
+            .expect("in range");
+    }
+    let mut lane_turn = 0;
+    let (mut ozz, mut ik_all, mut ik_plain, mut ik_batch, mut ik_lanes) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     // Alternating rounds, so that a change of machine load hits all alike.
     for _ in 0..5 {
         ozz.push(median_ns(n, || {
@@ -184,24 +200,53 @@ fn main() {
             );
             black_box(&reports);
         }));
+        ik_lanes.push(median_ns(n, || {
+            lane_turn ^= 1;
+            let _ = batch.solve_lanes(
+                black_box(&lane_sets[lane_turn]),
+                &mut poses,
+                None,
+                &mut scratch,
+            );
+            black_box(&poses);
+        }));
     }
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    let (ozz, ik_all, ik_plain, ik_batch) = (
+    let (ozz, ik_all, ik_plain, ik_batch, ik_lanes) = (
         median(&mut ozz),
         median(&mut ik_all),
         median(&mut ik_plain),
         median(&mut ik_batch),
+        median(&mut ik_lanes),
     );
     println!("two-bone IK, {n} goals, median of 5 alternating medians:");
-    println!("  ozz-animation-rs IKTwoBoneJob (+ FK of 3 joints + applying corrections): {ozz:.1} ns/solve");
-    println!("  ik-core TwoBoneIk::solve_with_parent, no wrist orientations: {ik_plain:.1} ns/solve");
-    println!("  ik-core TwoBoneIk::solve_with_parent, 35 % with a wrist orientation: {ik_all:.1} ns/solve");
-    println!("  ik-core TwoBoneBatch::solve, 1000 limbs per call, no wrist orientations: {ik_batch:.1} ns/limb");
-    println!("  ratio ozz / TwoBoneIk (like for like): {:.2}x", ozz / ik_plain);
+    println!(
+        "  ozz-animation-rs IKTwoBoneJob (+ FK of 3 joints + applying corrections): {ozz:.1} ns/solve"
+    );
+    println!(
+        "  ik-core TwoBoneIk::solve_with_parent, no wrist orientations: {ik_plain:.1} ns/solve"
+    );
+    println!(
+        "  ik-core TwoBoneIk::solve_with_parent, 35 % with a wrist orientation: {ik_all:.1} ns/solve"
+    );
+    println!(
+        "  ik-core TwoBoneBatch::solve, 1000 limbs per call, no wrist orientations: {ik_batch:.1} ns/limb"
+    );
+    println!(
+        "  ik-core TwoBoneBatch::solve_lanes, resident lanes, no reports, no wrist orientations: {ik_lanes:.1} ns/limb"
+    );
+    println!(
+        "  ratio ozz / TwoBoneIk (like for like): {:.2}x",
+        ozz / ik_plain
+    );
     println!("  ratio ozz / TwoBoneBatch: {:.2}x", ozz / ik_batch);
+    println!(
+        "  ratio ozz / TwoBoneBatch::solve_lanes: {:.2}x",
+        ozz / ik_lanes
+    );
     println!(
         "  worst tip residual on the 700 reachable goals: ozz {ozz_worst:.2e} m, TwoBoneIk {ik_worst:.2e} m"
     );

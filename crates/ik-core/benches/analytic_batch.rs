@@ -16,7 +16,7 @@ use std::time::Instant;
 use criterion::{Criterion, criterion_group};
 use glam::Quat;
 use ik_core::analytic::LimbReport;
-use ik_core::analytic::batch::{BatchScratch, TwoBoneBatch};
+use ik_core::analytic::batch::{BatchScratch, LaneGoals, LanePoses, TwoBoneBatch};
 #[path = "support/analytic_goals.rs"]
 mod analytic_goals;
 
@@ -53,6 +53,91 @@ impl Batch {
     }
 }
 
+/// The same limbs and goals in the resident lanes (`TwoBoneBatch::solve_lanes`).
+struct Lanes {
+    batch: TwoBoneBatch,
+    poses: LanePoses,
+    /// The goal set and the set shifted by one, written into lanes once, used in turn.
+    goal_lanes: [LaneGoals; 2],
+    /// The same as `LimbGoal`s, for the round trip.
+    goal_sets: [Vec<ik_core::analytic::LimbGoal>; 2],
+    /// A caller's per-limb rotations, for the round trip.
+    rotations: Vec<[Quat; 3]>,
+    parents: Vec<ik_core::BoneTransform>,
+    reports: Vec<Result<LimbReport, ik_core::analytic::AnalyticError>>,
+    scratch: BatchScratch,
+    turn: usize,
+}
+
+impl Lanes {
+    /// One call over all limbs on resident lanes (goals already in lanes); reports or not.
+    fn solve(&mut self, reports: bool) -> usize {
+        self.turn ^= 1;
+        let n = self
+            .batch
+            .solve_lanes(
+                black_box(&self.goal_lanes[self.turn]),
+                &mut self.poses,
+                reports.then_some(self.reports.as_mut_slice()),
+                &mut self.scratch,
+            )
+            .expect("matching lanes");
+        black_box(&self.poses);
+        n
+    }
+
+    /// What a caller holding per-limb goals, parents and rotations pays: write them into the
+    /// lanes, solve without reports, read the rotations back.
+    fn round_trip(&mut self) {
+        self.turn ^= 1;
+        let goals = black_box(&self.goal_sets[self.turn]);
+        let lanes = &mut self.goal_lanes[0];
+        for (i, ((goal, parent), rotations)) in goals
+            .iter()
+            .zip(&self.parents)
+            .zip(&self.rotations)
+            .enumerate()
+        {
+            lanes.set(i, goal).expect("in range");
+            self.poses.set(i, parent, *rotations).expect("in range");
+        }
+        self.batch
+            .solve_lanes(lanes, &mut self.poses, None, &mut self.scratch)
+            .expect("matching lanes");
+        for (i, rotations) in self.rotations.iter_mut().enumerate() {
+            *rotations = self.poses.rotations(i).expect("in range");
+        }
+        black_box(&self.rotations);
+    }
+}
+
+fn lanes_for(s: &Setup) -> Lanes {
+    let b = batch_for(s);
+    let n = b.batch.len();
+    let mut poses = LanePoses::new(n);
+    let goal_lanes = b.goal_sets.each_ref().map(|set| {
+        let mut lanes = LaneGoals::new(n);
+        for (i, goal) in set.iter().enumerate() {
+            lanes.set(i, goal).expect("in range");
+        }
+        lanes
+    });
+    for (i, (parent, rotations)) in b.parents.iter().zip(&b.rotations).enumerate() {
+        poses.set(i, parent, *rotations).expect("in range");
+    }
+    Lanes {
+        batch: b.batch,
+        poses,
+        goal_lanes,
+        goal_sets: b.goal_sets,
+        rotations: b.rotations,
+        parents: b.parents,
+        reports: b.reports,
+        scratch: b.scratch,
+        turn: 0,
+    }
+}
+
 fn batch_for(s: &Setup) -> Batch {
     let n = s.goals.len();
     let [root, mid, tip] = s.ik.bones();
@@ -83,6 +168,16 @@ fn bench_batch(c: &mut Criterion) {
     let mut b = batch_for(&s);
     c.bench_function("two_bone_batch_1000", |bench| {
         bench.iter(|| b.solve());
+    });
+    let mut lanes = lanes_for(&s);
+    c.bench_function("two_bone_batch_lanes_1000", |bench| {
+        bench.iter(|| lanes.solve(false));
+    });
+    c.bench_function("two_bone_batch_lanes_reports_1000", |bench| {
+        bench.iter(|| lanes.solve(true));
+    });
+    c.bench_function("two_bone_batch_lanes_round_trip_1000", |bench| {
+        bench.iter(|| lanes.round_trip());
     });
     let Setup {
         skeleton,
@@ -121,6 +216,7 @@ fn median_ns(mut solve_all: impl FnMut()) -> (f64, f64) {
 fn print_medians() {
     let s = setup();
     let mut b = batch_for(&s);
+    let mut lanes = lanes_for(&s);
     let n = s.goals.len() as f64;
     let Setup {
         skeleton,
@@ -129,36 +225,50 @@ fn print_medians() {
         parent,
         goals,
     } = setup();
-    // Alternating, so that a change of machine load hits both alike.
-    let (mut batch, mut scalar) = (Vec::new(), Vec::new());
+    // Alternating, so that a change of machine load hits all alike.
+    let mut runs: [Vec<(f64, f64)>; 5] = Default::default();
     for _ in 0..5 {
-        batch.push(median_ns(|| {
+        runs[0].push(median_ns(|| {
             b.solve();
         }));
-        scalar.push(median_ns(|| {
+        runs[1].push(median_ns(|| {
+            lanes.solve(false);
+        }));
+        runs[2].push(median_ns(|| {
+            lanes.solve(true);
+        }));
+        runs[3].push(median_ns(|| lanes.round_trip()));
+        runs[4].push(median_ns(|| {
             for goal in &goals {
                 let _ =
                     black_box(ik.solve_with_parent(&skeleton, &mut pose, black_box(goal), &parent));
             }
         }));
     }
-    let summary = |runs: &mut Vec<(f64, f64)>| {
+    let [batch, lanes_bare, lanes_reports, round_trip, scalar] = runs.map(|mut runs| {
         let min = runs.iter().map(|r| r.1).fold(f64::INFINITY, f64::min) / n;
         runs.sort_by(|a, b| a.0.total_cmp(&b.0));
         (runs[2].0 / n, min)
-    };
-    let ((batch, batch_min), (scalar, scalar_min)) = (summary(&mut batch), summary(&mut scalar));
+    });
     let fallback = b.solve();
+    let lanes_fallback = lanes.solve(false);
     println!(
         "analytic two-bone IK, {} limbs per call; median of 5 alternating medians (fastest run):",
         goals.len()
     );
-    println!("  batch (TwoBoneBatch::solve): {batch:.1} ns/limb amortised ({batch_min:.1})");
-    println!("  scalar (solve_with_parent):  {scalar:.1} ns/limb ({scalar_min:.1})");
+    let line = |name: &str, (median, min): (f64, f64)| {
+        println!(
+            "  {name:<44} {median:5.1} ns/limb ({min:5.1}), scalar / this {:.2}x",
+            scalar.0 / median
+        );
+    };
+    line("batch (TwoBoneBatch::solve, reports):", batch);
+    line("lanes (solve_lanes, resident, no reports):", lanes_bare);
+    line("lanes (solve_lanes, resident, reports):", lanes_reports);
+    line("lanes round trip (set, solve_lanes, read):", round_trip);
+    line("scalar (solve_with_parent):", scalar);
     println!(
-        "  ratio scalar / batch: {:.2}x ({:.2}x); {fallback} of {} limbs took the scalar solve (degenerate goals)",
-        scalar / batch,
-        scalar_min / batch_min,
+        "  {fallback} ({lanes_fallback}) of {} limbs took the scalar solve in solve (solve_lanes)",
         goals.len()
     );
 }

@@ -6,7 +6,7 @@
 #[path = "../benches/support/analytic_goals.rs"]
 mod analytic_goals;
 
-use ik_core::analytic::batch::{BatchError, BatchScratch, TwoBoneBatch};
+use ik_core::analytic::batch::{BatchError, BatchScratch, LaneGoals, LanePoses, TwoBoneBatch};
 use ik_core::analytic::{AnalyticError, LimbGoal, LimbReport, LimbSettings, TwoBoneIk};
 use ik_core::glam::{Quat, Vec3};
 use ik_core::{Bone, BoneTransform, Pose, Skeleton};
@@ -78,6 +78,59 @@ fn keep_plane_ill_conditioned(limb: &Limb, goal: &LimbGoal) -> bool {
     axis.normalize().cross(dir).length() < 0.05
 }
 
+/// Solves the same input with `TwoBoneBatch::solve_lanes` (resident lanes), with and without
+/// reports, and checks that it gives exactly what `solve` gave: `rotations` and `reports` (its
+/// output from `before`), and `fallback` limbs on the scalar solve.
+#[allow(clippy::too_many_arguments)]
+fn check_lanes_like_solve(
+    batch: &TwoBoneBatch,
+    goals: &[LimbGoal],
+    parents: &[BoneTransform],
+    before: &[[Quat; 3]],
+    rotations: &[[Quat; 3]],
+    reports: &[Result<LimbReport, AnalyticError>],
+    fallback: usize,
+) {
+    let n = goals.len();
+    let mut lane_goals = LaneGoals::new(n);
+    for (i, goal) in goals.iter().enumerate() {
+        lane_goals.set(i, goal).unwrap();
+    }
+    let bits = |r: [Quat; 3]| r.map(|q| q.to_array().map(f32::to_bits));
+    for with_reports in [true, false] {
+        let mut poses = LanePoses::new(n);
+        for (i, (parent, r)) in parents.iter().zip(before).enumerate() {
+            poses.set(i, parent, *r).unwrap();
+            // (As text: a NaN is unequal to itself.)
+            assert_eq!(
+                format!("{:?}", poses.parent(i).unwrap()),
+                format!("{parent:?}")
+            );
+        }
+        let mut lane_reports = vec![Ok(LimbReport::default()); n];
+        let lanes_fallback = batch
+            .solve_lanes(
+                &lane_goals,
+                &mut poses,
+                with_reports.then_some(lane_reports.as_mut_slice()),
+                &mut BatchScratch::new(),
+            )
+            .unwrap();
+        assert_eq!(lanes_fallback, fallback);
+        for i in 0..n {
+            assert_eq!(
+                bits(poses.rotations(i).unwrap()),
+                bits(rotations[i]),
+                "limb {i}: solve_lanes (reports: {with_reports}) vs solve"
+            );
+            assert_eq!(poses.error(i), reports[i].as_ref().err(), "limb {i}");
+            if with_reports {
+                assert_eq!(lane_reports[i], reports[i], "limb {i}");
+            }
+        }
+    }
+}
+
 /// Solves `limbs` toward `goals` with the batch and with the scalar solve, checks that they
 /// agree, and returns the batch's count of scalar-solved limbs. Each limb's pose is then the
 /// scalar result (the next round's incoming pose).
@@ -96,6 +149,9 @@ fn compare(limbs: &mut [Limb], goals: &[LimbGoal]) -> usize {
             &mut BatchScratch::new(),
         )
         .unwrap();
+    check_lanes_like_solve(
+        &batch, goals, &parents, &before, &rotations, &reports, fallback,
+    );
     for (i, (limb, goal)) in limbs.iter_mut().zip(goals).enumerate() {
         let scale = limb.ik.rest_lengths().iter().sum::<f32>();
         let mut pose = limb.pose.clone();
@@ -129,7 +185,7 @@ fn compare(limbs: &mut [Limb], goals: &[LimbGoal]) -> usize {
                 assert_eq!(
                     (b.reachable, b.flex_limited, b.pole_fallback),
                     (s.reachable, s.flex_limited, s.pole_fallback),
-                    "limb {i} {goal:?}"
+                    "limb {i} {goal:?}\n{b:?}\n{s:?}"
                 );
                 assert!((b.flex_angle - s.flex_angle).abs() < 1e-4, "limb {i}");
                 assert!(
@@ -302,6 +358,7 @@ fn bad_input_is_a_per_limb_status() {
             &mut BatchScratch::new(),
         )
         .unwrap();
+    check_lanes_like_solve(&batch, &goals, &parents, &before, &rotations, &reports, 7);
     for i in [1, 3, 6, 8] {
         assert!(
             matches!(reports[i], Err(AnalyticError::NonFiniteGoal(_))),
@@ -360,6 +417,45 @@ fn mismatched_slices_and_twist_bones_are_errors() {
             found: 2
         })
     );
+    // The resident lanes: sized for another batch, or a limb out of range.
+    let e = batch.solve_lanes(
+        &LaneGoals::new(3),
+        &mut LanePoses::new(4),
+        None,
+        &mut BatchScratch::new(),
+    );
+    assert_eq!(
+        e,
+        Err(BatchError::LengthMismatch {
+            limbs: 3,
+            slice: "poses",
+            found: 4
+        })
+    );
+    let e = batch.solve_lanes(
+        &LaneGoals::new(3),
+        &mut LanePoses::new(3),
+        Some(&mut reports[..2]),
+        &mut BatchScratch::new(),
+    );
+    assert!(matches!(
+        e,
+        Err(BatchError::LengthMismatch {
+            slice: "reports",
+            ..
+        })
+    ));
+    let out_of_range = BatchError::IndexOutOfRange { index: 3, limbs: 3 };
+    assert_eq!(
+        LaneGoals::new(3).set(3, &setup.goals[0]),
+        Err(out_of_range.clone())
+    );
+    assert_eq!(
+        LanePoses::new(3).set(3, &setup.parent, [Quat::IDENTITY; 3]),
+        Err(out_of_range.clone())
+    );
+    assert_eq!(LanePoses::new(3).rotations(3), Err(out_of_range));
+    assert_eq!(LanePoses::new(3).error(3), None);
     // clavicle → forearm → hand has the upper arm between root and mid.
     let twist = TwoBoneIk::try_new(&setup.skeleton, 2, 4, 5).unwrap();
     assert_eq!(
@@ -397,6 +493,25 @@ fn solving_does_not_allocate() {
     });
     assert_eq!(allocations, 0);
     assert!(reports[5].is_err() && reports[17].is_ok());
+
+    // The resident lanes, with and without reports.
+    let mut lane_goals = LaneGoals::new(n);
+    let mut poses = LanePoses::new(n);
+    let ((), allocations) = alloc::allocations_during(|| {
+        for round in 0..3 {
+            for (i, goal) in goals.iter().enumerate() {
+                lane_goals.set(i, goal).unwrap();
+                poses.set(i, &parents[i], [Quat::IDENTITY; 3]).unwrap();
+            }
+            let reports = (round == 1).then_some(reports.as_mut_slice());
+            batch
+                .solve_lanes(&lane_goals, &mut poses, reports, &mut scratch)
+                .unwrap();
+            assert!(poses.rotations(17).unwrap()[0].is_finite());
+        }
+    });
+    assert_eq!(allocations, 0);
+    assert!(poses.error(5).is_some() && poses.error(17).is_none());
 }
 
 /// Solving a batch in ranges (as threads would split it) gives exactly what one call gives;

@@ -5,7 +5,10 @@
 //! (segment offsets, rest scales, bend axes, flex limits, soft reach) as a structure of arrays.
 //! Each [`TwoBoneBatch::solve`] then takes one [`LimbGoal`] and the root's parent model
 //! transform per limb, reads and writes the limbs' local `[root, mid, tip]` rotations in place
-//! and fills one report per limb. It allocates nothing.
+//! and fills one report per limb. It allocates nothing. For a crowd solved every frame,
+//! [`TwoBoneBatch::solve_lanes`] is the faster entry (about 1.8× `solve`'s throughput without
+//! reports): the same solve on inputs kept in lanes between calls, see
+//! [*Resident lanes*](self#resident-lanes-solve_lanes).
 //!
 //! ```
 //! use ik_core::analytic::batch::{BatchScratch, TwoBoneBatch};
@@ -67,11 +70,66 @@
 //! mid and tip (twist bones) are refused at set-up ([`BatchError::BonesBetween`]): solve those
 //! with [`TwoBoneIk`].
 //!
+//! # Resident lanes (`solve_lanes`)
+//!
+//! [`TwoBoneBatch::solve`] reads per-limb slices and writes per-limb rotations and reports:
+//! convenient, but about 40 % of its time is moving data between those slices and the lanes.
+//! A caller that keeps its limbs' inputs from frame to frame can hold them in the lanes
+//! instead: [`LaneGoals`] (the goals) and [`LanePoses`] (each limb's root's parent model
+//! transform and local `[root, mid, tip]` rotations, which the solve overwrites with the
+//! solved ones, and each limb's status). [`TwoBoneBatch::solve_lanes`] then reads and writes
+//! whole vectors, and computes a [`LimbReport`] per limb only when given a slice for them. The
+//! results are those of [`TwoBoneBatch::solve`], to the bit (tested).
+//!
+//! ```
+//! use ik_core::analytic::batch::{BatchScratch, LaneGoals, LanePoses, TwoBoneBatch};
+//! use ik_core::analytic::{LimbGoal, TwoBoneIk};
+//! use ik_core::{Bone, BoneTransform, Skeleton};
+//! use glam::{Quat, Vec3};
+//!
+//! let skeleton = Skeleton::try_new(vec![
+//!     Bone::new("shoulder", None, BoneTransform::IDENTITY),
+//!     Bone::new("elbow", Some(0), BoneTransform::from_translation(Vec3::X * 0.3)),
+//!     Bone::new("wrist", Some(1), BoneTransform::from_translation(Vec3::X * 0.25)),
+//! ])?;
+//! let arm = TwoBoneIk::try_new(&skeleton, 0, 1, 2)?;
+//! // Set-up, once: the batch, its lanes and a scratch buffer.
+//! let batch = TwoBoneBatch::try_new((0..100).map(|_| (&skeleton, &arm)))?;
+//! let mut goals = LaneGoals::new(batch.len());
+//! let mut poses = LanePoses::new(batch.len());
+//! let mut scratch = BatchScratch::new();
+//! // Each frame: write what changed (here everything), solve, read the rotations back.
+//! for i in 0..batch.len() {
+//!     let target = Vec3::new(0.3, 0.002 * i as f32, 0.2);
+//!     goals.set(i, &LimbGoal::new(target).with_pole(Vec3::NEG_Z))?;
+//!     // The animated pose's parent model transform and local rotations.
+//!     poses.set(i, &BoneTransform::IDENTITY, [Quat::IDENTITY; 3])?;
+//! }
+//! batch.solve_lanes(&goals, &mut poses, None, &mut scratch)?;
+//! for i in 0..batch.len() {
+//!     assert!(poses.error(i).is_none());
+//!     let [root, mid, tip] = poses.rotations(i)?;
+//!     // ... write them to the limb's bones.
+//! #   let tip_position = root * (Vec3::X * 0.3 + mid * (Vec3::X * 0.25));
+//! #   let target = Vec3::new(0.3, 0.002 * i as f32, 0.2);
+//! #   assert!(tip_position.distance(target) < 1e-5 && tip.is_finite());
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Lanes hold four limbs each, field by field; [`LaneGoals::set`] and [`LanePoses::set`]
+//! write one limb's lanes (scalar stores: about 18 ns per limb with
+//! [`LanePoses::rotations`] reading them back, see *Performance*) and
+//! [`LanePoses::rotations`] reads them. Only the limbs whose goal or pose changed need
+//! writing: the lanes keep their values between calls, and the solved rotations stay in
+//! [`LanePoses`] as the next call's incoming pose unless set.
+//!
 //! # Layout and SIMD
 //!
 //! Lanes are [`wide::f32x4`]: four limbs per vector. The rest data is stored per block of four
 //! limbs, field by field (structure of arrays within a block, so each field is one aligned
-//! load); the per-call goals, parents and rotations are read from the caller's slices as one
+//! load), as are [`LaneGoals`] and [`LanePoses`]; [`TwoBoneBatch::solve`] reads the per-call
+//! goals, parents and rotations from the caller's slices as one
 //! vector per `Vec3`/`Quat` and transposed 4 × 4 into lanes in registers, and the written
 //! rotations transposed back. `wide` rather than glam's `Vec4` (which the scalar solve uses as
 //! *one* vector per limb, across x, y, z): a lane-per-limb layout needs lane-wise square roots,
@@ -84,29 +142,75 @@
 //!
 //! # Performance
 //!
-//! Bench `analytic_batch` (batch and scalar in the same run, on the analytic bench's 1000-goal
-//! mix, 1000 limbs per call): about 1.55× the scalar solve's throughput on the development
-//! machine's default x86-64 (SSE2) build, ≈ 45 against ≈ 70 ns per limb with the machine
-//! loaded; see the `bevy_ik` README's *Peers* section. Short of the 4× that four lanes suggest, for measured reasons:
-//! - the scalar solve already uses glam's SSE2 vectors across x, y and z, so on vector work
-//!   lanes gain at most 4/3; the gain is on the scalar parts (square roots, divisions, the law
-//!   of cosines, the masks), done four at a time, and on independent limbs overlapping (the
-//!   scalar solve is bound by one dependency chain);
-//! - reading the caller's goals, parents and rotations into lanes and writing rotations and
-//!   reports back costs about 12 ns per limb (measured with the lanes' arithmetic stubbed
-//!   out); the lanes' arithmetic, the forward kinematics that measures each residual included,
-//!   the rest;
-//! - building for x86-64-v3 (AVX2, FMA, three-operand encoding; `-C target-cpu=x86-64-v3`)
-//!   changed little with four lanes (≈ 39 against ≈ 41 ns): the work is arithmetic, not
-//!   register copies. Eight lanes on AVX were not tried (on SSE2 they were slower, above), and
-//!   a library cannot pick AVX for its users without `unsafe` runtime dispatch, which this
-//!   crate forbids.
+//! Bench `analytic_batch` (every path and the scalar solve in the same run, alternating, on the
+//! analytic bench's 1000-goal mix: 70 % reachable, half of those with a wrist orientation, 20 %
+//! beyond reach, 10 % degenerate; 1000 limbs per call, each starting from another goal's
+//! result), default x86-64 (SSE2) build, medians on the shared development machine (2 cores,
+//! load average 10–13 while measuring):
 //!
-//! Measured and kept: the gather written out for four lanes (`core::array::from_fn` left a
-//! call per lane, ~8 ns per limb), 4 × 4 transposes in registers instead of lane-by-lane stores
-//! (which stalled on store forwarding), normalisation by reciprocal square root and a Newton
-//! step instead of square root and division, and branches over blocks without a near-half-turn
-//! frame or a wrist orientation.
+//! | path                                                  | ns per limb | scalar / path |
+//! |-------------------------------------------------------|------------:|--------------:|
+//! | [`TwoBoneIk::solve_with_parent`], one limb at a time  |        73   |         1×    |
+//! | [`TwoBoneBatch::solve`] (slices in and out, reports)  |        41.7 |         1.75× |
+//! | [`TwoBoneBatch::solve_lanes`], reports               |        29.3 |         2.5×  |
+//! | [`TwoBoneBatch::solve_lanes`], no reports             |        23.0 |         3.2×  |
+//! | every limb's goal, parent and rotations [`LaneGoals::set`] / [`LanePoses::set`], `solve_lanes` without reports, [`LanePoses::rotations`] read back | 40.8 | 1.8× |
+//!
+//! (`solve_lanes` without reports: 21.0 ns in the fastest of the bench's runs.) The last row
+//! is what a caller pays that rewrites every limb from per-limb data each call: writing and
+//! reading lanes one limb at a time costs about what [`TwoBoneBatch::solve`]'s gather and
+//! scatter do (≈ 18 ns per limb, about 50 scalar stores and loads). The resident form pays
+//! off where inputs are produced in place or only some limbs change. The issue's
+//! goal of 20 ns per limb is not met on this machine; where the time goes, from callgrind's
+//! instruction counts (deterministic, unlike the clock here; `examples/analytic_instructions`
+//! runs the same goals: `... 20 lanes` / `... 20 batch`):
+//! - `solve_lanes` without reports executes 323 instructions per limb (1292 per block of
+//!   four); at about 4–5 instructions per cycle it is bound by that count, not by latency or
+//!   memory. Of the code, about 40 % are register copies and spills (`movaps`): SSE2's
+//!   two-operand encoding and 16 vector registers for ~40 live lane vectors.
+//! - Knocked out one at a time (instructions per limb, averaged over the goal mix): the wrist
+//!   orientation 44 (two quaternion products, a normalisation, a select); the unit target
+//!   frame, which a target at the root or a pole collinear with the target needs (one lane in
+//!   fifteen, but then its whole block: 27 % of blocks, about 700 instructions each) 51; the
+//!   mid's near-half-turn route 24; the root frame's near-half-turn (Shepperd) form 26; the
+//!   near-collinear pole step 11. The common path (root position, incoming lower segment, law
+//!   of cosines, target frame, root and mid quaternions, normalisation, finiteness checks)
+//!   is the remaining ~170.
+//! - Reports cost 6 ns per limb (the residual's forward kinematics and the flex angle's
+//!   `acos`); [`TwoBoneBatch::solve`]'s gathering from per-limb slices into lanes and
+//!   scattering back another 12 (637 instructions per limb against 323).
+//!
+//! Measured and kept: resident lanes ([`LaneGoals`], [`LanePoses`]; with reports ≈ 32 ns
+//! per limb where `solve` took ≈ 44 in the same runs), reports only when asked (≈ 26), then
+//! (together ≈ 26 → 23 ns, 363 → 326 instructions per limb): the limb's segments, lengths,
+//! bend plane and law-of-cosines constants taken from set-up where the parent scale is one
+//! (not for other uniform scales: rescaling rounds differently from the scalar solve, and the
+//! flex-limit flag next to a limit flipped on a one-ulp length difference, found by the
+//! property test), plain stores where a whole block solved (363 → 343), and the root frame's
+//! quaternion from `M = Σ bᵢaᵢᵀ` with Shepperd's largest-diagonal form selected branch-free
+//! near a half turn (was a turn about a target axis and a quaternion product in a branch taken
+//! by half the blocks; 343 → 326). In [`TwoBoneBatch::solve`]: the
+//! gather written out for four lanes (`core::array::from_fn` left a call per lane, ~8 ns per
+//! limb), 4 × 4 transposes in registers instead of lane-by-lane stores (which stalled on store
+//! forwarding), normalisation by reciprocal square root and a Newton step instead of square
+//! root and division.
+//!
+//! Measured and dropped: the unit target frame out of line (`#[inline(never)]`, to keep its
+//! temporaries out of the common path's registers: +10 instructions, +0.9 ns); the unit
+//! target frame computed in scalar code for just the lanes that need it (one per block that
+//! needs it, in the bench's mix: 5 instructions per limb fewer, but +0.9 ns, the lanes read
+//! and written back through memory); the near-half-turn frame behind a branch (5
+//! instructions fewer, no faster: the branch is random); the mid's half-turn route and the
+//! near-collinear pole step without their branches (+42 and +3 instructions). Knocking a
+//! rare route out saves more than its own instructions: a route in the middle of a block
+//! makes the common path keep more values in memory around it;
+//! `f32x8` (on SSE2 two `f32x4` interleaved: ≈ 55 against ≈ 41 ns, more spills); building for
+//! x86-64-v3 (AVX2, FMA, three operands) changed little with four lanes (≈ 39 against
+//! ≈ 41 ns for `solve`), and a library cannot pick AVX for its users without `unsafe`
+//! runtime dispatch, which this crate forbids. Not tried: polynomial or reciprocal
+//! replacements of the remaining square roots and divisions (one instruction each here: a
+//! Newton step would add instructions to an instruction-bound loop), and an eight-lane AVX
+//! build selected at run time.
 
 use glam::{Quat, Vec3};
 use thiserror::Error;
@@ -380,36 +484,60 @@ fn acos(x: F) -> F {
     x.cmp_lt(F::ZERO).blend(c(core::f32::consts::PI) - r, r)
 }
 
-/// The rotation taking the frame `a` onto the frame `b` (both orthogonal, right-handed, scaled
-/// by factors whose product is `k > 0`), up to a positive factor: the scalar solve's
-/// `frame_rotation_scaled`, with its near-half-turn case as a lane select instead of a branch.
+/// The rotation taking the frame `a` onto the frame `b` (both orthogonal, right-handed, each
+/// pair `aᵢ`, `bᵢ` scaled by factors whose product is `k > 0`), up to a positive factor.
 ///
-/// `(Σ aᵢ × bᵢ, k + Σ aᵢ·bᵢ)` is `4 k cos(θ/2)` times the unit rotation, exact unless θ nears
-/// π; where `w ≤ 0.05 k` the target frame is first turned by π about its axis `bᵢ` with the
-/// largest `tᵢ = aᵢ·bᵢ` (which negates the other two axes' terms) and that half turn `(bᵢ, 0)`
-/// applied back.
+/// `M = Σ bᵢ aᵢᵀ` is `k` times the rotation matrix; its quaternion comes from the trace where
+/// that is not small, `(m₂₁ − m₁₂, m₀₂ − m₂₀, m₁₀ − m₀₁, k + tr M) = 4 k w q`, exact unless the
+/// turn nears π, and else from the largest diagonal entry (`4 k x q`, `4 k y q` or `4 k z q`:
+/// Shepperd's method), all lane-wise and selected without branches. (The scalar solve's
+/// `frame_rotation_scaled` takes the same trace form and, near a half turn, turns the target
+/// frame by π about one of its own axes: the same rotation, to rounding.)
 #[inline(always)]
 fn frame_rotation(a: [V3; 3], k: F, b: [V3; 3]) -> Q {
-    let x = [a[0].cross(b[0]), a[1].cross(b[1]), a[2].cross(b[2])];
-    let t = [a[0].dot(b[0]), a[1].dot(b[1]), a[2].dot(b[2])];
-    let v = x[0].add(x[1]).add(x[2]);
-    let w = k + t[0] + t[1] + t[2];
-    let direct = Q::from_vw(v, w);
+    // Row `r` of `M`: `(Σ bᵢ[r] aᵢ)`.
+    let row = |r: fn(&V3) -> F| {
+        a[0].scale(r(&b[0]))
+            .add(a[1].scale(r(&b[1])))
+            .add(a[2].scale(r(&b[2])))
+    };
+    let (m0, m1, m2) = (row(|v| v.x), row(|v| v.y), row(|v| v.z));
+    let (d0, d1, d2) = (m2.y - m1.z, m0.z - m2.x, m1.x - m0.y);
+    let w = k + m0.x + m1.y + m2.z;
+    let direct = Q::from_vw(
+        V3 {
+            x: d0,
+            y: d1,
+            z: d2,
+        },
+        w,
+    );
     // Near a half turn (about 14 % of uniformly random rotations: in about half the blocks of
-    // random goals, which still measured faster than computing it always): both routes in
-    // every lane, one select.
+    // random goals): every lane computes the largest-diagonal form too, and one select picks.
     let near = w.cmp_le(F::splat(0.05) * k);
-    if near.none() {
-        return direct;
-    }
-    let first = t[0].cmp_ge(t[1]) & t[0].cmp_ge(t[2]);
-    let second = !first & t[1].cmp_ge(t[2]);
-    let pick = |u: [V3; 3]| V3::select(first, u[0], V3::select(second, u[1], u[2]));
-    let (xi, bi) = (pick(x), pick(b));
-    let ti = first.blend(t[0], second.blend(t[1], t[2]));
-    let turned = Q::from_vw(xi.scale(F::splat(2.0)).sub(v), F::splat(2.0) * (k + ti) - w);
-    let half = Q::from_vw(bi, F::ZERO).mul(turned);
-    Q::select(near, half, direct)
+    let (s01, s02, s12) = (m0.y + m1.x, m0.z + m2.x, m1.z + m2.y);
+    let qx = Q {
+        x: k + m0.x - m1.y - m2.z,
+        y: s01,
+        z: s02,
+        w: d0,
+    };
+    let qy = Q {
+        x: s01,
+        y: k - m0.x + m1.y - m2.z,
+        z: s12,
+        w: d1,
+    };
+    let qz = Q {
+        x: s02,
+        y: s12,
+        z: k - m0.x - m1.y + m2.z,
+        w: d2,
+    };
+    let first = m0.x.cmp_ge(m1.y) & m0.x.cmp_ge(m2.z);
+    let second = m1.y.cmp_ge(m2.z);
+    let diagonal = Q::select(first, qx, Q::select(second, qy, qz));
+    Q::select(near, diagonal, direct)
 }
 
 /// One limb's rest data, as read from its [`TwoBoneIk`].
@@ -454,6 +582,23 @@ struct RestBlock {
     flex_min: F,
     flex_max: F,
     soft_reach: F,
+    /// The segments at a parent scale of one (rest scales applied), their lengths, the upper
+    /// segment's direction, the bend axis normal to it, `h × ua`, and the mask of lanes whose
+    /// bend axis is not along the upper segment: the solve takes them (and the values below)
+    /// as they are where the parent scale is one instead of recomputing them.
+    u1: V3,
+    u2: V3,
+    l1: F,
+    l2: F,
+    ua: V3,
+    h: V3,
+    side: V3,
+    /// `l1 + l2`, `1 / (2 l1 l2)`, `l1² + l2²`.
+    total: F,
+    inv_2l1l2: F,
+    l_sq: F,
+    /// Lanes with segments longer than the minimum and a bend plane.
+    rest_ok: F,
 }
 
 impl RestBlock {
@@ -464,18 +609,46 @@ impl RestBlock {
             y: f(&|l| g(l).y),
             z: f(&|l| g(l).z),
         };
+        let (root_scale, mid_scale) = (v(&|l| l.scale[0]), v(&|l| l.scale[1]));
+        let (t_mid, t_tip, bend) = (v(&|l| l.t[1]), v(&|l| l.t[2]), v(&|l| l.bend));
+        // (The lanes' own arithmetic at a parent scale of one: the same values the general path
+        // computes, to the bit.)
+        let u1 = root_scale.mul(t_mid);
+        let u2 = root_scale.mul(mid_scale).mul(t_tip);
+        let (l1, l2) = (u1.dot(u1).sqrt(), u2.dot(u2).sqrt());
+        let ua = u1.scale(F::ONE / l1);
+        let along = bend.dot(ua);
+        let exact = along.abs().cmp_lt(F::splat(1e-7));
+        let normal = bend.sub(ua.scale(along));
+        let n2 = normal.dot(normal);
+        let min_len = F::splat(MIN_BONE_LENGTH * 1e-3);
+        let rest_ok =
+            exact | (n2.cmp_gt(F::splat(1e-10) * bend.dot(bend)) & n2.cmp_gt(F::splat(1e-30)));
+        let rest_ok = rest_ok & l1.cmp_gt(min_len) & l2.cmp_gt(min_len);
+        let h = V3::select(exact, bend, normal.scale(F::ONE / n2.sqrt()));
         Self {
             t_root: v(&|l| l.t[0]),
-            t_mid: v(&|l| l.t[1]),
-            t_tip: v(&|l| l.t[2]),
-            root_scale: v(&|l| l.scale[0]),
-            mid_scale: v(&|l| l.scale[1]),
-            bend: v(&|l| l.bend),
+            t_mid,
+            t_tip,
+            root_scale,
+            mid_scale,
+            bend,
             cos_flex_min: f(&|l| l.cos_flex[0]),
             cos_flex_max: f(&|l| l.cos_flex[1]),
             flex_min: f(&|l| l.flex[0]),
             flex_max: f(&|l| l.flex[1]),
             soft_reach: f(&|l| l.soft_reach),
+            u1,
+            u2,
+            l1,
+            l2,
+            ua,
+            h,
+            side: h.cross(ua),
+            total: l1 + l2,
+            inv_2l1l2: F::ONE / (F::splat(2.0) * l1 * l2),
+            l_sq: l1 * l1 + l2 * l2,
+            rest_ok,
         }
     }
 }
@@ -746,46 +919,21 @@ impl TwoBoneBatch {
             }
         }
         let input = Gathered::from_lanes(&lanes);
-        let out = self.lanes(block, &input);
+        let out = self.lanes::<true>(block, &input);
         let solved = simple & (out.ok.move_mask() as u32);
         let new = [out.root, out.mid, out.tip].map(|q| F::transpose([q.x, q.y, q.z, q.w]));
-        let (reachable, limited, pole_fallback) = (
-            out.reachable.move_mask(),
-            out.flex_limited.move_mask(),
-            out.pole_fallback.move_mask(),
-        );
-        let (error, flex, dist) = (
-            out.error.to_array(),
-            out.flex.to_array(),
-            out.dist.to_array(),
-        );
-        let (l1, l2) = (out.l1.to_array(), out.l2.to_array());
-        for lane in 0..count {
-            if solved & (1 << lane) != 0 {
-                rotations[lane] = new.map(|q| Quat::from_array(q[lane].to_array()));
-                let report = LimbReport {
-                    reachable: reachable & (1 << lane) != 0,
-                    position_error: error[lane],
-                    flex_angle: flex[lane],
-                    flex_limited: limited & (1 << lane) != 0,
-                    pole_fallback: pole_fallback & (1 << lane) != 0,
-                    target_distance: dist[lane],
-                    lengths: [l1[lane], l2[lane]],
-                };
-                // (Overwriting an `Ok` in place: no call to drop the previous value.)
-                match &mut reports[lane] {
-                    Ok(r) => *r = report,
-                    other => *other = Ok(report),
-                }
-            } else {
-                reports[lane] = self.solve_scalar(
-                    base + lane,
-                    &goals[lane],
-                    &parents[lane],
-                    &mut rotations[lane],
-                    scratch,
-                );
-            }
+        for lane in (0..count).filter(|l| solved & (1 << l) != 0) {
+            rotations[lane] = new.map(|q| Quat::from_array(q[lane].to_array()));
+        }
+        out.write_reports(solved, count, reports);
+        for lane in (0..count).filter(|l| solved & (1 << l) == 0) {
+            reports[lane] = self.solve_scalar(
+                base + lane,
+                &goals[lane],
+                &parents[lane],
+                &mut rotations[lane],
+                scratch,
+            );
         }
         count - solved.count_ones() as usize
     }
@@ -840,7 +988,7 @@ impl TwoBoneBatch {
 
     /// The common-path solve of one block's four lanes; `ok` marks the lanes it is valid for.
     #[inline(always)]
-    fn lanes(&self, block: usize, g: &Gathered) -> LaneOut {
+    fn lanes<const MEASURE: bool>(&self, block: usize, g: &Gathered) -> LaneOut {
         let rest = &self.rest[block];
         let s = |v: f32| F::splat(v);
         let Gathered {
@@ -857,14 +1005,44 @@ impl TwoBoneBatch {
             has_pole,
         } = *g;
 
-        // The incoming limb, in the root's (unscaled) rotation frame.
-        let p_root = pt.add(qp.rotate(ps.mul(rest.t_root)));
-        let root_scale = ps.mul(rest.root_scale);
-        let u1 = root_scale.mul(rest.t_mid);
-        let u2 = root_scale.mul(rest.mid_scale).mul(rest.t_tip);
-        let (l1, l2) = (u1.dot(u1).sqrt(), u2.dot(u2).sqrt());
-        let b_cur = qm.rotate(u2);
         let min_len = s(MIN_BONE_LENGTH * 1e-3);
+        // The segments, their lengths and the bend plane: from the rest data read at set-up
+        // when every lane's parent scale is one (the usual case), else from the parent and rest
+        // scales. (Only at one: scaling the set-up values by a uniform scale rounds differently
+        // from the scalar solve, and the flex limit flag near a limit is that sensitive: a
+        // one-ulp difference in a length measured as a flipped `flex_limited`.)
+        let unit = ps.x.cmp_eq(F::ONE) & ps.y.cmp_eq(F::ONE) & ps.z.cmp_eq(F::ONE);
+        let (p_root, u1, u2, l1, l2, ua, h, side, mut ok);
+        let (total, inv_2l1l2, l_sq);
+        if unit.all() {
+            // The incoming limb, in the root's (unscaled) rotation frame.
+            p_root = pt.add(qp.rotate(rest.t_root));
+            (u1, u2, l1, l2) = (rest.u1, rest.u2, rest.l1, rest.l2);
+            (ua, h, side) = (rest.ua, rest.h, rest.side);
+            (total, inv_2l1l2, l_sq) = (rest.total, rest.inv_2l1l2, rest.l_sq);
+            ok = rest.rest_ok;
+        } else {
+            p_root = pt.add(qp.rotate(ps.mul(rest.t_root)));
+            let root_scale = ps.mul(rest.root_scale);
+            u1 = root_scale.mul(rest.t_mid);
+            u2 = root_scale.mul(rest.mid_scale).mul(rest.t_tip);
+            (l1, l2) = (u1.dot(u1).sqrt(), u2.dot(u2).sqrt());
+            ua = u1.scale(F::ONE / l1);
+            // Bend axis normal to the upper segment (it already is unless scales moved it).
+            let bend = rest.bend;
+            let along = bend.dot(ua);
+            let exact = along.abs().cmp_lt(s(1e-7));
+            let normal = bend.sub(ua.scale(along));
+            let n2 = normal.dot(normal);
+            ok = exact | (n2.cmp_gt(s(1e-10) * bend.dot(bend)) & n2.cmp_gt(s(1e-30)));
+            ok &= l1.cmp_gt(min_len) & l2.cmp_gt(min_len);
+            h = V3::select(exact, bend, normal.scale(F::ONE / n2.sqrt()));
+            side = h.cross(ua);
+            total = l1 + l2;
+            inv_2l1l2 = F::ONE / (s(2.0) * l1 * l2);
+            l_sq = l1 * l1 + l2 * l2;
+        }
+        let b_cur = qm.rotate(u2);
         // The values that need not reach the written rotations (which are checked at the end)
         // on every route: the incoming root rotation, the target and the pole, and the root
         // position (the scalar solve refuses non-finite ones).
@@ -872,9 +1050,7 @@ impl TwoBoneBatch {
             + Q::from_vw(target, F::ZERO).finite_probe()
             + Q::from_vw(pole, F::ZERO).finite_probe()
             + Q::from_vw(p_root, F::ZERO).finite_probe();
-        let mut ok = l1.cmp_gt(min_len) & l2.cmp_gt(min_len) & probe.cmp_eq(F::ZERO);
-        let total = l1 + l2;
-        let ua = u1.scale(F::ONE / l1);
+        ok &= probe.cmp_eq(F::ZERO);
 
         // Root→target and the flex by the law of cosines.
         let d = target.sub(p_root);
@@ -882,8 +1058,6 @@ impl TwoBoneBatch {
         let dist = dd.sqrt();
         let far = dist.cmp_gt(s(1e-6) * total);
         let (cos_min, cos_max) = (rest.cos_flex_min, rest.cos_flex_max);
-        let inv_2l1l2 = F::ONE / (s(2.0) * l1 * l2);
-        let l_sq = l1 * l1 + l2 * l2;
         let cos_raw = (dd - l_sq) * inv_2l1l2;
         let tol = s(1e-5);
         let reachable = cos_raw.cmp_le(cos_min + tol) & cos_raw.cmp_ge(cos_max - tol);
@@ -905,19 +1079,6 @@ impl TwoBoneBatch {
         let sin_sq = F::ONE - cos_phi * cos_phi;
         let sin_phi = sin_sq.sqrt();
 
-        // Bend axis normal to the upper segment (it already is unless scales moved it).
-        let bend = rest.bend;
-        let along = bend.dot(ua);
-        let exact = along.abs().cmp_lt(s(1e-7));
-        let mut h = bend;
-        if !exact.all() {
-            // (Only when a non-uniform scale turned the upper segment.)
-            let normal = bend.sub(ua.scale(along));
-            let n2 = normal.dot(normal);
-            ok &= exact | (n2.cmp_gt(s(1e-10) * bend.dot(bend)) & n2.cmp_gt(s(1e-30)));
-            h = V3::select(exact, bend, normal.scale(F::ONE / n2.sqrt()));
-        }
-        let side = h.cross(ua);
         let ub_des = ua.scale(cos_phi).add(side.scale(sin_phi));
         let (c_along, c_across) = (l1 + l2 * cos_phi, l2 * sin_phi);
         let c_len = (c_along * c_along + l2 * l2 * sin_sq).sqrt();
@@ -943,9 +1104,9 @@ impl TwoBoneBatch {
             x = V3::select(near_collinear, x.sub(d.scale(x.dot(d) / dd)), x);
             xx = x.dot(x);
         }
-        let len = xx.sqrt();
-        let (mut b1, mut b2, mut b3) = (d.scale(len), x.scale(dist), d.cross(x));
-        let mut kb = dist * len;
+        // The target frame is `(d |x|, x |d|, d × x)` with `k = |d| |x|`; the unit frame below
+        // is the same with `d`, `x` unit and their lengths one.
+        let (mut d, mut x, mut dist_b, mut len) = (d, x, dist, xx.sqrt());
         let mut pole_fallback = F::ZERO;
         if !(scaled | !ok).all() {
             // The unit frame on the unit target direction: for a target at the root (aim at the
@@ -982,12 +1143,15 @@ impl TwoBoneBatch {
             // (Else the scalar solve takes the rest plane.)
             ok &= scaled | pole_unit | keep;
             pole_fallback = has_pole & !(scaled | pole_unit);
-            let n = V3::select(pole_unit, xu.scale(inv_sqrt(xu2)), nk.scale(inv_sqrt(nk2)));
-            b1 = V3::select(scaled, b1, dir);
-            b2 = V3::select(scaled, b2, n);
-            b3 = V3::select(scaled, b3, dir.cross(n));
-            kb = scaled.blend(kb, F::ONE);
+            let n = V3::select(pole_unit, xu, nk);
+            let n = n.scale(inv_sqrt(pole_unit.blend(xu2, nk2)));
+            d = V3::select(scaled, d, dir);
+            x = V3::select(scaled, x, n);
+            dist_b = scaled.blend(dist_b, F::ONE);
+            len = scaled.blend(len, F::ONE);
         }
+        let (b1, b2, b3) = (d.scale(len), x.scale(dist_b), d.cross(x));
+        let kb = dist_b * len;
 
         // Mid: turn the lower segment onto its new direction (half-vector arc, scaled by l2).
         let dot_turn = b_cur.dot(ub_des);
@@ -1030,10 +1194,18 @@ impl TwoBoneBatch {
 
         // Measured: the tip by forward kinematics of the written rotations.
         // (Unit up to rounding, as the parent's rotation is: the solve assumes that too.)
-        let root_model = qp.mul(new_root);
-        let tip_fk = p_root.add(root_model.rotate(u1.add(new_mid.rotate(u2))));
-        let e = tip_fk.sub(target);
-        let flex = clamp(acos(cos_phi), rest.flex_min, rest.flex_max);
+        // (Only for reports: `MEASURE` is false when none is asked for.)
+        let (error, flex) = if MEASURE {
+            let root_model = qp.mul(new_root);
+            let tip_fk = p_root.add(root_model.rotate(u1.add(new_mid.rotate(u2))));
+            let e = tip_fk.sub(target);
+            (
+                e.dot(e).sqrt(),
+                clamp(acos(cos_phi), rest.flex_min, rest.flex_max),
+            )
+        } else {
+            (F::ZERO, F::ZERO)
+        };
         LaneOut {
             ok,
             root: new_root,
@@ -1042,11 +1214,487 @@ impl TwoBoneBatch {
             reachable,
             flex_limited,
             pole_fallback,
-            error: e.dot(e).sqrt(),
+            error,
             flex,
             dist,
             l1,
             l2,
+        }
+    }
+}
+
+/// A lane mask's "true" (all bits set).
+const LANE_TRUE: f32 = f32::from_bits(u32::MAX);
+
+impl V3 {
+    const ZERO: Self = Self {
+        x: F::ZERO,
+        y: F::ZERO,
+        z: F::ZERO,
+    };
+    #[inline(always)]
+    fn lane(&self, lane: usize) -> Vec3 {
+        Vec3::new(
+            self.x.as_array_ref()[lane],
+            self.y.as_array_ref()[lane],
+            self.z.as_array_ref()[lane],
+        )
+    }
+    #[inline(always)]
+    fn set_lane(&mut self, lane: usize, v: Vec3) {
+        self.x.as_array_mut()[lane] = v.x;
+        self.y.as_array_mut()[lane] = v.y;
+        self.z.as_array_mut()[lane] = v.z;
+    }
+}
+
+impl Q {
+    const IDENTITY: Self = Self {
+        x: F::ZERO,
+        y: F::ZERO,
+        z: F::ZERO,
+        w: F::ONE,
+    };
+    #[inline(always)]
+    fn lane(&self, lane: usize) -> Quat {
+        Quat::from_xyzw(
+            self.x.as_array_ref()[lane],
+            self.y.as_array_ref()[lane],
+            self.z.as_array_ref()[lane],
+            self.w.as_array_ref()[lane],
+        )
+    }
+    #[inline(always)]
+    fn set_lane(&mut self, lane: usize, q: Quat) {
+        self.x.as_array_mut()[lane] = q.x;
+        self.y.as_array_mut()[lane] = q.y;
+        self.z.as_array_mut()[lane] = q.z;
+        self.w.as_array_mut()[lane] = q.w;
+    }
+}
+
+/// One block of four limbs' goals, lane per limb.
+#[derive(Clone, Copy, Debug)]
+struct GoalBlock {
+    target: V3,
+    pole: V3,
+    o: Q,
+    /// Masks: the goal has an orientation; a pole position; is on the lanes' path.
+    has_o: F,
+    has_pole: F,
+    on_path: F,
+}
+
+impl GoalBlock {
+    /// Padding: off the lanes' path (never written back).
+    const EMPTY: Self = Self {
+        target: V3::ZERO,
+        pole: V3::ZERO,
+        o: Q::IDENTITY,
+        has_o: F::ZERO,
+        has_pole: F::ZERO,
+        on_path: F::ZERO,
+    };
+}
+
+/// One block of four limbs' parent transforms and local rotations, lane per limb.
+#[derive(Clone, Copy, Debug)]
+struct PoseBlock {
+    pt: V3,
+    qp: Q,
+    ps: V3,
+    /// Local rotations of root, mid and tip.
+    rot: [Q; 3],
+}
+
+impl PoseBlock {
+    const IDENTITY: Self = Self {
+        pt: V3::ZERO,
+        qp: Q::IDENTITY,
+        ps: V3 {
+            x: F::ONE,
+            y: F::ONE,
+            z: F::ONE,
+        },
+        rot: [Q::IDENTITY; 3],
+    };
+}
+
+/// The goals of a [`TwoBoneBatch`]'s limbs, kept in lanes between calls, for
+/// [`TwoBoneBatch::solve_lanes`] (see the [module docs](self#resident-lanes-solve_lanes)).
+///
+/// [`LaneGoals::set`] writes one limb's goal into its lanes (and keeps a copy of the goal for
+/// the scalar solve of rare cases); the solve then reads whole vectors.
+#[derive(Clone, Debug)]
+pub struct LaneGoals {
+    blocks: Vec<GoalBlock>,
+    goals: Vec<LimbGoal>,
+}
+
+impl LaneGoals {
+    /// Goals for `len` limbs (each `LimbGoal::new(Vec3::ZERO)` until set).
+    #[must_use]
+    pub fn new(len: usize) -> Self {
+        let mut goals = Self {
+            blocks: vec![GoalBlock::EMPTY; len.div_ceil(LANES)],
+            goals: vec![LimbGoal::new(Vec3::ZERO); len],
+        };
+        for limb in 0..len {
+            goals.write(limb, &LimbGoal::new(Vec3::ZERO));
+        }
+        goals
+    }
+
+    /// Number of limbs.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.goals.len()
+    }
+
+    /// Whether there are no limbs.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.goals.is_empty()
+    }
+
+    /// Sets limb `limb`'s goal.
+    ///
+    /// # Errors
+    /// [`BatchError::IndexOutOfRange`].
+    #[inline]
+    pub fn set(&mut self, limb: usize, goal: &LimbGoal) -> Result<(), BatchError> {
+        if limb >= self.goals.len() {
+            return Err(BatchError::IndexOutOfRange {
+                index: limb,
+                limbs: self.goals.len(),
+            });
+        }
+        self.write(limb, goal);
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn write(&mut self, limb: usize, goal: &LimbGoal) {
+        let input = gather_goal(goal);
+        let (block, lane) = (&mut self.blocks[limb / LANES], limb % LANES);
+        let mask = |b: bool| if b { LANE_TRUE } else { 0.0 };
+        block.target.set_lane(lane, goal.target);
+        block.pole.set_lane(lane, input.pole);
+        block.o.set_lane(lane, input.o);
+        block.has_o.as_array_mut()[lane] = mask(input.has_o);
+        block.has_pole.as_array_mut()[lane] = mask(input.has_pole);
+        block.on_path.as_array_mut()[lane] = mask(input.on_path);
+        // (Off the lanes' path only: on it, the goal is rebuilt from the lanes, see `goal`.)
+        if !input.on_path {
+            self.goals[limb] = *goal;
+        }
+    }
+
+    /// Limb `limb`'s goal, for the scalar solve: as set where it is off the lanes' path, else
+    /// rebuilt from the lanes (full weights, which the scalar solve treats like any weight of
+    /// at least one: the same result).
+    fn goal(&self, limb: usize) -> LimbGoal {
+        let (block, lane) = (&self.blocks[limb / LANES], limb % LANES);
+        if block.on_path.as_array_ref()[lane].to_bits() == 0 {
+            return self.goals[limb];
+        }
+        let mut goal = LimbGoal::new(block.target.lane(lane));
+        // (`LimbGoal::new` keeps the incoming bend plane: `Pole::Keep`.)
+        if block.has_pole.as_array_ref()[lane].to_bits() != 0 {
+            goal = goal.with_pole(block.pole.lane(lane));
+        }
+        if block.has_o.as_array_ref()[lane].to_bits() != 0 {
+            goal = goal.with_orientation(block.o.lane(lane));
+        }
+        goal
+    }
+}
+
+/// The parent transforms and local `[root, mid, tip]` rotations of a [`TwoBoneBatch`]'s
+/// limbs, kept in lanes between calls, for [`TwoBoneBatch::solve_lanes`] (which overwrites the
+/// rotations with the solved ones); and each limb's status after the last solve.
+#[derive(Clone, Debug)]
+pub struct LanePoses {
+    len: usize,
+    blocks: Vec<PoseBlock>,
+    /// Per block, the lanes whose last solve failed (`errors` holds why).
+    failed: Vec<u8>,
+    errors: Vec<AnalyticError>,
+}
+
+impl LanePoses {
+    /// Poses for `len` limbs: identity parents and rotations until set.
+    #[must_use]
+    pub fn new(len: usize) -> Self {
+        Self {
+            len,
+            blocks: vec![PoseBlock::IDENTITY; len.div_ceil(LANES)],
+            failed: vec![0; len.div_ceil(LANES)],
+            errors: vec![AnalyticError::DegeneratePose; len],
+        }
+    }
+
+    /// Number of limbs.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no limbs.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    fn check(&self, limb: usize) -> Result<(), BatchError> {
+        if limb < self.len {
+            Ok(())
+        } else {
+            Err(BatchError::IndexOutOfRange {
+                index: limb,
+                limbs: self.len,
+            })
+        }
+    }
+
+    /// Sets limb `limb`'s root's parent model transform and incoming local rotations
+    /// `[root, mid, tip]`.
+    ///
+    /// # Errors
+    /// [`BatchError::IndexOutOfRange`].
+    #[inline]
+    pub fn set(
+        &mut self,
+        limb: usize,
+        parent: &BoneTransform,
+        rotations: [Quat; 3],
+    ) -> Result<(), BatchError> {
+        self.set_parent(limb, parent)?;
+        self.set_rotations(limb, rotations)
+    }
+
+    /// Sets limb `limb`'s root's parent model transform.
+    ///
+    /// # Errors
+    /// [`BatchError::IndexOutOfRange`].
+    #[inline]
+    pub fn set_parent(&mut self, limb: usize, parent: &BoneTransform) -> Result<(), BatchError> {
+        self.check(limb)?;
+        let (block, lane) = (&mut self.blocks[limb / LANES], limb % LANES);
+        block.pt.set_lane(lane, parent.translation);
+        block.qp.set_lane(lane, parent.rotation);
+        block.ps.set_lane(lane, parent.scale);
+        Ok(())
+    }
+
+    /// Sets limb `limb`'s local rotations `[root, mid, tip]`.
+    ///
+    /// # Errors
+    /// [`BatchError::IndexOutOfRange`].
+    #[inline]
+    pub fn set_rotations(&mut self, limb: usize, rotations: [Quat; 3]) -> Result<(), BatchError> {
+        self.check(limb)?;
+        let (block, lane) = (&mut self.blocks[limb / LANES], limb % LANES);
+        for (q, r) in block.rot.iter_mut().zip(rotations) {
+            q.set_lane(lane, r);
+        }
+        Ok(())
+    }
+
+    /// Limb `limb`'s local rotations `[root, mid, tip]`: after [`TwoBoneBatch::solve_lanes`],
+    /// the solved ones (the incoming ones where its [`LanePoses::error`] is set).
+    ///
+    /// # Errors
+    /// [`BatchError::IndexOutOfRange`].
+    #[inline]
+    pub fn rotations(&self, limb: usize) -> Result<[Quat; 3], BatchError> {
+        self.check(limb)?;
+        let (block, lane) = (&self.blocks[limb / LANES], limb % LANES);
+        Ok(block.rot.map(|q| q.lane(lane)))
+    }
+
+    /// Limb `limb`'s root's parent model transform, as set.
+    ///
+    /// # Errors
+    /// [`BatchError::IndexOutOfRange`].
+    pub fn parent(&self, limb: usize) -> Result<BoneTransform, BatchError> {
+        self.check(limb)?;
+        let (block, lane) = (&self.blocks[limb / LANES], limb % LANES);
+        Ok(BoneTransform {
+            translation: block.pt.lane(lane),
+            rotation: block.qp.lane(lane),
+            scale: block.ps.lane(lane),
+        })
+    }
+
+    /// Why limb `limb`'s last solve failed (its rotations were left unchanged), as the
+    /// scalar [`TwoBoneIk::solve_with_parent`] would report it; `None` when it succeeded (or
+    /// was never solved, or `limb` is out of range).
+    #[must_use]
+    #[inline]
+    pub fn error(&self, limb: usize) -> Option<&AnalyticError> {
+        let failed = *self.failed.get(limb / LANES)? & (1 << (limb % LANES)) != 0;
+        failed.then(|| &self.errors[limb])
+    }
+}
+
+impl TwoBoneBatch {
+    /// Solves every limb toward its goal in `goals`, from and into `poses` (the resident
+    /// lanes: no gathering from or scattering to per-limb slices; see the
+    /// [module docs](self#resident-lanes-solve_lanes)).
+    ///
+    /// The same solve as [`TwoBoneBatch::solve`]: the solved rotations replace `poses`'
+    /// rotations, a limb that fails keeps its rotations and gets [`LanePoses::error`]. With
+    /// `reports`, one [`LimbReport`] (or the error) per limb is written there too, its
+    /// residual measured by forward kinematics as [`TwoBoneBatch::solve`]'s; without, the
+    /// reports' extra arithmetic (the residual's forward kinematics, the flex angle) is
+    /// skipped.
+    ///
+    /// Returns how many limbs took the scalar solve.
+    ///
+    /// # Errors
+    /// [`BatchError::LengthMismatch`] when `goals`, `poses` or `reports` are not for this
+    /// batch's number of limbs; nothing is written then.
+    pub fn solve_lanes(
+        &self,
+        goals: &LaneGoals,
+        poses: &mut LanePoses,
+        reports: Option<&mut [Result<LimbReport, AnalyticError>]>,
+        scratch: &mut BatchScratch,
+    ) -> Result<usize, BatchError> {
+        for (slice, found) in [
+            ("goals", goals.len()),
+            ("poses", poses.len()),
+            ("reports", reports.as_ref().map_or(self.len, |r| r.len())),
+        ] {
+            if found != self.len {
+                return Err(BatchError::LengthMismatch {
+                    limbs: self.len,
+                    slice,
+                    found,
+                });
+            }
+        }
+        Ok(match reports {
+            Some(reports) => self.solve_lanes_with::<true>(goals, poses, reports, scratch),
+            None => self.solve_lanes_with::<false>(goals, poses, &mut [], scratch),
+        })
+    }
+
+    /// [`TwoBoneBatch::solve_lanes`] after its checks; `reports` is empty unless `REPORT`.
+    fn solve_lanes_with<const REPORT: bool>(
+        &self,
+        goals: &LaneGoals,
+        poses: &mut LanePoses,
+        reports: &mut [Result<LimbReport, AnalyticError>],
+        scratch: &mut BatchScratch,
+    ) -> usize {
+        let lane_index = F::from([0.0, 1.0, 2.0, 3.0]);
+        let mut scalar = 0;
+        for (block, (g, p)) in goals.blocks.iter().zip(&mut poses.blocks).enumerate() {
+            let base = block * LANES;
+            let count = (self.len - base).min(LANES);
+            let input = Gathered {
+                pt: p.pt,
+                qp: p.qp,
+                ps: p.ps,
+                qr: p.rot[0],
+                qm: p.rot[1],
+                qt: p.rot[2],
+                target: g.target,
+                pole: g.pole,
+                o: g.o,
+                has_o: g.has_o,
+                has_pole: g.has_pole,
+            };
+            let out = self.lanes::<REPORT>(block, &input);
+            let solved_mask = out.ok & g.on_path & lane_index.cmp_lt(F::splat(count as f32));
+            let solved = solved_mask.move_mask() as u32;
+            if solved == 0b1111 {
+                // (The usual block: plain stores, no selects.)
+                p.rot = [out.root, out.mid, out.tip];
+            } else {
+                p.rot = [
+                    Q::select(solved_mask, out.root, p.rot[0]),
+                    Q::select(solved_mask, out.mid, p.rot[1]),
+                    Q::select(solved_mask, out.tip, p.rot[2]),
+                ];
+            }
+            let mut failed = 0u8;
+            if solved != (1 << count) - 1 {
+                for lane in (0..count).filter(|l| solved & (1 << l) == 0) {
+                    scalar += 1;
+                    let limb = base + lane;
+                    let parent = BoneTransform {
+                        translation: p.pt.lane(lane),
+                        rotation: p.qp.lane(lane),
+                        scale: p.ps.lane(lane),
+                    };
+                    let mut rotations = p.rot.map(|q| q.lane(lane));
+                    let result = self.solve_scalar(
+                        limb,
+                        &goals.goal(limb),
+                        &parent,
+                        &mut rotations,
+                        scratch,
+                    );
+                    for (q, r) in p.rot.iter_mut().zip(rotations) {
+                        q.set_lane(lane, r);
+                    }
+                    if let Err(e) = &result {
+                        failed |= 1 << lane;
+                        poses.errors[limb] = e.clone();
+                    }
+                    if REPORT {
+                        reports[limb] = result;
+                    }
+                }
+            }
+            poses.failed[block] = failed;
+            if REPORT {
+                out.write_reports(solved, count, &mut reports[base..]);
+            }
+        }
+        scalar
+    }
+}
+
+impl LaneOut {
+    /// Writes the reports of the `solved` lanes among the first `count`.
+    #[inline(always)]
+    fn write_reports(
+        &self,
+        solved: u32,
+        count: usize,
+        reports: &mut [Result<LimbReport, AnalyticError>],
+    ) {
+        let (reachable, limited, pole_fallback) = (
+            self.reachable.move_mask(),
+            self.flex_limited.move_mask(),
+            self.pole_fallback.move_mask(),
+        );
+        let (error, flex, dist) = (
+            self.error.to_array(),
+            self.flex.to_array(),
+            self.dist.to_array(),
+        );
+        let (l1, l2) = (self.l1.to_array(), self.l2.to_array());
+        for lane in (0..count).filter(|l| solved & (1 << l) != 0) {
+            let report = LimbReport {
+                reachable: reachable & (1 << lane) != 0,
+                position_error: error[lane],
+                flex_angle: flex[lane],
+                flex_limited: limited & (1 << lane) != 0,
+                pole_fallback: pole_fallback & (1 << lane) != 0,
+                target_distance: dist[lane],
+                lengths: [l1[lane], l2[lane]],
+            };
+            // (Overwriting an `Ok` in place: no call to drop the previous value.)
+            match &mut reports[lane] {
+                Ok(r) => *r = report,
+                other => *other = Ok(report),
+            }
         }
     }
 }
@@ -1079,8 +1727,18 @@ struct LaneIn {
     on_path: bool,
 }
 
+/// A goal's lane inputs: the orientation (identity if none) and the pole position (zero if
+/// none), its kind, and whether it is on the lanes' path.
+struct GoalIn {
+    o: Quat,
+    pole: Vec3,
+    has_o: bool,
+    has_pole: bool,
+    on_path: bool,
+}
+
 #[inline(always)]
-fn gather(goal: &LimbGoal, parent: &BoneTransform, rotations: &[Quat; 3]) -> LaneIn {
+fn gather_goal(goal: &LimbGoal) -> GoalIn {
     // Branch-free where the goal kinds vary from limb to limb (a mispredicted branch per limb
     // measured as much as the lanes' arithmetic): the orientation is read through a selected
     // reference, the flags are combined with `&` / `|`.
@@ -1099,6 +1757,24 @@ fn gather(goal: &LimbGoal, parent: &BoneTransform, rotations: &[Quat; 3]) -> Lan
         Pole::Keep => (Vec3::ZERO, false, goal.pole_weight.is_finite()),
         Pole::Swivel(_) => (Vec3::ZERO, false, false),
     };
+    GoalIn {
+        o,
+        pole,
+        has_o,
+        has_pole,
+        on_path: o_ok & pole_ok & full(goal.position_weight),
+    }
+}
+
+#[inline(always)]
+fn gather(goal: &LimbGoal, parent: &BoneTransform, rotations: &[Quat; 3]) -> LaneIn {
+    let GoalIn {
+        o,
+        pole,
+        has_o,
+        has_pole,
+        on_path,
+    } = gather_goal(goal);
     LaneIn {
         rows: [
             row3(parent.translation),
@@ -1113,7 +1789,7 @@ fn gather(goal: &LimbGoal, parent: &BoneTransform, rotations: &[Quat; 3]) -> Lan
         ],
         has_o,
         has_pole,
-        on_path: o_ok & pole_ok & full(goal.position_weight),
+        on_path,
     }
 }
 
