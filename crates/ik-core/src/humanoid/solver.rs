@@ -1347,6 +1347,13 @@ impl<'a> Solve<'a> {
                 }
             }
             self.s.demoting = false;
+            // The order compares within a tolerance, so it is not transitive: a chain of
+            // candidates each "better" than the last can end worse than the input. The input
+            // is checked last, so a cold solve is never worse than it.
+            if self.better(&initial, &report, goals) {
+                pose.copy_from(&self.s.start);
+                report = initial;
+            }
             report.iterations = iterations;
             report.restarts = restarts;
             report
