@@ -17,8 +17,10 @@
 //!    follows from the head: neck and spine offsets, lean and crouch), lowered only when the
 //!    legs could not reach the feet otherwise (the report says so);
 //! 5. plans the feet ([`locomotion`]): a foot stays planted where it landed until the body's
-//!    support point has moved away from it by more than [`VrSettings::step_threshold`] or the
-//!    body has turned past [`VrSettings::step_angle`]; then it steps — lifted on an arc, its
+//!    support point has moved away from it by more than [`VrSettings::step_threshold`] (from
+//!    where it would land now, ahead along the body's velocity), the body has turned past
+//!    [`VrSettings::step_angle`], or the body's motion will take it out of the leg's reach
+//!    within a step's time; then it steps — lifted on an arc, its
 //!    duration shorter as the body moves faster, one foot at a time, the other following —
 //!    which gives forward, backward and side steps and turning on the spot;
 //! 6. poses each arm with the analytic two-bone limb ([`TwoBoneIk`]) toward its controller,
@@ -31,7 +33,12 @@
 //!    goals on that pose: it returns the pose untouched when every goal is met within the
 //!    joint limits (the usual case: a cheap check), and otherwise clamps the joints to their
 //!    limits and reaches what it can — a controller out of reach pulls the chest along, an
-//!    infeasible goal gives way — with bounded cost and no flips.
+//!    infeasible goal gives way — with bounded cost and no flips;
+//! 8. when the solver had to move the trunk, brings the head back: the neck first, then what
+//!    the neck could not absorb moves the pelvis (the head is within reach whenever some
+//!    pelvis and spine pose within the limits puts it there, the feet staying planted) and
+//!    the solver runs again from there, within the same frame — up to three passes, each kept
+//!    only if it brings the head closer without letting a foot go.
 //!
 //! Every axis is derived from the rest pose ([`BodyFrame`]: up from the hips to the head, left
 //! from the right to the left limbs); no T-pose, bone axis or naming convention is assumed.
@@ -519,6 +526,8 @@ pub struct VrBody {
     /// A flat raise of the ground under the feet, along up (added to the probe's height).
     pub ground_offset: f32,
     report: VrReport,
+    /// A pose kept while the pelvis correction tries a pass (allocated at set-up).
+    saved: crate::pose::Pose,
 }
 
 fn yaw_of(dir: Vec3, frame: &BodyFrame) -> Option<f32> {
@@ -718,6 +727,7 @@ impl VrBody {
             ground: None,
             ground_offset: 0.0,
             report: VrReport::default(),
+            saved: skeleton.rest_pose(),
         };
         // Trackers at the rest pose are in model space; express them in player space.
         body.trackers.head.position = body.rig.origin
@@ -1091,7 +1101,20 @@ impl VrBody {
             .locomotion
             .update(&plan_in, &s, self.ground.as_deref(), first);
         self.report.steps += landed;
-        let feet = self.locomotion.foot_targets();
+        let mut feet = self.locomotion.foot_targets();
+
+        // A foot in the air stays within its leg's reach (it swings under the body).
+        let phases = self.locomotion.phases();
+        for side in 0..2 {
+            if let FootPhase::Stepping { .. } = phases[side] {
+                let hip = hip_joints[side];
+                let v = feet[side].translation - hip;
+                let r = self.rig.leg_length * 0.995;
+                if v.length_squared() > r * r {
+                    feet[side].translation = hip + v * (r / v.length());
+                }
+            }
+        }
 
         // Lower the pelvis if a leg cannot reach its foot.
         self.report.pelvis_lowered = false;
@@ -1236,11 +1259,63 @@ impl VrBody {
         let fb = fb?;
         self.state.started = true;
         self.report.trunk_moved = fb.iterations > 0;
+        let mut fb = fb;
         if fb.iterations > 0 {
             // The solver moved the trunk (a limit was in the way of a hand): bring the head
             // back with the neck (shortest arc onto the target, within the neck's range), then
             // turn the head onto its rotation.
             self.finish_head(skeleton, buffer, head_t.position, head_rot);
+            // What the neck could not absorb moves the pelvis (the head is reachable when
+            // some pelvis and spine pose within the limits puts it there): shift the hips by
+            // the head's residual and solve again from there, within this frame.
+            // Each pass is kept only when it brings the head closer without letting a foot
+            // go (so the cost stays bounded where a limit holds the trunk: a hand at the end
+            // of its range keeps the chest where it is).
+            let tol = 2e-4 * self.rig.leg_length;
+            let feet_tol = 0.5 * self.rig.leg_length * 1e-3;
+            let feet_miss = |r: &FullBodyReport| {
+                r.residuals[Effector::LeftFoot as usize]
+                    .position
+                    .max(r.residuals[Effector::RightFoot as usize].position)
+            };
+            let mut miss =
+                head_t.position - buffer.model_transform(skeleton, self.rig.head).translation;
+            for _ in 0..3 {
+                if miss.length() <= tol || pelvis_tracker.is_some() {
+                    break;
+                }
+                let saved = &mut self.saved;
+                saved.rotations.copy_from_slice(&buffer.pose().rotations);
+                saved
+                    .translations
+                    .copy_from_slice(&buffer.pose().translations);
+                pelvis += miss;
+                Self::set_model_translation(skeleton, buffer, self.rig.hips, pelvis);
+                let hips = buffer.model_transform(skeleton, self.rig.hips);
+                let goal_before = self.goals.effectors[Effector::Pelvis as usize];
+                self.goals.effectors[Effector::Pelvis as usize] =
+                    EffectorGoal::new(hips.translation, hips.rotation);
+                let again = self
+                    .solver
+                    .solve(skeleton, buffer.pose_unchecked_mut(), &self.goals);
+                buffer.invalidate_from(0);
+                let again = again?;
+                self.finish_head(skeleton, buffer, head_t.position, head_rot);
+                let now =
+                    head_t.position - buffer.model_transform(skeleton, self.rig.head).translation;
+                if now.length() >= 0.8 * miss.length()
+                    || feet_miss(&again) > feet_tol.max(feet_miss(&fb))
+                {
+                    buffer.set_pose(&self.saved);
+                    self.goals.effectors[Effector::Pelvis as usize] = goal_before;
+                    break;
+                }
+                miss = now;
+                fb = FullBodyReport {
+                    iterations: fb.iterations + again.iterations,
+                    ..again
+                };
+            }
         }
 
         // Measure on the output.

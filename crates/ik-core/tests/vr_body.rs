@@ -22,13 +22,14 @@ struct Run {
     /// Largest drift of a planted foot during one stance, human metres.
     slide: f32,
     /// Largest head error (position, human metres; rotation, degrees) on frames where the
-    /// pelvis did not have to drop.
+    /// head is within reach: the pelvis did not have to drop below where the head puts it
+    /// (a leg could not reach its planted foot), whether or not a joint limit moved the trunk.
     head: (f32, f32),
     /// Frames where the pelvis was lowered (the legs could not reach).
     pelvis_lowered: usize,
     /// Frames where a limit made the full-body solver move the trunk.
     trunk_moved: usize,
-    /// Largest head position error on those frames, human metres.
+    /// Largest head position error on those frames, human metres (also in `head`).
     head_limited: f32,
     /// Largest hand error on frames within reach.
     hand: (f32, f32),
@@ -83,9 +84,18 @@ fn run_recording(rig: &Rig) -> Run {
         if report.pelvis_lowered {
             run.pelvis_lowered += 1;
         }
-        if report.pelvis_lowered || report.trunk_moved {
+        if report.pelvis_lowered {
             if debug {
-                println!("t {:.2} lowered", f.t);
+                let h = model[body.head_bone()];
+                println!(
+                    "t {:.2} lowered {} trunk {} head {:.1} mm iters {} limits {}",
+                    f.t,
+                    report.pelvis_lowered,
+                    report.trunk_moved,
+                    h.translation.distance(targets[0].position) / s * 1e3,
+                    report.full_body.iterations,
+                    report.full_body.limits_hit
+                );
             }
         } else {
             let h = model[body.head_bone()];
@@ -208,7 +218,8 @@ struct Targets {
     head: (f32, f32),
     hand: (f32, f32),
     max_turn: f32,
-    /// Frames (of 3600) the head check may skip (pelvis lowered, trunk moved by a limit).
+    /// Frames (of 3600) the head check may skip (the pelvis lowered: the head out of reach of
+    /// the planted feet).
     exempt: usize,
 }
 
@@ -218,7 +229,7 @@ const ISSUE: Targets = Targets {
     head: (1e-3, 1.0),
     hand: (1e-3, 1.0),
     max_turn: 20.0,
-    exempt: 360,
+    exempt: 36,
 };
 
 fn check(rig: &Rig, r: &Run, t: &Targets, failures: &mut Vec<String>) {
@@ -236,10 +247,10 @@ fn check(rig: &Rig, r: &Run, t: &Targets, failures: &mut Vec<String>) {
             r.head.1
         ));
     }
-    if r.pelvis_lowered.max(r.trunk_moved) > t.exempt {
+    if r.pelvis_lowered > t.exempt {
         fail(format!(
-            "head check skipped on {} + {} frames",
-            r.pelvis_lowered, r.trunk_moved
+            "head out of reach (pelvis lowered) on {} frames",
+            r.pelvis_lowered
         ));
     }
     if r.hand.0 > t.hand.0 || r.hand.1 > t.hand.1 {
@@ -281,16 +292,13 @@ fn selected_rigs() -> Vec<Rig> {
 }
 
 /// What the VR body achieves today on every rig convention and the UAL character: the
-/// issue's targets for sliding and the hands; the head within 1 mm / 1° except on frames where
-/// the pelvis had to drop or a joint limit made the full-body solver move the trunk (at most
-/// a sixth of the recording); joints turning at most 30° in a frame. The `KayKit` mannequin
-/// (chibi proportions) is not there yet: see `vr_recording_meets_the_issue_targets`.
+/// issue's targets, except the head on the two Unreal-convention test rigs (within 3.1 mm on
+/// the few frames where a hand at the end of its range holds the chest, so that moving the
+/// pelvis does not move the head). The `KayKit` mannequin (chibi proportions) is not there yet:
+/// see `vr_recording_meets_the_issue_targets`.
 const CURRENT: Targets = Targets {
-    slide: 1e-3,
-    head: (1e-3, 1.0),
-    hand: (1e-3, 1.0),
-    max_turn: 30.0,
-    exempt: 600,
+    head: (3.5e-3, 1.0),
+    ..ISSUE
 };
 
 #[test]
@@ -309,7 +317,7 @@ fn vr_recording_on_every_rig() {
 
 /// The issue's targets on every rig convention and the CC0 characters.
 #[test]
-#[ignore = "open: the head is off (up to 5-13 cm) on the ~10 % of frames where a joint limit moves the trunk, one rig turns a joint 29° in a frame, and the KayKit mannequin slides and flips"]
+#[ignore = "open: the KayKit mannequin slides 3 mm, its head misses up to 55 mm, a joint turns 43° in a frame, 5.5 steps/m; the Unreal test rigs' head 3.1 mm off on a few frames"]
 fn vr_recording_meets_the_issue_targets() {
     let mut failures = Vec::new();
     for rig in selected_rigs() {
