@@ -36,9 +36,15 @@
 //!    infeasible goal gives way — with bounded cost and no flips;
 //! 8. when the solver had to move the trunk, brings the head back: the neck first, then what
 //!    the neck could not absorb moves the pelvis (the head is within reach whenever some
-//!    pelvis and spine pose within the limits puts it there, the feet staying planted) and
-//!    the solver runs again from there, within the same frame — up to three passes, each kept
-//!    only if it brings the head closer without letting a foot go.
+//!    pelvis and spine pose within the limits puts it there, the feet staying planted): the
+//!    body shifts by the head's residual and the four limbs are re-seated analytically on
+//!    their targets, swivels kept, joints clamped to their limits — kept only if no foot moves
+//!    and no hand within reach ends up more than a quarter of a millimetre (human scale)
+//!    further from its controller. No second solve: the frame costs one bounded solve.
+//!
+//! Before that, each arm's swivel is chosen so that the arm is within its joint limits (upper
+//! arm, elbow, forearm twist, wrist) when a swivel within this frame's turn allows it, so the
+//! solver's check passes and it returns at once.
 //!
 //! Every axis is derived from the rest pose ([`BodyFrame`]: up from the hips to the head, left
 //! from the right to the left limbs); no T-pose, bone axis or naming convention is assumed.
@@ -1212,19 +1218,66 @@ impl VrBody {
                 (None, Some(pn)) => pn,
                 (None, None) => self.state.elbow_dir[side],
             };
-            self.state.elbow_dir[side] = dir;
-            let pole = shoulder + 0.5 * to + dir * self.rig.arm_length[side];
-            let goal = LimbGoal::new(hand.position)
-                .with_orientation(hand_rot)
-                .with_pole(pole);
-            let r = self.solve_limb(
-                skeleton,
-                buffer,
-                &self.rig.arms[side],
-                [&self.rig.arm_limits[side][0], &self.rig.arm_limits[side][1]],
-                &goal,
-            )?;
-            self.twist_forearm(skeleton, buffer, side, hand_rot);
+            // The swivel: the one above if the arm is within its joint limits there (upper
+            // arm, elbow, forearm twist, wrist), else the nearest to it within this frame's
+            // turn that is (so the full-body solver has no limit to fix: the cheap frame);
+            // none: the one above, and the solver fixes it.
+            let mut candidates = [dir; 7];
+            if let (false, Some(pn)) = (first, prev.try_normalize()) {
+                for (k, c) in candidates.iter_mut().enumerate().skip(1) {
+                    let step = (k.div_ceil(2) as f32) / 3.0 * turn;
+                    let sign = if k % 2 == 1 { 1.0 } else { -1.0 };
+                    *c = Quat::from_axis_angle(axis, sign * step) * pn;
+                }
+                // Nearest to where the hand and body want the elbow first.
+                candidates[1..].sort_unstable_by(|a, b| {
+                    b.dot(want)
+                        .partial_cmp(&a.dot(want))
+                        .unwrap_or(core::cmp::Ordering::Equal)
+                });
+            }
+            let mut r = None;
+            for (k, &c) in candidates.iter().enumerate() {
+                if k > 0 && (first || c == candidates[0]) {
+                    break;
+                }
+                let pole = shoulder + 0.5 * to + c * self.rig.arm_length[side];
+                let goal = LimbGoal::new(hand.position)
+                    .with_orientation(hand_rot)
+                    .with_pole(pole);
+                let rep = self.solve_limb(
+                    skeleton,
+                    buffer,
+                    &self.rig.arms[side],
+                    [&self.rig.arm_limits[side][0], &self.rig.arm_limits[side][1]],
+                    &goal,
+                )?;
+                self.twist_forearm(skeleton, buffer, side, hand_rot);
+                r = Some(rep);
+                if self.arm_within_limits(skeleton, buffer, side) {
+                    self.state.elbow_dir[side] = c;
+                    break;
+                }
+                if k == candidates.len() - 1 {
+                    // None fits: back to the first, the solver fixes it.
+                    let pole = shoulder + 0.5 * to + dir * self.rig.arm_length[side];
+                    let goal = LimbGoal::new(hand.position)
+                        .with_orientation(hand_rot)
+                        .with_pole(pole);
+                    r = Some(self.solve_limb(
+                        skeleton,
+                        buffer,
+                        &self.rig.arms[side],
+                        [&self.rig.arm_limits[side][0], &self.rig.arm_limits[side][1]],
+                        &goal,
+                    )?);
+                    self.twist_forearm(skeleton, buffer, side, hand_rot);
+                    self.state.elbow_dir[side] = dir;
+                }
+            }
+            let Some(r) = r else {
+                continue;
+            };
             self.report.hand_reachable[side] =
                 r.reachable && r.target_distance <= 0.999 * self.rig.arm_length[side];
         }
@@ -1259,7 +1312,6 @@ impl VrBody {
         let fb = fb?;
         self.state.started = true;
         self.report.trunk_moved = fb.iterations > 0;
-        let mut fb = fb;
         if fb.iterations > 0 {
             // The solver moved the trunk (a limit was in the way of a hand): bring the head
             // back with the neck (shortest arc onto the target, within the neck's range), then
@@ -1268,53 +1320,18 @@ impl VrBody {
             // What the neck could not absorb moves the pelvis (the head is reachable when
             // some pelvis and spine pose within the limits puts it there): shift the hips by
             // the head's residual and solve again from there, within this frame.
-            // Each pass is kept only when it brings the head closer without letting a foot
-            // go (so the cost stays bounded where a limit holds the trunk: a hand at the end
-            // of its range keeps the chest where it is).
-            let tol = 2e-4 * self.rig.leg_length;
-            let feet_tol = 0.5 * self.rig.leg_length * 1e-3;
-            let feet_miss = |r: &FullBodyReport| {
-                r.residuals[Effector::LeftFoot as usize]
-                    .position
-                    .max(r.residuals[Effector::RightFoot as usize].position)
-            };
-            let mut miss =
-                head_t.position - buffer.model_transform(skeleton, self.rig.head).translation;
-            for _ in 0..3 {
-                if miss.length() <= tol || pelvis_tracker.is_some() {
-                    break;
-                }
-                let saved = &mut self.saved;
-                saved.rotations.copy_from_slice(&buffer.pose().rotations);
-                saved
-                    .translations
-                    .copy_from_slice(&buffer.pose().translations);
-                pelvis += miss;
-                Self::set_model_translation(skeleton, buffer, self.rig.hips, pelvis);
-                let hips = buffer.model_transform(skeleton, self.rig.hips);
-                let goal_before = self.goals.effectors[Effector::Pelvis as usize];
-                self.goals.effectors[Effector::Pelvis as usize] =
-                    EffectorGoal::new(hips.translation, hips.rotation);
-                let again = self
-                    .solver
-                    .solve(skeleton, buffer.pose_unchecked_mut(), &self.goals);
-                buffer.invalidate_from(0);
-                let again = again?;
-                self.finish_head(skeleton, buffer, head_t.position, head_rot);
-                let now =
+            // What the neck could not absorb moves the pelvis (the head is within reach
+            // whenever some pelvis and spine pose within the limits puts it there): the body
+            // shifts by the head's residual and the four limbs are re-seated on their targets
+            // analytically, their swivels kept (a shift of millimetres; no second solve, so
+            // the frame's cost stays that of one bounded solve). Kept only if no hand or foot
+            // ends up further from its target than the solver left it.
+            if pelvis_tracker.is_none() {
+                let miss =
                     head_t.position - buffer.model_transform(skeleton, self.rig.head).translation;
-                if now.length() >= 0.8 * miss.length()
-                    || feet_miss(&again) > feet_tol.max(feet_miss(&fb))
-                {
-                    buffer.set_pose(&self.saved);
-                    self.goals.effectors[Effector::Pelvis as usize] = goal_before;
-                    break;
+                if miss.length() > 1e-5 * self.rig.leg_length {
+                    self.reseat(skeleton, buffer, miss, &feet, &hands);
                 }
-                miss = now;
-                fb = FullBodyReport {
-                    iterations: fb.iterations + again.iterations,
-                    ..again
-                };
             }
         }
 
@@ -1346,6 +1363,135 @@ impl VrBody {
             position_residual: pos,
             angle_residual: ang,
         })
+    }
+
+    /// Shifts the whole body by `shift` (the hips' translation) and puts the feet and hands
+    /// back on their targets with the analytic limbs, keeping each limb's swivel (the pole at
+    /// its mid joint). Undone when a hand or foot would end up further from its target than
+    /// before (beyond a rounding margin).
+    fn reseat(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+        shift: Vec3,
+        feet: &[BoneTransform; 2],
+        hands: &[TrackerPose; 2],
+    ) {
+        let tips = |buffer: &mut PoseBuffer, this: &Self| -> [f32; 4] {
+            let f = [0, 1].map(|s| {
+                buffer
+                    .model_transform(skeleton, this.rig.leg_bones[s][2])
+                    .translation
+                    .distance(feet[s].translation)
+            });
+            let h = [0, 1].map(|s| {
+                buffer
+                    .model_transform(skeleton, this.rig.arm_bones[s][2])
+                    .translation
+                    .distance(hands[s].position)
+            });
+            [f[0], f[1], h[0], h[1]]
+        };
+        let before = tips(buffer, self);
+        let saved = &mut self.saved;
+        saved.rotations.copy_from_slice(&buffer.pose().rotations);
+        saved
+            .translations
+            .copy_from_slice(&buffer.pose().translations);
+        let hips = buffer.model_transform(skeleton, self.rig.hips).translation;
+        Self::set_model_translation(skeleton, buffer, self.rig.hips, hips + shift);
+        let mut ok = true;
+        for side in 0..2 {
+            let [_, knee, _] = self.rig.leg_bones[side];
+            let pole = buffer.model_transform(skeleton, knee).translation;
+            let goal = LimbGoal::new(feet[side].translation)
+                .with_orientation(feet[side].rotation)
+                .with_pole(pole);
+            ok &= self
+                .solve_limb(
+                    skeleton,
+                    buffer,
+                    &self.rig.legs[side],
+                    [&self.rig.leg_limits[side][0], &self.rig.leg_limits[side][1]],
+                    &goal,
+                )
+                .is_ok();
+            let [_, elbow, _] = self.rig.arm_bones[side];
+            let pole = buffer.model_transform(skeleton, elbow).translation;
+            let rot = hands[side].rotation.normalize();
+            let goal = LimbGoal::new(hands[side].position)
+                .with_orientation(rot)
+                .with_pole(pole);
+            ok &= self
+                .solve_limb(
+                    skeleton,
+                    buffer,
+                    &self.rig.arms[side],
+                    [&self.rig.arm_limits[side][0], &self.rig.arm_limits[side][1]],
+                    &goal,
+                )
+                .is_ok();
+            self.twist_forearm(skeleton, buffer, side, rot);
+        }
+        // The solver's output is within every joint limit; so must this be: limbs clamped
+        // (parents first), and the result judged on where the hands and feet then are.
+        for side in 0..2 {
+            let [upper, lower, hand] = self.rig.arm_bones[side];
+            Self::clamp_to_limit(skeleton, buffer, upper, &self.rig.arm_limits[side][0]);
+            Self::clamp_to_limit(skeleton, buffer, lower, &self.rig.arm_limits[side][1]);
+            if let Some((t, l)) = self.rig.twist[side] {
+                Self::clamp_to_limit(skeleton, buffer, t, &l);
+            }
+            Self::clamp_to_limit(skeleton, buffer, hand, &self.rig.hand_limit[side]);
+            let [upper, lower, _] = self.rig.leg_bones[side];
+            Self::clamp_to_limit(skeleton, buffer, upper, &self.rig.leg_limits[side][0]);
+            Self::clamp_to_limit(skeleton, buffer, lower, &self.rig.leg_limits[side][1]);
+        }
+        let after = tips(buffer, self);
+        let margin = 5e-5 * self.rig.leg_length;
+        // A hand whose controller is beyond the arm's reach from the shoulder may miss more:
+        // the head comes first (the trunk leaned for it, but only so far as the head allows).
+        let out_of_reach = [0, 1].map(|side| {
+            let shoulder = buffer
+                .model_transform(skeleton, self.rig.arm_bones[side][0])
+                .translation;
+            shoulder.distance(hands[side].position) >= 0.999 * self.rig.arm_length[side]
+        });
+        let worse = after
+            .iter()
+            .zip(before)
+            .enumerate()
+            .any(|(k, (a, b))| match k {
+                // Feet: planted, they must not move.
+                0 | 1 => *a > b + margin,
+                // Hands: a limit the solver worked around may cost a fraction of a
+                // millimetre (a quarter of the hand tolerance the tests hold).
+                _ => !out_of_reach[k - 2] && *a > b.max(5.0 * margin),
+            });
+        if !ok || worse {
+            buffer.set_pose(&self.saved);
+        }
+    }
+
+    /// Whether arm `side` (upper arm, elbow, forearm twist bone, hand) is within the
+    /// full-body solver's joint limits as posed.
+    fn arm_within_limits(&self, skeleton: &Skeleton, buffer: &PoseBuffer, side: usize) -> bool {
+        let [upper, lower, hand] = self.rig.arm_bones[side];
+        let pose = buffer.pose();
+        let inside = |bone: usize, limit: &JointLimit| {
+            let rest = &skeleton.bones()[bone].rest;
+            limit.contains(
+                rest.rotation,
+                rest.translation,
+                pose.rotations[bone],
+                pose.translations[bone],
+                crate::limits::LIMIT_SLACK,
+            )
+        };
+        inside(upper, &self.rig.arm_limits[side][0])
+            && inside(lower, &self.rig.arm_limits[side][1])
+            && inside(hand, &self.rig.hand_limit[side])
+            && self.rig.twist[side].is_none_or(|(t, l)| inside(t, &l))
     }
 
     /// Hands the hand's twist about the forearm to an in-line forearm twist bone (if the rig
@@ -1513,6 +1659,33 @@ impl VrBody {
         );
         if hinge.clamp(rest.rotation, rest.translation, &mut r, &mut t) {
             buffer.set_local(mid, r, t);
+            // Bend about the hinge so that the limb spans the root-to-target distance
+            // exactly again (removing the off-axis swing changed it a little).
+            if let JointLimit::Hinge { axis, .. } = *hinge {
+                let root_p = buffer.model_transform(skeleton, root).translation;
+                let mid_m = buffer.model_transform(skeleton, mid);
+                let tip_p = buffer.model_transform(skeleton, tip).translation;
+                let a = (mid_m.rotation * axis).normalize_or_zero();
+                let (m, u) = (mid_m.translation - root_p, tip_p - mid_m.translation);
+                let u_par = a * a.dot(u);
+                let (u_perp, w) = (u - u_par, a.cross(u));
+                let (b, c) = (m.dot(u_perp), m.dot(w));
+                let want = goal.target.distance_squared(root_p);
+                let d = 0.5 * (want - m.length_squared() - u.length_squared()) - m.dot(u_par);
+                let amp = b.hypot(c);
+                if amp > 1e-9 && d.abs() <= amp && a != Vec3::ZERO {
+                    let phi = c.atan2(b);
+                    let off = (d / amp).clamp(-1.0, 1.0).acos();
+                    let theta = [phi + off, phi - off]
+                        .into_iter()
+                        .map(|x| (x + PI).rem_euclid(2.0 * PI) - PI)
+                        .min_by(|x, y| x.abs().total_cmp(&y.abs()))
+                        .unwrap_or(0.0);
+                    let (mut r2, mut t2) = (r * Quat::from_axis_angle(axis, theta), t);
+                    hinge.clamp(rest.rotation, rest.translation, &mut r2, &mut t2);
+                    buffer.set_local(mid, r2.normalize(), t2);
+                }
+            }
             let root_m = buffer.model_transform(skeleton, root);
             let tip_now = buffer.model_transform(skeleton, tip).translation;
             let (from, to) = (
