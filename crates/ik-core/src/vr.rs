@@ -97,6 +97,11 @@ use crate::stack::{CustomReport, CustomStage, PoseBuffer, StackError};
 
 pub use locomotion::{FootPhase, GroundProbe, Locomotion};
 
+/// The full-body solver's iteration budget per frame that [`VrBody::new`] sets
+/// ([`FullBodySettings::max_iterations`](crate::humanoid::FullBodySettings::max_iterations);
+/// change it with [`VrBody::solver_mut`]).
+pub const VR_SOLVER_ITERATIONS: u32 = 4;
+
 /// Errors setting up a [`VrBody`] or a [`VrCalibration`].
 #[derive(Debug, Clone, PartialEq, Error)]
 #[non_exhaustive]
@@ -567,7 +572,12 @@ impl VrBody {
     /// arms, legs) or the full-body solver rejects it; [`VrError::Analytic`] for a
     /// degenerate limb.
     pub fn new(skeleton: &Skeleton, map: &HumanoidMap) -> Result<Self, VrError> {
-        let solver = FullBodySolver::new(skeleton, map)?;
+        let mut solver = FullBodySolver::new(skeleton, map)?;
+        // The tracking budget per frame: the analytic pose is within the limits on most frames
+        // (the solver returns at once); where a controller is out of reach the solver cannot
+        // meet every goal anyway and keeps converging over the next frames. Bounds the slow
+        // frames (`benches/vr_body.rs` prints their iterations).
+        solver.settings_mut().max_iterations = VR_SOLVER_ITERATIONS;
         let frame = BodyFrame::from_rest(skeleton, map)?;
         let model = skeleton.rest_model_transforms();
         let bone = |r: B| map.get(r).ok_or(HumanoidError::MissingBone(r));
