@@ -316,13 +316,13 @@ impl Default for VrSettings {
     fn default() -> Self {
         Self {
             stand_height: 0.985,
-            step_threshold: 0.22,
+            step_threshold: 0.3,
             step_angle: 0.6,
-            step_duration: 0.42,
-            min_step_duration: 0.26,
+            step_duration: 0.5,
+            min_step_duration: 0.38,
             step_height: 0.1,
-            max_step: 0.75,
-            step_lead: 0.15,
+            max_step: 1.4,
+            step_lead: 0.1,
             turn_time: 0.12,
             turn_dead_zone: 0.45,
             hands_yaw: 0.5,
