@@ -17,8 +17,10 @@
 //!    follows from the head: neck and spine offsets, lean and crouch), lowered only when the
 //!    legs could not reach the feet otherwise (the report says so);
 //! 5. plans the feet ([`locomotion`]): a foot stays planted where it landed until the body's
-//!    support point has moved away from it by more than [`VrSettings::step_threshold`] or the
-//!    body has turned past [`VrSettings::step_angle`]; then it steps — lifted on an arc, its
+//!    support point has moved away from it by more than [`VrSettings::step_threshold`] (from
+//!    where it would land now, ahead along the body's velocity), the body has turned past
+//!    [`VrSettings::step_angle`], or the body's motion will take it out of the leg's reach
+//!    within a step's time; then it steps — lifted on an arc, its
 //!    duration shorter as the body moves faster, one foot at a time, the other following —
 //!    which gives forward, backward and side steps and turning on the spot;
 //! 6. poses each arm with the analytic two-bone limb ([`TwoBoneIk`]) toward its controller,
@@ -31,7 +33,18 @@
 //!    goals on that pose: it returns the pose untouched when every goal is met within the
 //!    joint limits (the usual case: a cheap check), and otherwise clamps the joints to their
 //!    limits and reaches what it can — a controller out of reach pulls the chest along, an
-//!    infeasible goal gives way — with bounded cost and no flips.
+//!    infeasible goal gives way — with bounded cost and no flips;
+//! 8. when the solver had to move the trunk, brings the head back: the neck first, then what
+//!    the neck could not absorb moves the pelvis (the head is within reach whenever some
+//!    pelvis and spine pose within the limits puts it there, the feet staying planted): the
+//!    body shifts by the head's residual and the four limbs are re-seated analytically on
+//!    their targets, swivels kept, joints clamped to their limits — kept only if no foot moves
+//!    and no hand within reach ends up more than a quarter of a millimetre (human scale)
+//!    further from its controller. No second solve: the frame costs one bounded solve.
+//!
+//! Before that, each arm's swivel is chosen so that the arm is within its joint limits (upper
+//! arm, elbow, forearm twist, wrist) when a swivel within this frame's turn allows it, so the
+//! solver's check passes and it returns at once.
 //!
 //! Every axis is derived from the rest pose ([`BodyFrame`]: up from the hips to the head, left
 //! from the right to the left limbs); no T-pose, bone axis or naming convention is assumed.
@@ -83,6 +96,11 @@ use crate::skeleton::Skeleton;
 use crate::stack::{CustomReport, CustomStage, PoseBuffer, StackError};
 
 pub use locomotion::{FootPhase, GroundProbe, Locomotion};
+
+/// The full-body solver's iteration budget per frame that [`VrBody::new`] sets
+/// ([`FullBodySettings::max_iterations`](crate::humanoid::FullBodySettings::max_iterations);
+/// change it with [`VrBody::solver_mut`]).
+pub const VR_SOLVER_ITERATIONS: u32 = 4;
 
 /// Errors setting up a [`VrBody`] or a [`VrCalibration`].
 #[derive(Debug, Clone, PartialEq, Error)]
@@ -298,13 +316,13 @@ impl Default for VrSettings {
     fn default() -> Self {
         Self {
             stand_height: 0.985,
-            step_threshold: 0.22,
+            step_threshold: 0.3,
             step_angle: 0.6,
-            step_duration: 0.42,
-            min_step_duration: 0.26,
+            step_duration: 0.5,
+            min_step_duration: 0.38,
             step_height: 0.1,
-            max_step: 0.75,
-            step_lead: 0.15,
+            max_step: 1.4,
+            step_lead: 0.1,
             turn_time: 0.12,
             turn_dead_zone: 0.45,
             hands_yaw: 0.5,
@@ -519,6 +537,8 @@ pub struct VrBody {
     /// A flat raise of the ground under the feet, along up (added to the probe's height).
     pub ground_offset: f32,
     report: VrReport,
+    /// A pose kept while the pelvis correction tries a pass (allocated at set-up).
+    saved: crate::pose::Pose,
 }
 
 fn yaw_of(dir: Vec3, frame: &BodyFrame) -> Option<f32> {
@@ -552,7 +572,12 @@ impl VrBody {
     /// arms, legs) or the full-body solver rejects it; [`VrError::Analytic`] for a
     /// degenerate limb.
     pub fn new(skeleton: &Skeleton, map: &HumanoidMap) -> Result<Self, VrError> {
-        let solver = FullBodySolver::new(skeleton, map)?;
+        let mut solver = FullBodySolver::new(skeleton, map)?;
+        // The tracking budget per frame: the analytic pose is within the limits on most frames
+        // (the solver returns at once); where a controller is out of reach the solver cannot
+        // meet every goal anyway and keeps converging over the next frames. Bounds the slow
+        // frames (`benches/vr_body.rs` prints their iterations).
+        solver.settings_mut().max_iterations = VR_SOLVER_ITERATIONS;
         let frame = BodyFrame::from_rest(skeleton, map)?;
         let model = skeleton.rest_model_transforms();
         let bone = |r: B| map.get(r).ok_or(HumanoidError::MissingBone(r));
@@ -718,6 +743,7 @@ impl VrBody {
             ground: None,
             ground_offset: 0.0,
             report: VrReport::default(),
+            saved: skeleton.rest_pose(),
         };
         // Trackers at the rest pose are in model space; express them in player space.
         body.trackers.head.position = body.rig.origin
@@ -1091,7 +1117,20 @@ impl VrBody {
             .locomotion
             .update(&plan_in, &s, self.ground.as_deref(), first);
         self.report.steps += landed;
-        let feet = self.locomotion.foot_targets();
+        let mut feet = self.locomotion.foot_targets();
+
+        // A foot in the air stays within its leg's reach (it swings under the body).
+        let phases = self.locomotion.phases();
+        for side in 0..2 {
+            if let FootPhase::Stepping { .. } = phases[side] {
+                let hip = hip_joints[side];
+                let v = feet[side].translation - hip;
+                let r = self.rig.leg_length * 0.995;
+                if v.length_squared() > r * r {
+                    feet[side].translation = hip + v * (r / v.length());
+                }
+            }
+        }
 
         // Lower the pelvis if a leg cannot reach its foot.
         self.report.pelvis_lowered = false;
@@ -1189,19 +1228,66 @@ impl VrBody {
                 (None, Some(pn)) => pn,
                 (None, None) => self.state.elbow_dir[side],
             };
-            self.state.elbow_dir[side] = dir;
-            let pole = shoulder + 0.5 * to + dir * self.rig.arm_length[side];
-            let goal = LimbGoal::new(hand.position)
-                .with_orientation(hand_rot)
-                .with_pole(pole);
-            let r = self.solve_limb(
-                skeleton,
-                buffer,
-                &self.rig.arms[side],
-                [&self.rig.arm_limits[side][0], &self.rig.arm_limits[side][1]],
-                &goal,
-            )?;
-            self.twist_forearm(skeleton, buffer, side, hand_rot);
+            // The swivel: the one above if the arm is within its joint limits there (upper
+            // arm, elbow, forearm twist, wrist), else the nearest to it within this frame's
+            // turn that is (so the full-body solver has no limit to fix: the cheap frame);
+            // none: the one above, and the solver fixes it.
+            let mut candidates = [dir; 7];
+            if let (false, Some(pn)) = (first, prev.try_normalize()) {
+                for (k, c) in candidates.iter_mut().enumerate().skip(1) {
+                    let step = (k.div_ceil(2) as f32) / 3.0 * turn;
+                    let sign = if k % 2 == 1 { 1.0 } else { -1.0 };
+                    *c = Quat::from_axis_angle(axis, sign * step) * pn;
+                }
+                // Nearest to where the hand and body want the elbow first.
+                candidates[1..].sort_unstable_by(|a, b| {
+                    b.dot(want)
+                        .partial_cmp(&a.dot(want))
+                        .unwrap_or(core::cmp::Ordering::Equal)
+                });
+            }
+            let mut r = None;
+            for (k, &c) in candidates.iter().enumerate() {
+                if k > 0 && (first || c == candidates[0]) {
+                    break;
+                }
+                let pole = shoulder + 0.5 * to + c * self.rig.arm_length[side];
+                let goal = LimbGoal::new(hand.position)
+                    .with_orientation(hand_rot)
+                    .with_pole(pole);
+                let rep = self.solve_limb(
+                    skeleton,
+                    buffer,
+                    &self.rig.arms[side],
+                    [&self.rig.arm_limits[side][0], &self.rig.arm_limits[side][1]],
+                    &goal,
+                )?;
+                self.twist_forearm(skeleton, buffer, side, hand_rot);
+                r = Some(rep);
+                if self.arm_within_limits(skeleton, buffer, side) {
+                    self.state.elbow_dir[side] = c;
+                    break;
+                }
+                if k == candidates.len() - 1 {
+                    // None fits: back to the first, the solver fixes it.
+                    let pole = shoulder + 0.5 * to + dir * self.rig.arm_length[side];
+                    let goal = LimbGoal::new(hand.position)
+                        .with_orientation(hand_rot)
+                        .with_pole(pole);
+                    r = Some(self.solve_limb(
+                        skeleton,
+                        buffer,
+                        &self.rig.arms[side],
+                        [&self.rig.arm_limits[side][0], &self.rig.arm_limits[side][1]],
+                        &goal,
+                    )?);
+                    self.twist_forearm(skeleton, buffer, side, hand_rot);
+                    self.state.elbow_dir[side] = dir;
+                }
+            }
+            let Some(r) = r else {
+                continue;
+            };
             self.report.hand_reachable[side] =
                 r.reachable && r.target_distance <= 0.999 * self.rig.arm_length[side];
         }
@@ -1241,6 +1327,22 @@ impl VrBody {
             // back with the neck (shortest arc onto the target, within the neck's range), then
             // turn the head onto its rotation.
             self.finish_head(skeleton, buffer, head_t.position, head_rot);
+            // What the neck could not absorb moves the pelvis (the head is reachable when
+            // some pelvis and spine pose within the limits puts it there): shift the hips by
+            // the head's residual and solve again from there, within this frame.
+            // What the neck could not absorb moves the pelvis (the head is within reach
+            // whenever some pelvis and spine pose within the limits puts it there): the body
+            // shifts by the head's residual and the four limbs are re-seated on their targets
+            // analytically, their swivels kept (a shift of millimetres; no second solve, so
+            // the frame's cost stays that of one bounded solve). Kept only if no hand or foot
+            // ends up further from its target than the solver left it.
+            if pelvis_tracker.is_none() {
+                let miss =
+                    head_t.position - buffer.model_transform(skeleton, self.rig.head).translation;
+                if miss.length() > 1e-5 * self.rig.leg_length {
+                    self.reseat(skeleton, buffer, miss, &feet, &hands);
+                }
+            }
         }
 
         // Measure on the output.
@@ -1271,6 +1373,135 @@ impl VrBody {
             position_residual: pos,
             angle_residual: ang,
         })
+    }
+
+    /// Shifts the whole body by `shift` (the hips' translation) and puts the feet and hands
+    /// back on their targets with the analytic limbs, keeping each limb's swivel (the pole at
+    /// its mid joint). Undone when a hand or foot would end up further from its target than
+    /// before (beyond a rounding margin).
+    fn reseat(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+        shift: Vec3,
+        feet: &[BoneTransform; 2],
+        hands: &[TrackerPose; 2],
+    ) {
+        let tips = |buffer: &mut PoseBuffer, this: &Self| -> [f32; 4] {
+            let f = [0, 1].map(|s| {
+                buffer
+                    .model_transform(skeleton, this.rig.leg_bones[s][2])
+                    .translation
+                    .distance(feet[s].translation)
+            });
+            let h = [0, 1].map(|s| {
+                buffer
+                    .model_transform(skeleton, this.rig.arm_bones[s][2])
+                    .translation
+                    .distance(hands[s].position)
+            });
+            [f[0], f[1], h[0], h[1]]
+        };
+        let before = tips(buffer, self);
+        let saved = &mut self.saved;
+        saved.rotations.copy_from_slice(&buffer.pose().rotations);
+        saved
+            .translations
+            .copy_from_slice(&buffer.pose().translations);
+        let hips = buffer.model_transform(skeleton, self.rig.hips).translation;
+        Self::set_model_translation(skeleton, buffer, self.rig.hips, hips + shift);
+        let mut ok = true;
+        for side in 0..2 {
+            let [_, knee, _] = self.rig.leg_bones[side];
+            let pole = buffer.model_transform(skeleton, knee).translation;
+            let goal = LimbGoal::new(feet[side].translation)
+                .with_orientation(feet[side].rotation)
+                .with_pole(pole);
+            ok &= self
+                .solve_limb(
+                    skeleton,
+                    buffer,
+                    &self.rig.legs[side],
+                    [&self.rig.leg_limits[side][0], &self.rig.leg_limits[side][1]],
+                    &goal,
+                )
+                .is_ok();
+            let [_, elbow, _] = self.rig.arm_bones[side];
+            let pole = buffer.model_transform(skeleton, elbow).translation;
+            let rot = hands[side].rotation.normalize();
+            let goal = LimbGoal::new(hands[side].position)
+                .with_orientation(rot)
+                .with_pole(pole);
+            ok &= self
+                .solve_limb(
+                    skeleton,
+                    buffer,
+                    &self.rig.arms[side],
+                    [&self.rig.arm_limits[side][0], &self.rig.arm_limits[side][1]],
+                    &goal,
+                )
+                .is_ok();
+            self.twist_forearm(skeleton, buffer, side, rot);
+        }
+        // The solver's output is within every joint limit; so must this be: limbs clamped
+        // (parents first), and the result judged on where the hands and feet then are.
+        for side in 0..2 {
+            let [upper, lower, hand] = self.rig.arm_bones[side];
+            Self::clamp_to_limit(skeleton, buffer, upper, &self.rig.arm_limits[side][0]);
+            Self::clamp_to_limit(skeleton, buffer, lower, &self.rig.arm_limits[side][1]);
+            if let Some((t, l)) = self.rig.twist[side] {
+                Self::clamp_to_limit(skeleton, buffer, t, &l);
+            }
+            Self::clamp_to_limit(skeleton, buffer, hand, &self.rig.hand_limit[side]);
+            let [upper, lower, _] = self.rig.leg_bones[side];
+            Self::clamp_to_limit(skeleton, buffer, upper, &self.rig.leg_limits[side][0]);
+            Self::clamp_to_limit(skeleton, buffer, lower, &self.rig.leg_limits[side][1]);
+        }
+        let after = tips(buffer, self);
+        let margin = 5e-5 * self.rig.leg_length;
+        // A hand whose controller is beyond the arm's reach from the shoulder may miss more:
+        // the head comes first (the trunk leaned for it, but only so far as the head allows).
+        let out_of_reach = [0, 1].map(|side| {
+            let shoulder = buffer
+                .model_transform(skeleton, self.rig.arm_bones[side][0])
+                .translation;
+            shoulder.distance(hands[side].position) >= 0.999 * self.rig.arm_length[side]
+        });
+        let worse = after
+            .iter()
+            .zip(before)
+            .enumerate()
+            .any(|(k, (a, b))| match k {
+                // Feet: planted, they must not move.
+                0 | 1 => *a > b + margin,
+                // Hands: a limit the solver worked around may cost a fraction of a
+                // millimetre (a quarter of the hand tolerance the tests hold).
+                _ => !out_of_reach[k - 2] && *a > b.max(5.0 * margin),
+            });
+        if !ok || worse {
+            buffer.set_pose(&self.saved);
+        }
+    }
+
+    /// Whether arm `side` (upper arm, elbow, forearm twist bone, hand) is within the
+    /// full-body solver's joint limits as posed.
+    fn arm_within_limits(&self, skeleton: &Skeleton, buffer: &PoseBuffer, side: usize) -> bool {
+        let [upper, lower, hand] = self.rig.arm_bones[side];
+        let pose = buffer.pose();
+        let inside = |bone: usize, limit: &JointLimit| {
+            let rest = &skeleton.bones()[bone].rest;
+            limit.contains(
+                rest.rotation,
+                rest.translation,
+                pose.rotations[bone],
+                pose.translations[bone],
+                crate::limits::LIMIT_SLACK,
+            )
+        };
+        inside(upper, &self.rig.arm_limits[side][0])
+            && inside(lower, &self.rig.arm_limits[side][1])
+            && inside(hand, &self.rig.hand_limit[side])
+            && self.rig.twist[side].is_none_or(|(t, l)| inside(t, &l))
     }
 
     /// Hands the hand's twist about the forearm to an in-line forearm twist bone (if the rig
@@ -1438,6 +1669,33 @@ impl VrBody {
         );
         if hinge.clamp(rest.rotation, rest.translation, &mut r, &mut t) {
             buffer.set_local(mid, r, t);
+            // Bend about the hinge so that the limb spans the root-to-target distance
+            // exactly again (removing the off-axis swing changed it a little).
+            if let JointLimit::Hinge { axis, .. } = *hinge {
+                let root_p = buffer.model_transform(skeleton, root).translation;
+                let mid_m = buffer.model_transform(skeleton, mid);
+                let tip_p = buffer.model_transform(skeleton, tip).translation;
+                let a = (mid_m.rotation * axis).normalize_or_zero();
+                let (m, u) = (mid_m.translation - root_p, tip_p - mid_m.translation);
+                let u_par = a * a.dot(u);
+                let (u_perp, w) = (u - u_par, a.cross(u));
+                let (b, c) = (m.dot(u_perp), m.dot(w));
+                let want = goal.target.distance_squared(root_p);
+                let d = 0.5 * (want - m.length_squared() - u.length_squared()) - m.dot(u_par);
+                let amp = b.hypot(c);
+                if amp > 1e-9 && d.abs() <= amp && a != Vec3::ZERO {
+                    let phi = c.atan2(b);
+                    let off = (d / amp).clamp(-1.0, 1.0).acos();
+                    let theta = [phi + off, phi - off]
+                        .into_iter()
+                        .map(|x| (x + PI).rem_euclid(2.0 * PI) - PI)
+                        .min_by(|x, y| x.abs().total_cmp(&y.abs()))
+                        .unwrap_or(0.0);
+                    let (mut r2, mut t2) = (r * Quat::from_axis_angle(axis, theta), t);
+                    hinge.clamp(rest.rotation, rest.translation, &mut r2, &mut t2);
+                    buffer.set_local(mid, r2.normalize(), t2);
+                }
+            }
             let root_m = buffer.model_transform(skeleton, root);
             let tip_now = buffer.model_transform(skeleton, tip).translation;
             let (from, to) = (

@@ -22,13 +22,14 @@ struct Run {
     /// Largest drift of a planted foot during one stance, human metres.
     slide: f32,
     /// Largest head error (position, human metres; rotation, degrees) on frames where the
-    /// pelvis did not have to drop.
+    /// head is within reach: the pelvis did not have to drop below where the head puts it
+    /// (a leg could not reach its planted foot), whether or not a joint limit moved the trunk.
     head: (f32, f32),
     /// Frames where the pelvis was lowered (the legs could not reach).
     pelvis_lowered: usize,
     /// Frames where a limit made the full-body solver move the trunk.
     trunk_moved: usize,
-    /// Largest head position error on those frames, human metres.
+    /// Largest head position error on those frames, human metres (also in `head`).
     head_limited: f32,
     /// Largest hand error on frames within reach.
     hand: (f32, f32),
@@ -36,12 +37,16 @@ struct Run {
     reachable: (usize, usize),
     /// Largest per-frame change of any bone's local rotation, degrees (after the first frame).
     max_turn: f32,
-    /// Steps and metres walked in walking segments.
+    /// Steps and metres walked in walking segments (forward, backward, sideways).
     walk: (u32, f32),
+    /// Steps and metres walked forward (the ground moving within 30° of the heading).
+    forward: (u32, f32),
     /// Steps and degrees turned in turning segments.
     turn: (u32, f32),
     /// Any non-finite value in the pose.
     non_finite: bool,
+    /// Frames whose output has a joint outside the full-body solver's limits.
+    outside_limits: usize,
 }
 
 fn run_recording(rig: &Rig) -> Run {
@@ -69,6 +74,9 @@ fn run_recording(rig: &Rig) -> Run {
         body.solve(&rig.skeleton, &mut buffer).expect("solves");
         let pose = buffer.pose().clone();
         run.non_finite |= !pose.is_finite();
+        if !body.solver().pose_within_limits(&rig.skeleton, &pose, 1e-4) {
+            run.outside_limits += 1;
+        }
         let model = buffer.model_transforms(&rig.skeleton).to_vec();
         let report = *body.report();
         let targets = body.targets();
@@ -83,9 +91,18 @@ fn run_recording(rig: &Rig) -> Run {
         if report.pelvis_lowered {
             run.pelvis_lowered += 1;
         }
-        if report.pelvis_lowered || report.trunk_moved {
+        if report.pelvis_lowered {
             if debug {
-                println!("t {:.2} lowered", f.t);
+                let h = model[body.head_bone()];
+                println!(
+                    "t {:.2} lowered {} trunk {} head {:.1} mm iters {} limits {}",
+                    f.t,
+                    report.pelvis_lowered,
+                    report.trunk_moved,
+                    h.translation.distance(targets[0].position) / s * 1e3,
+                    report.full_body.iterations,
+                    report.full_body.limits_hit
+                );
             }
         } else {
             let h = model[body.head_bone()];
@@ -168,8 +185,14 @@ fn run_recording(rig: &Rig) -> Run {
         steps_before = steps;
         match prev_frame.activity {
             Activity::Walk => {
+                let d = f.ground - prev_frame.ground;
                 run.walk.0 += landed;
-                run.walk.1 += f.ground.distance(prev_frame.ground);
+                run.walk.1 += d.length();
+                let heading = Quat::from_axis_angle(body.frame().up, f.yaw) * body.frame().forward;
+                if d.dot(heading) > 0.866 * d.length() {
+                    run.forward.0 += landed;
+                    run.forward.1 += d.length();
+                }
             }
             Activity::Turn => {
                 run.turn.0 += landed;
@@ -185,7 +208,7 @@ fn run_recording(rig: &Rig) -> Run {
 
 fn report(name: &str, r: &Run) {
     println!(
-        "{name:<22} slide {:.3} mm | head {:.3} mm {:.3}° (lowered {}, trunk moved {}: head within {:.1} mm) | hands {:.3} mm {:.3}° ({}/{} in reach) | turn {:.1}°/frame | {:.2} steps/m, {:.2} steps/90°",
+        "{name:<22} slide {:.3} mm | head {:.3} mm {:.3}° (lowered {}, trunk moved {}: head within {:.1} mm) | hands {:.3} mm {:.3}° ({}/{} in reach) | turn {:.1}°/frame | {:.2} steps/m ({:.2} forward), {:.2} steps/90°",
         r.slide * 1e3,
         r.head.0 * 1e3,
         r.head.1,
@@ -198,6 +221,7 @@ fn report(name: &str, r: &Run) {
         r.reachable.1,
         r.max_turn,
         r.walk.0 as f32 / r.walk.1,
+        r.forward.0 as f32 / r.forward.1,
         r.turn.0 as f32 / (r.turn.1 / 90.0),
     );
 }
@@ -208,7 +232,8 @@ struct Targets {
     head: (f32, f32),
     hand: (f32, f32),
     max_turn: f32,
-    /// Frames (of 3600) the head check may skip (pelvis lowered, trunk moved by a limit).
+    /// Frames (of 3600) the head check may skip (the pelvis lowered: the head out of reach of
+    /// the planted feet).
     exempt: usize,
 }
 
@@ -218,13 +243,19 @@ const ISSUE: Targets = Targets {
     head: (1e-3, 1.0),
     hand: (1e-3, 1.0),
     max_turn: 20.0,
-    exempt: 360,
+    exempt: 36,
 };
 
 fn check(rig: &Rig, r: &Run, t: &Targets, failures: &mut Vec<String>) {
     let mut fail = |what: String| failures.push(format!("{}: {what}", rig.name));
     if r.non_finite {
         fail("non-finite pose".into());
+    }
+    if r.outside_limits > 0 {
+        fail(format!(
+            "{} frames outside the joint limits",
+            r.outside_limits
+        ));
     }
     if r.slide > t.slide {
         fail(format!("planted foot slid {:.3} mm", r.slide * 1e3));
@@ -236,10 +267,10 @@ fn check(rig: &Rig, r: &Run, t: &Targets, failures: &mut Vec<String>) {
             r.head.1
         ));
     }
-    if r.pelvis_lowered.max(r.trunk_moved) > t.exempt {
+    if r.pelvis_lowered > t.exempt {
         fail(format!(
-            "head check skipped on {} + {} frames",
-            r.pelvis_lowered, r.trunk_moved
+            "head out of reach (pelvis lowered) on {} frames",
+            r.pelvis_lowered
         ));
     }
     if r.hand.0 > t.hand.0 || r.hand.1 > t.hand.1 {
@@ -259,12 +290,21 @@ fn check(rig: &Rig, r: &Run, t: &Targets, failures: &mut Vec<String>) {
     if r.max_turn > t.max_turn {
         fail(format!("a joint turned {:.1}° in one frame", r.max_turn));
     }
-    // Plausible cadence. A person walking takes 1.3–2 steps per metre; procedural stepping
-    // under a level head (a VR player's head does not bob with the avatar's stride) takes
-    // shorter steps: 1–5 per metre.
+    // Plausible cadence. A 1.75 m adult walking at 0.7–1.3 m/s takes steps of 0.55–0.75 m
+    // (step length ≈ 0.4 × height; 1.3–2 steps per metre) with a heel-to-toe roll and a
+    // dipping pelvis. The VR body keeps a planted foot's ankle fixed (that is what "never
+    // sliding" means) and its hips where the head puts them, which leaves a stance about ±0.3
+    // leg lengths of travel: 0.45 m steps at most, and the recording's walks start and stop
+    // (a short first and a closing step each). So forward walking is held to 1.3–3.2 steps per
+    // metre; all walking, with side steps (the trailing foot closes up after each, 2 steps per
+    // stride) and backward steps, to 1.3–5.
     let per_metre = r.walk.0 as f32 / r.walk.1;
-    if !(1.0..=5.0).contains(&per_metre) {
+    if !(1.3..=5.0).contains(&per_metre) {
         fail(format!("{per_metre:.2} steps per metre"));
+    }
+    let forward = r.forward.0 as f32 / r.forward.1;
+    if !(1.3..=3.2).contains(&forward) {
+        fail(format!("{forward:.2} steps per metre walking forward"));
     }
     // Turning on the spot: 2–6 steps per 90° (each foot at least once).
     let per_turn = r.turn.0 as f32 / (r.turn.1 / 90.0);
@@ -281,16 +321,12 @@ fn selected_rigs() -> Vec<Rig> {
 }
 
 /// What the VR body achieves today on every rig convention and the UAL character: the
-/// issue's targets for sliding and the hands; the head within 1 mm / 1° except on frames where
-/// the pelvis had to drop or a joint limit made the full-body solver move the trunk (at most
-/// a sixth of the recording); joints turning at most 30° in a frame. The `KayKit` mannequin
-/// (chibi proportions) is not there yet: see `vr_recording_meets_the_issue_targets`.
+/// issue's targets, except the head on the two Unreal-convention test rigs (within 2.6 mm on
+/// the few frames where a hand at the end of its range holds the chest). The `KayKit` mannequin (chibi proportions) is not there yet:
+/// see `vr_recording_meets_the_issue_targets`.
 const CURRENT: Targets = Targets {
-    slide: 1e-3,
-    head: (1e-3, 1.0),
-    hand: (1e-3, 1.0),
-    max_turn: 30.0,
-    exempt: 600,
+    head: (3.5e-3, 1.0),
+    ..ISSUE
 };
 
 #[test]
@@ -309,7 +345,7 @@ fn vr_recording_on_every_rig() {
 
 /// The issue's targets on every rig convention and the CC0 characters.
 #[test]
-#[ignore = "open: the head is off (up to 5-13 cm) on the ~10 % of frames where a joint limit moves the trunk, one rig turns a joint 29° in a frame, and the KayKit mannequin slides and flips"]
+#[ignore = "open: the KayKit mannequin (stylised: short legs for the player's scaled speed) slides 3.1 mm, drops its pelvis on 101 frames, turns a joint 36° in a frame, 3.6 steps/m forward, 2.0 steps/90°; the two Unreal test rigs' head is 2.5 mm off on a few frames"]
 fn vr_recording_meets_the_issue_targets() {
     let mut failures = Vec::new();
     for rig in selected_rigs() {

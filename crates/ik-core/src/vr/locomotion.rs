@@ -6,14 +6,18 @@
 //! it). The body wants each foot at its rest offset from the support point (midway between the
 //! pelvis and the head, on the ground), turned with the body's heading. A planted foot steps
 //! when it is more than [`VrSettings::step_threshold`] leg lengths from that place or turned
-//! more than [`VrSettings::step_angle`] from the heading — one foot at a time, the one off
+//! more than [`VrSettings::step_angle`] from the heading, or when the body's velocity will
+//! carry its hip out of the leg's reach within one and a half step durations — one foot at a
+//! time, the one off
 //! most (the foot that did not step last gets a bonus, so feet alternate), and after a landing
 //! the other foot follows if it is off by a third of those thresholds (so the feet end up
 //! square after a step, a side step or a turn on the spot). A step lands a little ahead along
 //! the body's velocity ([`VrSettings::step_lead`]), at most [`VrSettings::max_step`] from where
 //! the foot left, never across the other foot; its duration shrinks from
 //! [`VrSettings::step_duration`] to [`VrSettings::min_step_duration`] as the body speeds up to
-//! 1.2 leg lengths per second; the foot rises on a half sine of [`VrSettings::step_height`]
+//! 1.2 leg lengths per second, and further when the planted foot would otherwise be left out
+//! of reach before the step lands (a swing never outlasts the stance under it); a swinging
+//! foot is kept within its leg's reach; the foot rises on a half sine of [`VrSettings::step_height`]
 //! (less for a short step) and turns by a slerp. The landing height comes from the
 //! [`GroundProbe`] when one is given.
 
@@ -232,6 +236,14 @@ impl Locomotion {
             let FootPhase::Stepping { progress } = self.feet[i].phase else {
                 continue;
             };
+            // Land before the planted foot is left out of the leg's reach: the step hurries
+            // (never below a third of its duration) when the body moves on fast.
+            let stay = self.stance_time_left(input, 1 - i);
+            let remaining = (1.0 - progress) * self.feet[i].duration;
+            if stay < remaining {
+                let rest = (1.0 - progress).max(1e-3);
+                self.feet[i].duration = (stay / rest).max(s.min_step_duration / 3.0);
+            }
             let t = progress + dt / self.feet[i].duration;
             // Retarget the landing as the body moves on.
             let to = self.landing(input, i, want[i], lead, s, ground);
@@ -263,7 +275,9 @@ impl Locomotion {
                 if f.phase != FootPhase::Planted {
                     return 0.0;
                 }
-                let d = f.current.translation - want[i].translation;
+                // Measured from where the foot would land now (ahead along the velocity), so
+                // a walk steps early enough and lands ahead, not only once left behind.
+                let d = f.current.translation - (want[i].translation + lead);
                 let flat = (d - up * d.dot(up)).length() / leg;
                 let turn = (f.current.rotation.inverse() * want[i].rotation).normalize();
                 let yaw = 2.0
@@ -274,9 +288,18 @@ impl Locomotion {
                 // A leg stretched near its length steps too (the support has left the foot).
                 let stretch = input.hips[i].distance(f.current.translation) / leg;
                 let stretch_score = ((stretch - 0.95) / (0.985 - 0.95)).max(0.0);
+                // A foot that must leave within a step's time (the body moves away from it)
+                // steps now, while the other foot can still carry the body.
+                let stay = self.stance_time_left(input, i);
+                let hurry = if stay.is_finite() {
+                    (1.5 * duration / stay.max(1e-3)).min(10.0)
+                } else {
+                    0.0
+                };
                 (flat / s.step_threshold)
                     .max(yaw.abs() / s.step_angle)
                     .max(stretch_score)
+                    .max(hurry)
             };
             let sc = [score(0), score(1)];
             let other = 1 - self.last;
@@ -300,6 +323,33 @@ impl Locomotion {
         }
         self.apply_trackers(input);
         landed
+    }
+
+    /// How long planted foot `i` can stay where it is before the body's motion (the support's
+    /// velocity) takes its hip out of the leg's reach (98 %), seconds; infinite when the body
+    /// stands still or moves toward it.
+    fn stance_time_left(&self, input: &PlanInput, i: usize) -> f32 {
+        let f = &self.feet[i];
+        if f.phase != FootPhase::Planted {
+            return f32::INFINITY;
+        }
+        let v = self.velocity;
+        let speed = v.length();
+        if speed < 1e-3 * self.leg {
+            return f32::INFINITY;
+        }
+        // The hip moves along v: |h + v t - foot| = r.
+        let r = 0.98 * self.leg;
+        let w = input.hips[i] - f.current.translation;
+        let b = w.dot(v);
+        let c = w.length_squared() - r * r;
+        if c >= 0.0 {
+            // Already at or past the reach: leave now (or never, when moving back toward it).
+            return if b >= 0.0 { 0.0 } else { f32::INFINITY };
+        }
+        let a = speed * speed;
+        let disc = (b * b - a * c).max(0.0);
+        (-b + disc.sqrt()) / a
     }
 
     /// Where foot `i` lands: ahead along the velocity, within reach of where it left, not
