@@ -444,7 +444,8 @@ fn play_walk_clip(
 
 /// Measures the walk clip's speed on the feet as it plays: the foot moving back the fastest
 /// relative to the character's root is the planted one (in double support both move back
-/// together), and the speed is its backward speed, smoothed over about a second.
+/// together), and the speed is the median of its backward speed over the last 31 frames (a
+/// frame across a heel strike or toe-off reads low, most frames read the planted foot).
 fn measure_walk_speed(
     time: Res<Time>,
     demo: Res<TerrainDemo>,
@@ -453,7 +454,9 @@ fn measure_walk_speed(
     characters: Query<(&GlobalTransform, &IkHumanoidBones), With<Character>>,
     feet: Query<&GlobalTransform>,
     mut last: Local<Option<[f32; 2]>>,
+    mut samples: Local<(Vec<f32>, usize, Vec<f32>)>,
 ) {
+    const WINDOW: usize = 31;
     let dt = time.delta_secs();
     let (Some(frame), true) = (frame, demo.terrain && demo.walk) else {
         *last = None;
@@ -476,8 +479,18 @@ fn measure_walk_speed(
         && dt > 0.0
     {
         let back = -((l - pl).min(r - pr)) / dt;
-        if back > 0.05 * frame.scale && back < 4.0 * frame.scale {
-            course.speed += (back - course.speed) * (1.0 - (-dt).exp());
+        if back.is_finite() && back > 0.0 && back < 4.0 * frame.scale {
+            let (ring, next, sorted) = &mut *samples;
+            if ring.len() < WINDOW {
+                ring.push(back);
+            } else {
+                ring[*next % WINDOW] = back;
+            }
+            *next += 1;
+            sorted.clear();
+            sorted.extend_from_slice(ring);
+            sorted.sort_by(f32::total_cmp);
+            course.speed = sorted[sorted.len() / 2];
         }
     }
     *last = Some([l, r]);
