@@ -14,16 +14,24 @@
 //!   blended between a bone and its parent or children where their shapes meet, never across limbs.
 //! * **Materials.** Skin, shirt, trousers, shoes and eyes; the primitives share one vertex buffer.
 //! * **Animation.** `Idle`: a 4 s loop of breathing, arm and head sway and a weight shift in the hips,
-//!   with the legs counter-rotated so the feet stay close to planted.
+//!   with the legs counter-rotated so the feet stay close to planted. `Walk`: a 1.2 s walk cycle in
+//!   place, authored for 0.9 m/s (a planted foot moves back under the hips at that speed): heel
+//!   strike, flat foot, heel rise over the ball with the toes flat, swing with the knee bent; the
+//!   legs solved analytically for that foot path in the sagittal plane, the hips bobbing as low
+//!   as both legs need, the arms swinging against the legs and the chest turning with them. Its
+//!   directions come from the rest pose (up: hips to head top, forward: along the feet) and its
+//!   heel and ball from the shoe's skinned vertices.
 //!
 //! The program checks its own output before writing it (node transforms reproduce the bind pose,
-//! inverse bind matrices invert it, weights sum to one, triangles face outwards). The output is
+//! inverse bind matrices invert it, weights sum to one, triangles face outwards, and, by forward
+//! kinematics on the walk's keys interpolated as a player does, each planted heel or ball stays
+//! within 2 mm of its ground moving back at the walk speed). The output is
 //! deterministic. The character is original work, released under CC0 (see `assets/LICENSE.md`).
 
 use std::{f32::consts::TAU, fs, path::PathBuf, process::ExitCode};
 
 use gltf_json as json;
-use ik_core::glam::{Mat3, Mat4, Quat, Vec3};
+use ik_core::glam::{Mat3, Mat4, Quat, Vec2, Vec3};
 use json::validation::{Checked::Valid, USize64};
 
 /// Prefix of every bone name, as in Mixamo exports.
@@ -997,12 +1005,19 @@ fn idle_offsets(t: f32) -> (Vec<(String, Quat)>, Vec3) {
     (out, shift)
 }
 
-fn idle_tracks(rig: &Rig) -> (Vec<f32>, Vec<Track>) {
-    let keys = (CLIP_SECONDS * KEYS_PER_SECOND).round() as usize;
-    let times: Vec<f32> = (0..=keys).map(|k| k as f32 / KEYS_PER_SECOND).collect();
+/// Samples a looping clip of `seconds` at `keys_per_second` from `offsets(t)` (model-space rotation
+/// offsets per bone name and the hips' translation offset, as [`idle_offsets`] returns them).
+fn sample_tracks(
+    rig: &Rig,
+    seconds: f32,
+    keys_per_second: f32,
+    offsets: impl Fn(f32) -> (Vec<(String, Quat)>, Vec3),
+) -> (Vec<f32>, Vec<Track>) {
+    let keys = (seconds * keys_per_second).round() as usize;
+    let times: Vec<f32> = (0..=keys).map(|k| k as f32 / keys_per_second).collect();
     let mut tracks: Vec<Track> = Vec::new();
     for &t in &times {
-        let (offsets, shift) = idle_offsets(t);
+        let (offsets, shift) = offsets(t);
         for (name, offset) in offsets {
             let bone = rig.index(&name);
             // The offset is a rotation in model axes about the bone's joint, with the parent at rest:
@@ -1034,6 +1049,339 @@ fn idle_tracks(rig: &Rig) -> (Vec<f32>, Vec<Track>) {
         }
     }
     (times, tracks)
+}
+
+fn idle_tracks(rig: &Rig) -> (Vec<f32>, Vec<Track>) {
+    sample_tracks(rig, CLIP_SECONDS, KEYS_PER_SECOND, idle_offsets)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Walk animation
+
+/// Length of one walk cycle (two steps), in seconds.
+const WALK_SECONDS: f32 = 1.2;
+/// Keyframes per second of the walk clip.
+const WALK_KEYS_PER_SECOND: f32 = 40.0;
+/// The speed the walk is authored for, in metres per second: a planted foot moves backwards
+/// under the hips at this speed (the clip walks in place; the game moves the character).
+const WALK_SPEED: f32 = 0.9;
+/// Share of the cycle a foot is on the ground (toe-off falls on a key: 30 of the 48).
+const WALK_STANCE: f32 = 0.625;
+
+/// The character's own directions, measured on its rest pose: up from the hips to the top of the
+/// head, forward along the feet (ankle to toe tip, levelled), left = up × forward.
+#[derive(Clone, Copy)]
+struct BodyAxes {
+    up: Vec3,
+    fwd: Vec3,
+    left: Vec3,
+}
+
+impl BodyAxes {
+    fn measure(rig: &Rig) -> Self {
+        let head = |name: &str| rig.bones[rig.index(name)].head;
+        let up = (head("HeadTop_End") - head("Hips")).normalize();
+        let feet =
+            (head("LeftToe_End") - head("LeftFoot")) + (head("RightToe_End") - head("RightFoot"));
+        let fwd = feet.reject_from(up).normalize();
+        Self {
+            up,
+            fwd,
+            left: up.cross(fwd),
+        }
+    }
+
+    /// A point in the sagittal plane: (forward, up).
+    fn flat(self, p: Vec3) -> Vec2 {
+        Vec2::new(p.dot(self.fwd), p.dot(self.up))
+    }
+
+    /// A rotation about the left axis that turns forward toward up (and a limb hanging down
+    /// forward) by `a`: the plane's counter-clockwise rotation.
+    fn pitch(self, a: f32) -> Quat {
+        Quat::from_axis_angle(self.left, -a)
+    }
+
+    /// A turn about up, forward toward left.
+    fn yaw(self, a: f32) -> Quat {
+        Quat::from_axis_angle(self.up, a)
+    }
+}
+
+/// One leg, measured on the rest pose and the skinned shoe, in the sagittal plane.
+#[derive(Clone, Copy)]
+struct LegGeometry {
+    side: Side,
+    hip: Vec2,
+    /// Hip to knee, knee to ankle.
+    thigh: Vec2,
+    shin: Vec2,
+    ankle: Vec2,
+    /// Where the heel and the ball of the foot touch the ground (the shoe's sole).
+    heel: Vec2,
+    ball: Vec2,
+}
+
+impl LegGeometry {
+    /// From the joints and the vertices the foot bones own: the sole is the lowest of them, the
+    /// heel the rearmost near the sole, the ball under the toe joint.
+    fn measure(rig: &Rig, parts: &[Part], positions: &[Vec3], axes: BodyAxes, side: Side) -> Self {
+        let s = side.name();
+        let joint = |n: &str| axes.flat(rig.bones[rig.index(&format!("{s}{n}"))].head);
+        let (foot, toe) = (
+            rig.index(&format!("{s}Foot")),
+            rig.index(&format!("{s}ToeBase")),
+        );
+        let shoe: Vec<Vec2> = positions
+            .iter()
+            .filter(|&&p| [foot, toe].contains(&dominant_bone(parts, p)))
+            .map(|&p| axes.flat(p))
+            .collect();
+        let sole = shoe.iter().map(|p| p.y).fold(f32::MAX, f32::min);
+        let heel = shoe
+            .iter()
+            .filter(|p| p.y < sole + 0.015)
+            .map(|p| p.x)
+            .fold(f32::MAX, f32::min);
+        let (hip, knee, ankle) = (joint("UpLeg"), joint("Leg"), joint("Foot"));
+        Self {
+            side,
+            hip,
+            thigh: knee - hip,
+            shin: ankle - knee,
+            ankle,
+            heel: Vec2::new(heel, sole),
+            ball: Vec2::new(joint("ToeBase").x, sole),
+        }
+    }
+
+    /// Hip flexion `h` (thigh forward) and knee flexion `k` (shin back, from rest) that put the
+    /// ankle at `ankle` with the hip at `hip`; the leg straightens where it cannot reach.
+    fn solve(&self, hip: Vec2, ankle: Vec2) -> (f32, f32) {
+        let angle = |v: Vec2| v.y.atan2(v.x);
+        let wrap = |a: f32| (a + std::f32::consts::PI).rem_euclid(TAU) - std::f32::consts::PI;
+        let (a, b, d) = (self.thigh, self.shin, ankle - hip);
+        let straight = wrap(angle(b) - angle(a));
+        let cos = (d.length_squared() - a.length_squared() - b.length_squared())
+            / (2.0 * a.length() * b.length());
+        let k = straight + cos.clamp(-1.0, 1.0).acos();
+        let reach = a + Vec2::from_angle(-k).rotate(b);
+        (wrap(angle(d) - angle(reach)), k)
+    }
+}
+
+/// The gait of one foot at cycle phase `p` (0 = heel strike): the ankle relative to where the
+/// hips are at rest (the clip walks in place, so a planted foot moves back at [`WALK_SPEED`]),
+/// the foot's pitch (toes up positive) and, while planted, the point it stands on: where it is
+/// now and where that point of the foot is at rest.
+fn foot_gait(leg: &LegGeometry, p: f32) -> (Vec2, f32, Option<(Vec2, Vec2)>) {
+    let stance_time = WALK_STANCE * WALK_SECONDS;
+    let heel_strike = 14f32.to_radians();
+    let toe_off = -28f32.to_radians();
+    let smooth = |x: f32| {
+        let x = x.clamp(0.0, 1.0);
+        x * x * (3.0 - 2.0 * x)
+    };
+    // Heel on the ground at its rest place half-way through the stance.
+    let strike_at = leg.heel.x + WALK_SPEED * stance_time * 0.5;
+    let stance = |u: f32| {
+        let ground = strike_at - WALK_SPEED * stance_time * u;
+        let (pitch, pivot_rest, pivot) = if u < 0.15 {
+            let pitch = heel_strike * (1.0 - smooth(u / 0.15));
+            (pitch, leg.heel, Vec2::new(ground, leg.heel.y))
+        } else if u < 0.6 {
+            (0.0, leg.heel, Vec2::new(ground, leg.heel.y))
+        } else {
+            let pitch = toe_off * smooth((u - 0.6) / 0.4);
+            let ball = ground + leg.ball.x - leg.heel.x;
+            (pitch, leg.ball, Vec2::new(ball, leg.ball.y))
+        };
+        let ankle = pivot + Vec2::from_angle(pitch).rotate(leg.ankle - pivot_rest);
+        (ankle, pitch, (pivot, pivot_rest))
+    };
+    if p < WALK_STANCE {
+        let (ankle, pitch, contact) = stance(p / WALK_STANCE);
+        return (ankle, pitch, Some(contact));
+    }
+    // Swing: from toe-off to the next heel strike, leaving and meeting the ground at its speed.
+    let s = (p - WALK_STANCE) / (1.0 - WALK_STANCE);
+    let (from, from_pitch, _) = stance(1.0);
+    let (to, to_pitch, _) = stance(0.0);
+    let tangent = -WALK_SPEED * (1.0 - WALK_STANCE) * WALK_SECONDS;
+    let (s2, s3) = (s * s, s * s * s);
+    let x = (2.0 * s3 - 3.0 * s2 + 1.0) * from.x
+        + (s3 - 2.0 * s2 + s) * tangent
+        + (-2.0 * s3 + 3.0 * s2) * to.x
+        + (s3 - s2) * tangent;
+    let lift = 0.085 * (std::f32::consts::PI * s).sin();
+    let y = from.y + (to.y - from.y) * smooth(s) + lift;
+    let pitch = from_pitch + (to_pitch - from_pitch) * smooth(s);
+    (Vec2::new(x, y), pitch, None)
+}
+
+/// Everything the walk clip is made from.
+struct Walk {
+    axes: BodyAxes,
+    legs: [LegGeometry; 2],
+    /// Hips height: `bob_base - bob * cos(4π (t / T - 0.05))`, low after each heel strike.
+    bob_base: f32,
+    bob: f32,
+}
+
+impl Walk {
+    fn new(rig: &Rig, parts: &[Part], positions: &[Vec3]) -> Self {
+        let axes = BodyAxes::measure(rig);
+        let legs = [Side::Left, Side::Right]
+            .map(|side| LegGeometry::measure(rig, parts, positions, axes, side));
+        let bob = 0.018;
+        let wave = |t: f32| (2.0 * TAU * (t / WALK_SECONDS - 0.05)).cos();
+        // The highest hips both legs reach with the knee a little bent, at every moment.
+        let mut base = 0.0_f32;
+        for i in 0..480 {
+            let t = i as f32 / 480.0 * WALK_SECONDS;
+            for leg in &legs {
+                let (ankle, ..) = foot_gait(leg, Walk::phase(leg.side, t));
+                let reach = 0.985 * (leg.thigh.length() + leg.shin.length());
+                let d = ankle - leg.hip;
+                let highest = d.y + (reach * reach - d.x * d.x).max(0.0).sqrt();
+                base = base.min(highest + bob * wave(t));
+            }
+        }
+        Self {
+            axes,
+            legs,
+            bob_base: base,
+            bob,
+        }
+    }
+
+    fn phase(side: Side, t: f32) -> f32 {
+        let p = t / WALK_SECONDS + if matches!(side, Side::Left) { 0.0 } else { 0.5 };
+        p.rem_euclid(1.0)
+    }
+
+    fn hips_drop(&self, t: f32) -> f32 {
+        self.bob_base - self.bob * (2.0 * TAU * (t / WALK_SECONDS - 0.05)).cos()
+    }
+
+    /// Model-space rotation offsets at `t` (like [`idle_offsets`]) and the hips' translation.
+    fn offsets(&self, t: f32) -> (Vec<(String, Quat)>, Vec3) {
+        let ax = self.axes;
+        let deg = f32::to_radians;
+        let drop = self.hips_drop(t);
+        let cycle = TAU * t / WALK_SECONDS;
+        // The chest turns with the arms (left arm forward half a cycle after the left heel strike).
+        let chest = deg(5.0) * cycle.cos();
+        let mut out = vec![
+            // The hips only move (the clip's translation channel is on them).
+            ("Hips".to_owned(), Quat::IDENTITY),
+            (
+                "Spine".to_owned(),
+                ax.pitch(deg(-2.0)) * ax.yaw(chest * 0.4),
+            ),
+            (
+                "Spine1".to_owned(),
+                ax.pitch(deg(-1.5)) * ax.yaw(chest * 0.4),
+            ),
+            ("Spine2".to_owned(), ax.yaw(chest * 0.2)),
+            ("Neck".to_owned(), ax.pitch(deg(2.0)) * ax.yaw(-chest * 0.5)),
+            ("Head".to_owned(), ax.pitch(deg(1.5)) * ax.yaw(-chest * 0.5)),
+        ];
+        for leg in &self.legs {
+            let s = leg.side.name();
+            let (ankle, foot_pitch, _) = foot_gait(leg, Walk::phase(leg.side, t));
+            let (h, k) = leg.solve(leg.hip + Vec2::new(0.0, drop), ankle);
+            out.push((format!("{s}UpLeg"), ax.pitch(h)));
+            out.push((format!("{s}Leg"), ax.pitch(-k)));
+            out.push((format!("{s}Foot"), ax.pitch(foot_pitch - h + k)));
+            // Toes stay flat on the ground while the heel rises.
+            out.push((format!("{s}ToeBase"), ax.pitch((-foot_pitch).max(0.0))));
+        }
+        let a = arm_points();
+        for side in [Side::Left, Side::Right] {
+            let s = side.name();
+            let sign = if matches!(side, Side::Left) {
+                1.0
+            } else {
+                -1.0
+            };
+            // Each arm swings with the opposite leg.
+            let swing = -sign * cycle.cos();
+            let fore = side.m(a.wrist - a.elbow).normalize();
+            let lower = Quat::from_axis_angle(ax.fwd, -sign * deg(24.0));
+            let flex = fore.cross(ax.fwd).normalize();
+            out.push((format!("{s}Arm"), ax.pitch(deg(17.0) * swing) * lower));
+            out.push((
+                format!("{s}ForeArm"),
+                Quat::from_axis_angle(flex, deg(20.0 + 12.0 * swing.max(0.0))),
+            ));
+            out.push((
+                format!("{s}Hand"),
+                side.mq(Quat::from_axis_angle(
+                    (a.wrist - a.elbow).normalize(),
+                    deg(-8.0),
+                )),
+            ));
+            let curl = a.across.cross((a.wrist - a.elbow).normalize()).normalize();
+            out.push((
+                format!("{s}HandIndex1"),
+                side.mq(Quat::from_axis_angle(curl, deg(-14.0))),
+            ));
+            out.push((
+                format!("{s}HandIndex2"),
+                side.mq(Quat::from_axis_angle(curl, deg(-18.0))),
+            ));
+        }
+        (out, ax.up * drop)
+    }
+
+    fn tracks(&self, rig: &Rig) -> (Vec<f32>, Vec<Track>) {
+        sample_tracks(rig, WALK_SECONDS, WALK_KEYS_PER_SECOND, |t| self.offsets(t))
+    }
+
+    /// Measures the clip as written (forward kinematics on its keys and on in-between times,
+    /// interpolated the way a player does): the planted heel or ball of each foot against the
+    /// ground it should stand on, moving back at [`WALK_SPEED`]. Returns the worst height and
+    /// along-the-ground errors, in metres.
+    fn measure(&self, rig: &Rig, times: &[f32], tracks: &[Track]) -> (f32, f32) {
+        let pose_at = |t: f32| -> Vec<Mat4> {
+            let k = times.partition_point(|&x| x <= t).clamp(1, times.len() - 1);
+            let f = ((t - times[k - 1]) / (times[k] - times[k - 1])).clamp(0.0, 1.0);
+            let mut globals: Vec<Mat4> = Vec::with_capacity(rig.bones.len());
+            for (i, bone) in rig.bones.iter().enumerate() {
+                let (mut tr, mut r) = rig.local(i);
+                if let Some(track) = tracks.iter().find(|tr| tr.bone == i) {
+                    r = track.rotations[k - 1].slerp(track.rotations[k], f);
+                    if let Some(ts) = &track.translations {
+                        tr = ts[k - 1].lerp(ts[k], f);
+                    }
+                }
+                let local = Mat4::from_rotation_translation(r, tr);
+                globals.push(bone.parent.map_or(local, |p| globals[p] * local));
+            }
+            globals
+        };
+        let (mut height, mut along) = (0.0_f32, 0.0_f32);
+        for i in 0..=240 {
+            let t = i as f32 / 240.0 * WALK_SECONDS;
+            let globals = pose_at(t);
+            for leg in &self.legs {
+                let (_, _, Some((now, rest))) = foot_gait(leg, Walk::phase(leg.side, t)) else {
+                    continue;
+                };
+                let foot = rig.index(&format!("{}Foot", leg.side.name()));
+                let lateral = rig.bones[foot].head.dot(self.axes.left);
+                let at_rest =
+                    self.axes.fwd * rest.x + self.axes.up * rest.y + self.axes.left * lateral;
+                let posed = (globals[foot] * rig.bind(foot).inverse()).transform_point3(at_rest);
+                let flat = self.axes.flat(posed);
+                height = height.max((flat.y - now.y).abs());
+                let side = posed.dot(self.axes.left) - lateral;
+                along = along.max(Vec2::new(flat.x - now.x, side).length());
+            }
+        }
+        (height, along)
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1143,8 +1491,7 @@ fn write_glb(
     joints: &[[u8; 4]],
     weights: &[[u8; 4]],
     groups: &[(Material, Vec<[u32; 3]>)],
-    times: &[f32],
-    tracks: &[Track],
+    clips: &[(&str, Vec<f32>, Vec<Track>)],
 ) -> Vec<u8> {
     use json::accessor::{ComponentType, Type};
     let mut b = Builder {
@@ -1284,46 +1631,48 @@ fn write_glb(
     });
     b.root.nodes[armature.value()].children = Some(vec![bone_node(0), body]);
 
-    // The idle clip.
-    let input = b.floats(times, Type::Scalar, times.len(), true);
-    let mut channels = Vec::new();
-    let mut samplers = Vec::new();
-    for track in tracks {
-        let rot: Vec<f32> = track.rotations.iter().flat_map(Quat::to_array).collect();
-        let output = b.floats(&rot, Type::Vec4, track.rotations.len(), false);
-        let mut outputs = vec![(json::animation::Property::Rotation, output)];
-        if let Some(tr) = &track.translations {
-            let output = b.floats(&vec3s(tr), Type::Vec3, tr.len(), false);
-            outputs.push((json::animation::Property::Translation, output));
-        }
-        for (path, output) in outputs {
-            samplers.push(json::animation::Sampler {
-                extensions: None,
-                extras: Default::default(),
-                input,
-                interpolation: Valid(json::animation::Interpolation::Linear),
-                output,
-            });
-            channels.push(json::animation::Channel {
-                sampler: json::Index::new(samplers.len() as u32 - 1),
-                target: json::animation::Target {
+    // The clips.
+    for (name, times, tracks) in clips {
+        let input = b.floats(times, Type::Scalar, times.len(), true);
+        let mut channels = Vec::new();
+        let mut samplers = Vec::new();
+        for track in tracks {
+            let rot: Vec<f32> = track.rotations.iter().flat_map(Quat::to_array).collect();
+            let output = b.floats(&rot, Type::Vec4, track.rotations.len(), false);
+            let mut outputs = vec![(json::animation::Property::Rotation, output)];
+            if let Some(tr) = &track.translations {
+                let output = b.floats(&vec3s(tr), Type::Vec3, tr.len(), false);
+                outputs.push((json::animation::Property::Translation, output));
+            }
+            for (path, output) in outputs {
+                samplers.push(json::animation::Sampler {
                     extensions: None,
                     extras: Default::default(),
-                    node: bone_node(track.bone),
-                    path: Valid(path),
-                },
-                extensions: None,
-                extras: Default::default(),
-            });
+                    input,
+                    interpolation: Valid(json::animation::Interpolation::Linear),
+                    output,
+                });
+                channels.push(json::animation::Channel {
+                    sampler: json::Index::new(samplers.len() as u32 - 1),
+                    target: json::animation::Target {
+                        extensions: None,
+                        extras: Default::default(),
+                        node: bone_node(track.bone),
+                        path: Valid(path),
+                    },
+                    extensions: None,
+                    extras: Default::default(),
+                });
+            }
         }
+        b.root.push(json::Animation {
+            extensions: None,
+            extras: Default::default(),
+            channels,
+            name: Some((*name).to_owned()),
+            samplers,
+        });
     }
-    b.root.push(json::Animation {
-        extensions: None,
-        extras: Default::default(),
-        channels,
-        name: Some("Idle".to_owned()),
-        samplers,
-    });
 
     let scene = b.root.push(json::Scene {
         extensions: None,
@@ -1504,7 +1853,24 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let (times, tracks) = idle_tracks(&rig);
-    let glb = write_glb(&rig, &surface, &joints, &weights, &groups, &times, &tracks);
+    let walk = Walk::new(&rig, &parts, &surface.positions[..body_vertices]);
+    let (walk_times, walk_tracks) = walk.tracks(&rig);
+    // The walk as written: planted heels and balls on the ground, moving back at the walk speed.
+    let (height, along) = walk.measure(&rig, &walk_times, &walk_tracks);
+    eprintln!(
+        "walk: {WALK_SECONDS} s cycle at {WALK_SPEED} m/s, hips {:.1} cm lower, planted foot off the ground ≤ {:.2} mm, off its track ≤ {:.2} mm",
+        -walk.bob_base * 100.0,
+        height * 1000.0,
+        along * 1000.0
+    );
+    if height > 0.002 || along > 0.002 {
+        eprintln!(
+            "self-check failed: the walk's planted feet leave their ground by more than 2 mm"
+        );
+        return ExitCode::FAILURE;
+    }
+    let clips = [("Idle", times, tracks), ("Walk", walk_times, walk_tracks)];
+    let glb = write_glb(&rig, &surface, &joints, &weights, &groups, &clips);
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty())
         && let Err(e) = fs::create_dir_all(dir)
     {

@@ -13,7 +13,7 @@
 //!   avatar faces −Z, as VRM 0.x avatars do (the scene is turned half a turn about +Y under a
 //!   new root node).
 //!
-//! Mesh, skin, materials and the `Idle` animation are unchanged (node indices are kept). The
+//! Mesh, skin, materials and the animations (`Idle`, `Walk`) are unchanged (node indices are kept). The
 //! avatar is the bundled character, original work released under CC0 1.0 (see
 //! `assets/LICENSE.md`); the VRM meta says so. The GLB container is read and written with the
 //! `gltf` crate, the JSON edited as a `serde_json` value.

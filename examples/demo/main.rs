@@ -5,7 +5,7 @@
 //! cargo run --release --features demo --example demo [-- CHARACTER.glb|.gltf|.vrm]
 //! cargo run --features demo --example demo -- --screenshot shot.png [--frames 60]
 //!     [--character FILE.glb|FILE.gltf|FILE.vrm] [--solver full-body|rig|limbs]
-//!     [--settings saved.ron] [--yaw DEGREES] [--terrain] [--vr]
+//!     [--settings saved.ron] [--yaw DEGREES] [--terrain] [--walk] [--vr]
 //! ```
 //!
 //! * Any humanoid glTF or VRM character opens: a path on the command line (a file on disk, or
@@ -34,7 +34,7 @@
 //! gizmo, scripted motion, overlay), [`camera`], [`panel`], [`settings`] (RON), [`readouts`]
 //! (residuals, plots, summary), [`stack`] (the character's IK stack window, analytic arms after
 //! the solver), [`screenshot`], [`grounding`] (the terrain mode: feet on a stair and a ramp,
-//! `--terrain`), [`behaviours`] (look-at, aim, twist stages, two-handed grip) and [`vr`] (`--vr`:
+//! `--terrain`; `--walk`: the walk clip across a scrolling course), [`behaviours`] (look-at, aim, twist stages, two-handed grip) and [`vr`] (`--vr`:
 //! the head and hand handles are the trackers of a VR body).
 
 mod behaviours;
@@ -73,7 +73,7 @@ use crate::settings::{DemoSettings, SettingsPlugin, load_settings};
 use crate::solver::{SolverPlugin, SolverUi};
 use crate::stack::StackPlugin;
 
-const USAGE: &str = "usage: demo [CHARACTER | --character FILE.glb|FILE.gltf|FILE.vrm] [--screenshot PATH [--frames N]] [--solver full-body|rig|limbs] [--settings FILE.ron] [--yaw DEGREES] [--terrain] [--vr]";
+const USAGE: &str = "usage: demo [CHARACTER | --character FILE.glb|FILE.gltf|FILE.vrm] [--screenshot PATH [--frames N]] [--solver full-body|rig|limbs] [--settings FILE.ron] [--yaw DEGREES] [--terrain] [--walk] [--vr]";
 
 fn main() -> ExitCode {
     let options = match Options::parse(std::env::args().skip(1)) {
@@ -171,6 +171,7 @@ fn main() -> ExitCode {
         ))
         .add_plugins(GroundingDemoPlugin {
             initial: options.terrain,
+            walk: options.walk,
         });
     if let Some(path) = &options.screenshot {
         app.add_plugins(ScreenshotPlugin {
@@ -243,6 +244,8 @@ struct Options {
     settings: Option<PathBuf>,
     /// Start in the terrain mode (foot grounding on slopes and a stair).
     terrain: bool,
+    /// Start walking across the terrain mode's course (the character's walk clip).
+    walk: bool,
     /// Start in VR mode (head and hand handles are the trackers of a VR body).
     vr: bool,
 }
@@ -279,6 +282,7 @@ impl Options {
                     options.settings = Some(PathBuf::from(path));
                 }
                 "--terrain" => options.terrain = true,
+                "--walk" => options.walk = true,
                 "--yaw" => {
                     let n = args.next().ok_or("--yaw needs degrees")?;
                     let yaw: f32 = n.parse().map_err(|_| format!("bad yaw `{n}`"))?;

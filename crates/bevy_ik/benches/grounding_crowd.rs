@@ -10,25 +10,165 @@
 //!
 //! So the solve is `samples - idle` and the casts `meshes - samples`. `IK_CROWD` sets N
 //! (default 1000). Needs the `mesh-ground` feature (CI's `--all-features`).
+//!
+//! `IK_FULL_BODY=1`: grounding on top of the full-body solve. Each character is an
+//! `IkHumanoid::auto()` (ik-core's full-body solver) whose hand, foot, pelvis and look-at targets
+//! follow the crowd bench's walk cycle (`benches/crowd.rs`, each character at its own phase),
+//! with the `IkGrounding` stage after it (`IkStageOf`): the stack runs [full body, grounding]
+//! on one pose. A fourth mode, `full_body` (the grounding stage `IkDisabled`), sits between
+//! `idle` (the whole character `IkDisabled`) and `samples`, so the full-body solve is
+//! `full_body - idle`, the grounding solve `samples - full_body` and the casts
+//! `meshes - samples`.
+//!
+//! After the criterion runs, one `grounding_crowd/summary` line gives each mode's median frame
+//! (30 frames) and those differences.
 
 use std::hint::black_box;
+use std::time::{Duration, Instant};
 
 use bevy::asset::AssetPlugin;
 use bevy::camera::primitives::{Aabb, MeshAabb};
 use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
+use bevy_ik::ik_core::humanoid::{FullBodySolver, HumanoidBone, HumanoidMap};
+use bevy_ik::ik_core::limits::JointLimit;
+use bevy_ik::ik_core::skeleton::Bone;
+use bevy_ik::ik_core::{BoneTransform, Skeleton};
 use bevy_ik::prelude::*;
 use criterion::{Criterion, criterion_group, criterion_main};
 
 #[path = "../tests/common/mod.rs"]
 mod common;
-use common::{MIXAMO_NAMES, spawn_humanoid};
+use common::{MIXAMO_NAMES, POSITIONS, spawn_humanoid};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Mode {
     Idle,
+    /// `IK_FULL_BODY` only: the full body solves, grounding is disabled.
+    FullBody,
     Samples,
     Meshes,
+}
+
+/// Frames in one walk cycle (one second at 60 fps), as in `benches/crowd.rs`.
+const CYCLE: usize = 60;
+
+/// Target transforms (character frame) for every frame of the walk cycle: left hand, right
+/// hand, left foot, right foot, pelvis, look-at point.
+#[derive(Resource)]
+struct WalkCycle(Vec<[Transform; 6]>);
+
+/// Which of a character's six targets this is and the character's phase in the cycle.
+#[derive(Component)]
+struct Track {
+    slot: usize,
+    phase: usize,
+}
+
+#[derive(Resource, Default)]
+struct Frame(usize);
+
+fn move_targets(
+    mut frame: ResMut<Frame>,
+    cycle: Res<WalkCycle>,
+    mut targets: Query<(&Track, &mut Transform)>,
+) {
+    frame.0 += 1;
+    let f = frame.0;
+    targets.par_iter_mut().for_each(|(track, mut tr)| {
+        *tr = cycle.0[(f + track.phase) % CYCLE][track.slot];
+    });
+}
+
+/// The 21-bone humanoid as an ik-core skeleton, bones unrotated at rest (as `benches/crowd.rs`
+/// spawns them).
+fn bench_skeleton() -> Skeleton {
+    let bones = POSITIONS
+        .iter()
+        .zip(MIXAMO_NAMES)
+        .map(|(&(parent, p), name)| {
+            let parent_pos = parent.map_or(Vec3::ZERO, |j| Vec3::from(POSITIONS[j].1));
+            Bone::new(
+                name,
+                parent,
+                BoneTransform::from_translation(Vec3::from(p) - parent_pos),
+            )
+        })
+        .collect();
+    Skeleton::try_new(bones).expect("the bench rig is valid")
+}
+
+/// `benches/crowd.rs`'s walk cycle: joint angles within the solver's limits, turned by forward
+/// kinematics into each frame's hand, foot and pelvis goals and the look-at point.
+fn walk_cycle() -> WalkCycle {
+    let skeleton = bench_skeleton();
+    let (map, _) = HumanoidMap::from_skeleton(&skeleton);
+    let mut solver = FullBodySolver::new(&skeleton, &map).expect("the bench rig maps");
+    let rest = skeleton.rest_pose();
+    let deg = f32::to_radians;
+    let limits = solver.limits().clone();
+    let hinge = |role: HumanoidBone, degrees: f32| match limits.get(role) {
+        JointLimit::Hinge { axis, .. } => Quat::from_axis_angle(axis, deg(degrees)),
+        other => panic!("{role:?} is a hinge, not {other:?}"),
+    };
+    let frames = (0..CYCLE)
+        .map(|f| {
+            let a = f as f32 / CYCLE as f32 * std::f32::consts::TAU;
+            let (s, c) = a.sin_cos();
+            let mut pose = rest.clone();
+            let r = &mut pose.rotations;
+            pose.translations[0] += Vec3::new(0.02 * s, 0.01 * (2.0 * a).cos() - 0.02, 0.0);
+            r[0] = Quat::from_rotation_y(deg(5.0) * s);
+            r[2] = Quat::from_rotation_y(deg(-8.0) * s);
+            r[4] = Quat::from_rotation_y(deg(10.0) * c);
+            r[6] = Quat::from_rotation_x(deg(25.0) * s) * Quat::from_rotation_z(deg(-70.0));
+            r[10] = Quat::from_rotation_x(deg(-25.0) * s) * Quat::from_rotation_z(deg(70.0));
+            r[7] = hinge(HumanoidBone::LeftLowerArm, 30.0 - 15.0 * s);
+            r[11] = hinge(HumanoidBone::RightLowerArm, 30.0 + 15.0 * s);
+            r[13] = Quat::from_rotation_x(deg(-25.0) * s);
+            r[17] = Quat::from_rotation_x(deg(25.0) * s);
+            r[14] = hinge(HumanoidBone::LeftLowerLeg, 5.0 + 40.0 * c.max(0.0));
+            r[18] = hinge(HumanoidBone::RightLowerLeg, 5.0 + 40.0 * (-c).max(0.0));
+            r[15] = Quat::from_rotation_x(deg(-10.0) * c);
+            r[19] = Quat::from_rotation_x(deg(10.0) * c);
+            assert!(
+                solver.pose_within_limits(&skeleton, &pose, 1e-4),
+                "walk-cycle frame {f} is within the limits"
+            );
+            let goals = solver.goals_at_pose(&skeleton, &pose);
+            let t = |g: usize| {
+                let e = &goals.effectors[g];
+                Transform::from_translation(e.position).with_rotation(e.rotation)
+            };
+            [
+                t(0),
+                t(1),
+                t(2),
+                t(3),
+                t(4),
+                Transform::from_translation(goals.look_at.target),
+            ]
+        })
+        .collect();
+    WalkCycle(frames)
+}
+
+/// The bench humanoid with unrotated bones under `root`, as `benches/crowd.rs` spawns it.
+fn spawn_unrotated(world: &mut World, root: Entity) {
+    let mut bones: Vec<Entity> = Vec::new();
+    for (i, &(parent, p)) in POSITIONS.iter().enumerate() {
+        let parent_pos = parent.map_or(Vec3::ZERO, |j| Vec3::from(POSITIONS[j].1));
+        let parent_entity = parent.map_or(root, |j| bones[j]);
+        bones.push(
+            world
+                .spawn((
+                    Name::new(MIXAMO_NAMES[i]),
+                    Transform::from_translation(Vec3::from(p) - parent_pos),
+                    ChildOf(parent_entity),
+                ))
+                .id(),
+        );
+    }
 }
 
 /// The game's own ground source for `Mode::Samples`: flat ground at y = 0 under each foot.
@@ -47,7 +187,7 @@ fn write_flat_samples(mut q: Query<(&mut IkGroundSamples, &IkGroundingState)>) {
     }
 }
 
-fn crowd(n: usize, mode: Mode) -> App {
+fn crowd(n: usize, mode: Mode, full_body: bool) -> App {
     let mut app = App::new();
     let mut pools = TaskPoolOptions::default();
     pools.compute.min_threads =
@@ -61,9 +201,9 @@ fn crowd(n: usize, mode: Mode) -> App {
         IkPlugin::default(),
     ))
     .init_asset::<Mesh>()
-    .insert_resource(TimeUpdateStrategy::ManualDuration(
-        core::time::Duration::from_secs_f64(1.0 / 60.0),
-    ));
+    .insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_secs_f64(
+        1.0 / 60.0,
+    )));
     // Terrain: 10 × 10 tiles, each tilted a little, 128 triangles.
     let side = (n as f32).sqrt().ceil() as usize;
     let extent = side as f32 * 1.2;
@@ -101,6 +241,11 @@ fn crowd(n: usize, mode: Mode) -> App {
         app.add_systems(Update, write_flat_samples);
     }
     let n_legs = MIXAMO_NAMES;
+    if full_body {
+        app.init_resource::<Frame>()
+            .insert_resource(walk_cycle())
+            .add_systems(Update, move_targets);
+    }
     for i in 0..n {
         let at = Vec3::new(
             (i % side) as f32 * 1.2 + 0.6,
@@ -108,7 +253,6 @@ fn crowd(n: usize, mode: Mode) -> App {
             (i / side) as f32 * 1.2 + 0.6,
         );
         let root = app.world_mut().spawn(Transform::from_translation(at)).id();
-        spawn_humanoid(app.world_mut(), root, &MIXAMO_NAMES);
         let grounding = IkGrounding::new([
             IkLeg::new(n_legs[13], n_legs[14], n_legs[15]).with_toe(n_legs[16]),
             IkLeg::new(n_legs[17], n_legs[18], n_legs[19]).with_toe(n_legs[20]),
@@ -118,16 +262,50 @@ fn crowd(n: usize, mode: Mode) -> App {
         } else {
             IkGroundSource::Samples
         });
-        let mut e = app.world_mut().entity_mut(root);
-        e.insert(grounding);
+        if full_body {
+            spawn_unrotated(app.world_mut(), root);
+            app.world_mut().entity_mut(root).insert(IkHumanoid::auto());
+            // [full body, grounding]: the grounding stage after the humanoid's.
+            let stage = app.world_mut().spawn((grounding, IkStageOf(root))).id();
+            if mode == Mode::FullBody {
+                app.world_mut().entity_mut(stage).insert(IkDisabled);
+            }
+        } else {
+            spawn_humanoid(app.world_mut(), root, &MIXAMO_NAMES);
+            app.world_mut().entity_mut(root).insert(grounding);
+        }
         if mode == Mode::Idle {
-            e.insert(IkDisabled);
+            app.world_mut().entity_mut(root).insert(IkDisabled);
+        }
+    }
+    if full_body {
+        // Every character walks the cycle at its own phase (a seeded spread).
+        app.update();
+        let mut q = app.world_mut().query::<&IkHumanoidTargets>();
+        let targets: Vec<IkHumanoidTargets> = q.iter(app.world()).cloned().collect();
+        assert_eq!(targets.len(), n, "every character was mapped");
+        for (i, t) in targets.into_iter().enumerate() {
+            let phase = (i * 37) % CYCLE;
+            for (slot, e) in [
+                t.left_hand,
+                t.right_hand,
+                t.left_foot,
+                t.right_foot,
+                t.pelvis,
+                t.head,
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let Some(e) = e else { continue };
+                app.world_mut().entity_mut(e).insert(Track { slot, phase });
+            }
         }
     }
     for _ in 0..3 {
         app.update();
     }
-    if mode != Mode::Idle {
+    if matches!(mode, Mode::Samples | Mode::Meshes) {
         let mut q = app.world_mut().query::<&IkGroundingState>();
         let grounded = q
             .iter(app.world())
@@ -138,26 +316,68 @@ fn crowd(n: usize, mode: Mode) -> App {
     app
 }
 
+/// Median wall time of one frame over `frames` frames.
+fn median_frame(app: &mut App, frames: usize) -> Duration {
+    let mut times: Vec<Duration> = (0..frames)
+        .map(|_| {
+            let start = Instant::now();
+            app.update();
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[times.len() / 2]
+}
+
 fn bench(c: &mut Criterion) {
     let n: usize = std::env::var("IK_CROWD")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1000);
+    let full_body = std::env::var("IK_FULL_BODY").is_ok_and(|v| v != "0");
     let mut group = c.benchmark_group("grounding_crowd");
-    for (label, mode) in [
-        ("idle", Mode::Idle),
-        ("samples", Mode::Samples),
-        ("meshes", Mode::Meshes),
-    ] {
-        let mut app = crowd(n, mode);
-        group.bench_function(format!("{label}/{n}"), |b| {
+    let mut modes = vec![("idle", Mode::Idle)];
+    if full_body {
+        modes.push(("full_body", Mode::FullBody));
+    }
+    modes.extend([("samples", Mode::Samples), ("meshes", Mode::Meshes)]);
+    let prefix = if full_body { "full_body+" } else { "" };
+    let mut medians = Vec::new();
+    for (label, mode) in modes {
+        let mut app = crowd(n, mode, full_body);
+        group.bench_function(format!("{prefix}{label}/{n}"), |b| {
             b.iter(|| {
                 app.update();
                 black_box(app.world().entities().len())
             });
         });
+        medians.push((mode, median_frame(&mut app, 30)));
     }
     group.finish();
+    let ms = |m: Mode| {
+        medians
+            .iter()
+            .find(|x| x.0 == m)
+            .map_or(0.0, |x| x.1.as_secs_f64() * 1e3)
+    };
+    let (idle, samples, meshes) = (ms(Mode::Idle), ms(Mode::Samples), ms(Mode::Meshes));
+    let body = if full_body {
+        format!(" + full-body solve {:.2} ms", ms(Mode::FullBody) - idle)
+    } else {
+        String::new()
+    };
+    let before_grounding = if full_body { ms(Mode::FullBody) } else { idle };
+    println!(
+        "grounding_crowd/summary n={n}{}: total {meshes:.2} ms per frame = everything else {idle:.2} ms{body} + grounding solve {:.2} ms + {} mesh casts {:.2} ms (medians of 30 frames)",
+        if full_body {
+            " [full body, grounding]"
+        } else {
+            " [grounding]"
+        },
+        samples - before_grounding,
+        4 * n,
+        meshes - samples
+    );
 }
 
 criterion_group!(benches, bench);
