@@ -24,7 +24,8 @@
 //! walk, see `move_gameplay`), `IK_DEBUG`, `IK_MEASURE_SECS` (criterion's measurement time per
 //! mode, default 8), `IK_UNBATCHED` (adds the four-limb crowd with
 //! `IkPlugin::with_batched_limbs(false)`, the limbs solved one by one, to the same run),
-//! `IK_PHASES` (print the median time of each phase of
+//! `IK_CPU` (print the CPU time per frame, every thread, over 120 frames: on a shared, loaded
+//! machine wall time includes waiting for a core), `IK_PHASES` (print the median time of each phase of
 //! the frame: `Update`, the plugin's `Prepare`, `Solve` and `Writeback` sets, transform
 //! propagation; timing systems between the sets, so the frame is a little slower).
 
@@ -426,6 +427,27 @@ fn print_phases(app: &mut App, label: &str) {
     );
 }
 
+/// CPU time of this process so far (every thread's time on a CPU, from Linux's
+/// `/proc/self/task/*/schedstat`, nanoseconds); `None` elsewhere.
+fn cpu_ns() -> Option<u64> {
+    let mut total = 0;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(total)
+}
+
+/// `IK_CPU`: CPU time per frame over `frames` frames (every thread: the figure a loaded,
+/// shared machine inflates least — wall time there includes waiting for a core).
+fn cpu_per_frame(app: &mut App, frames: u32) -> Option<Duration> {
+    let start = cpu_ns()?;
+    for _ in 0..frames {
+        app.update();
+    }
+    Some(Duration::from_nanos(cpu_ns()? - start) / frames)
+}
+
 /// Median wall time of one frame over `frames` frames.
 fn median_frame(app: &mut App, frames: usize) -> Duration {
     let mut times: Vec<Duration> = (0..frames)
@@ -488,6 +510,14 @@ fn bench_crowd(c: &mut Criterion) {
         }
         medians.push((label, median_frame(&mut app, 30)));
         print_phases(&mut app, &format!("{label}/{n}"));
+        if std::env::var("IK_CPU").is_ok()
+            && let Some(cpu) = cpu_per_frame(&mut app, 120)
+        {
+            println!(
+                "cpu {label}/{n}: {:.3} ms of CPU per frame (all threads, 120 frames)",
+                cpu.as_secs_f64() * 1e3
+            );
+        }
         // Report how well the crowd is tracking.
         let mut q = app.world_mut().query::<&IkStatus>();
         let (mut solved, mut converged, mut iterations, mut worst) = (0usize, 0usize, 0u32, 0f32);
