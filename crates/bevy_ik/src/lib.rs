@@ -137,7 +137,7 @@ impl Default for IkPlugin {
     fn default() -> Self {
         Self {
             schedule: PostUpdate.intern(),
-            batch_limbs: true,
+            batch_limbs: false,
         }
     }
 }
@@ -160,9 +160,15 @@ impl IkPlugin {
 
     /// Whether a character's leading independent analytic limbs (a humanoid's four, say) are
     /// solved together, four per SIMD vector, by ik-core's
-    /// [`TwoBoneBatch`](ik_core::analytic::batch::TwoBoneBatch) (on by default), or one by one.
+    /// [`TwoBoneBatch`](ik_core::analytic::batch::TwoBoneBatch), or one by one (the default).
     /// The results are the same to rounding (within 1e-5 of the limb length), and so are the
-    /// weights, statuses and stage order; off is for comparing the two.
+    /// weights, statuses and stage order.
+    ///
+    /// Off by default because it did not measure faster: in the crowd bench's four-limb crowd
+    /// the batch kernel's time per limb was below the scalar solve's, but handing each
+    /// character's goals and results to it cost as much again (see `limb_batch` module docs).
+    /// It is here so a faster batch kernel can be switched in and compared in the same run
+    /// (`IK_BATCHED=1` in the crowd bench).
     #[must_use]
     pub fn with_batched_limbs(mut self, on: bool) -> Self {
         self.batch_limbs = on;

@@ -35,17 +35,11 @@ use crate::rig::{self, IkRig};
 use crate::stage::{IkCustom, IkStageOf};
 
 /// How the pipeline solves (set with [`IkPlugin`](crate::IkPlugin)'s builder).
-#[derive(Resource, Clone, Copy, Debug)]
+#[derive(Resource, Clone, Copy, Debug, Default)]
 pub(crate) struct IkPipelineSettings {
     /// Solve each character's leading independent limbs in one batch (see
     /// [`crate::limb_batch`]).
     pub(crate) batch_limbs: bool,
-}
-
-impl Default for IkPipelineSettings {
-    fn default() -> Self {
-        Self { batch_limbs: true }
-    }
 }
 
 fn gather(rt: &mut Runtime, disabled: bool, descs: &Query<DescItem>, current: &CurrentTransforms) {

@@ -1,4 +1,4 @@
-//! The batched limb path (`IkPlugin::with_batched_limbs`, on by default) against the scalar
+//! The batched limb path (`IkPlugin::with_batched_limbs(true)`, opt-in) against the scalar
 //! one: the same crowd of four-limb characters in two apps, one batched and one not, must put
 //! every bone within 1e-5 of the limb length of the other and report the same statuses — over
 //! a goal mix with unreachable targets, wrist orientations, poles, no poles, swivel angles,
