@@ -21,12 +21,20 @@
 //! the cost of everything else), `IK_DEFAULT_POOLS` (Bevy's default task pools: one compute
 //! thread on 2 cores), `IK_WAVES` (the earlier motion model, see `move_waves`: T-pose hand
 //! orientations on moved hands, limit-bound wrists), `IK_GAMEPLAY` (gameplay goals on top of the
-//! walk, see `move_gameplay`), `IK_DEBUG`.
+//! walk, see `move_gameplay`), `IK_DEBUG`, `IK_MEASURE_SECS` (criterion's measurement time per
+//! mode, default 8), `IK_BATCHED` (adds the four-limb crowd with
+//! `IkPlugin::with_batched_limbs(true)`, each character's four limbs in one `TwoBoneBatch`
+//! call, to the same run),
+//! `IK_CPU` (print the CPU time per frame, every thread, over 120 frames: on a shared, loaded
+//! machine wall time includes waiting for a core), `IK_PHASES` (print the median time of each phase of
+//! the frame: `Update`, the plugin's `Prepare`, `Solve` and `Writeback` sets, transform
+//! propagation; timing systems between the sets, so the frame is a little slower).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use bevy::prelude::*;
+use bevy::transform::TransformSystems;
 use bevy_ik::ik_core::humanoid::{FullBodySolver, HumanoidBone, HumanoidMap};
 use bevy_ik::ik_core::limits::JointLimit;
 use bevy_ik::ik_core::skeleton::Bone;
@@ -249,7 +257,7 @@ fn spawn_character(world: &mut World, at: Vec3, humanoid: IkHumanoid) {
     }
 }
 
-fn crowd(n: usize, humanoid: &IkHumanoid) -> App {
+fn crowd(n: usize, humanoid: &IkHumanoid, batched: bool) -> App {
     let mut app = App::new();
     // Bevy's default task pools give IO and async compute one thread each before compute
     // gets the rest: on this 2-core machine that leaves compute (systems and `par_iter_mut`)
@@ -265,7 +273,7 @@ fn crowd(n: usize, humanoid: &IkHumanoid) -> App {
             task_pool_options: pools,
         }),
         TransformPlugin,
-        IkPlugin::default(),
+        IkPlugin::default().with_batched_limbs(batched),
     ))
     .init_resource::<Frame>()
     .insert_resource(walk_cycle())
@@ -333,6 +341,9 @@ fn crowd(n: usize, humanoid: &IkHumanoid) -> App {
         }
     }
     app.update();
+    if std::env::var("IK_PHASES").is_ok() {
+        time_phases(&mut app);
+    }
     if std::env::var("IK_BASELINE").is_ok() {
         // Everything but the solve: IK disabled on every character.
         let mut q = app.world_mut().query_filtered::<Entity, With<IkStatus>>();
@@ -342,6 +353,100 @@ fn crowd(n: usize, humanoid: &IkHumanoid) -> App {
         }
     }
     app
+}
+
+/// `IK_PHASES`: when the last phase boundary was passed, and each frame's phase times.
+#[derive(Resource, Default)]
+struct Phases {
+    last: Option<Instant>,
+    current: [Duration; PHASES.len()],
+    frames: Vec<[Duration; PHASES.len()]>,
+}
+
+/// The phases `IK_PHASES` times, each from the previous boundary to its end.
+const PHASES: [&str; 5] = ["update", "prepare", "solve", "writeback", "propagate"];
+
+/// Ends phase `P` (the first boundary, in `First`, starts the frame).
+fn phase_boundary<const P: usize>(mut phases: ResMut<Phases>) {
+    let now = Instant::now();
+    if P == 0 {
+        phases.current = [Duration::ZERO; PHASES.len()];
+    } else if let Some(last) = phases.last {
+        phases.current[P - 1] = now - last;
+        if P == PHASES.len() {
+            let frame = phases.current;
+            phases.frames.push(frame);
+        }
+    }
+    phases.last = Some(now);
+}
+
+/// Adds the `IK_PHASES` timing systems.
+fn time_phases(app: &mut App) {
+    app.init_resource::<Phases>()
+        .add_systems(First, phase_boundary::<0>)
+        .add_systems(
+            PostUpdate,
+            (
+                phase_boundary::<1>.before(IkSystems::Prepare),
+                phase_boundary::<2>
+                    .after(IkSystems::Prepare)
+                    .before(IkSystems::Solve),
+                phase_boundary::<3>
+                    .after(IkSystems::Solve)
+                    .before(IkSystems::Writeback),
+                phase_boundary::<4>
+                    .after(IkSystems::Writeback)
+                    .before(TransformSystems::Propagate),
+                phase_boundary::<5>.after(TransformSystems::Propagate),
+            ),
+        );
+}
+
+/// Prints the median of each phase over the frames timed since the last call.
+fn print_phases(app: &mut App, label: &str) {
+    let Some(mut phases) = app.world_mut().get_resource_mut::<Phases>() else {
+        return;
+    };
+    let frames = core::mem::take(&mut phases.frames);
+    if frames.is_empty() {
+        return;
+    }
+    let line: Vec<String> = PHASES
+        .iter()
+        .enumerate()
+        .map(|(p, name)| {
+            let mut t: Vec<Duration> = frames.iter().map(|f| f[p]).collect();
+            t.sort();
+            format!("{name} {:.3}", t[t.len() / 2].as_secs_f64() * 1e3)
+        })
+        .collect();
+    println!(
+        "phases {label} (ms, medians of {} frames): {}",
+        frames.len(),
+        line.join(", ")
+    );
+}
+
+/// CPU time of this process so far (every thread's time on a CPU, from Linux's
+/// `/proc/self/task/*/schedstat`, nanoseconds); `None` elsewhere.
+fn cpu_ns() -> Option<u64> {
+    let mut total = 0;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(total)
+}
+
+/// `IK_CPU`: CPU time per frame over `frames` frames (every thread: the figure a loaded,
+/// shared machine inflates least — wall time there includes waiting for a core).
+fn cpu_per_frame(app: &mut App, frames: u32) -> Option<Duration> {
+    let start = cpu_ns()?;
+    for _ in 0..frames {
+        app.update();
+    }
+    Some(Duration::from_nanos(cpu_ns()? - start) / frames)
 }
 
 /// Median wall time of one frame over `frames` frames.
@@ -380,20 +485,40 @@ fn bench_crowd(c: &mut Criterion) {
     if let Some(v) = env("IK_POSTURE") {
         full_body.full_body_settings.posture_gain = v;
     }
-    let modes = [("full_body", full_body), ("limbs", IkHumanoid::limbs())];
+    let mut modes = vec![
+        ("full_body", full_body, false),
+        ("limbs", IkHumanoid::limbs(), false),
+    ];
+    if std::env::var("IK_BATCHED").is_ok() {
+        modes.push(("limbs_batched", IkHumanoid::limbs(), true));
+    }
     let mut group = c.benchmark_group("crowd");
     group.sample_size(20);
-    group.measurement_time(Duration::from_secs(8));
+    group.measurement_time(Duration::from_secs_f32(
+        env("IK_MEASURE_SECS").unwrap_or(8.0),
+    ));
     let mut medians = Vec::new();
-    for (label, humanoid) in &modes {
-        let mut app = crowd(n, humanoid);
+    for (label, humanoid, batched) in &modes {
+        let mut app = crowd(n, humanoid, *batched);
         group.bench_function(format!("{label}/{n}"), |b| {
             b.iter(|| {
                 app.update();
                 black_box(app.world().entities().len())
             });
         });
+        if let Some(mut phases) = app.world_mut().get_resource_mut::<Phases>() {
+            phases.frames.clear();
+        }
         medians.push((label, median_frame(&mut app, 30)));
+        print_phases(&mut app, &format!("{label}/{n}"));
+        if std::env::var("IK_CPU").is_ok()
+            && let Some(cpu) = cpu_per_frame(&mut app, 120)
+        {
+            println!(
+                "cpu {label}/{n}: {:.3} ms of CPU per frame (all threads, 120 frames)",
+                cpu.as_secs_f64() * 1e3
+            );
+        }
         // Report how well the crowd is tracking.
         let mut q = app.world_mut().query::<&IkStatus>();
         let (mut solved, mut converged, mut iterations, mut worst) = (0usize, 0usize, 0u32, 0f32);
@@ -431,6 +556,15 @@ fn bench_crowd(c: &mut Criterion) {
         limbs.as_secs_f64() * 1e3,
         full.as_secs_f64() / limbs.as_secs_f64()
     );
+    if let Some((_, batched)) = medians.get(2) {
+        println!(
+            "crowd of {n}: four analytic limbs one by one {:.2} ms/frame, batched {:.2} ms/frame \
+             (ratio {:.2})",
+            limbs.as_secs_f64() * 1e3,
+            batched.as_secs_f64() * 1e3,
+            limbs.as_secs_f64() / batched.as_secs_f64()
+        );
+    }
 }
 
 criterion_group!(benches, bench_crowd);

@@ -30,6 +30,7 @@ use ik_core::{Pose, Skeleton};
 use crate::components::{BoneRef, IkDisabled, IkLimb, IkStatus};
 use crate::error::IkError;
 use crate::humanoid::{self, IkHumanoid, IkHumanoidBones, IkHumanoidSolver, IkHumanoidTargets};
+use crate::limb_batch::LimbBatch;
 use crate::pose_io::{self, ModelTarget};
 use crate::rig::{self, IkRig, RigKey};
 use crate::setup::{self, IkRescan};
@@ -109,6 +110,18 @@ impl IkCharacter {
         self.rt.as_mut().map(|rt| &mut rt.stack)
     }
 
+    /// How many of the character's leading stages are analytic limbs solved together in one
+    /// batch (see [`IkPlugin::with_batched_limbs`](crate::IkPlugin::with_batched_limbs)): the
+    /// run of two-bone stages at the start of its stack none of which reads a bone an earlier
+    /// one writes; 0 when fewer than two qualify.
+    #[must_use]
+    pub fn batched_limbs(&self) -> usize {
+        self.rt
+            .as_ref()
+            .and_then(|rt| rt.batch.as_ref())
+            .map_or(0, LimbBatch::len)
+    }
+
     /// The entity whose global transform is the character's model space (`None`: the world).
     #[must_use]
     pub fn model_frame(&self) -> Option<Entity> {
@@ -136,6 +149,8 @@ pub(crate) struct Runtime {
     /// The stack was solved this frame (false: disabled, or a frame error).
     pub(crate) solved: bool,
     pub(crate) warned: Vec<IkError>,
+    /// The stack's leading independent limbs, solved together (see [`crate::limb_batch`]).
+    pub(crate) batch: Option<LimbBatch>,
 }
 
 impl Runtime {
@@ -787,7 +802,9 @@ fn rebuild(
         }
         stages.push(rt_stage);
     }
+    let batch = LimbBatch::try_new(&stack);
     ch.rt = Some(Runtime {
+        batch,
         first: usize::from(frame.is_some()),
         frame,
         entities,
@@ -841,7 +858,7 @@ impl ik_core::stack::CustomStage for Placeholder {
 
 /// A target entity's current transform in a character's model space.
 pub(crate) fn read_target(
-    helper: &bevy::transform::helper::TransformHelper,
+    helper: &pose_io::TargetReader<'_, '_, '_>,
     model: &bevy::transform::components::GlobalTransform,
     entity: Entity,
     pole: bool,

@@ -9,7 +9,6 @@ use bevy::ecs::reflect::ReflectComponent;
 use bevy::math::Vec3;
 use bevy::reflect::prelude::*;
 use bevy::transform::components::GlobalTransform;
-use bevy::transform::helper::TransformHelper;
 use ik_core::analytic::{LimbGoal, LimbSettings, Pole};
 use ik_core::humanoid::HumanoidBone;
 use ik_core::stack::TwoBoneStage;
@@ -17,6 +16,7 @@ use ik_core::stack::TwoBoneStage;
 use crate::character::{IkCharacter, StageKind, read_target};
 use crate::error::IkError;
 use crate::pipeline::finite_weight;
+use crate::pose_io::TargetReader;
 
 /// A bone, given as its entity, as its `Name` (looked up among the descendants of the
 /// limb's hierarchy root, which is how glTF bones are found once their scene has spawned), or
@@ -307,7 +307,7 @@ pub(crate) fn gather_limb(
     stage: &mut TwoBoneStage,
     kind: &mut StageKind,
     model: &GlobalTransform,
-    helper: &TransformHelper,
+    helper: &TargetReader<'_, '_, '_>,
 ) -> Result<(), IkError> {
     let target = limb.target.ok_or(IkError::NoTarget)?;
     let target = read_target(helper, model, target, false)?;

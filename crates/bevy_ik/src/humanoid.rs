@@ -33,7 +33,6 @@ use bevy::ecs::system::{Commands, Query, Res};
 use bevy::math::Vec3;
 use bevy::reflect::prelude::*;
 use bevy::transform::components::{GlobalTransform, Transform};
-use bevy::transform::helper::TransformHelper;
 use ik_core::humanoid::{
     BodyFrame, CenterOfMassGoal, DetachedFeet, Effector, FullBodySettings, FullBodySolver,
     GoalFrame, HumanoidBone, HumanoidMap, MappingOptions, MappingReport,
@@ -46,6 +45,7 @@ use crate::character::{IkCharacter, read_target};
 use crate::components::{IkLimb, IkStatus};
 use crate::error::IkError;
 use crate::pipeline::warn_once;
+use crate::pose_io::TargetReader;
 use crate::setup::{IkRescan, hierarchy_skeleton};
 use crate::stage::{IkCustom, IkStageOf};
 
@@ -754,7 +754,7 @@ fn gather_grip(
     grip: &IkGrip,
     stage: &mut FullBodyStage,
     model: &GlobalTransform,
-    helper: &TransformHelper,
+    helper: &TargetReader<'_, '_, '_>,
     bones: &[Entity],
 ) -> Result<(), IkError> {
     let (hand, other) = match grip.hand {
@@ -839,7 +839,7 @@ pub(crate) fn gather_full_body(
     targets: &IkHumanoidTargets,
     stage: &mut FullBodyStage,
     model: &GlobalTransform,
-    helper: &TransformHelper,
+    helper: &TargetReader<'_, '_, '_>,
     bones: &[Entity],
 ) -> Result<(), IkError> {
     if *stage.solver.settings() != humanoid.full_body_settings {

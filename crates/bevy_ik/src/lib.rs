@@ -10,6 +10,7 @@ pub mod debug_draw;
 pub mod error;
 pub mod grounding;
 pub mod humanoid;
+mod limb_batch;
 mod pipeline;
 mod pose_io;
 pub mod rig;
@@ -129,12 +130,14 @@ pub enum IkSystems {
 #[derive(Debug, Clone)]
 pub struct IkPlugin {
     schedule: Interned<dyn ScheduleLabel>,
+    batch_limbs: bool,
 }
 
 impl Default for IkPlugin {
     fn default() -> Self {
         Self {
             schedule: PostUpdate.intern(),
+            batch_limbs: false,
         }
     }
 }
@@ -154,11 +157,31 @@ impl IkPlugin {
         self.schedule = schedule.intern();
         self
     }
+
+    /// Whether a character's leading independent analytic limbs (a humanoid's four, say) are
+    /// solved together, four per SIMD vector, by ik-core's
+    /// [`TwoBoneBatch`](ik_core::analytic::batch::TwoBoneBatch), or one by one (the default).
+    /// The results are the same to rounding (within 1e-5 of the limb length), and so are the
+    /// weights, statuses and stage order.
+    ///
+    /// Off by default because it did not measure faster: in the crowd bench's four-limb crowd
+    /// the batch kernel's time per limb was below the scalar solve's, but handing each
+    /// character's goals and results to it cost as much again (see `limb_batch` module docs).
+    /// It is here so a faster batch kernel can be switched in and compared in the same run
+    /// (`IK_BATCHED=1` in the crowd bench).
+    #[must_use]
+    pub fn with_batched_limbs(mut self, on: bool) -> Self {
+        self.batch_limbs = on;
+        self
+    }
 }
 
 impl Plugin for IkPlugin {
     fn build(&self, app: &mut App) {
         let schedule = self.schedule;
+        app.insert_resource(pipeline::IkPipelineSettings {
+            batch_limbs: self.batch_limbs,
+        });
         app.register_type::<BoneRef>()
             .register_type::<IkLimb>()
             .register_type::<IkDisabled>()

@@ -17,11 +17,11 @@
 use bevy::ecs::change_detection::{DetectChangesMut, Mut};
 use bevy::ecs::entity::Entity;
 use bevy::ecs::query::{Has, Or, With, Without};
-use bevy::ecs::system::Query;
+use bevy::ecs::resource::Resource;
+use bevy::ecs::system::{Query, Res};
 use bevy::log::warn;
 use bevy::math::Vec3;
 use bevy::transform::components::Transform;
-use bevy::transform::helper::TransformHelper;
 use ik_core::stack::{Stage, StageOutcome};
 
 use crate::balance::IkCenterOfMass;
@@ -30,17 +30,19 @@ use crate::components::gather_limb;
 use crate::components::{IkDisabled, IkLimb, IkStatus};
 use crate::error::IkError;
 use crate::humanoid::{self, IkHumanoid};
-use crate::pose_io;
+use crate::pose_io::{self, CurrentTransforms};
 use crate::rig::{self, IkRig};
 use crate::stage::{IkCustom, IkStageOf};
 
-fn gather(
-    rt: &mut Runtime,
-    disabled: bool,
-    descs: &Query<DescItem>,
-    transforms: &Query<&Transform>,
-    helper: &TransformHelper,
-) {
+/// How the pipeline solves (set with [`IkPlugin`](crate::IkPlugin)'s builder).
+#[derive(Resource, Clone, Copy, Debug, Default)]
+pub(crate) struct IkPipelineSettings {
+    /// Solve each character's leading independent limbs in one batch (see
+    /// [`crate::limb_batch`]).
+    pub(crate) batch_limbs: bool,
+}
+
+fn gather(rt: &mut Runtime, disabled: bool, descs: &Query<DescItem>, current: &CurrentTransforms) {
     rt.solved = false;
     rt.frame_error = None;
     for st in &mut rt.stages {
@@ -50,11 +52,16 @@ fn gather(
     if disabled {
         return;
     }
-    if let Err(err) = read_input(rt, transforms) {
+    if let Err(err) = read_input(rt, &current.transforms) {
         rt.frame_error = Some(err);
         return;
     }
-    let model = match pose_io::model_space(helper, rt.frame) {
+    let reader = pose_io::TargetReader {
+        queries: current,
+        frame: rt.frame,
+    };
+    let helper = &reader;
+    let model = match pose_io::model_space(&current.helper, rt.frame) {
         Ok(m) => m,
         Err(err) => {
             rt.frame_error = Some(err);
@@ -151,16 +158,17 @@ fn read_input(rt: &mut Runtime, transforms: &Query<&Transform>) -> Result<(), Ik
 pub(crate) fn solve_characters(
     mut characters: Query<(Entity, &mut IkCharacter, Has<IkDisabled>), Without<IkStageOf>>,
     descs: Query<DescItem>,
-    transforms: Query<&Transform>,
-    helper: TransformHelper,
+    current: CurrentTransforms,
+    settings: Res<IkPipelineSettings>,
 ) {
+    let batching = settings.batch_limbs;
     characters
         .par_iter_mut()
         .for_each(|(entity, mut character, disabled)| {
             let Some(rt) = character.rt.as_mut() else {
                 return;
             };
-            gather(rt, disabled, &descs, &transforms, &helper);
+            gather(rt, disabled, &descs, &current);
             if disabled {
                 return;
             }
@@ -168,7 +176,11 @@ pub(crate) fn solve_characters(
                 warn_once(&mut rt.warned, entity, err);
                 return;
             }
-            rt.stack.solve();
+            let first = match rt.batch.as_mut().filter(|_| batching) {
+                Some(batch) => batch.solve(&mut rt.stack),
+                None => 0,
+            };
+            rt.stack.solve_from(first);
             rt.solved = true;
             summarise(rt);
         });

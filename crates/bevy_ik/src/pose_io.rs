@@ -3,6 +3,8 @@
 //! `Transform`s. No linear algebra beyond changing frames.
 
 use bevy::ecs::entity::Entity;
+use bevy::ecs::hierarchy::ChildOf;
+use bevy::ecs::system::{Query, SystemParam};
 use bevy::math::{Quat, Vec3};
 use bevy::transform::components::{GlobalTransform, Transform};
 use bevy::transform::helper::TransformHelper;
@@ -47,14 +49,54 @@ pub(crate) enum TargetProblem {
     NonFinite,
 }
 
+/// What reading bones, targets and poles this frame needs: Bevy's [`TransformHelper`], with the
+/// `ChildOf` and `Transform` queries for the shortcut in [`target_in_model_space`].
+#[derive(SystemParam)]
+pub(crate) struct CurrentTransforms<'w, 's> {
+    pub(crate) helper: TransformHelper<'w, 's>,
+    pub(crate) parents: Query<'w, 's, &'static ChildOf>,
+    pub(crate) transforms: Query<'w, 's, &'static Transform>,
+}
+
+/// Reads target and pole entities for one character: [`CurrentTransforms`] and the
+/// character's model frame.
+pub(crate) struct TargetReader<'a, 'w, 's> {
+    pub(crate) queries: &'a CurrentTransforms<'w, 's>,
+    /// The entity whose global transform is the model space (`None`: the world).
+    pub(crate) frame: Option<Entity>,
+}
+
 /// The current global transform of `entity` (from its and its ancestors' `Transform`s this
-/// frame), expressed relative to `model`.
+/// frame), expressed relative to `model` (the global transform of `reader.frame`).
+///
+/// A target parented to the model frame itself (as [`IkHumanoid`](crate::IkHumanoid)'s are) is
+/// read from its own `Transform`: that *is* its model-space transform, so neither its global
+/// transform nor the model's inverse is computed (the general path below, equal to rounding;
+/// a crowd's gather spent most of its time there).
 pub(crate) fn target_in_model_space(
-    helper: &TransformHelper,
+    reader: &TargetReader<'_, '_, '_>,
     model: &GlobalTransform,
     entity: Entity,
 ) -> Result<ModelTarget, TargetProblem> {
-    let global = helper
+    let q = reader.queries;
+    if let Some(frame) = reader.frame
+        && q.parents.get(entity).is_ok_and(|p| p.parent() == frame)
+    {
+        let t = q
+            .transforms
+            .get(entity)
+            .map_err(|_| TargetProblem::Missing)?;
+        let rotation = t.rotation.normalize();
+        if !(t.translation.is_finite() && rotation.is_finite() && t.scale.is_finite()) {
+            return Err(TargetProblem::NonFinite);
+        }
+        return Ok(ModelTarget {
+            position: t.translation,
+            rotation,
+        });
+    }
+    let global = q
+        .helper
         .compute_global_transform(entity)
         .map_err(|_| TargetProblem::Missing)?;
     if !global.affine().is_finite() {

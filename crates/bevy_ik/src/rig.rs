@@ -12,7 +12,6 @@ use bevy::ecs::reflect::ReflectComponent;
 use bevy::math::{Quat, Vec3};
 use bevy::reflect::prelude::*;
 use bevy::transform::components::GlobalTransform;
-use bevy::transform::helper::TransformHelper;
 use ik_core::Skeleton;
 use ik_core::humanoid::{HumanoidLimits, HumanoidMap};
 use ik_core::jacobian::{JacobianSolver, JointSpec, PostureReference, SolverSettings, TaskSpec};
@@ -24,6 +23,7 @@ use crate::components::{BoneRef, IkStatus};
 use crate::error::IkError;
 use crate::pipeline::finite_weight;
 use crate::pose_io::ModelTarget;
+use crate::pose_io::TargetReader;
 use crate::setup;
 
 pub(crate) fn register(app: &mut bevy::app::App) {
@@ -441,7 +441,7 @@ pub(crate) fn gather(
     skeleton: &Skeleton,
     buffer: &mut PoseBuffer,
     model: &GlobalTransform,
-    helper: &TransformHelper,
+    helper: &TargetReader<'_, '_, '_>,
 ) -> Result<(), IkError> {
     for (slot, goal) in data.targets.iter_mut().zip(&rig.goals) {
         *slot = match goal.target {

@@ -613,3 +613,69 @@ fn an_animated_input_carries_the_last_correction() {
         "tracking needed {worst_iterations} iterations"
     );
 }
+
+#[test]
+fn a_stage_solved_outside_the_stack_is_blended_and_reported_like_its_own_solve() {
+    let r = rig(RestAxes::MinusZ, 12);
+    for weight in [1.0, 0.5, 0.0] {
+        // Reference: the stack's own solve of [arm, full body].
+        let (mut own, _) = arm_stack(&r, weight);
+        own.push(Stage::full_body(full_body(&r))).unwrap();
+        own.set_input(&r.input).unwrap();
+        own.solve();
+        // The arm solved by the host through `solve_stage_with` (the same solver, called by
+        // hand on a copy of the pose), then the rest of the stack with `solve_from`.
+        let (mut hosted, _) = arm_stack(&r, weight);
+        hosted.push(Stage::full_body(full_body(&r))).unwrap();
+        hosted.set_input(&r.input).unwrap();
+        let mut called = false;
+        hosted.solve_stage_with(0, |stage, skeleton, buffer| {
+            called = true;
+            let Stage::TwoBone(s) = stage else {
+                panic!("the arm")
+            };
+            let mut pose = buffer.pose().clone();
+            let parent = skeleton
+                .parent(s.ik().bones()[0])
+                .map(|p| buffer.model_transform(skeleton, p))
+                .unwrap_or(ik_core::BoneTransform::IDENTITY);
+            let report = s
+                .ik()
+                .solve_with_parent(skeleton, &mut pose, &s.goal, &parent)?;
+            for b in s.ik().bones() {
+                buffer.set_local(b, pose.rotations[b], pose.translations[b]);
+            }
+            Ok(StageReport::TwoBone(report))
+        });
+        assert!(called);
+        hosted.solve_from(1);
+        assert_eq!(bits(hosted.pose()), bits(own.pose()), "weight {weight}");
+        for (a, b) in hosted.slots().iter().zip(own.slots()) {
+            assert_eq!(a.outcome, b.outcome, "weight {weight}");
+        }
+    }
+    // Disabled: not called, reported as such, the pose untouched. An error: the bones restored
+    // and the error recorded. Out of range: nothing.
+    let (mut stack, _) = arm_stack(&r, 1.0);
+    stack.set_input(&r.input).unwrap();
+    stack.slots_mut()[0].enabled = false;
+    stack.solve_stage_with(0, |_, _, _| panic!("not called for a disabled stage"));
+    assert_eq!(stack.slots()[0].outcome, StageOutcome::Disabled);
+    stack.slots_mut()[0].enabled = true;
+    let report = stack.solve_stage_with(0, |stage, _, buffer| {
+        for &b in stage.bones() {
+            buffer.set_local(b, Quat::from_rotation_x(1.0), Vec3::ONE);
+        }
+        Err(StackError::Custom("the host's solver failed"))
+    });
+    assert_eq!(report.failed, 1);
+    assert_eq!(
+        stack.slots()[0].outcome,
+        StageOutcome::Failed(StackError::Custom("the host's solver failed"))
+    );
+    assert_eq!(bits(stack.pose()), bits(&r.input));
+    assert_eq!(
+        stack.solve_stage_with(5, |_, _, _| panic!("no stage 5")),
+        Default::default()
+    );
+}

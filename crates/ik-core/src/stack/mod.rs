@@ -331,108 +331,162 @@ impl IkStack {
     /// each stage's outcome in its slot. Never fails as a whole: a failing stage is recorded
     /// and skipped.
     pub fn solve(&mut self) -> StackReport {
+        self.solve_from(0)
+    }
+
+    /// [`IkStack::solve`] from stage `first` on: the earlier stages are not run, their outcomes
+    /// and the buffer's pose are left as they are. For a host that ran stages `..first` itself
+    /// with [`IkStack::solve_stage_with`] (e.g. two-bone limbs of many characters solved in
+    /// one batch).
+    pub fn solve_from(&mut self, first: usize) -> StackReport {
         let mut report = StackReport::default();
+        for index in first..self.slots.len() {
+            self.run_slot(index, &mut report, |stage, skeleton, buffer, cold| {
+                stage.run(skeleton, buffer, cold)
+            });
+        }
+        report
+    }
+
+    /// Runs stage `index` alone with `solve` in place of the stage's own solver, with
+    /// everything else [`IkStack::solve`] does for a stage: skipped when disabled, the weight
+    /// checked, its bones saved, the output blended by the weight, the bones restored on an
+    /// error, the outcome recorded. `solve` gets the stage, the skeleton and the buffer (the
+    /// pose the stage would see) and must write only [`Stage::bones`], through
+    /// [`PoseBuffer::set_local`]; it returns the stage's report. It is not called for a
+    /// disabled stage or a non-finite weight. An index past the last stage does nothing.
+    ///
+    /// For hosts that solve a stage elsewhere, e.g. the analytic limbs of many characters in one
+    /// [`TwoBoneBatch`](crate::analytic::batch::TwoBoneBatch) call: the result is then blended
+    /// and reported exactly as the stage's own solve would be. The stage sees the pose as the
+    /// earlier stages left it; solving it ahead of them is the host's choice (valid when they
+    /// do not write its bones or their ancestors).
+    pub fn solve_stage_with(
+        &mut self,
+        index: usize,
+        solve: impl FnOnce(&mut Stage, &Skeleton, &mut PoseBuffer) -> Result<StageReport, StackError>,
+    ) -> StackReport {
+        let mut report = StackReport::default();
+        if index < self.slots.len() {
+            self.run_slot(index, &mut report, |stage, skeleton, buffer, _| {
+                solve(stage, skeleton, buffer)
+            });
+        }
+        report
+    }
+
+    /// Runs stage `index` (in range) with `solve(stage, skeleton, buffer, cold)`: weight,
+    /// warm start, blend and outcome (see the module docs).
+    fn run_slot(
+        &mut self,
+        index: usize,
+        report: &mut StackReport,
+        solve: impl FnOnce(
+            &mut Stage,
+            &Skeleton,
+            &mut PoseBuffer,
+            bool,
+        ) -> Result<StageReport, StackError>,
+    ) {
         let Self {
             skeleton,
             buffer,
             slots,
             saved,
         } = self;
-        for slot in slots.iter_mut() {
-            if !slot.enabled {
-                slot.outcome = StageOutcome::Disabled;
-                continue;
-            }
-            if !slot.weight.is_finite() {
-                slot.outcome = StageOutcome::Failed(StackError::NonFiniteWeight);
-                report.failed += 1;
-                continue;
-            }
-            let weight = slot.weight.clamp(0.0, 1.0);
-            saved.clear();
-            let pose = buffer.pose();
-            saved.extend(
-                slot.stage
-                    .bones()
-                    .iter()
-                    .map(|&b| (pose.rotations[b], pose.translations[b])),
-            );
-            let warm = slot.warm_start && slot.warm_valid && slot.warm.len() == saved.len();
-            if warm {
-                // Unchanged input: the last output itself. Animated input: the last frame's IK
-                // correction (output relative to its input, per bone) carried onto this frame's
-                // input, so tracking goes on over animation instead of starting over.
-                let exact = slot.warm_input == *saved;
-                let pose = buffer.pose_unchecked_mut();
-                for (i, &b) in slot.stage.bones().iter().enumerate() {
-                    let (q, t) = slot.warm[i];
-                    if exact {
-                        pose.rotations[b] = q;
-                        pose.translations[b] = t;
-                    } else {
-                        let ((qi, ti), (qp, tp)) = (saved[i], slot.warm_input[i]);
-                        pose.rotations[b] = (qi * (qp.conjugate() * q)).normalize();
-                        pose.translations[b] = ti + (t - tp);
-                    }
-                }
-                if let Some(&first) = slot.stage.bones().iter().min() {
-                    buffer.invalidate_from(first);
-                }
-            }
-            // Without a warm start (the first solve, after a failure or a reset) an iterative
-            // stage solves cold.
-            let result = slot.stage.run(skeleton, buffer, slot.warm_start && !warm);
+        let slot = &mut slots[index];
+        if !slot.enabled {
+            slot.outcome = StageOutcome::Disabled;
+            return;
+        }
+        if !slot.weight.is_finite() {
+            slot.outcome = StageOutcome::Failed(StackError::NonFiniteWeight);
+            report.failed += 1;
+            return;
+        }
+        let weight = slot.weight.clamp(0.0, 1.0);
+        saved.clear();
+        let pose = buffer.pose();
+        saved.extend(
+            slot.stage
+                .bones()
+                .iter()
+                .map(|&b| (pose.rotations[b], pose.translations[b])),
+        );
+        let warm = slot.warm_start && slot.warm_valid && slot.warm.len() == saved.len();
+        if warm {
+            // Unchanged input: the last output itself. Animated input: the last frame's IK
+            // correction (output relative to its input, per bone) carried onto this frame's
+            // input, so tracking goes on over animation instead of starting over.
+            let exact = slot.warm_input == *saved;
             let pose = buffer.pose_unchecked_mut();
-            if slot.warm_start {
-                slot.warm_valid = result.is_ok();
-                if slot.warm_valid {
-                    slot.warm.clear();
-                    slot.warm.extend(
-                        slot.stage
-                            .bones()
-                            .iter()
-                            .map(|&b| (pose.rotations[b], pose.translations[b])),
-                    );
-                    slot.warm_input.clone_from(saved);
+            for (i, &b) in slot.stage.bones().iter().enumerate() {
+                let (q, t) = slot.warm[i];
+                if exact {
+                    pose.rotations[b] = q;
+                    pose.translations[b] = t;
+                } else {
+                    let ((qi, ti), (qp, tp)) = (saved[i], slot.warm_input[i]);
+                    pose.rotations[b] = (qi * (qp.conjugate() * q)).normalize();
+                    pose.translations[b] = ti + (t - tp);
                 }
             }
-            let kept = result.is_ok() && weight > 0.0;
-            let mut touched = usize::MAX;
-            for (&b, &(q0, t0)) in slot.stage.bones().iter().zip(saved.iter()) {
-                let (q, t) = (&mut pose.rotations[b], &mut pose.translations[b]);
-                if *q == q0 && *t == t0 {
-                    continue;
-                }
-                if !kept {
-                    (*q, *t) = (q0, t0);
-                } else if weight < 1.0 {
-                    if *q != q0 {
-                        *q = q0.slerp(*q, weight);
-                    }
-                    if *t != t0 {
-                        *t = t0.lerp(*t, weight);
-                    }
-                }
-                touched = touched.min(b);
-            }
-            if touched != usize::MAX {
-                buffer.invalidate_from(touched);
-                if kept {
-                    report.first_changed =
-                        Some(report.first_changed.map_or(touched, |f| f.min(touched)));
-                }
-            }
-            match result {
-                Ok(r) => {
-                    report.solved += 1;
-                    slot.outcome = StageOutcome::Solved(r);
-                }
-                Err(e) => {
-                    report.failed += 1;
-                    slot.outcome = StageOutcome::Failed(e);
-                }
+            if let Some(&first) = slot.stage.bones().iter().min() {
+                buffer.invalidate_from(first);
             }
         }
-        report
+        // Without a warm start (the first solve, after a failure or a reset) an iterative
+        // stage solves cold.
+        let result = solve(&mut slot.stage, skeleton, buffer, slot.warm_start && !warm);
+        let pose = buffer.pose_unchecked_mut();
+        if slot.warm_start {
+            slot.warm_valid = result.is_ok();
+            if slot.warm_valid {
+                slot.warm.clear();
+                slot.warm.extend(
+                    slot.stage
+                        .bones()
+                        .iter()
+                        .map(|&b| (pose.rotations[b], pose.translations[b])),
+                );
+                slot.warm_input.clone_from(saved);
+            }
+        }
+        let kept = result.is_ok() && weight > 0.0;
+        let mut touched = usize::MAX;
+        for (&b, &(q0, t0)) in slot.stage.bones().iter().zip(saved.iter()) {
+            let (q, t) = (&mut pose.rotations[b], &mut pose.translations[b]);
+            if *q == q0 && *t == t0 {
+                continue;
+            }
+            if !kept {
+                (*q, *t) = (q0, t0);
+            } else if weight < 1.0 {
+                if *q != q0 {
+                    *q = q0.slerp(*q, weight);
+                }
+                if *t != t0 {
+                    *t = t0.lerp(*t, weight);
+                }
+            }
+            touched = touched.min(b);
+        }
+        if touched != usize::MAX {
+            buffer.invalidate_from(touched);
+            if kept {
+                report.first_changed =
+                    Some(report.first_changed.map_or(touched, |f| f.min(touched)));
+            }
+        }
+        match result {
+            Ok(r) => {
+                report.solved += 1;
+                slot.outcome = StageOutcome::Solved(r);
+            }
+            Err(e) => {
+                report.failed += 1;
+                slot.outcome = StageOutcome::Failed(e);
+            }
+        }
     }
 }
