@@ -37,10 +37,12 @@
 //! sine/cosine pairs. The head's turned transform (for the eyes and the parallax) is carried
 //! down the loop as one rotation and a moved pivot rather than recomposed; the eyes use glam's
 //! closed-form shortest arc, share the spring's exponential, and cache their transform relative
-//! to the head. Criterion, same run, load ~2: 8 bones + 2 eyes 1.015 → 0.943 µs; without eyes
-//! 0.462 → 0.535 µs (the parallax correction's moved pivot down the chain). A polynomial
-//! arctangent with fewer instructions than libm's measured slower (0.978 µs: its range
-//! reductions branch on the data).
+//! to the head; the head's forward comes from its turned rotation (no second axis-angle).
+//! Criterion, three alternating runs against the previous release on the idle machine: 8 bones
+//! + 2 eyes 1.007 → 0.928 µs; without eyes 0.454 → 0.525 µs (the parallax correction's moved
+//! pivot down the chain). The machine's speed drifts by ~20 % over an hour (both builds measured
+//! 1.24 / 1.17 µs in a slow spell); the ratio holds. A polynomial arctangent with fewer
+//! instructions than libm's measured slower (its range reductions branch on the data).
 
 use glam::{Quat, Vec2, Vec3};
 
@@ -803,7 +805,8 @@ impl LookAtChain {
         if !(self.parallax.0.is_finite() && self.parallax.1.is_finite() && pos.is_finite()) {
             self.parallax = (Quat::IDENTITY, Vec3::ZERO, Vec3::ZERO);
         }
-        let forward = Quat::from_axis_angle(axis, total - left) * anim_forward;
+        // The head turned by the whole turn `cum` (no second axis-angle for it).
+        let forward = (head_now.rotation * self.head_forward).normalize();
         let (hf, hl, hu) = if self.eyes.is_empty() {
             (f, l, u)
         } else {
