@@ -39,7 +39,7 @@
 //! closed-form shortest arc, share the spring's exponential, and cache their transform relative
 //! to the head; the head's forward comes from its turned rotation (no second axis-angle).
 //! Criterion, three alternating runs against the previous release on the idle machine: 8 bones
-//! + 2 eyes 1.007 → 0.928 µs; without eyes 0.454 → 0.525 µs (the parallax correction's moved
+//! and 2 eyes 1.007 → 0.928 µs; without eyes 0.454 → 0.525 µs (the parallax correction's moved
 //! pivot down the chain). The machine's speed drifts by ~20 % over an hour (both builds measured
 //! 1.24 / 1.17 µs in a slow spell); the ratio holds. A polynomial arctangent with fewer
 //! instructions than libm's measured slower (its range reductions branch on the data).
