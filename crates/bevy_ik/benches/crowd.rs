@@ -35,10 +35,6 @@ use std::time::{Duration, Instant};
 
 use bevy::prelude::*;
 use bevy::transform::TransformSystems;
-use bevy_ik::ik_core::humanoid::{FullBodySolver, HumanoidBone, HumanoidMap};
-use bevy_ik::ik_core::limits::JointLimit;
-use bevy_ik::ik_core::skeleton::Bone;
-use bevy_ik::ik_core::{BoneTransform, Skeleton};
 use bevy_ik::prelude::*;
 use criterion::{Criterion, criterion_group, criterion_main};
 
@@ -46,6 +42,11 @@ use criterion::{Criterion, criterion_group, criterion_main};
 #[path = "../tests/common/mod.rs"]
 mod common;
 use common::{MIXAMO_NAMES as NAMES, POSITIONS};
+
+// The walk cycle and its targets, shared with `grounding_crowd.rs`.
+#[path = "walk/mod.rs"]
+mod walk;
+use walk::{CYCLE, Frame, Track, move_targets, walk_cycle};
 
 /// A small deterministic generator (seeded; the same crowd every run).
 struct Lcg(u64);
@@ -59,25 +60,6 @@ impl Lcg {
         (self.0 >> 40) as f32 / (1u64 << 24) as f32
     }
 }
-
-/// Frames in one walk cycle (one second at 60 fps).
-const CYCLE: usize = 60;
-
-/// Target transforms (character frame) for every frame of the walk cycle: left hand, right
-/// hand, left foot, right foot, pelvis, look-at point.
-#[derive(Resource)]
-struct WalkCycle(Vec<[Transform; 6]>);
-
-/// Which of a character's six targets this is (index into a [`WalkCycle`] frame) and the
-/// character's phase in the cycle.
-#[derive(Component)]
-struct Track {
-    slot: usize,
-    phase: usize,
-}
-
-#[derive(Resource, Default)]
-struct Frame(usize);
 
 /// `IK_WAVES`: the earlier, harder motion model. A target's wave centre, phase and amplitude.
 #[derive(Component)]
@@ -97,21 +79,6 @@ fn move_waves(frame: Res<Frame>, mut targets: Query<(&Wave, &mut Transform)>) {
         let s = (t + w.phase).sin() * w.amplitude;
         let c = (t * 0.7 + w.phase).cos() * w.amplitude;
         tr.translation = w.base + Vec3::new(c * 0.5, s, c);
-    });
-}
-
-fn move_targets(
-    mut frame: ResMut<Frame>,
-    cycle: Res<WalkCycle>,
-    mut targets: Query<(&Track, &mut Transform)>,
-) {
-    if std::env::var("IK_STILL").is_ok() {
-        return;
-    }
-    frame.0 += 1;
-    let f = frame.0;
-    targets.par_iter_mut().for_each(|(track, mut tr)| {
-        *tr = cycle.0[(f + track.phase) % CYCLE][track.slot];
     });
 }
 
@@ -154,87 +121,6 @@ fn move_gameplay(frame: Res<Frame>, mut targets: Query<(&Track, &mut Transform)>
             _ => {}
         }
     });
-}
-
-/// The bench humanoid as an ik-core skeleton (model space = the character's frame).
-fn bench_skeleton() -> Skeleton {
-    let bones = POSITIONS
-        .iter()
-        .zip(NAMES)
-        .map(|(&(parent, p), name)| {
-            let parent_pos = parent.map_or(Vec3::ZERO, |j| Vec3::from(POSITIONS[j].1));
-            Bone::new(
-                name,
-                parent,
-                BoneTransform::from_translation(Vec3::from(p) - parent_pos),
-            )
-        })
-        .collect();
-    Skeleton::try_new(bones).expect("the bench rig is valid")
-}
-
-/// The walk cycle's targets (see the module docs), each frame's pose checked against the
-/// solver's limits.
-fn walk_cycle() -> WalkCycle {
-    let skeleton = bench_skeleton();
-    let (map, _) = HumanoidMap::from_skeleton(&skeleton);
-    let mut solver = FullBodySolver::new(&skeleton, &map).expect("the bench rig maps");
-    let rest = skeleton.rest_pose();
-    let deg = f32::to_radians;
-    // Flexion about the elbow's and knee's own hinge axes (positive = anatomical).
-    let limits = solver.limits().clone();
-    let hinge = |role: HumanoidBone, degrees: f32| match limits.get(role) {
-        JointLimit::Hinge { axis, .. } => Quat::from_axis_angle(axis, deg(degrees)),
-        other => panic!("{role:?} is a hinge, not {other:?}"),
-    };
-    let [l_elbow, r_elbow, l_knee, r_knee] = [
-        HumanoidBone::LeftLowerArm,
-        HumanoidBone::RightLowerArm,
-        HumanoidBone::LeftLowerLeg,
-        HumanoidBone::RightLowerLeg,
-    ];
-    let frames = (0..CYCLE)
-        .map(|f| {
-            let a = f as f32 / CYCLE as f32 * std::f32::consts::TAU;
-            let (s, c) = a.sin_cos();
-            let mut pose = rest.clone();
-            let r = &mut pose.rotations;
-            pose.translations[0] += Vec3::new(0.02 * s, 0.01 * (2.0 * a).cos() - 0.02, 0.0);
-            r[0] = Quat::from_rotation_y(deg(5.0) * s);
-            r[2] = Quat::from_rotation_y(deg(-8.0) * s);
-            r[4] = Quat::from_rotation_y(deg(10.0) * c);
-            // Arms hang (about the body's forward axis) and swing against the legs.
-            r[6] = Quat::from_rotation_x(deg(25.0) * s) * Quat::from_rotation_z(deg(-70.0));
-            r[10] = Quat::from_rotation_x(deg(-25.0) * s) * Quat::from_rotation_z(deg(70.0));
-            r[7] = hinge(l_elbow, 30.0 - 15.0 * s);
-            r[11] = hinge(r_elbow, 30.0 + 15.0 * s);
-            // Legs: hip flexion, knee bend in the swing phase, a little ankle.
-            r[13] = Quat::from_rotation_x(deg(-25.0) * s);
-            r[17] = Quat::from_rotation_x(deg(25.0) * s);
-            r[14] = hinge(l_knee, 5.0 + 40.0 * c.max(0.0));
-            r[18] = hinge(r_knee, 5.0 + 40.0 * (-c).max(0.0));
-            r[15] = Quat::from_rotation_x(deg(-10.0) * c);
-            r[19] = Quat::from_rotation_x(deg(10.0) * c);
-            assert!(
-                solver.pose_within_limits(&skeleton, &pose, 1e-4),
-                "walk-cycle frame {f} is within the limits"
-            );
-            let goals = solver.goals_at_pose(&skeleton, &pose);
-            let t = |g: usize| {
-                let e = &goals.effectors[g];
-                Transform::from_translation(e.position).with_rotation(e.rotation)
-            };
-            [
-                t(0),
-                t(1),
-                t(2),
-                t(3),
-                t(4),
-                Transform::from_translation(goals.look_at.target),
-            ]
-        })
-        .collect();
-    WalkCycle(frames)
 }
 
 fn spawn_character(world: &mut World, at: Vec3, humanoid: IkHumanoid) {

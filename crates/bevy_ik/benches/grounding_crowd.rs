@@ -30,16 +30,17 @@ use bevy::asset::AssetPlugin;
 use bevy::camera::primitives::{Aabb, MeshAabb};
 use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
-use bevy_ik::ik_core::humanoid::{FullBodySolver, HumanoidBone, HumanoidMap};
-use bevy_ik::ik_core::limits::JointLimit;
-use bevy_ik::ik_core::skeleton::Bone;
-use bevy_ik::ik_core::{BoneTransform, Skeleton};
 use bevy_ik::prelude::*;
 use criterion::{Criterion, criterion_group, criterion_main};
 
 #[path = "../tests/common/mod.rs"]
 mod common;
 use common::{MIXAMO_NAMES, POSITIONS, spawn_humanoid};
+
+// `benches/crowd.rs`'s walk cycle and its targets.
+#[path = "walk/mod.rs"]
+mod walk;
+use walk::{CYCLE, Frame, Track, move_targets, walk_cycle};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Mode {
@@ -48,109 +49,6 @@ enum Mode {
     FullBody,
     Samples,
     Meshes,
-}
-
-/// Frames in one walk cycle (one second at 60 fps), as in `benches/crowd.rs`.
-const CYCLE: usize = 60;
-
-/// Target transforms (character frame) for every frame of the walk cycle: left hand, right
-/// hand, left foot, right foot, pelvis, look-at point.
-#[derive(Resource)]
-struct WalkCycle(Vec<[Transform; 6]>);
-
-/// Which of a character's six targets this is and the character's phase in the cycle.
-#[derive(Component)]
-struct Track {
-    slot: usize,
-    phase: usize,
-}
-
-#[derive(Resource, Default)]
-struct Frame(usize);
-
-fn move_targets(
-    mut frame: ResMut<Frame>,
-    cycle: Res<WalkCycle>,
-    mut targets: Query<(&Track, &mut Transform)>,
-) {
-    frame.0 += 1;
-    let f = frame.0;
-    targets.par_iter_mut().for_each(|(track, mut tr)| {
-        *tr = cycle.0[(f + track.phase) % CYCLE][track.slot];
-    });
-}
-
-/// The 21-bone humanoid as an ik-core skeleton, bones unrotated at rest (as `benches/crowd.rs`
-/// spawns them).
-fn bench_skeleton() -> Skeleton {
-    let bones = POSITIONS
-        .iter()
-        .zip(MIXAMO_NAMES)
-        .map(|(&(parent, p), name)| {
-            let parent_pos = parent.map_or(Vec3::ZERO, |j| Vec3::from(POSITIONS[j].1));
-            Bone::new(
-                name,
-                parent,
-                BoneTransform::from_translation(Vec3::from(p) - parent_pos),
-            )
-        })
-        .collect();
-    Skeleton::try_new(bones).expect("the bench rig is valid")
-}
-
-/// `benches/crowd.rs`'s walk cycle: joint angles within the solver's limits, turned by forward
-/// kinematics into each frame's hand, foot and pelvis goals and the look-at point.
-fn walk_cycle() -> WalkCycle {
-    let skeleton = bench_skeleton();
-    let (map, _) = HumanoidMap::from_skeleton(&skeleton);
-    let mut solver = FullBodySolver::new(&skeleton, &map).expect("the bench rig maps");
-    let rest = skeleton.rest_pose();
-    let deg = f32::to_radians;
-    let limits = solver.limits().clone();
-    let hinge = |role: HumanoidBone, degrees: f32| match limits.get(role) {
-        JointLimit::Hinge { axis, .. } => Quat::from_axis_angle(axis, deg(degrees)),
-        other => panic!("{role:?} is a hinge, not {other:?}"),
-    };
-    let frames = (0..CYCLE)
-        .map(|f| {
-            let a = f as f32 / CYCLE as f32 * std::f32::consts::TAU;
-            let (s, c) = a.sin_cos();
-            let mut pose = rest.clone();
-            let r = &mut pose.rotations;
-            pose.translations[0] += Vec3::new(0.02 * s, 0.01 * (2.0 * a).cos() - 0.02, 0.0);
-            r[0] = Quat::from_rotation_y(deg(5.0) * s);
-            r[2] = Quat::from_rotation_y(deg(-8.0) * s);
-            r[4] = Quat::from_rotation_y(deg(10.0) * c);
-            r[6] = Quat::from_rotation_x(deg(25.0) * s) * Quat::from_rotation_z(deg(-70.0));
-            r[10] = Quat::from_rotation_x(deg(-25.0) * s) * Quat::from_rotation_z(deg(70.0));
-            r[7] = hinge(HumanoidBone::LeftLowerArm, 30.0 - 15.0 * s);
-            r[11] = hinge(HumanoidBone::RightLowerArm, 30.0 + 15.0 * s);
-            r[13] = Quat::from_rotation_x(deg(-25.0) * s);
-            r[17] = Quat::from_rotation_x(deg(25.0) * s);
-            r[14] = hinge(HumanoidBone::LeftLowerLeg, 5.0 + 40.0 * c.max(0.0));
-            r[18] = hinge(HumanoidBone::RightLowerLeg, 5.0 + 40.0 * (-c).max(0.0));
-            r[15] = Quat::from_rotation_x(deg(-10.0) * c);
-            r[19] = Quat::from_rotation_x(deg(10.0) * c);
-            assert!(
-                solver.pose_within_limits(&skeleton, &pose, 1e-4),
-                "walk-cycle frame {f} is within the limits"
-            );
-            let goals = solver.goals_at_pose(&skeleton, &pose);
-            let t = |g: usize| {
-                let e = &goals.effectors[g];
-                Transform::from_translation(e.position).with_rotation(e.rotation)
-            };
-            [
-                t(0),
-                t(1),
-                t(2),
-                t(3),
-                t(4),
-                Transform::from_translation(goals.look_at.target),
-            ]
-        })
-        .collect();
-    WalkCycle(frames)
 }
 
 /// The bench humanoid with unrotated bones under `root`, as `benches/crowd.rs` spawns it.

@@ -1,0 +1,128 @@
+//! The crowd benches' walk cycle (shared by `crowd.rs` and `grounding_crowd.rs`): the 21-bone
+//! bench humanoid as an ik-core skeleton, its walk-cycle targets computed once by forward
+//! kinematics of in-limit joint angles, and the system that moves every character's targets
+//! along the cycle each frame.
+
+use bevy::prelude::*;
+use bevy_ik::ik_core::humanoid::{FullBodySolver, HumanoidBone, HumanoidMap};
+use bevy_ik::ik_core::limits::JointLimit;
+use bevy_ik::ik_core::skeleton::Bone;
+use bevy_ik::ik_core::{BoneTransform, Skeleton};
+
+use super::common::{MIXAMO_NAMES as NAMES, POSITIONS};
+
+/// Frames in one walk cycle (one second at 60 fps).
+pub const CYCLE: usize = 60;
+
+/// Target transforms (character frame) for every frame of the walk cycle: left hand, right
+/// hand, left foot, right foot, pelvis, look-at point.
+#[derive(Resource)]
+pub struct WalkCycle(Vec<[Transform; 6]>);
+
+/// Which of a character's six targets this is (index into a [`WalkCycle`] frame) and the
+/// character's phase in the cycle.
+#[derive(Component)]
+pub struct Track {
+    pub slot: usize,
+    pub phase: usize,
+}
+
+#[derive(Resource, Default)]
+pub struct Frame(pub usize);
+
+/// Moves every character's targets one frame along the cycle (`IK_STILL`: they stay).
+pub fn move_targets(
+    mut frame: ResMut<Frame>,
+    cycle: Res<WalkCycle>,
+    mut targets: Query<(&Track, &mut Transform)>,
+) {
+    if std::env::var("IK_STILL").is_ok() {
+        return;
+    }
+    frame.0 += 1;
+    let f = frame.0;
+    targets.par_iter_mut().for_each(|(track, mut tr)| {
+        *tr = cycle.0[(f + track.phase) % CYCLE][track.slot];
+    });
+}
+
+/// The bench humanoid as an ik-core skeleton (model space = the character's frame).
+pub fn bench_skeleton() -> Skeleton {
+    let bones = POSITIONS
+        .iter()
+        .zip(NAMES)
+        .map(|(&(parent, p), name)| {
+            let parent_pos = parent.map_or(Vec3::ZERO, |j| Vec3::from(POSITIONS[j].1));
+            Bone::new(
+                name,
+                parent,
+                BoneTransform::from_translation(Vec3::from(p) - parent_pos),
+            )
+        })
+        .collect();
+    Skeleton::try_new(bones).expect("the bench rig is valid")
+}
+
+/// The walk cycle's targets (see the module docs), each frame's pose checked against the
+/// solver's limits.
+pub fn walk_cycle() -> WalkCycle {
+    let skeleton = bench_skeleton();
+    let (map, _) = HumanoidMap::from_skeleton(&skeleton);
+    let mut solver = FullBodySolver::new(&skeleton, &map).expect("the bench rig maps");
+    let rest = skeleton.rest_pose();
+    let deg = f32::to_radians;
+    // Flexion about the elbow's and knee's own hinge axes (positive = anatomical).
+    let limits = solver.limits().clone();
+    let hinge = |role: HumanoidBone, degrees: f32| match limits.get(role) {
+        JointLimit::Hinge { axis, .. } => Quat::from_axis_angle(axis, deg(degrees)),
+        other => panic!("{role:?} is a hinge, not {other:?}"),
+    };
+    let [l_elbow, r_elbow, l_knee, r_knee] = [
+        HumanoidBone::LeftLowerArm,
+        HumanoidBone::RightLowerArm,
+        HumanoidBone::LeftLowerLeg,
+        HumanoidBone::RightLowerLeg,
+    ];
+    let frames = (0..CYCLE)
+        .map(|f| {
+            let a = f as f32 / CYCLE as f32 * std::f32::consts::TAU;
+            let (s, c) = a.sin_cos();
+            let mut pose = rest.clone();
+            let r = &mut pose.rotations;
+            pose.translations[0] += Vec3::new(0.02 * s, 0.01 * (2.0 * a).cos() - 0.02, 0.0);
+            r[0] = Quat::from_rotation_y(deg(5.0) * s);
+            r[2] = Quat::from_rotation_y(deg(-8.0) * s);
+            r[4] = Quat::from_rotation_y(deg(10.0) * c);
+            // Arms hang (about the body's forward axis) and swing against the legs.
+            r[6] = Quat::from_rotation_x(deg(25.0) * s) * Quat::from_rotation_z(deg(-70.0));
+            r[10] = Quat::from_rotation_x(deg(-25.0) * s) * Quat::from_rotation_z(deg(70.0));
+            r[7] = hinge(l_elbow, 30.0 - 15.0 * s);
+            r[11] = hinge(r_elbow, 30.0 + 15.0 * s);
+            // Legs: hip flexion, knee bend in the swing phase, a little ankle.
+            r[13] = Quat::from_rotation_x(deg(-25.0) * s);
+            r[17] = Quat::from_rotation_x(deg(25.0) * s);
+            r[14] = hinge(l_knee, 5.0 + 40.0 * c.max(0.0));
+            r[18] = hinge(r_knee, 5.0 + 40.0 * (-c).max(0.0));
+            r[15] = Quat::from_rotation_x(deg(-10.0) * c);
+            r[19] = Quat::from_rotation_x(deg(10.0) * c);
+            assert!(
+                solver.pose_within_limits(&skeleton, &pose, 1e-4),
+                "walk-cycle frame {f} is within the limits"
+            );
+            let goals = solver.goals_at_pose(&skeleton, &pose);
+            let t = |g: usize| {
+                let e = &goals.effectors[g];
+                Transform::from_translation(e.position).with_rotation(e.rotation)
+            };
+            [
+                t(0),
+                t(1),
+                t(2),
+                t(3),
+                t(4),
+                Transform::from_translation(goals.look_at.target),
+            ]
+        })
+        .collect();
+    WalkCycle(frames)
+}
