@@ -102,6 +102,14 @@ pub use locomotion::{FootPhase, GroundProbe, Locomotion};
 /// change it with [`VrBody::solver_mut`]).
 pub const VR_SOLVER_ITERATIONS: u32 = 4;
 
+/// Time constant (seconds) of the torso straightening up (the lean easing toward a smaller
+/// target).
+const LEAN_RELAX_TIME: f32 = 0.3;
+
+/// Largest rate (radians per second) at which the lean grows for the legs' sake (a planted
+/// foot's ankle or a hip at the end of its range).
+const SHIN_LEAN_RATE: f32 = 1.5;
+
 /// Errors setting up a [`VrBody`] or a [`VrCalibration`].
 #[derive(Debug, Clone, PartialEq, Error)]
 #[non_exhaustive]
@@ -477,9 +485,14 @@ struct Rig {
     hand_limit: [JointLimit; 2],
     head_limit: JointLimit,
     leg_limits: [[JointLimit; 2]; 2],
+    /// The full-body solver's ankle limits (left, right).
+    foot_limit: [JointLimit; 2],
     legs: [TwoBoneIk; 2],
     leg_bones: [[usize; 3]; 2],
     leg_length: f32,
+    /// Per leg: the hip-to-ankle distance with the knee as straight as its range allows
+    /// (below `leg_length` when the knee cannot straighten fully).
+    leg_reach: [f32; 2],
     /// Rest model rotations: hips, spine bones (parallel to `spine`), neck, head, hands, feet.
     rest_hips: Quat,
     rest_hips_pos: Vec3,
@@ -684,11 +697,17 @@ impl VrBody {
                 [B::RightUpperArm, B::RightLowerArm],
             ]
             .map(|r| r.map(|r| solver.limits().get(r))),
+            foot_limit: [B::LeftFoot, B::RightFoot].map(|r| solver.limits().get(r)),
             leg_limits: [
                 [B::LeftUpperLeg, B::LeftLowerLeg],
                 [B::RightUpperLeg, B::RightLowerLeg],
             ]
             .map(|r| r.map(|r| solver.limits().get(r))),
+            leg_reach: [&ll, &rl].map(|ik| {
+                let [l1, l2] = ik.rest_lengths();
+                let c = ik.settings().flex_min.cos();
+                (l1 * l1 + l2 * l2 + 2.0 * l1 * l2 * c).max(0.0).sqrt()
+            }),
             legs: [ll, rl],
             leg_bones: [ll_ids, rl_ids],
             leg_length,
@@ -729,8 +748,10 @@ impl VrBody {
             ],
             knee_dir: [frame.forward; 2],
         };
+        let mut locomotion = Locomotion::new(frame, leg_length);
+        locomotion.reach = rig.leg_reach;
         let mut body = Self {
-            locomotion: Locomotion::new(frame, leg_length),
+            locomotion,
             rig,
             goals: FullBodyGoals::default(),
             bones: (0..skeleton.len()).collect(),
@@ -1000,7 +1021,14 @@ impl VrBody {
         if first {
             self.state.lean = lean_target;
         } else {
-            let k = 1.0 - (-dt / 0.08).exp();
+            // Leaning in is quick; straightening up is slower, so that a foot lifting off (its
+            // shin no longer asking for more lean, below) does not throw the hips forward.
+            let tau = if lean_target >= self.state.lean {
+                0.08
+            } else {
+                LEAN_RELAX_TIME
+            };
+            let k = 1.0 - (-dt / tau).exp();
             self.state.lean += k * (lean_target - self.state.lean);
         }
 
@@ -1018,6 +1046,15 @@ impl VrBody {
             .max_lean
             .min(self.rig.spine_flex / (1.0 - s.hip_lean).max(1e-3));
         let mut lean = self.state.lean.min(max_lean);
+        // The shins' and thighs' extra lean comes in at a bounded rate: a foot landing behind
+        // the body (a backward step) or a hip reaching the end of its flexion asks for more
+        // lean at once (the lean moves the hips back, which asks for more), which would throw
+        // the hips back and turn the arms after the chest in one frame.
+        let lean_cap = if first {
+            max_lean
+        } else {
+            (lean + SHIN_LEAN_RATE * dt).min(max_lean)
+        };
         let mut pelvis = Vec3::ZERO;
         for _ in 0..4 {
             pelvis = self.pose_upper(
@@ -1071,10 +1108,10 @@ impl VrBody {
                 fold = fold.max(thigh - s.max_hip_flex);
             }
             let more = back / (self.rig.torso * lean.cos().max(0.2)) + 1.5 * fold.max(0.0);
-            if more <= 1e-4 || lean >= max_lean {
+            if more <= 1e-4 || lean >= lean_cap {
                 break;
             }
-            lean = (lean + more).min(max_lean);
+            lean = (lean + more).min(lean_cap);
         }
         self.state.lean = lean;
         // Feet: where the body's support is, then step.
@@ -1125,7 +1162,7 @@ impl VrBody {
             if let FootPhase::Stepping { .. } = phases[side] {
                 let hip = hip_joints[side];
                 let v = feet[side].translation - hip;
-                let r = self.rig.leg_length * 0.995;
+                let r = self.rig.leg_reach[side] * 0.995;
                 if v.length_squared() > r * r {
                     feet[side].translation = hip + v * (r / v.length());
                 }
@@ -1143,7 +1180,7 @@ impl VrBody {
                 - hips_rot_model.translation
                 + pelvis;
             let v = hip - feet[side].translation;
-            let r = self.rig.leg_length * 0.998;
+            let r = self.rig.leg_reach[side] * 0.999;
             if v.length_squared() > r * r {
                 let b = v.dot(up);
                 let disc = b * b - v.length_squared() + r * r;
@@ -1193,6 +1230,13 @@ impl VrBody {
                 [&self.rig.leg_limits[side][0], &self.rig.leg_limits[side][1]],
                 &goal,
             )?;
+            // A foot in the air turns only as far as its ankle allows (the solver would
+            // otherwise clamp the ankle and re-aim the leg, turning the thigh in one frame).
+            if let FootPhase::Stepping { .. } = phases[side] {
+                let tip = self.rig.leg_bones[side][2];
+                Self::clamp_to_limit(skeleton, buffer, tip, &self.rig.foot_limit[side]);
+                feet[side].rotation = buffer.model_transform(skeleton, tip).rotation;
+            }
         }
 
         // Arms.

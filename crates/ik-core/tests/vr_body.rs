@@ -185,13 +185,17 @@ fn run_recording(rig: &Rig) -> Run {
         steps_before = steps;
         match prev_frame.activity {
             Activity::Walk => {
+                // The avatar's own ground travel, human metres (the player's scaled by the
+                // calibration): a character whose legs are short for the player's height
+                // covers more of its own leg lengths per player metre.
                 let d = f.ground - prev_frame.ground;
+                let travel = d.length() * body.calibration.scale / s;
                 run.walk.0 += landed;
-                run.walk.1 += d.length();
+                run.walk.1 += travel;
                 let heading = Quat::from_axis_angle(body.frame().up, f.yaw) * body.frame().forward;
                 if d.dot(heading) > 0.866 * d.length() {
                     run.forward.0 += landed;
-                    run.forward.1 += d.length();
+                    run.forward.1 += travel;
                 }
             }
             Activity::Turn => {

@@ -96,13 +96,22 @@ pub(crate) struct PlanInput {
 pub struct Locomotion {
     frame: BodyFrame,
     leg: f32,
+    /// Per leg: hip-to-ankle reach with the knee as straight as its range allows.
+    pub(crate) reach: [f32; 2],
     feet: [Foot; 2],
     last: usize,
     since_land: f32,
     prev_support: Option<Vec3>,
     velocity: Vec3,
+    /// The hip joints last frame and their smoothed velocities (a turn on the spot moves the
+    /// hips, not the support point).
+    prev_hips: Option<[Vec3; 2]>,
+    hip_velocity: [Vec3; 2],
     started: bool,
 }
+
+/// A step lands at most this fraction of the leg's reach from where its hip will be.
+const LANDING_REACH: f32 = 0.97;
 
 fn smooth(t: f32) -> f32 {
     let t = t.clamp(0.0, 1.0);
@@ -124,11 +133,14 @@ impl Locomotion {
         Self {
             frame,
             leg: leg_length,
+            reach: [leg_length; 2],
             feet: [foot; 2],
             last: 1,
             since_land: 0.0,
             prev_support: None,
             velocity: Vec3::ZERO,
+            prev_hips: None,
+            hip_velocity: [Vec3::ZERO; 2],
             started: false,
         }
     }
@@ -138,6 +150,8 @@ impl Locomotion {
         self.started = false;
         self.prev_support = None;
         self.velocity = Vec3::ZERO;
+        self.prev_hips = None;
+        self.hip_velocity = [Vec3::ZERO; 2];
     }
 
     /// Each foot's phase (left, right).
@@ -211,6 +225,8 @@ impl Locomotion {
             self.started = true;
             self.prev_support = Some(input.support);
             self.velocity = Vec3::ZERO;
+            self.prev_hips = Some(input.hips);
+            self.hip_velocity = [Vec3::ZERO; 2];
             self.since_land = 1.0;
             self.apply_trackers(input);
             return 0;
@@ -223,6 +239,14 @@ impl Locomotion {
                 self.velocity += k * (v - self.velocity);
             }
             self.prev_support = Some(input.support);
+            if let Some(prev) = self.prev_hips {
+                let k = 1.0 - (-dt / 0.1).exp();
+                for i in 0..2 {
+                    let v = (input.hips[i] - prev[i]) / dt;
+                    self.hip_velocity[i] += k * (v - self.hip_velocity[i]);
+                }
+            }
+            self.prev_hips = Some(input.hips);
             self.since_land += dt;
         }
         let mut landed = 0;
@@ -246,7 +270,8 @@ impl Locomotion {
             }
             let t = progress + dt / self.feet[i].duration;
             // Retarget the landing as the body moves on.
-            let to = self.landing(input, i, want[i], lead, s, ground);
+            let remaining = (1.0 - t).max(0.0) * self.feet[i].duration;
+            let to = self.landing(input, i, want[i], lead, remaining, s, ground);
             let f = &mut self.feet[i];
             f.to = to;
             if t >= 1.0 {
@@ -286,7 +311,7 @@ impl Locomotion {
                         .dot(f.current.rotation.inverse() * up)
                         .atan2(turn.w.abs());
                 // A leg stretched near its length steps too (the support has left the foot).
-                let stretch = input.hips[i].distance(f.current.translation) / leg;
+                let stretch = input.hips[i].distance(f.current.translation) / self.reach[i];
                 let stretch_score = ((stretch - 0.95) / (0.985 - 0.95)).max(0.0);
                 // A foot that must leave within a step's time (the body moves away from it)
                 // steps now, while the other foot can still carry the body.
@@ -310,7 +335,7 @@ impl Locomotion {
                 self.last
             };
             if sc[pick] >= 1.0 || (follow && pick == other) {
-                let to = self.landing(input, pick, want[pick], lead, s, ground);
+                let to = self.landing(input, pick, want[pick], lead, duration, s, ground);
                 let from = self.feet[pick].current;
                 let dist = (to.translation - from.translation).length() / leg;
                 let f = &mut self.feet[pick];
@@ -333,13 +358,13 @@ impl Locomotion {
         if f.phase != FootPhase::Planted {
             return f32::INFINITY;
         }
-        let v = self.velocity;
+        let v = self.hip_velocity[i];
         let speed = v.length();
         if speed < 1e-3 * self.leg {
             return f32::INFINITY;
         }
         // The hip moves along v: |h + v t - foot| = r.
-        let r = 0.98 * self.leg;
+        let r = 0.98 * self.reach[i];
         let w = input.hips[i] - f.current.translation;
         let b = w.dot(v);
         let c = w.length_squared() - r * r;
@@ -353,13 +378,19 @@ impl Locomotion {
     }
 
     /// Where foot `i` lands: ahead along the velocity, within reach of where it left, not
-    /// across the other foot.
+    /// across the other foot, and within the leg's reach (with a margin) of where the body's
+    /// velocity will have carried its hip `remaining` seconds from now, when it lands.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "private helper of `update`, called from two places"
+    )]
     fn landing(
         &self,
         input: &PlanInput,
         i: usize,
         want: BoneTransform,
         lead: Vec3,
+        remaining: f32,
         s: &VrSettings,
         ground: Option<&dyn GroundProbe>,
     ) -> BoneTransform {
@@ -386,10 +417,18 @@ impl Locomotion {
         if gap < min_gap {
             p += lateral * (min_gap - gap);
         }
-        let flat_p = p - up * p.dot(up);
+        let mut flat_p = p - up * p.dot(up);
         let h = input.rest_feet[i].translation.dot(up)
             + self.ground(ground, flat_p + up * input.foot_plane)
             + input.ground_offset;
+        let hip = input.hips[i] + self.hip_velocity[i] * remaining;
+        let (hip_flat, rise) = (hip - up * hip.dot(up), hip.dot(up) - h);
+        let r = LANDING_REACH * self.reach[i];
+        let w = flat_p - hip_flat;
+        let rho = (r * r - rise * rise).max(0.0).sqrt();
+        if w.length_squared() > rho * rho {
+            flat_p = hip_flat + w * (rho / w.length());
+        }
         BoneTransform::from_translation_rotation(flat_p + up * h, want.rotation)
     }
 
