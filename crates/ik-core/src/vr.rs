@@ -110,6 +110,16 @@ const LEAN_RELAX_TIME: f32 = 0.3;
 /// foot's ankle or a hip at the end of its range).
 const SHIN_LEAN_RATE: f32 = 1.5;
 
+/// A hand whose controller is further than this fraction of the arm's length from the
+/// shoulder has no reach to spare: when the head and such a hand compete for the trunk (the
+/// solver held the chest for the hand), the hand gives way as far as it takes to bring the
+/// head within [`HEAD_SLACK`].
+const HAND_SPARE_REACH: f32 = 0.98;
+
+/// How far (a fraction of the leg length: 0.72 mm on a 0.9 m leg) the head may stay off its
+/// target before a hand at the end of its reach gives way for it.
+const HEAD_SLACK: f32 = 8e-4;
+
 /// Errors setting up a [`VrBody`] or a [`VrCalibration`].
 #[derive(Debug, Clone, PartialEq, Error)]
 #[non_exhaustive]
@@ -1383,8 +1393,28 @@ impl VrBody {
             if pelvis_tracker.is_none() {
                 let miss =
                     head_t.position - buffer.model_transform(skeleton, self.rig.head).translation;
-                if miss.length() > 1e-5 * self.rig.leg_length {
-                    self.reseat(skeleton, buffer, miss, &feet, &hands);
+                let m = miss.length();
+                if m > 1e-5 * self.rig.leg_length {
+                    let (kept, hands_moved) =
+                        self.reseat(skeleton, buffer, miss, &feet, &hands, None);
+                    // A hand at the end of its range holds the chest where the solver left
+                    // it: moving the body by the whole miss moves that hand off in proportion.
+                    // Shift by less: a hand with reach to spare and the head end up equally
+                    // far off; a hand at the end of the arm's reach gives way, but only as
+                    // far as it takes to bring the head within `HEAD_SLACK`.
+                    if let (false, Some([spare, edge])) = (kept, hands_moved) {
+                        let f_spare = if spare > 0.0 { m / (m + spare) } else { 1.0 };
+                        let f_edge = if edge > 0.0 {
+                            (1.0 - HEAD_SLACK * self.rig.leg_length / m).max(0.0)
+                        } else {
+                            1.0
+                        };
+                        let f = f_spare.min(f_edge);
+                        if f.is_finite() && f > 0.05 {
+                            let slack = [(1.0 - f) * m * 1.05, edge * f * 1.05 + 1e-6];
+                            self.reseat(skeleton, buffer, miss * f, &feet, &hands, Some(slack));
+                        }
+                    }
                 }
             }
         }
@@ -1421,8 +1451,11 @@ impl VrBody {
 
     /// Shifts the whole body by `shift` (the hips' translation) and puts the feet and hands
     /// back on their targets with the analytic limbs, keeping each limb's swivel (the pole at
-    /// its mid joint). Undone when a hand or foot would end up further from its target than
-    /// before (beyond a rounding margin).
+    /// its mid joint). Undone when a foot would move or a hand within reach would end up
+    /// further from its controller than before (beyond a rounding margin) by more than its
+    /// `hand_slack` (for a hand with reach to spare, for a hand at the end of its reach).
+    /// Returns whether it was kept and, when it was undone only for the hands, how far the
+    /// shift moved those two kinds of hands off (the larger of each).
     fn reseat(
         &mut self,
         skeleton: &Skeleton,
@@ -1430,7 +1463,8 @@ impl VrBody {
         shift: Vec3,
         feet: &[BoneTransform; 2],
         hands: &[TrackerPose; 2],
-    ) {
+        hand_slack: Option<[f32; 2]>,
+    ) -> (bool, Option<[f32; 2]>) {
         let tips = |buffer: &mut PoseBuffer, this: &Self| -> [f32; 4] {
             let f = [0, 1].map(|s| {
                 buffer
@@ -1503,28 +1537,49 @@ impl VrBody {
         }
         let after = tips(buffer, self);
         let margin = 5e-5 * self.rig.leg_length;
-        // A hand whose controller is beyond the arm's reach from the shoulder may miss more:
-        // the head comes first (the trunk leaned for it, but only so far as the head allows).
-        let out_of_reach = [0, 1].map(|side| {
+        // A hand whose controller is at the end of the arm's reach from the shoulder (no reach
+        // to spare) may miss more: the head comes first (the trunk leaned for it, but only so
+        // far as the head allows).
+        // Per hand: 0 = reach to spare, 1 = at the end of its reach, 2 = out of reach.
+        let reach = [0, 1].map(|side| {
             let shoulder = buffer
                 .model_transform(skeleton, self.rig.arm_bones[side][0])
                 .translation;
-            shoulder.distance(hands[side].position) >= 0.999 * self.rig.arm_length[side]
+            let d = shoulder.distance(hands[side].position);
+            let arm = self.rig.arm_length[side];
+            if d >= 0.999 * arm {
+                2
+            } else if d >= HAND_SPARE_REACH * arm {
+                1
+            } else {
+                0
+            }
         });
-        let worse = after
-            .iter()
-            .zip(before)
-            .enumerate()
-            .any(|(k, (a, b))| match k {
-                // Feet: planted, they must not move.
-                0 | 1 => *a > b + margin,
-                // Hands: a limit the solver worked around may cost a fraction of a
-                // millimetre (a quarter of the hand tolerance the tests hold).
-                _ => !out_of_reach[k - 2] && *a > b.max(5.0 * margin),
-            });
-        if !ok || worse {
-            buffer.set_pose(&self.saved);
+        // Feet: planted, they must not move.
+        let feet_moved = (0..2).any(|k| after[k] > before[k] + margin);
+        // Hands: a limit the solver worked around may cost a fraction of a millimetre (a
+        // quarter of the hand tolerance the tests hold), or the slack.
+        let hands_off = (2..4)
+            .filter(|&k| reach[k - 2] < 2)
+            .map(|k| {
+                let strict = after[k] - before[k].max(5.0 * margin);
+                match hand_slack {
+                    Some(slack) => strict.min(after[k] - before[k] - slack[reach[k - 2]]),
+                    None => strict,
+                }
+            })
+            .fold(f32::NEG_INFINITY, f32::max);
+        if ok && !feet_moved && hands_off <= 0.0 {
+            return (true, None);
         }
+        buffer.set_pose(&self.saved);
+        let mut moved = [0.0_f32; 2];
+        for k in 2..4 {
+            if let Some(m) = moved.get_mut(reach[k - 2]) {
+                *m = m.max(after[k] - before[k]);
+            }
+        }
+        (false, (ok && !feet_moved).then_some(moved))
     }
 
     /// Whether arm `side` (upper arm, elbow, forearm twist bone, hand) is within the
