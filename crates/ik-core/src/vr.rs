@@ -112,12 +112,12 @@ const SHIN_LEAN_RATE: f32 = 1.5;
 
 /// A hand whose controller is further than this fraction of the arm's length from the
 /// shoulder has no reach to spare: when the head and such a hand compete for the trunk (the
-/// solver held the chest for the hand), the hand gives way as far as it takes to bring the
-/// head within [`HEAD_SLACK`].
+/// solver held the chest for the hand), the hand gives way when the head would otherwise miss
+/// by more than [`HEAD_SLACK`].
 const HAND_SPARE_REACH: f32 = 0.98;
 
 /// How far (a fraction of the leg length: 0.72 mm on a 0.9 m leg) the head may stay off its
-/// target before a hand at the end of its reach gives way for it.
+/// target to spare a hand at the end of its reach.
 const HEAD_SLACK: f32 = 8e-4;
 
 /// Errors setting up a [`VrBody`] or a [`VrCalibration`].
@@ -535,6 +535,9 @@ struct State {
     /// Unit swivel (bend) directions of the elbows and knees, model space.
     elbow_dir: [Vec3; 2],
     knee_dir: [Vec3; 2],
+    /// Per arm: no swivel within last frame's turn had the arm within its joint limits (the
+    /// solver fixed it); this frame tries only the wanted swivel until it fits again.
+    arm_unfit: [bool; 2],
 }
 
 /// The VR body: trackers in, a whole-body pose out. See the [module docs](self).
@@ -757,6 +760,7 @@ impl VrBody {
                 (down - frame.forward * 0.3 + out[1] * 0.3).normalize(),
             ],
             knee_dir: [frame.forward; 2],
+            arm_unfit: [false; 2],
         };
         let mut locomotion = Locomotion::new(frame, leg_length);
         locomotion.reach = rig.leg_reach;
@@ -1301,8 +1305,18 @@ impl VrBody {
                 });
             }
             let mut r = None;
+            // While no swivel fits (a wrist or shoulder at the end of its range, frames on
+            // end), the search is not repeated every frame: only the wanted swivel is tried
+            // until it fits again (the frame's cost stays bounded: one limb solve per arm).
+            let search = !first && !self.state.arm_unfit[side];
+            self.state.arm_unfit[side] = false;
             for (k, &c) in candidates.iter().enumerate() {
-                if k > 0 && (first || c == candidates[0]) {
+                if k > 0 && (!search || c == candidates[0]) {
+                    if !first {
+                        // Only the wanted swivel was tried, and it does not fit.
+                        self.state.elbow_dir[side] = dir;
+                        self.state.arm_unfit[side] = true;
+                    }
                     break;
                 }
                 let pole = shoulder + 0.5 * to + c * self.rig.arm_length[side];
@@ -1337,6 +1351,7 @@ impl VrBody {
                     )?);
                     self.twist_forearm(skeleton, buffer, side, hand_rot);
                     self.state.elbow_dir[side] = dir;
+                    self.state.arm_unfit[side] = true;
                 }
             }
             let Some(r) = r else {
@@ -1400,18 +1415,20 @@ impl VrBody {
                     // A hand at the end of its range holds the chest where the solver left
                     // it: moving the body by the whole miss moves that hand off in proportion.
                     // Shift by less: a hand with reach to spare and the head end up equally
-                    // far off; a hand at the end of the arm's reach gives way, but only as
-                    // far as it takes to bring the head within `HEAD_SLACK`.
+                    // far off. A hand at the end of the arm's reach gives way entirely once
+                    // the head is off by more than `HEAD_SLACK` (its miss does not shrink in
+                    // proportion to a smaller shift), and not at all below it.
                     if let (false, Some([spare, edge])) = (kept, hands_moved) {
                         let f_spare = if spare > 0.0 { m / (m + spare) } else { 1.0 };
-                        let f_edge = if edge > 0.0 {
-                            (1.0 - HEAD_SLACK * self.rig.leg_length / m).max(0.0)
+                        let edge_gives = m > HEAD_SLACK * self.rig.leg_length;
+                        let f = if edge > 0.0 && !edge_gives {
+                            0.0
                         } else {
-                            1.0
+                            f_spare
                         };
-                        let f = f_spare.min(f_edge);
                         if f.is_finite() && f > 0.05 {
-                            let slack = [(1.0 - f) * m * 1.05, edge * f * 1.05 + 1e-6];
+                            let edge_slack = if edge_gives { f32::INFINITY } else { 0.0 };
+                            let slack = [(1.0 - f) * m * 1.05, edge_slack];
                             self.reseat(skeleton, buffer, miss * f, &feet, &hands, Some(slack));
                         }
                     }
