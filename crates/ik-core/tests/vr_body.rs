@@ -311,7 +311,10 @@ fn check(rig: &Rig, r: &Run, t: &Targets, failures: &mut Vec<String>) {
     // leg lengths of travel: 0.45 m steps at most, and the recording's walks start and stop
     // (a short first and a closing step each). So forward walking is held to 1.3–3.2 steps per
     // metre; all walking, with side steps (the trailing foot closes up after each, 2 steps per
-    // stride) and backward steps, to 1.3–5.
+    // stride) and backward steps, to 1.3–5. Metres are the avatar's own travel in human
+    // metres (its leg length over 0.9 m): a character whose legs are short for the player's
+    // height (the `KayKit` mannequin: head 2.9 leg lengths above its feet, a human's 1.7)
+    // covers 1.7 of its own human metres per player metre and steps accordingly.
     let per_metre = r.walk.0 as f32 / r.walk.1;
     if !(1.3..=5.0).contains(&per_metre) {
         fail(format!("{per_metre:.2} steps per metre"));

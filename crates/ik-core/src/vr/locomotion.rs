@@ -6,20 +6,21 @@
 //! it). The body wants each foot at its rest offset from the support point (midway between the
 //! pelvis and the head, on the ground), turned with the body's heading. A planted foot steps
 //! when it is more than [`VrSettings::step_threshold`] leg lengths from that place or turned
-//! more than [`VrSettings::step_angle`] from the heading, or when the body's velocity will
-//! carry its hip out of the leg's reach within one and a half step durations — one foot at a
-//! time, the one off
-//! most (the foot that did not step last gets a bonus, so feet alternate), and after a landing
-//! the other foot follows if it is off by a third of those thresholds (so the feet end up
-//! square after a step, a side step or a turn on the spot). A step lands a little ahead along
-//! the body's velocity ([`VrSettings::step_lead`]), at most [`VrSettings::max_step`] from where
-//! the foot left, never across the other foot; its duration shrinks from
-//! [`VrSettings::step_duration`] to [`VrSettings::min_step_duration`] as the body speeds up to
-//! 1.2 leg lengths per second, and further when the planted foot would otherwise be left out
-//! of reach before the step lands (a swing never outlasts the stance under it); a swinging
-//! foot is kept within its leg's reach; the foot rises on a half sine of [`VrSettings::step_height`]
-//! (less for a short step) and turns by a slerp. The landing height comes from the
-//! [`GroundProbe`] when one is given.
+//! more than [`VrSettings::step_angle`] from the heading, or when its hip's velocity (the
+//! body walking or turning on the spot) will carry the hip out of the leg's reach (with the
+//! knee as straight as its range allows) within one and a half step durations — one foot at
+//! a time, the one off most (the foot that did not step last gets a bonus, so feet
+//! alternate), and after a landing the other foot follows if it is off by a third of those
+//! thresholds (so the feet end up square after a step, a side step or a turn on the spot). A
+//! step lands a little ahead along the body's velocity ([`VrSettings::step_lead`]), at most
+//! [`VrSettings::max_step`] from where the foot left, never across the other foot, and within
+//! 97 % of the leg's reach of where its hip will be when it lands (retargeted every frame of
+//! the swing); its duration shrinks from [`VrSettings::step_duration`] to
+//! [`VrSettings::min_step_duration`] as the body speeds up to 1.2 leg lengths per second, and
+//! further when the planted foot would otherwise be left out of reach before the step lands
+//! (a swing never outlasts the stance under it); a swinging foot is kept within its leg's
+//! reach; the foot rises on a half sine of [`VrSettings::step_height`] (less for a short step)
+//! and turns by a slerp. The landing height comes from the [`GroundProbe`] when one is given.
 
 #![allow(
     clippy::needless_range_loop,
