@@ -310,7 +310,9 @@ pub struct IkReach {
     pub easing: IkEasing,
     /// An entity the path arcs around (e.g. the chest); `None`: a straight line.
     pub arc_center: Option<Entity>,
-    /// A stage entity (with an `IkLimb` or `IkCustom`) whose weight follows [`IkReach::weight`].
+    /// A stage entity (with an `IkLimb` or `IkCustom`) whose weight follows [`IkReach::weight`]
+    /// (a stage of a behaviour component — `IkLookAt`, `IkAim`… — takes its weight from that
+    /// component's `weight` instead: set that).
     pub fade_stage: Option<Entity>,
     /// Output: the eased phase (0 at the animation, 1 at the target).
     pub weight: f32,
