@@ -269,6 +269,7 @@ fn apply_solver_settings(
             Ref<IkHumanoidTargets>,
             &IkHumanoidBones,
             &mut IkHumanoid,
+            &SolverSetup,
         ),
         With<Character>,
     >,
@@ -278,9 +279,13 @@ fn apply_solver_settings(
     head_axis: Option<Res<HeadAxis>>,
     mut commands: Commands,
 ) {
-    let Ok((character, targets, bones, mut humanoid)) = humanoids.single_mut() else {
+    let Ok((character, targets, bones, mut humanoid, setup)) = humanoids.single_mut() else {
         return;
     };
+    if setup.is_stale(&settings) {
+        // Set up for another mode: `spawn_character` replaces it.
+        return;
+    }
     let head_changed = head_axis.as_ref().is_some_and(DetectChanges::is_changed);
     let new_handles = handles.iter().any(|(h, _)| h.is_added());
     let changed = settings.is_changed() || targets.is_changed() || head_changed || new_handles;
@@ -333,12 +338,13 @@ fn apply_solver_settings(
             *limb = new;
         }
         // In the rig mode the IkRig drives these targets and the limbs stay off.
+        // `try_`: the character (and its limbs) may be despawned this frame by a mode switch.
         match (ui.enabled && settings.solver == SolverUi::Limbs, disabled) {
             (true, true) => {
-                commands.entity(limb_entity).remove::<IkDisabled>();
+                commands.entity(limb_entity).try_remove::<IkDisabled>();
             }
             (false, false) => {
-                commands.entity(limb_entity).insert(IkDisabled);
+                commands.entity(limb_entity).try_insert(IkDisabled);
             }
             _ => {}
         }
@@ -633,8 +639,10 @@ mod tests {
 
     #[test]
     fn the_rig_mode_sets_the_humanoid_up_without_limb_or_full_body_stages() {
-        let mut settings = DemoSettings::default();
-        settings.solver = SolverUi::Rig;
+        let mut settings = DemoSettings {
+            solver: SolverUi::Rig,
+            ..DemoSettings::default()
+        };
         let h = SolverSetup::from_settings(&settings).humanoid();
         assert_ne!(h.solver, IkHumanoidSolver::FullBody, "no full-body stage");
         assert!(!h.arms && !h.legs && !h.poles, "no limb stages or poles");
