@@ -171,12 +171,12 @@ pub struct HeadAxis(pub Vec3);
 
 /// On the character's root once its targets have handles.
 #[derive(Component)]
-struct Decorated;
+pub(crate) struct Decorated;
 
 /// Gives the targets and poles that [`IkHumanoid`] spawned a visible, pickable handle sized to
 /// the character; in the rig mode puts the head's target in front of the face for the look-at
 /// goal.
-fn decorate_targets(
+pub(crate) fn decorate_targets(
     mut commands: Commands,
     humanoids: Query<
         (Entity, &IkHumanoidTargets, &IkHumanoidBones, &SolverSetup),

@@ -1,8 +1,19 @@
 //! Everything that depends on which solver drives the character ([`SolverUi`]), in one place:
-//! the [`IkHumanoid`] each mode spawns, the [`IkRig`] the "Jacobian rig" mode adds, pushing the
-//! panel's settings into the components, reading each goal's residual back, and which goals
-//! and handles a mode uses. When `bevy_ik` grows an IK stack, the three modes become three
-//! stacks built here.
+//! the stack each mode builds on the character, pushing the panel's settings into its stages,
+//! reading each goal's residual back, and which goals and handles a mode uses.
+//!
+//! Each mode is a stack of its own on the one character (plus whatever the stack window and
+//! the behaviours add after it):
+//!
+//! - full body: `[full body]` — [`IkHumanoid`]'s full-body stage on the character entity;
+//! - Jacobian rig: `[Jacobian rig]` — an [`IkRig`] on the character entity, with a goal per
+//!   target. The humanoid only maps the bones (no limb stages are built); the rig's hand and
+//!   foot targets are spawned here, where the bones stand;
+//! - analytic limbs: `[left arm, right arm, left leg, right leg]` — [`IkHumanoid::limbs`]'s
+//!   four [`IkLimb`] stages.
+//!
+//! A mode switch re-creates the character with the new stack (see `spawn_character`), since
+//! [`IkHumanoid`] spawns a mode's targets and poles once, at set-up.
 
 use bevy::prelude::*;
 use bevy_ik::ik_core::humanoid::HumanoidBone;
@@ -49,7 +60,14 @@ pub struct SolverPlugin;
 
 impl Plugin for SolverPlugin {
     fn build(&self, app: &mut App) {
-        app.add_systems(Update, (attach_rig, apply_solver_settings).chain());
+        app.add_systems(
+            Update,
+            (
+                attach_rig.before(crate::handles::decorate_targets),
+                apply_solver_settings,
+            )
+                .chain(),
+        );
     }
 }
 
@@ -82,13 +100,17 @@ impl SolverSetup {
     /// The humanoid component for this set-up.
     pub fn humanoid(&self) -> IkHumanoid {
         let fb = self.full_body;
+        // The rig mode: the humanoid maps the bones and builds no stage of its own (no limbs);
+        // the rig is the character's stage (see `attach_rig`).
+        let limbs = self.solver == SolverUi::Limbs;
         IkHumanoid {
             solver: match self.solver {
                 SolverUi::FullBody => IkHumanoidSolver::FullBody,
                 SolverUi::Rig | SolverUi::Limbs => IkHumanoidSolver::Limbs,
             },
-            // The rig mode drives the limbs' targets with an IkRig instead (see `attach_rig`).
-            poles: self.solver == SolverUi::Limbs,
+            arms: self.solver != SolverUi::Rig,
+            legs: self.solver != SolverUi::Rig,
+            poles: limbs,
             head: fb.head,
             weight: if self.solver == SolverUi::FullBody {
                 fb.weight
@@ -102,32 +124,66 @@ impl SolverSetup {
     }
 }
 
-/// In the rig mode: once the humanoid is mapped, put an [`IkRig`] on it with a goal per target
-/// (the panel's settings are applied by `apply_solver_settings`) and switch its analytic limbs
-/// off.
+/// In the rig mode: once the humanoid is mapped, spawn the hand and foot targets where those
+/// bones stand (the humanoid, set up without limbs, spawned only the pelvis and head ones) and
+/// put an [`IkRig`] on the character with a goal per target (the panel's settings are applied
+/// by `apply_solver_settings`): the mode's stack is `[Jacobian rig]`.
 fn attach_rig(
     mut commands: Commands,
-    humanoids: Query<
-        (Entity, &IkHumanoidTargets, &IkHumanoidBones, &SolverSetup),
+    mut humanoids: Query<
+        (
+            Entity,
+            &mut IkHumanoidTargets,
+            &IkHumanoidBones,
+            &SolverSetup,
+        ),
         Added<IkHumanoidTargets>,
     >,
+    globals: Query<&GlobalTransform>,
 ) {
-    for (entity, targets, bones, setup) in &humanoids {
+    for (entity, mut targets, bones, setup) in &mut humanoids {
         if setup.solver != SolverUi::Rig {
             continue;
         }
+        let root = globals.get(entity).copied().unwrap_or_default();
+        for role in [
+            Role::LeftHand,
+            Role::RightHand,
+            Role::LeftFoot,
+            Role::RightFoot,
+        ] {
+            let Some(bone) = bones.get(role.bone()) else {
+                continue;
+            };
+            let Ok(at) = globals.get(bone) else {
+                continue;
+            };
+            let mut local = at.reparented_to(&root);
+            local.scale = Vec3::ONE;
+            let target = commands
+                .spawn((
+                    Name::new(format!("rig target {}", role.key())),
+                    local,
+                    ChildOf(entity),
+                ))
+                .id();
+            let slot = match role {
+                Role::LeftHand => &mut targets.left_hand,
+                Role::RightHand => &mut targets.right_hand,
+                Role::LeftFoot => &mut targets.left_foot,
+                _ => &mut targets.right_foot,
+            };
+            *slot = Some(target);
+        }
         let mut goals = Vec::new();
         for role in Role::ALL {
-            if let (Some(bone), Some(target)) = (bones.get(role.bone()), role.target(targets)) {
+            if let (Some(bone), Some(target)) = (bones.get(role.bone()), role.target(&targets)) {
                 goals.push(IkGoal::position(bone, target));
             }
         }
         let mut rig = IkRig::new(goals).with_limits(IkJointLimits::Humanoid);
         rig.movable_root = bones.get(HumanoidBone::Hips).map(BoneRef::Entity);
         commands.entity(entity).insert(rig);
-        for &limb in &targets.limbs {
-            commands.entity(limb).insert(IkDisabled);
-        }
     }
 }
 
@@ -213,6 +269,7 @@ fn apply_solver_settings(
             Ref<IkHumanoidTargets>,
             &IkHumanoidBones,
             &mut IkHumanoid,
+            &SolverSetup,
         ),
         With<Character>,
     >,
@@ -222,9 +279,13 @@ fn apply_solver_settings(
     head_axis: Option<Res<HeadAxis>>,
     mut commands: Commands,
 ) {
-    let Ok((character, targets, bones, mut humanoid)) = humanoids.single_mut() else {
+    let Ok((character, targets, bones, mut humanoid, setup)) = humanoids.single_mut() else {
         return;
     };
+    if setup.is_stale(&settings) {
+        // Set up for another mode: `spawn_character` replaces it.
+        return;
+    }
     let head_changed = head_axis.as_ref().is_some_and(DetectChanges::is_changed);
     let new_handles = handles.iter().any(|(h, _)| h.is_added());
     let changed = settings.is_changed() || targets.is_changed() || head_changed || new_handles;
@@ -277,12 +338,13 @@ fn apply_solver_settings(
             *limb = new;
         }
         // In the rig mode the IkRig drives these targets and the limbs stay off.
+        // `try_`: the character (and its limbs) may be despawned this frame by a mode switch.
         match (ui.enabled && settings.solver == SolverUi::Limbs, disabled) {
             (true, true) => {
-                commands.entity(limb_entity).remove::<IkDisabled>();
+                commands.entity(limb_entity).try_remove::<IkDisabled>();
             }
             (false, false) => {
-                commands.entity(limb_entity).insert(IkDisabled);
+                commands.entity(limb_entity).try_insert(IkDisabled);
             }
             _ => {}
         }
@@ -573,5 +635,19 @@ mod tests {
         let mut other = settings;
         other.solver = SolverUi::Limbs;
         assert!(setup.is_stale(&other));
+    }
+
+    #[test]
+    fn the_rig_mode_sets_the_humanoid_up_without_limb_or_full_body_stages() {
+        let mut settings = DemoSettings {
+            solver: SolverUi::Rig,
+            ..DemoSettings::default()
+        };
+        let h = SolverSetup::from_settings(&settings).humanoid();
+        assert_ne!(h.solver, IkHumanoidSolver::FullBody, "no full-body stage");
+        assert!(!h.arms && !h.legs && !h.poles, "no limb stages or poles");
+        settings.solver = SolverUi::Limbs;
+        let h = SolverSetup::from_settings(&settings).humanoid();
+        assert!(h.arms && h.legs && h.poles);
     }
 }

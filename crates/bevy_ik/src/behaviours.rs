@@ -7,9 +7,11 @@
 //! character (`(IkLookAt { .. }, IkStageOf(character))`); a system inserts (and, when its
 //! structure changes, replaces) the entity's `IkCustom` with the ik-core stage
 //! ([`LookAtChain`], [`AimChain`], [`TwistDistribution`]) built on the character's skeleton,
-//! and every frame, between set-up and solve, hands the built stage the component's
-//! parameters (limits, smoothing, pole) and the frame's time step. Its status is the stage
-//! entity's [`IkStatus`](crate::IkStatus), like any stage.
+//! keyed by its structure ([`IkCustom::with_key`]). The component is also the stage's
+//! [`IkStageInput`] (the public per-frame hook any custom stage can use): every frame,
+//! between set-up and solve, its target, weight and parameters (limits, smoothing, pole) and
+//! the frame's time step go into the built stage. Its status is the stage entity's
+//! [`IkStatus`](crate::IkStatus), like any stage.
 //!
 //! Bones are found the way other stages find them: humanoid roles resolved on the character
 //! (its [`IkHumanoidBones`](crate::IkHumanoidBones) when it has an
@@ -24,7 +26,8 @@
 //!   sync_behaviour_stages                            IkLookAt/IkAim/IkTwist → IkCustom
 //!   move_reach_targets                               IkReach: advance, move the entity
 //! IkSystems::Prepare           set_up_characters       builds the stages
-//! (between Prepare and Solve)  push_behaviour_params   settings, pole, dt into the stages
+//!   (after set-up)             apply_stage_inputs::<T> target, weight, settings, pole, dt
+//!                                                      into the stages (one per component)
 //! IkSystems::Solve             solve_characters
 //! ```
 
@@ -53,7 +56,9 @@ use ik_core::humanoid::{HumanoidBone, HumanoidMap};
 use crate::character::IkCharacter;
 use crate::components::BoneRef;
 use crate::setup::IkRescan;
-use crate::stage::{IkCustom, IkStageOf};
+use crate::stage::{
+    IkCustom, IkStageContext, IkStageInput, IkStageInputPlugin, IkStageOf, sync_custom,
+};
 
 /// A look-at chain on a humanoid character: the head (and the neck and spine, sharing the
 /// turn; the eyes first) follows [`IkLookAt::target`]. See
@@ -305,7 +310,9 @@ pub struct IkReach {
     pub easing: IkEasing,
     /// An entity the path arcs around (e.g. the chest); `None`: a straight line.
     pub arc_center: Option<Entity>,
-    /// A stage entity (with an `IkLimb` or `IkCustom`) whose weight follows [`IkReach::weight`].
+    /// A stage entity (with an `IkLimb` or `IkCustom`) whose weight follows [`IkReach::weight`]
+    /// (a stage of a behaviour component — `IkLookAt`, `IkAim`… — takes its weight from that
+    /// component's `weight` instead: set that).
     pub fade_stage: Option<Entity>,
     /// Output: the eased phase (0 at the animation, 1 at the target).
     pub weight: f32,
@@ -398,16 +405,25 @@ fn look_custom(look: &IkLookAt, eyes: &[Entity]) -> IkCustom {
                 .filter(|_| !explicit)
                 .map(|&e| BoneRef::Entity(e)),
         );
+    // The settings are handed in every frame: only whether the eyes are explicit is
+    // structural besides the bones.
     IkCustom::new(bones, move |s: &Skeleton, b: &[usize]| {
         let map = map_with(s, &LOOK_ROLES, b);
         let eyes = explicit.then(|| &b[LOOK_ROLES.len()..]);
         LookAtChain::from_humanoid(s, &map, eyes, settings).map_err(|e| e.to_string())
     })
+    .with_key(explicit)
 }
 
 fn aim_custom(aim: &IkAim) -> IkCustom {
     let (axis, origin, pole_axis) = (aim.axis, aim.origin, aim.pole_axis);
     let model_space = aim.model_space_axes;
+    let key: Vec<u32> = [axis, origin, pole_axis.unwrap_or(Vec3::NAN)]
+        .iter()
+        .flat_map(Vec3::to_array)
+        .map(f32::to_bits)
+        .chain([u32::from(model_space)])
+        .collect();
     IkCustom::new(
         [aim.root.clone(), aim.tip.clone()],
         move |s: &Skeleton, b: &[usize]| {
@@ -430,6 +446,7 @@ fn aim_custom(aim: &IkAim) -> IkCustom {
             }
         },
     )
+    .with_key(key)
 }
 
 fn twist_custom(helpers: &[Entity]) -> IkCustom {
@@ -443,139 +460,101 @@ fn twist_custom(helpers: &[Entity]) -> IkCustom {
             &map_with(s, &TWIST_ROLES, b),
         ))
     })
+    .with_key(())
 }
 
-/// The structural inputs of a behaviour's `IkCustom` (a change rebuilds the stage).
-#[derive(Component, Clone, Debug, PartialEq)]
-pub(crate) struct BehaviourKey(Vec<BoneRef>, Vec<u32>);
-
-fn key_of(custom: &IkCustom, extra: Vec<u32>) -> BehaviourKey {
-    BehaviourKey(custom.bones.clone(), extra)
-}
-
-/// Inserts or updates each behaviour's [`IkCustom`] (bones and builder only when its
-/// structure changed; target and weight every time they differ).
+/// Inserts each behaviour's [`IkCustom`] where there is none or its structure changed (see
+/// [`IkCustom::with_key`]); the per-frame inputs go in through [`IkStageInput`].
 #[allow(clippy::type_complexity)]
 pub(crate) fn sync_behaviour_stages(
     mut commands: Commands,
-    looks: Query<(Entity, Ref<IkLookAt>, Option<&IkStageOf>)>,
-    aims: Query<(Entity, Ref<IkAim>)>,
-    twists: Query<(Entity, Ref<IkTwist>, Option<&IkStageOf>)>,
-    mut customs: Query<(&mut IkCustom, Option<&BehaviourKey>)>,
+    looks: Query<(Entity, Ref<IkLookAt>, Option<&IkStageOf>, Option<&IkCustom>)>,
+    aims: Query<(Entity, Ref<IkAim>, Option<&IkCustom>)>,
+    twists: Query<(Entity, Ref<IkTwist>, Option<&IkStageOf>, Option<&IkCustom>)>,
     children: Query<&Children>,
     names: Query<&Name>,
     rescan: Option<Res<IkRescan>>,
 ) {
     let rescan = rescan.is_some_and(|r| r.0);
-    let mut apply = |e: Entity,
-                     changed: bool,
-                     make: &dyn Fn() -> (IkCustom, BehaviourKey),
-                     target: Option<Entity>,
-                     weight: f32| {
-        match customs.get_mut(e) {
-            Ok((mut c, key)) => {
-                if changed || rescan {
-                    let (mut new, new_key) = make();
-                    if key != Some(&new_key) {
-                        new.target = target;
-                        commands
-                            .entity(e)
-                            .insert((new.with_weight(weight), new_key));
-                        return;
-                    }
-                }
-                if c.target != target {
-                    c.target = target;
-                }
-                if c.weight != weight {
-                    c.weight = weight;
-                }
-            }
-            Err(_) => {
-                let (mut new, key) = make();
-                new.target = target;
-                commands.entity(e).insert((new.with_weight(weight), key));
-            }
-        }
-    };
-    for (e, look, stage_of) in &looks {
-        let character = stage_of.map_or(e, |s| s.0);
-        let make = || {
+    for (e, look, stage_of, custom) in &looks {
+        if look.is_changed() || rescan || custom.is_none() {
+            let character = stage_of.map_or(e, |s| s.0);
             let eyes = if look.eyes.is_empty() {
                 named_descendants(character, &children, &names, is_eye_name)
             } else {
                 Vec::new()
             };
-            let c = look_custom(&look, &eyes);
-            let key = key_of(&c, Vec::new());
-            (c, key)
-        };
-        apply(e, look.is_changed(), &make, look.target, look.weight);
+            sync_custom(&mut commands, e, custom, look_custom(&look, &eyes));
+        }
     }
-    for (e, aim) in &aims {
-        let make = || {
-            let c = aim_custom(&aim);
-            let mut bits: Vec<u32> = [aim.axis, aim.origin, aim.pole_axis.unwrap_or(Vec3::NAN)]
-                .iter()
-                .flat_map(Vec3::to_array)
-                .map(f32::to_bits)
-                .collect();
-            bits.push(u32::from(aim.model_space_axes));
-            let key = key_of(&c, bits);
-            (c, key)
-        };
-        apply(e, aim.is_changed(), &make, aim.target, aim.weight);
+    for (e, aim, custom) in &aims {
+        if aim.is_changed() || custom.is_none() {
+            sync_custom(&mut commands, e, custom, aim_custom(&aim));
+        }
     }
-    for (e, twist, stage_of) in &twists {
-        let character = stage_of.map_or(e, |s| s.0);
-        let make = || {
+    for (e, twist, stage_of, custom) in &twists {
+        if twist.is_changed() || rescan || custom.is_none() {
+            let character = stage_of.map_or(e, |s| s.0);
             let helpers = named_descendants(character, &children, &names, is_twist_name);
-            let c = twist_custom(&helpers);
-            let key = key_of(&c, Vec::new());
-            (c, key)
-        };
-        apply(e, twist.is_changed(), &make, None, twist.weight);
+            sync_custom(&mut commands, e, custom, twist_custom(&helpers));
+        }
     }
 }
 
-/// Hands the built stages this frame's parameters and time step.
-pub(crate) fn push_behaviour_params(
-    mut characters: Query<&mut IkCharacter>,
-    looks: Query<&IkLookAt>,
-    aims: Query<&IkAim>,
-    time: Option<Res<Time>>,
-) {
-    let dt = time.map_or(0.0, |t| t.delta_secs());
-    for mut ch in &mut characters {
-        let Some(rt) = ch.rt.as_mut() else { continue };
-        let slots = rt.stack.slots_mut();
-        for st in &rt.stages {
-            let Some(slot) = st.slot.and_then(|i| slots.get_mut(i)) else {
-                continue;
-            };
-            if let Ok(look) = looks.get(st.entity)
-                && let Some(stage) = slot.stage.as_custom_mut::<LookAtChain>()
-            {
-                stage.dt = dt;
-                let settings = look.settings();
-                if *stage.settings() != settings {
-                    // Bad values are reported by keeping the last good settings.
-                    let _ = stage.set_settings(settings);
-                }
-            }
-            if let Ok(aim) = aims.get(st.entity)
-                && let Some(stage) = slot.stage.as_custom_mut::<AimChain>()
-            {
-                stage.pole = aim.pole_axis.map(|_| aim.pole);
-                let settings = AimSettings {
-                    pole_weight: aim.pole_weight.clamp(0.0, 1.0),
-                    ..*stage.settings()
-                };
-                if *stage.settings() != settings {
-                    let _ = stage.set_settings(settings);
-                }
-            }
+impl IkStageInput for IkLookAt {
+    type Stage = LookAtChain;
+    type Data = &'static Self;
+
+    fn apply(look: &Self, stage: &mut LookAtChain, cx: &IkStageContext) {
+        stage.dt = cx.delta_secs();
+        let settings = look.settings();
+        if *stage.settings() != settings {
+            // Bad values are reported by keeping the last good settings.
+            let _ = stage.set_settings(settings);
         }
+    }
+
+    fn weight(look: &&Self) -> Option<f32> {
+        Some(look.weight)
+    }
+
+    fn target(look: &&Self) -> Option<Option<Entity>> {
+        Some(look.target)
+    }
+}
+
+impl IkStageInput for IkAim {
+    type Stage = AimChain;
+    type Data = &'static Self;
+
+    fn apply(aim: &Self, stage: &mut AimChain, _: &IkStageContext) {
+        stage.pole = aim.pole_axis.map(|_| aim.pole);
+        let settings = AimSettings {
+            pole_weight: aim.pole_weight.clamp(0.0, 1.0),
+            ..*stage.settings()
+        };
+        if *stage.settings() != settings {
+            let _ = stage.set_settings(settings);
+        }
+    }
+
+    fn weight(aim: &&Self) -> Option<f32> {
+        Some(aim.weight)
+    }
+
+    fn target(aim: &&Self) -> Option<Option<Entity>> {
+        Some(aim.target)
+    }
+}
+
+impl IkStageInput for IkTwist {
+    type Stage = TwistDistribution;
+    type Data = &'static Self;
+
+    fn apply(_: &Self, _: &mut TwistDistribution, _: &IkStageContext) {}
+
+    fn weight(twist: &&Self) -> Option<f32> {
+        Some(twist.weight)
     }
 }
 
@@ -690,14 +669,14 @@ pub(crate) fn build(
         .register_type::<IkEasing>();
     app.add_systems(
         schedule,
-        (
-            (sync_behaviour_stages, move_reach_targets)
-                .chain()
-                .after(bevy::app::AnimationSystems)
-                .before(crate::IkSystems::Prepare),
-            push_behaviour_params
-                .after(crate::IkSystems::Prepare)
-                .before(crate::IkSystems::Solve),
-        ),
+        (sync_behaviour_stages, move_reach_targets)
+            .chain()
+            .after(bevy::app::AnimationSystems)
+            .before(crate::IkSystems::Prepare),
     );
+    app.add_plugins((
+        IkStageInputPlugin::<IkLookAt>::new(),
+        IkStageInputPlugin::<IkAim>::new(),
+        IkStageInputPlugin::<IkTwist>::new(),
+    ));
 }

@@ -24,7 +24,7 @@ use bevy::math::{Quat, Vec3};
 use bevy::transform::components::Transform;
 use ik_core::analytic::{LimbGoal, TwoBoneIk};
 use ik_core::humanoid::{HumanoidBone, HumanoidMap};
-use ik_core::stack::{IkStack, Stage, TwoBoneStage};
+use ik_core::stack::{CustomStage, IkStack, Stage, TwoBoneStage};
 use ik_core::{Pose, Skeleton};
 
 use crate::components::{BoneRef, IkDisabled, IkLimb, IkStatus};
@@ -102,10 +102,10 @@ impl IkCharacter {
         self.rt.as_ref().map(|rt| &rt.stack)
     }
 
-    /// The ik-core stack, mutably: for a system in [`IkSystems::Prepare`](crate::IkSystems)
-    /// (after set-up) that feeds a custom stage more than its one target (e.g. the VR body's
-    /// three trackers) through `Stage::as_custom_mut`. Replacing stages or the skeleton here is
-    /// undone by the next set-up.
+    /// The ik-core stack, mutably. To feed a custom stage every frame, prefer an
+    /// [`IkStageInput`](crate::stage::IkStageInput) (what the crate's own stages use), or
+    /// [`IkCharacter::custom_stage_mut`]. Replacing stages or the skeleton here is undone by
+    /// the next set-up.
     pub fn stack_mut(&mut self) -> Option<&mut IkStack> {
         self.rt.as_mut().map(|rt| &mut rt.stack)
     }
@@ -126,6 +126,43 @@ impl IkCharacter {
     #[must_use]
     pub fn model_frame(&self) -> Option<Entity> {
         self.rt.as_ref().and_then(|rt| rt.frame)
+    }
+
+    /// The built custom stage of stage entity `stage` (its [`IkCustom`]), if it is set up and
+    /// is a `T`: to read its output after [`IkSystems::Solve`](crate::IkSystems) (e.g. the
+    /// grounding's foot decisions). Per-frame inputs go in through an
+    /// [`IkStageInput`](crate::stage::IkStageInput).
+    #[must_use]
+    pub fn custom_stage<T: CustomStage>(&self, stage: Entity) -> Option<&T> {
+        let rt = self.rt.as_ref()?;
+        let slot = rt.stages.iter().find(|s| s.entity == stage)?.slot?;
+        match &rt.stack.slots().get(slot)?.stage {
+            Stage::Custom(s) => (&**s as &dyn core::any::Any).downcast_ref::<T>(),
+            _ => None,
+        }
+    }
+
+    /// The built custom stage of stage entity `stage`, mutably (see
+    /// [`IkCharacter::custom_stage`]). Replacing its structure here is undone by the next
+    /// set-up.
+    pub fn custom_stage_mut<T: CustomStage>(&mut self, stage: Entity) -> Option<&mut T> {
+        self.custom_stage_parts(stage).map(|(s, ..)| s)
+    }
+
+    /// The custom stage of `stage` with the model frame entity and the bone entities.
+    pub(crate) fn custom_stage_parts<T: CustomStage>(
+        &mut self,
+        stage: Entity,
+    ) -> Option<(&mut T, Option<Entity>, &[Entity])> {
+        let rt = self.rt.as_mut()?;
+        let slot = rt.stages.iter().find(|s| s.entity == stage)?.slot?;
+        let stage = rt
+            .stack
+            .slots_mut()
+            .get_mut(slot)?
+            .stage
+            .as_custom_mut::<T>()?;
+        Some((stage, rt.frame, &rt.entities))
     }
 }
 
@@ -221,7 +258,7 @@ pub(crate) enum StageKey {
     FullBody,
     Custom {
         bones: Vec<BoneRef>,
-        builder: usize,
+        builder: (bool, u64),
     },
 }
 
@@ -842,7 +879,7 @@ fn report_setup(
 #[derive(Debug)]
 struct Placeholder;
 
-impl ik_core::stack::CustomStage for Placeholder {
+impl CustomStage for Placeholder {
     fn bones(&self) -> &[usize] {
         &[]
     }

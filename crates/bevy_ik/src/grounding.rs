@@ -21,7 +21,8 @@
 //! stage is the grounding) or on a stage entity with [`IkStageOf`] — put it *after* a
 //! full-body stage ([`IkHumanoid`](crate::IkHumanoid)), so it corrects the legs and pelvis of
 //! that stage's output. Its structural fields (legs, pelvis, up) rebuild the stage when they
-//! change; the rest are read every frame.
+//! change; the rest, with the [`IkGroundSamples`], are handed to the built stage every frame
+//! through its [`IkStageInput`] implementation.
 //!
 //! ```no_run
 //! use bevy::prelude::*;
@@ -36,9 +37,10 @@
 //! ## Systems
 //!
 //! In [`IkSystems::Prepare`]: `sync_grounding_stages` (before set-up: the [`IkCustom`]),
-//! then after set-up `cast_ground_rays` (feature `mesh-ground`) and `feed_grounding` (the
-//! samples, the frame time and the model frame into the stage). In [`IkSystems::Writeback`]:
-//! `publish_grounding_state` ([`IkGroundingState`]), after `publish_ik_status`.
+//! then after set-up `cast_ground_rays` (feature `mesh-ground`) and the
+//! [`IkStageInput`] system (the samples, the frame time and the model frame into the stage).
+//! In [`IkSystems::Writeback`]: `publish_grounding_state` ([`IkGroundingState`], read with
+//! [`IkCharacter::custom_stage`]), after `publish_ik_status`.
 
 use bevy::app::App;
 use bevy::ecs::component::Component;
@@ -47,22 +49,20 @@ use bevy::ecs::intern::Interned;
 use bevy::ecs::query::{Changed, With};
 use bevy::ecs::reflect::ReflectComponent;
 use bevy::ecs::schedule::{IntoScheduleConfigs, ScheduleLabel};
-use bevy::ecs::system::{Commands, Query, Res};
+use bevy::ecs::system::{Commands, Query};
 use bevy::math::Vec3;
 use bevy::reflect::prelude::*;
-use bevy::time::Time;
-use bevy::transform::components::GlobalTransform;
-use bevy::transform::helper::TransformHelper;
-use ik_core::BoneTransform;
 use ik_core::grounding::{FootGround, GroundHit, GroundingSettings, GroundingStage, Leg};
 use ik_core::humanoid::HumanoidBone;
 
 use crate::IkSystems;
 use crate::character::IkCharacter;
 use crate::components::BoneRef;
-use crate::pose_io;
 use crate::setup::SetupSystems;
-use crate::stage::{IkCustom, IkStageOf};
+use crate::stage::{
+    IkCustom, IkStageContext, IkStageInput, IkStageInputPlugin, IkStageOf, StageInputSystems,
+    sync_custom,
+};
 
 pub(crate) fn register(app: &mut App, schedule: Interned<dyn ScheduleLabel>) {
     app.register_type::<IkGrounding>()
@@ -78,19 +78,16 @@ pub(crate) fn register(app: &mut App, schedule: Interned<dyn ScheduleLabel>) {
                 .in_set(IkSystems::Prepare)
                 .before(SetupSystems),
             #[cfg(feature = "mesh-ground")]
-            (mesh::cast_ground_rays, feed_grounding)
-                .chain()
+            mesh::cast_ground_rays
                 .in_set(IkSystems::Prepare)
-                .after(SetupSystems),
-            #[cfg(not(feature = "mesh-ground"))]
-            feed_grounding
-                .in_set(IkSystems::Prepare)
-                .after(SetupSystems),
+                .after(SetupSystems)
+                .before(StageInputSystems),
             publish_grounding_state
                 .in_set(IkSystems::Writeback)
                 .after(crate::pipeline::publish_ik_status),
         ),
     );
+    app.add_plugins(IkStageInputPlugin::<IkGrounding>::new());
 }
 
 /// One leg: the thigh (hip joint), shin (knee), foot (ankle) and, if the rig has one, toe
@@ -374,40 +371,32 @@ pub struct IkGroundingState {
     pub(crate) bones: Vec<(Entity, Option<Entity>)>,
 }
 
-/// Structural key of the stage last inserted.
-#[derive(Component, Debug, Clone, PartialEq)]
-struct GroundingKey(Vec<BoneRef>, Vec3, usize);
-
-/// Inserts or updates the [`IkCustom`] behind each changed [`IkGrounding`].
+/// Inserts or updates the [`IkCustom`] behind each changed [`IkGrounding`] (rebuilt only when
+/// its structure, [`IkGrounding::stage_key`], changed).
 fn sync_grounding_stages(
     mut commands: Commands,
-    changed: Query<
-        (
-            Entity,
-            &IkGrounding,
-            Option<&GroundingKey>,
-            Option<&IkCustom>,
-        ),
-        Changed<IkGrounding>,
-    >,
+    changed: Query<(Entity, &IkGrounding, Option<&IkCustom>), Changed<IkGrounding>>,
 ) {
-    for (entity, g, key, custom) in &changed {
-        let bones = g.bones();
-        let new_key = GroundingKey(bones.clone(), g.up, g.legs.len());
-        if key == Some(&new_key) {
-            if let Some(c) = custom
-                && c.weight != g.weight
-            {
-                let mut c = c.clone();
-                c.weight = g.weight;
-                commands.entity(entity).insert(c);
-            }
-            continue;
-        }
-        let toes: Vec<bool> = g.legs.iter().map(|l| l.toe.is_some()).collect();
-        let has_pelvis = g.pelvis.is_some();
-        let up = g.up;
-        let custom = IkCustom::new(bones, move |skeleton, idx| {
+    for (entity, g, custom) in &changed {
+        sync_custom(&mut commands, entity, custom, g.custom());
+    }
+}
+
+impl IkGrounding {
+    /// What the stage builder reads besides the bones: up, which legs have toes, a pelvis.
+    fn stage_key(&self) -> (Vec<bool>, bool, [u32; 3]) {
+        (
+            self.legs.iter().map(|l| l.toe.is_some()).collect(),
+            self.pelvis.is_some(),
+            self.up.to_array().map(f32::to_bits),
+        )
+    }
+
+    /// The custom stage that builds the [`GroundingStage`].
+    fn custom(&self) -> IkCustom {
+        let key = self.stage_key();
+        let (toes, has_pelvis, up) = (key.0.clone(), key.1, self.up);
+        IkCustom::new(self.bones(), move |skeleton, idx| {
             let mut legs = Vec::with_capacity(toes.len());
             let mut i = 0;
             for &toe in &toes {
@@ -431,75 +420,37 @@ fn sync_grounding_stages(
             GroundingStage::try_with_settings(skeleton, &legs, pelvis, settings)
                 .map_err(|e| e.to_string())
         })
-        .with_weight(g.weight);
-        commands.entity(entity).insert((custom, new_key));
-    }
-}
-
-/// The character that runs `entity`'s stage.
-fn character_of(entity: Entity, stage_of: Option<&IkStageOf>) -> Entity {
-    stage_of.map_or(entity, |s| s.0)
-}
-
-/// The grounding stage of stage entity `entity` in `character`, with the character's model
-/// frame entity and the stage's bone entities.
-fn stage_mut(
-    character: &mut IkCharacter,
-    entity: Entity,
-) -> Option<(&mut GroundingStage, Option<Entity>, &[Entity])> {
-    let rt = character.rt.as_mut()?;
-    let slot = rt.stages.iter().find(|s| s.entity == entity)?.slot?;
-    let g = rt
-        .stack
-        .slots_mut()
-        .get_mut(slot)?
-        .stage
-        .as_custom_mut::<GroundingStage>()?;
-    Some((g, rt.frame, &rt.entities))
-}
-
-fn to_bone(g: &GlobalTransform) -> BoneTransform {
-    let (scale, rotation, translation) = g.to_scale_rotation_translation();
-    BoneTransform {
-        translation,
-        rotation,
-        scale,
+        .with_key(key)
+        .with_weight(self.weight)
     }
 }
 
 /// Hands each grounding stage this frame's ground (in model space), frame time, model frame
 /// and settings.
-pub(crate) fn feed_grounding(
-    groundings: Query<(Entity, &IkGrounding, &IkGroundSamples, Option<&IkStageOf>)>,
-    mut characters: Query<&mut IkCharacter>,
-    time: Res<Time>,
-    helper: TransformHelper,
-) {
-    let dt = time.delta_secs();
-    for (entity, g, samples, stage_of) in &groundings {
-        let Ok(mut character) = characters.get_mut(character_of(entity, stage_of)) else {
-            continue;
-        };
-        let Some((stage, frame, _)) = stage_mut(&mut character, entity) else {
-            continue;
-        };
+impl IkStageInput for IkGrounding {
+    type Stage = GroundingStage;
+    type Data = (&'static Self, &'static IkGroundSamples);
+
+    fn apply(
+        (g, samples): (&Self, &IkGroundSamples),
+        stage: &mut GroundingStage,
+        cx: &IkStageContext,
+    ) {
         #[cfg(not(feature = "mesh-ground"))]
         if g.source == IkGroundSource::Meshes {
             bevy::log::warn_once!(
-                "IkGrounding on {entity}: IkGroundSource::Meshes needs bevy_ik's `mesh-ground` feature; no ground is found"
+                "IkGrounding on {}: IkGroundSource::Meshes needs bevy_ik's `mesh-ground` feature; no ground is found",
+                cx.stage()
             );
         }
-        let Ok(model) = pose_io::model_space(&helper, frame) else {
-            continue;
-        };
         let settings = g.settings(stage.settings());
         if settings != *stage.settings() && stage.set_settings(settings).is_err() {
             // Bad values: the stage keeps its settings (set-up reports structural errors).
-            bevy::log::warn_once!("IkGrounding on {entity}: invalid settings ignored");
+            bevy::log::warn_once!("IkGrounding on {}: invalid settings ignored", cx.stage());
         }
-        let world = to_bone(&model);
+        let world = cx.model_to_world();
         let to_model = world.inverse();
-        stage.dt = dt;
+        stage.dt = cx.delta_secs();
         stage.model_to_world = world;
         let hit = |h: &IkGroundHit| {
             GroundHit::new(
@@ -517,20 +468,25 @@ pub(crate) fn feed_grounding(
                 });
         }
     }
+
+    fn weight((g, _): &(&Self, &IkGroundSamples)) -> Option<f32> {
+        Some(g.weight)
+    }
 }
 
 /// Copies each stage's decisions into [`IkGroundingState`] (world space).
 fn publish_grounding_state(
     mut groundings: Query<(Entity, &mut IkGroundingState, Option<&IkStageOf>), With<IkGrounding>>,
-    mut characters: Query<&mut IkCharacter>,
+    characters: Query<&IkCharacter>,
 ) {
     for (entity, mut state, stage_of) in &mut groundings {
-        let Ok(mut character) = characters.get_mut(character_of(entity, stage_of)) else {
+        let Ok(character) = characters.get(stage_of.map_or(entity, |s| s.0)) else {
             continue;
         };
-        let Some((stage, _, entities)) = stage_mut(&mut character, entity) else {
+        let Some(stage) = character.custom_stage::<GroundingStage>(entity) else {
             continue;
         };
+        let entities = character.bones();
         let world = stage.model_to_world;
         let state = state.as_mut();
         let out = stage.output();
@@ -559,10 +515,12 @@ mod mesh {
 
     use bevy::asset::{AssetId, Assets};
     use bevy::camera::primitives::Aabb;
-    use bevy::ecs::system::Local;
+    use bevy::ecs::system::{Local, Res};
     use bevy::math::{Affine3A, Dir3, Ray3d};
     use bevy::mesh::{Indices, Mesh, Mesh3d};
     use bevy::picking::mesh_picking::ray_cast::{Backfaces, ray_mesh_intersection};
+    use bevy::transform::components::GlobalTransform;
+    use bevy::transform::helper::TransformHelper;
 
     use super::*;
 

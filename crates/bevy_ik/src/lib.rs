@@ -37,7 +37,7 @@ pub use humanoid::{
 };
 pub use ik_core;
 pub use rig::{IkGoal, IkGoalKind, IkJointLimits, IkRig, IkRigSettings};
-pub use stage::{IkCustom, IkStageOf, IkStages};
+pub use stage::{IkCustom, IkStageContext, IkStageInput, IkStageInputPlugin, IkStageOf, IkStages};
 pub use vr::IkVrBody;
 
 use bevy::app::{AnimationSystems, App, Plugin, PostUpdate};
@@ -63,7 +63,9 @@ pub mod prelude {
         IkHumanoidMapping, IkHumanoidSolver, IkHumanoidTargets,
     };
     pub use crate::rig::{IkGoal, IkGoalKind, IkJointLimits, IkRig, IkRigSettings};
-    pub use crate::stage::{IkCustom, IkStageOf, IkStages};
+    pub use crate::stage::{
+        IkCustom, IkStageContext, IkStageInput, IkStageInputPlugin, IkStageOf, IkStages,
+    };
     pub use crate::vr::IkVrBody;
     pub use crate::{IkPlugin, IkSystems};
 }
@@ -179,6 +181,13 @@ impl IkPlugin {
 impl Plugin for IkPlugin {
     fn build(&self, app: &mut App) {
         let schedule = self.schedule;
+        app.insert_resource(stage::IkSchedule(schedule));
+        app.configure_sets(
+            schedule,
+            stage::StageInputSystems
+                .in_set(IkSystems::Prepare)
+                .after(setup::SetupSystems),
+        );
         app.insert_resource(pipeline::IkPipelineSettings {
             batch_limbs: self.batch_limbs,
         });
@@ -217,11 +226,6 @@ impl Plugin for IkPlugin {
                 )
                     .chain()
                     .in_set(setup::SetupSystems),
-                // Both reach into characters' stacks: VR trackers first, then the ground.
-                vr::drive_vr_bodies
-                    .in_set(IkSystems::Prepare)
-                    .after(setup::SetupSystems)
-                    .before(grounding::feed_grounding),
                 pipeline::solve_characters.in_set(IkSystems::Solve),
                 (pipeline::write_bone_transforms, pipeline::publish_ik_status)
                     .chain()

@@ -5,7 +5,7 @@
 //!
 //! It is sugar over [`IkCustom`]: when an `IkVrBody` appears, an `IkCustom` stage that builds a
 //! `VrBody` (from the humanoid roles found on the character's bones) is inserted on the same
-//! entity, and every frame, in [`IkSystems::Prepare`](crate::IkSystems::Prepare), the tracker
+//! entity, and every frame, through its [`IkStageInput`] implementation, the tracker
 //! entities' current global transforms (read with `TransformHelper`, so a tracker moved this
 //! frame has no lag) are handed to it in the character's model space, with the frame time.
 //! Any VR crate works: point the fields at its head and controller entities (or at child
@@ -14,24 +14,21 @@
 //!
 //! Ground: [`IkVrBody::ground_height`] raises the feet's landing plane (flat). A grounding
 //! stage can hand the `VrBody` a [`GroundProbe`](ik_core::vr::GroundProbe) instead, through
-//! [`IkCharacter::stack_mut`] and `Stage::as_custom_mut::<VrBody>()` (its `ground` field).
+//! [`IkCharacter::custom_stage_mut::<VrBody>`](crate::IkCharacter::custom_stage_mut) (its
+//! `ground` field) in a system after [`IkSystems::Prepare`](crate::IkSystems::Prepare).
 
 use bevy::ecs::component::Component;
 use bevy::ecs::entity::Entity;
 use bevy::ecs::query::Added;
 use bevy::ecs::reflect::ReflectComponent;
-use bevy::ecs::system::{Commands, Query, Res};
+use bevy::ecs::system::{Commands, Query};
 use bevy::reflect::prelude::*;
-use bevy::time::Time;
-use bevy::transform::components::GlobalTransform;
-use bevy::transform::helper::TransformHelper;
 use ik_core::glam::Vec3;
 use ik_core::humanoid::{HumanoidBone, HumanoidMap};
 use ik_core::vr::{TrackerPose, VrBody, VrCalibration};
 
-use crate::character::IkCharacter;
 use crate::components::BoneRef;
-use crate::stage::{IkCustom, IkStageOf};
+use crate::stage::{IkCustom, IkStageContext, IkStageInput, IkStageInputPlugin, sync_custom};
 
 /// A VR body driven by three tracker entities (see the [module docs](self)).
 #[derive(Component, Debug, Clone, PartialEq, Reflect)]
@@ -118,85 +115,61 @@ const ROLES: [HumanoidBone; 12] = [
 ];
 
 pub(crate) fn register(app: &mut bevy::app::App) {
-    app.register_type::<IkVrBody>();
+    app.register_type::<IkVrBody>()
+        .add_plugins(IkStageInputPlugin::<IkVrBody>::new());
 }
 
 /// Inserts the `IkCustom` stage that builds a [`VrBody`] next to each new [`IkVrBody`].
 pub(crate) fn add_vr_stages(
     mut commands: Commands,
-    added: Query<(Entity, &IkVrBody), Added<IkVrBody>>,
+    added: Query<(Entity, &IkVrBody, Option<&IkCustom>), Added<IkVrBody>>,
 ) {
-    for (entity, vr) in &added {
+    for (entity, vr, custom) in &added {
         let roles: Vec<BoneRef> = ROLES.iter().map(|&r| BoneRef::Role(r)).collect();
         let stage = IkCustom::new(roles, |skeleton, _bones| {
             let (map, _) = HumanoidMap::from_skeleton(skeleton);
             VrBody::new(skeleton, &map).map_err(|e| e.to_string())
         })
+        .with_key(())
         .with_weight(vr.weight);
-        commands.entity(entity).insert(stage);
+        sync_custom(&mut commands, entity, custom, stage);
     }
 }
 
 /// Hands each VR body its trackers (model space), the frame time and the calibration.
-pub(crate) fn drive_vr_bodies(
-    bodies: Query<(Entity, &IkVrBody, Option<&IkStageOf>)>,
-    mut characters: Query<&mut IkCharacter>,
-    mut customs: Query<&mut IkCustom>,
-    time: Res<Time>,
-    helper: TransformHelper,
-) {
-    for (entity, vr, stage_of) in &bodies {
-        if let Ok(mut custom) = customs.get_mut(entity)
-            && custom.weight != vr.weight
-        {
-            custom.weight = vr.weight;
-        }
-        let character = stage_of.map_or(entity, |s| s.0);
-        let Ok(mut character) = characters.get_mut(character) else {
-            continue;
-        };
-        let model = match character.model_frame() {
-            Some(f) => match helper.compute_global_transform(f) {
-                Ok(g) => g,
-                Err(_) => continue,
-            },
-            None => GlobalTransform::IDENTITY,
-        };
+impl IkStageInput for IkVrBody {
+    type Stage = VrBody;
+    type Data = &'static Self;
+
+    fn apply(vr: &Self, body: &mut VrBody, cx: &IkStageContext) {
         let read = |e: Option<Entity>| -> Option<TrackerPose> {
-            let g = helper.compute_global_transform(e?).ok()?;
-            let local = g.reparented_to(&model);
-            (local.translation.is_finite() && local.rotation.is_finite())
-                .then(|| TrackerPose::new(local.translation, local.rotation.normalize()))
+            let t = cx.in_model_space(e?)?;
+            Some(TrackerPose::new(t.translation, t.rotation))
         };
         let (Some(head), Some(left), Some(right)) =
             (read(vr.head), read(vr.left_hand), read(vr.right_hand))
         else {
-            continue;
+            return;
         };
-        let (pelvis, lf, rf) = (read(vr.pelvis), read(vr.left_foot), read(vr.right_foot));
-        let Some(stack) = character.stack_mut() else {
-            continue;
+        body.trackers.head = head;
+        body.trackers.left_hand = left;
+        body.trackers.right_hand = right;
+        body.trackers.pelvis = read(vr.pelvis);
+        body.trackers.left_foot = read(vr.left_foot);
+        body.trackers.right_foot = read(vr.right_foot);
+        body.dt = cx.delta_secs();
+        body.calibration = match vr.player_head_height {
+            Some(h) => VrCalibration::from_head_height(body, h).unwrap_or_default(),
+            // Trackers already in the avatar's model space and proportions.
+            None => VrCalibration {
+                origin: Some(Vec3::ZERO),
+                ..VrCalibration::default()
+            },
         };
-        for slot in stack.slots_mut() {
-            let Some(body) = slot.stage.as_custom_mut::<VrBody>() else {
-                continue;
-            };
-            body.trackers.head = head;
-            body.trackers.left_hand = left;
-            body.trackers.right_hand = right;
-            body.trackers.pelvis = pelvis;
-            body.trackers.left_foot = lf;
-            body.trackers.right_foot = rf;
-            body.dt = time.delta_secs();
-            body.calibration = match vr.player_head_height {
-                Some(h) => VrCalibration::from_head_height(body, h).unwrap_or_default(),
-                // Trackers already in the avatar's model space and proportions.
-                None => VrCalibration {
-                    origin: Some(Vec3::ZERO),
-                    ..VrCalibration::default()
-                },
-            };
-            body.ground_offset = vr.ground_height;
-        }
+        body.ground_offset = vr.ground_height;
+    }
+
+    fn weight(vr: &&Self) -> Option<f32> {
+        Some(vr.weight)
     }
 }

@@ -422,3 +422,134 @@ fn status_is_written_only_when_it_changes() {
     assert_eq!(tick(&app), before, "a still character rewrote its status");
     assert!(status(&app, root).solved);
 }
+
+/// A user's own stage: turns one bone about its local Y by an angle that its input hands in
+/// every frame.
+#[derive(Debug)]
+struct Turn {
+    bone: [usize; 1],
+    angle: f32,
+    /// The stage entity's model-space position of a probe entity, as the context read it.
+    probe: Option<Vec3>,
+}
+
+impl CustomStage for Turn {
+    fn bones(&self) -> &[usize] {
+        &self.bone
+    }
+
+    fn solve(
+        &mut self,
+        _skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+    ) -> Result<CustomReport, StackError> {
+        let b = self.bone[0];
+        let input = buffer.pose().rotations[b];
+        let t = buffer.pose().translations[b];
+        buffer.set_local(b, input * Quat::from_rotation_y(self.angle), t);
+        Ok(CustomReport {
+            converged: true,
+            iterations: 1,
+            ..CustomReport::default()
+        })
+    }
+}
+
+/// The user's per-frame input component for [`Turn`].
+#[derive(Component, Debug, Clone, Copy)]
+struct TurnInput {
+    angle: f32,
+    weight: f32,
+    probe: Entity,
+}
+
+impl IkStageInput for TurnInput {
+    type Stage = Turn;
+    type Data = &'static TurnInput;
+
+    fn apply(input: &TurnInput, stage: &mut Turn, cx: &IkStageContext) {
+        stage.angle = input.angle;
+        stage.probe = cx.in_model_space(input.probe).map(|t| t.translation);
+    }
+
+    fn weight(input: &&TurnInput) -> Option<f32> {
+        Some(input.weight)
+    }
+}
+
+fn turn_stage(key: u32) -> IkCustom {
+    IkCustom::new([H::Head], |_: &Skeleton, bones: &[usize]| {
+        Ok(Turn {
+            bone: [bones[0]],
+            angle: 0.0,
+            probe: None,
+        })
+    })
+    .with_key(key)
+}
+
+#[test]
+fn a_user_stage_input_changes_the_pose_every_frame_without_a_rebuild() {
+    let mut app = app();
+    app.add_plugins(IkStageInputPlugin::<TurnInput>::new());
+    let root = app
+        .world_mut()
+        .spawn(Transform::from_xyz(1.0, 0.0, -1.0).with_rotation(Quat::from_rotation_y(0.7)))
+        .id();
+    let bones = spawn_humanoid(app.world_mut(), root, &MIXAMO_NAMES);
+    let probe_at = Vec3::new(0.2, 1.5, 0.4);
+    let probe = spawn_target(&mut app, root, probe_at);
+    let rest = app.world().get::<Transform>(bones[HEAD]).unwrap().rotation;
+    let stage = app
+        .world_mut()
+        .spawn((
+            turn_stage(1),
+            TurnInput {
+                angle: 0.0,
+                weight: 1.0,
+                probe,
+            },
+            IkStageOf(root),
+        ))
+        .id();
+    app.update();
+    let built = stack_id(&app, root);
+    let head = |app: &App| app.world().get::<Transform>(bones[HEAD]).unwrap().rotation;
+    for frame in 1..=12 {
+        let angle = 0.1 * frame as f32;
+        app.world_mut().get_mut::<TurnInput>(stage).unwrap().angle = angle;
+        app.update();
+        let want = rest * Quat::from_rotation_y(angle);
+        // Compared by the axes it turns (`angle_between` of near-equal f32 quaternions is
+        // no finer than ~1e-3 rad).
+        let err = [Vec3::X, Vec3::Y, Vec3::Z]
+            .map(|a| (head(&app) * a).distance(want * a))
+            .into_iter()
+            .fold(0.0, f32::max);
+        assert!(err < 1e-5, "frame {frame}: the head's axes are {err} off");
+        assert_eq!(stack_id(&app, root), built, "frame {frame}: rebuilt");
+        // The context read the probe in the character's model space.
+        let seen = app
+            .world()
+            .get::<IkCharacter>(root)
+            .unwrap()
+            .custom_stage::<Turn>(stage)
+            .and_then(|t| t.probe)
+            .expect("the input ran");
+        assert!(seen.distance(probe_at) < 1e-5, "probe seen at {seen}");
+    }
+    // The weight goes in the same way: half the turn.
+    app.world_mut().get_mut::<TurnInput>(stage).unwrap().weight = 0.5;
+    app.update();
+    let half = head(&app).angle_between(rest);
+    assert!((half - 0.6).abs() < 1e-3, "weight 0.5 turned {half} of 1.2");
+    assert_eq!(stack_id(&app, root), built);
+    // A new `IkCustom` with the same bones and key keeps the built stage; another key rebuilds.
+    app.world_mut().entity_mut(stage).insert(turn_stage(1));
+    app.update();
+    assert_eq!(stack_id(&app, root), built, "same key rebuilt");
+    app.world_mut().entity_mut(stage).insert(turn_stage(2));
+    app.update();
+    assert_eq!(stack_id(&app, root), built + 1, "a new key rebuilds once");
+    assert!(status(&app, stage).solved);
+}
