@@ -5,6 +5,21 @@
 //! first stage is ik-core's full-body solver (the default preset), or four [`IkLimb`] stage
 //! entities ([`IkHumanoid::limbs`]).
 //!
+//! # Changes after set-up
+//!
+//! Per-frame fields ([`IkHumanoid::weight`], `balance`, `grip`, `full_body_settings`, and with
+//! the full body `arms` / `legs` / `head` for goals whose targets exist) are read every frame.
+//! A change to what set-up builds — [`IkHumanoid::solver`], `arms`, `legs`, `poles`, `head` —
+//! sets the humanoid up again on the same character, in place: the hand, foot and pelvis
+//! targets (and the head's, while the solver stays the same) keep their entities and where the
+//! game put them, targets and poles the new set-up needs are spawned where the bones stand
+//! now, the ones it no longer needs are despawned, and the humanoid's own stage entities (limbs,
+//! detached feet) are replaced at the same place in the character's [`IkStages`] order — stages
+//! of your own keep theirs. [`IkHumanoidTargets`] is rewritten and the character's stack rebuilt.
+//! The humanoid's own stage entities come first in [`IkStages`] (right after the full-body
+//! stage, which is the character's own), also when the scene finished loading after stages of
+//! your own were added.
+//!
 //! # Humanoid tables
 //!
 //! Bones tagged with [`IkHumanoidBone`] (a VRM avatar's bones are tagged from the file's own
@@ -47,7 +62,7 @@ use crate::error::IkError;
 use crate::pipeline::warn_once;
 use crate::pose_io::TargetReader;
 use crate::setup::{IkRescan, hierarchy_skeleton};
-use crate::stage::{IkCustom, IkStageOf};
+use crate::stage::{IkCustom, IkStageOf, IkStages};
 
 pub(crate) fn register(app: &mut bevy::app::App) {
     app.register_type::<IkHumanoid>()
@@ -376,7 +391,83 @@ impl IkHumanoidBones {
 #[derive(Component, Debug, Default)]
 pub(crate) struct HumanoidCache {
     done: bool,
+    /// What the last set-up was built for.
+    built: Option<SetUpKey>,
     warned: Vec<IkError>,
+}
+
+/// The fields of [`IkHumanoid`] that decide what set-up builds (entities spawned, stages):
+/// a change to any of them sets the humanoid up again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SetUpKey {
+    solver: IkHumanoidSolver,
+    arms: bool,
+    legs: bool,
+    poles: bool,
+    head: bool,
+}
+
+impl SetUpKey {
+    fn of(h: &IkHumanoid) -> Self {
+        Self {
+            solver: h.solver,
+            arms: h.arms,
+            legs: h.legs,
+            poles: h.poles,
+            head: h.head,
+        }
+    }
+}
+
+/// The entities an earlier set-up spawned, offered to the next one: targets are taken by role
+/// (kept where the game put them), the rest is despawned afterwards.
+#[derive(Debug, Default)]
+struct Reuse {
+    old: IkHumanoidTargets,
+    /// The head target means something else under the other solver (a look-at point ahead of
+    /// the face vs the head bone): kept only under the same solver.
+    same_solver: bool,
+}
+
+impl Reuse {
+    /// Takes the entity of the slot `pick` selects, if the earlier set-up had one.
+    fn take(&mut self, pick: impl Fn(&mut IkHumanoidTargets) -> &mut Option<Entity>) -> Option<Entity> {
+        pick(&mut self.old).take()
+    }
+
+    /// A marker entity for a slot: the earlier one, else one spawned at `t`.
+    fn marker(
+        &mut self,
+        commands: &mut Commands,
+        parent: Entity,
+        label: &str,
+        t: BoneTransform,
+        pick: impl Fn(&mut IkHumanoidTargets) -> &mut Option<Entity>,
+    ) -> Entity {
+        self.take(pick)
+            .unwrap_or_else(|| spawn_marker(commands, parent, label, t))
+    }
+
+    /// Every entity not taken: the markers and stages the new set-up does not use.
+    fn leftovers(self) -> impl Iterator<Item = Entity> {
+        let t = self.old;
+        [
+            t.pelvis,
+            t.head,
+            t.left_hand,
+            t.right_hand,
+            t.left_foot,
+            t.right_foot,
+            t.left_elbow_pole,
+            t.right_elbow_pole,
+            t.left_knee_pole,
+            t.right_knee_pole,
+            t.detached_feet,
+        ]
+        .into_iter()
+        .flatten()
+        .chain(t.limbs)
+    }
 }
 
 /// What the humanoid name mapping found on this [`IkHumanoid`]'s bones (ik-core's
@@ -394,17 +485,28 @@ pub struct IkHumanoidMapping {
 }
 
 /// Maps new humanoids (and retries incomplete ones when bones may have appeared).
+#[allow(clippy::type_complexity, reason = "system parameters")]
 pub(crate) fn map_humanoids(
     mut commands: Commands,
-    mut humanoids: Query<(Entity, Ref<IkHumanoid>, &mut HumanoidCache, &mut IkStatus)>,
+    mut humanoids: Query<(
+        Entity,
+        Ref<IkHumanoid>,
+        &mut HumanoidCache,
+        &mut IkStatus,
+        Option<&IkHumanoidTargets>,
+        Option<&IkStages>,
+    )>,
     rescan: Res<IkRescan>,
     children: Query<&Children>,
     names: Query<&Name>,
     transforms: Query<&Transform>,
     tags: Query<&IkHumanoidBone>,
 ) {
-    for (entity, humanoid, mut cache, mut status) in &mut humanoids {
-        if cache.done || !(rescan.0 || humanoid.is_added()) {
+    for (entity, humanoid, mut cache, mut status, old, stages) in &mut humanoids {
+        let key = SetUpKey::of(&humanoid);
+        // Set up again, in place, when what set-up builds changed (see the module docs).
+        let restructure = cache.done && humanoid.is_changed() && cache.built != Some(key);
+        if (cache.done && !restructure) || !(rescan.0 || humanoid.is_added() || restructure) {
             continue;
         }
         let cache = &mut *cache;
@@ -413,6 +515,23 @@ pub(crate) fn map_humanoids(
             status.last_error = Some(IkError::MissingBone(HumanoidBone::Hips.to_string()));
             continue;
         }
+        let mut reuse = Reuse {
+            old: old.cloned().unwrap_or_default(),
+            same_solver: cache.built.is_none_or(|b| b.solver == key.solver),
+        };
+        // Where the humanoid's own stage entities stood in the character's order; first (where
+        // the root's own stage runs) when there were none — also at the first set-up, which
+        // may come after stages of the game's own were added while the scene loaded.
+        let own_stages: Vec<Entity> = reuse
+            .old
+            .limbs
+            .iter()
+            .copied()
+            .chain(reuse.old.detached_feet)
+            .collect();
+        let at = stages
+            .and_then(|s| s.entities().iter().position(|e| own_stages.contains(e)))
+            .unwrap_or(0);
         match map_one(
             entity,
             &humanoid,
@@ -421,12 +540,27 @@ pub(crate) fn map_humanoids(
             &names,
             &transforms,
             &tags,
+            &mut reuse,
         ) {
             Ok((unmapped, targets, bones, mapping)) => {
                 cache.done = true;
+                cache.built = Some(key);
                 status.ready = true;
                 status.last_error = None;
                 status.unmapped = unmapped;
+                for e in reuse.leftovers() {
+                    if let Ok(mut e) = commands.get_entity(e) {
+                        e.despawn();
+                    }
+                }
+                // The new stage entities take the old ones' place in the order.
+                let new_stages: Vec<Entity> =
+                    targets.limbs.iter().copied().chain(targets.detached_feet).collect();
+                if !new_stages.is_empty() {
+                    commands
+                        .entity(entity)
+                        .insert_related::<IkStageOf>(at, &new_stages);
+                }
                 commands.entity(entity).insert((targets, bones, mapping));
             }
             Err((err, unmapped, mapping)) => {
@@ -450,6 +584,7 @@ type Mapped = (
 );
 type MapFailure = (IkError, Vec<String>, Option<IkHumanoidMapping>);
 
+#[allow(clippy::too_many_arguments, reason = "the set-up's inputs")]
 fn map_one(
     entity: Entity,
     humanoid: &IkHumanoid,
@@ -458,6 +593,7 @@ fn map_one(
     names: &Query<&Name>,
     transforms: &Query<&Transform>,
     tags: &Query<&IkHumanoidBone>,
+    reuse: &mut Reuse,
 ) -> Result<Mapped, MapFailure> {
     let (mut skeleton, mut entities) = hierarchy_skeleton(entity, children, names, transforms)
         .map_err(|e| (e, Vec::new(), None))?;
@@ -525,7 +661,7 @@ fn map_one(
     let local = |role: HumanoidBone| map.get(role).map(|i| to_local.mul_transform(&model[i]));
     let frame = BodyFrame::from_rest(&skeleton, &map).ok();
     if humanoid.solver == IkHumanoidSolver::FullBody {
-        let mut targets = set_up_full_body(entity, humanoid, commands, &skeleton, &map)
+        let mut targets = set_up_full_body(entity, humanoid, commands, &skeleton, &map, reuse)
             .map_err(|e| (e, unmapped.clone(), Some(mapping.clone())))?;
         targets.detached_feet =
             spawn_detached_feet(entity, humanoid, commands, &map, &report, &entities);
@@ -533,8 +669,16 @@ fn map_one(
     }
     let mut targets = IkHumanoidTargets::default();
     use HumanoidBone as H;
-    targets.pelvis = local(H::Hips).map(|t| spawn_marker(commands, entity, "target pelvis", t));
-    targets.head = local(H::Head).map(|t| spawn_marker(commands, entity, "target head", t));
+    targets.pelvis = local(H::Hips)
+        .map(|t| reuse.marker(commands, entity, "target pelvis", t, |o| &mut o.pelvis));
+    let head_slot = if reuse.same_solver {
+        reuse.take(|o| &mut o.head)
+    } else {
+        None
+    };
+    targets.head = head_slot.or_else(|| {
+        local(H::Head).map(|t| spawn_marker(commands, entity, "target head", t))
+    });
     // (label, upper, lower, end, is arm)
     let limbs = [
         (
@@ -573,11 +717,18 @@ fn map_one(
         let (Some(u), Some(l), Some(e)) = (map.get(upper), map.get(lower), map.get(end)) else {
             continue;
         };
-        let target = spawn_marker(
+        let (target_slot, pole_slot): (Slot, Slot) = match i {
+            0 => (|o| &mut o.left_hand, |o| &mut o.left_elbow_pole),
+            1 => (|o| &mut o.right_hand, |o| &mut o.right_elbow_pole),
+            2 => (|o| &mut o.left_foot, |o| &mut o.left_knee_pole),
+            _ => (|o| &mut o.right_foot, |o| &mut o.right_knee_pole),
+        };
+        let target = reuse.marker(
             commands,
             entity,
             &format!("target {label}"),
             to_local.mul_transform(&model[e]),
+            target_slot,
         );
         // Poles: knees forward, elbows backward, one upper-bone length
         // from the joint.
@@ -587,7 +738,7 @@ fn map_one(
                 let dir = if arm { -frame.forward } else { frame.forward };
                 let at = model[l].translation + dir * reach;
                 let t = to_local.mul_transform(&BoneTransform::from_translation(at));
-                Some(spawn_marker(commands, entity, &format!("pole {label}"), t))
+                Some(reuse.marker(commands, entity, &format!("pole {label}"), t, pole_slot))
             }
             _ => None,
         };
@@ -669,6 +820,9 @@ fn spawn_detached_feet(
     )
 }
 
+/// Picks one marker slot of [`IkHumanoidTargets`].
+type Slot = fn(&mut IkHumanoidTargets) -> &mut Option<Entity>;
+
 /// Spawns a target or pole entity as a child of `parent` at `t` (in the parent's frame).
 fn spawn_marker(commands: &mut Commands, parent: Entity, label: &str, t: BoneTransform) -> Entity {
     commands
@@ -692,6 +846,7 @@ fn set_up_full_body(
     commands: &mut Commands,
     skeleton: &Skeleton,
     map: &HumanoidMap,
+    reuse: &mut Reuse,
 ) -> Result<IkHumanoidTargets, IkError> {
     let mut solver =
         FullBodySolver::new(skeleton, map).map_err(|e| IkError::InvalidChain(e.to_string()))?;
@@ -722,11 +877,19 @@ fn set_up_full_body(
             // finished analytically afterwards, so hands and feet stay exact when reachable.
             goal.rotation_weight = 0.0;
         }
-        let t = spawn_marker(
+        let slot: Slot = match Effector::ALL[i] {
+            Effector::LeftHand => |o| &mut o.left_hand,
+            Effector::RightHand => |o| &mut o.right_hand,
+            Effector::LeftFoot => |o| &mut o.left_foot,
+            Effector::RightFoot => |o| &mut o.right_foot,
+            Effector::Pelvis => |o| &mut o.pelvis,
+        };
+        let t = reuse.marker(
             commands,
             entity,
             &format!("target {label}"),
             BoneTransform::from_translation_rotation(goal.position, goal.rotation),
+            slot,
         );
         effector_targets[i] = Some(t);
     }
@@ -738,14 +901,19 @@ fn set_up_full_body(
         targets.pelvis,
     ] = effector_targets;
     goals.look_at.enabled &= humanoid.head;
-    targets.head = goals.look_at.enabled.then(|| {
+    let kept_head = if reuse.same_solver && goals.look_at.enabled {
+        reuse.take(|o| &mut o.head)
+    } else {
+        None
+    };
+    targets.head = kept_head.or_else(|| goals.look_at.enabled.then(|| {
         spawn_marker(
             commands,
             entity,
             "target head (look at)",
             BoneTransform::from_translation(goals.look_at.target),
         )
-    });
+    }));
     Ok(targets)
 }
 
