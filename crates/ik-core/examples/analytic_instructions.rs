@@ -59,8 +59,19 @@ fn main() {
                 .solve_lanes(&lanes[pass % 2], &mut poses, None, &mut scratch)
                 .expect("matching lanes");
         }
+        // A checksum of the solved rotations' bits, for comparing builds.
+        let mut sum = 0u64;
+        for i in 0..n {
+            for q in poses.rotations(i).expect("in range") {
+                for c in q.to_array() {
+                    sum = sum
+                        .wrapping_mul(0x100_0000_01b3)
+                        .wrapping_add(u64::from(c.to_bits()));
+                }
+            }
+        }
         println!(
-            "{} limbs solved in lanes, {fallback} by the scalar solve",
+            "{} limbs solved in lanes, {fallback} by the scalar solve (rotation bits {sum:016x})",
             passes * n
         );
         return;

@@ -271,6 +271,8 @@ pub enum BatchError {
 #[derive(Clone, Debug)]
 pub struct BatchScratch {
     pose: Pose,
+    /// The limb geometry of a block whose parent scales are not one.
+    geo: Geometry,
 }
 
 impl Default for BatchScratch {
@@ -288,6 +290,7 @@ impl BatchScratch {
                 rotations: vec![Quat::IDENTITY; 3],
                 translations: vec![Vec3::ZERO; 3],
             },
+            geo: RestBlock::new(&[RestLimb::PADDING; LANES]).geo,
         }
     }
 }
@@ -382,21 +385,19 @@ impl Q {
             w,
         }
     }
-    #[inline(always)]
-    fn conjugate(self) -> Self {
-        Self {
-            x: -self.x,
-            y: -self.y,
-            z: -self.z,
-            w: self.w,
-        }
-    }
     /// The Hamilton product `self * o` (as glam's `Quat * Quat`).
     #[inline(always)]
     fn mul(self, o: Self) -> Self {
         let (a, b) = (self.v(), o.v());
         let v = b.scale(self.w).add(a.scale(o.w)).add(a.cross(b));
         Self::from_vw(v, self.w * o.w - a.dot(b))
+    }
+    /// `self⁻¹ * o` for a unit `self` (the conjugate's product, without negating `self`).
+    #[inline(always)]
+    fn conj_mul(self, o: Self) -> Self {
+        let (a, b) = (self.v(), o.v());
+        let v = b.scale(self.w).sub(a.scale(o.w)).add(b.cross(a));
+        Self::from_vw(v, self.w * o.w + a.dot(b))
     }
     #[inline(always)]
     fn length_squared(self) -> F {
@@ -436,7 +437,8 @@ impl Q {
     #[inline(always)]
     fn flush_subnormal(self) -> Self {
         let tiny = F::splat(1e-20);
-        let f = |c: F| c.abs().cmp_ge(tiny).blend(c, F::ZERO);
+        // (A mask and: `blend` with zero would be three operations on SSE2.)
+        let f = |c: F| c.abs().cmp_ge(tiny) & c;
         Self {
             x: f(self.x),
             y: f(self.y),
@@ -582,10 +584,18 @@ struct RestBlock {
     flex_min: F,
     flex_max: F,
     soft_reach: F,
-    /// The segments at a parent scale of one (rest scales applied), their lengths, the upper
-    /// segment's direction, the bend axis normal to it, `h × ua`, and the mask of lanes whose
-    /// bend axis is not along the upper segment: the solve takes them (and the values below)
-    /// as they are where the parent scale is one instead of recomputing them.
+    /// The geometry at a parent scale of one (the solve takes it as it is where every lane's
+    /// parent scale is one instead of recomputing it).
+    geo: Geometry,
+}
+
+/// One block's limb geometry in the root's (unscaled) rotation frame, for a given parent
+/// scale: the root's translation, the segments (rest scales applied), their lengths, the upper
+/// segment's direction, the bend axis normal to it, `h × ua`, the law-of-cosines constants and
+/// the mask of lanes with segments longer than the minimum and a bend plane.
+#[derive(Clone, Copy, Debug)]
+struct Geometry {
+    t_root: V3,
     u1: V3,
     u2: V3,
     l1: F,
@@ -597,8 +607,64 @@ struct RestBlock {
     total: F,
     inv_2l1l2: F,
     l_sq: F,
-    /// Lanes with segments longer than the minimum and a bend plane.
-    rest_ok: F,
+    ok: F,
+}
+
+impl Geometry {
+    /// The geometry under parent scale `ps` (at a scale of one, `ps`'s products are exact, so
+    /// set-up and solve compute the same values, to the bit).
+    #[inline(always)]
+    fn new(
+        ps: V3,
+        t_root: V3,
+        root_scale: V3,
+        mid_scale: V3,
+        t_mid: V3,
+        t_tip: V3,
+        bend: V3,
+    ) -> Self {
+        let root_scale = ps.mul(root_scale);
+        let u1 = root_scale.mul(t_mid);
+        let u2 = root_scale.mul(mid_scale).mul(t_tip);
+        let (l1, l2) = (u1.dot(u1).sqrt(), u2.dot(u2).sqrt());
+        let ua = u1.scale(F::ONE / l1);
+        // Bend axis normal to the upper segment (it already is unless scales moved it).
+        let along = bend.dot(ua);
+        let exact = along.abs().cmp_lt(F::splat(1e-7));
+        let normal = bend.sub(ua.scale(along));
+        let n2 = normal.dot(normal);
+        let min_len = F::splat(MIN_BONE_LENGTH * 1e-3);
+        let ok = exact | (n2.cmp_gt(F::splat(1e-10) * bend.dot(bend)) & n2.cmp_gt(F::splat(1e-30)));
+        let ok = ok & l1.cmp_gt(min_len) & l2.cmp_gt(min_len);
+        let h = V3::select(exact, bend, normal.scale(F::ONE / n2.sqrt()));
+        Self {
+            t_root: ps.mul(t_root),
+            u1,
+            u2,
+            l1,
+            l2,
+            ua,
+            h,
+            side: h.cross(ua),
+            total: l1 + l2,
+            inv_2l1l2: F::ONE / (F::splat(2.0) * l1 * l2),
+            l_sq: l1 * l1 + l2 * l2,
+            ok,
+        }
+    }
+
+    #[inline(always)]
+    fn of(rest: &RestBlock, ps: V3) -> Self {
+        Self::new(
+            ps,
+            rest.t_root,
+            rest.root_scale,
+            rest.mid_scale,
+            rest.t_mid,
+            rest.t_tip,
+            rest.bend,
+        )
+    }
 }
 
 impl RestBlock {
@@ -610,24 +676,19 @@ impl RestBlock {
             z: f(&|l| g(l).z),
         };
         let (root_scale, mid_scale) = (v(&|l| l.scale[0]), v(&|l| l.scale[1]));
-        let (t_mid, t_tip, bend) = (v(&|l| l.t[1]), v(&|l| l.t[2]), v(&|l| l.bend));
-        // (The lanes' own arithmetic at a parent scale of one: the same values the general path
-        // computes, to the bit.)
-        let u1 = root_scale.mul(t_mid);
-        let u2 = root_scale.mul(mid_scale).mul(t_tip);
-        let (l1, l2) = (u1.dot(u1).sqrt(), u2.dot(u2).sqrt());
-        let ua = u1.scale(F::ONE / l1);
-        let along = bend.dot(ua);
-        let exact = along.abs().cmp_lt(F::splat(1e-7));
-        let normal = bend.sub(ua.scale(along));
-        let n2 = normal.dot(normal);
-        let min_len = F::splat(MIN_BONE_LENGTH * 1e-3);
-        let rest_ok =
-            exact | (n2.cmp_gt(F::splat(1e-10) * bend.dot(bend)) & n2.cmp_gt(F::splat(1e-30)));
-        let rest_ok = rest_ok & l1.cmp_gt(min_len) & l2.cmp_gt(min_len);
-        let h = V3::select(exact, bend, normal.scale(F::ONE / n2.sqrt()));
+        let (t_root, t_mid, t_tip, bend) = (
+            v(&|l| l.t[0]),
+            v(&|l| l.t[1]),
+            v(&|l| l.t[2]),
+            v(&|l| l.bend),
+        );
+        let one = V3 {
+            x: F::ONE,
+            y: F::ONE,
+            z: F::ONE,
+        };
         Self {
-            t_root: v(&|l| l.t[0]),
+            t_root,
             t_mid,
             t_tip,
             root_scale,
@@ -638,17 +699,7 @@ impl RestBlock {
             flex_min: f(&|l| l.flex[0]),
             flex_max: f(&|l| l.flex[1]),
             soft_reach: f(&|l| l.soft_reach),
-            u1,
-            u2,
-            l1,
-            l2,
-            ua,
-            h,
-            side: h.cross(ua),
-            total: l1 + l2,
-            inv_2l1l2: F::ONE / (F::splat(2.0) * l1 * l2),
-            l_sq: l1 * l1 + l2 * l2,
-            rest_ok,
+            geo: Geometry::new(one, t_root, root_scale, mid_scale, t_mid, t_tip, bend),
         }
     }
 }
@@ -918,8 +969,8 @@ impl TwoBoneBatch {
                 simple |= 1 << lane;
             }
         }
-        let input = Gathered::from_lanes(&lanes);
-        let out = self.lanes::<true>(block, &input);
+        let (goal, pose) = Gathered::from_lanes(&lanes).into_blocks();
+        let out = self.lanes::<true>(block, &goal, &pose, &mut scratch.geo);
         let solved = simple & (out.ok.move_mask() as u32);
         let new = [out.root, out.mid, out.tip].map(|q| F::transpose([q.x, q.y, q.z, q.w]));
         for lane in (0..count).filter(|l| solved & (1 << l) != 0) {
@@ -988,90 +1039,70 @@ impl TwoBoneBatch {
 
     /// The common-path solve of one block's four lanes; `ok` marks the lanes it is valid for.
     #[inline(always)]
-    fn lanes<const MEASURE: bool>(&self, block: usize, g: &Gathered) -> LaneOut {
+    fn lanes<const MEASURE: bool>(
+        &self,
+        block: usize,
+        goal: &GoalBlock,
+        pose: &PoseBlock,
+        derived: &mut Geometry,
+    ) -> LaneOut {
         let rest = &self.rest[block];
         let s = |v: f32| F::splat(v);
-        let Gathered {
-            pt,
-            qp,
-            ps,
-            qr,
-            qm,
-            qt,
-            target,
-            pole,
-            o,
-            has_o,
-            has_pole,
-        } = *g;
+        // (The inputs are read where they are used, through the references, so that they are
+        // not first copied to the stack.)
 
-        let min_len = s(MIN_BONE_LENGTH * 1e-3);
         // The segments, their lengths and the bend plane: from the rest data read at set-up
         // when every lane's parent scale is one (the usual case), else from the parent and rest
         // scales. (Only at one: scaling the set-up values by a uniform scale rounds differently
         // from the scalar solve, and the flex limit flag near a limit is that sensitive: a
-        // one-ulp difference in a length measured as a flipped `flex_limited`.)
-        let unit = ps.x.cmp_eq(F::ONE) & ps.y.cmp_eq(F::ONE) & ps.z.cmp_eq(F::ONE);
-        let (p_root, u1, u2, l1, l2, ua, h, side, mut ok);
-        let (total, inv_2l1l2, l_sq);
-        if unit.all() {
-            // The incoming limb, in the root's (unscaled) rotation frame.
-            p_root = pt.add(qp.rotate(rest.t_root));
-            (u1, u2, l1, l2) = (rest.u1, rest.u2, rest.l1, rest.l2);
-            (ua, h, side) = (rest.ua, rest.h, rest.side);
-            (total, inv_2l1l2, l_sq) = (rest.total, rest.inv_2l1l2, rest.l_sq);
-            ok = rest.rest_ok;
+        // one-ulp difference in a length measured as a flipped `flex_limited`.) Through a
+        // reference, so that the usual case reads the set-up values where it uses them instead
+        // of copying them to the stack first.
+        let unit = pose.ps.x.cmp_eq(F::ONE) & pose.ps.y.cmp_eq(F::ONE) & pose.ps.z.cmp_eq(F::ONE);
+        let geo = if unit.all() {
+            &rest.geo
         } else {
-            p_root = pt.add(qp.rotate(ps.mul(rest.t_root)));
-            let root_scale = ps.mul(rest.root_scale);
-            u1 = root_scale.mul(rest.t_mid);
-            u2 = root_scale.mul(rest.mid_scale).mul(rest.t_tip);
-            (l1, l2) = (u1.dot(u1).sqrt(), u2.dot(u2).sqrt());
-            ua = u1.scale(F::ONE / l1);
-            // Bend axis normal to the upper segment (it already is unless scales moved it).
-            let bend = rest.bend;
-            let along = bend.dot(ua);
-            let exact = along.abs().cmp_lt(s(1e-7));
-            let normal = bend.sub(ua.scale(along));
-            let n2 = normal.dot(normal);
-            ok = exact | (n2.cmp_gt(s(1e-10) * bend.dot(bend)) & n2.cmp_gt(s(1e-30)));
-            ok &= l1.cmp_gt(min_len) & l2.cmp_gt(min_len);
-            h = V3::select(exact, bend, normal.scale(F::ONE / n2.sqrt()));
-            side = h.cross(ua);
-            total = l1 + l2;
-            inv_2l1l2 = F::ONE / (s(2.0) * l1 * l2);
-            l_sq = l1 * l1 + l2 * l2;
-        }
-        let b_cur = qm.rotate(u2);
+            *derived = Geometry::of(rest, pose.ps);
+            &*derived
+        };
+        let mut ok = geo.ok;
+        // The incoming limb, in the root's (unscaled) rotation frame.
+        let p_root = pose.pt.add(pose.qp.rotate(geo.t_root));
         // The values that need not reach the written rotations (which are checked at the end)
-        // on every route: the incoming root rotation, the target and the pole, and the root
-        // position (the scalar solve refuses non-finite ones).
-        let probe = qr.finite_probe()
-            + Q::from_vw(target, F::ZERO).finite_probe()
-            + Q::from_vw(pole, F::ZERO).finite_probe()
+        // on every route: the target, the pole and the root position, and the incoming root
+        // rotation, probed at the end, where it is read again (the scalar solve refuses
+        // non-finite ones).
+        let probe = Q::from_vw(goal.target, F::ZERO).finite_probe()
+            + Q::from_vw(goal.pole, F::ZERO).finite_probe()
             + Q::from_vw(p_root, F::ZERO).finite_probe();
         ok &= probe.cmp_eq(F::ZERO);
 
         // Root→target and the flex by the law of cosines.
-        let d = target.sub(p_root);
+        let d = goal.target.sub(p_root);
         let dd = d.dot(d);
         let dist = dd.sqrt();
-        let far = dist.cmp_gt(s(1e-6) * total);
+        let far = dist.cmp_gt(s(1e-6) * geo.total);
         let (cos_min, cos_max) = (rest.cos_flex_min, rest.cos_flex_max);
-        let cos_raw = (dd - l_sq) * inv_2l1l2;
+        let cos_raw = (dd - geo.l_sq) * geo.inv_2l1l2;
         let tol = s(1e-5);
         let reachable = cos_raw.cmp_le(cos_min + tol) & cos_raw.cmp_ge(cos_max - tol);
         let mut cos_geom = clamp(cos_raw, s(-1.0), s(1.0));
         if self.any_soft {
             // Past (1 − soft_reach) of the maximum reach the distance eases out exponentially.
             let soft = rest.soft_reach;
-            let d_max = (l_sq + s(2.0) * l1 * l2 * cos_min).fast_max(F::ZERO).sqrt();
+            let d_max = (geo.l_sq + s(2.0) * geo.l1 * geo.l2 * cos_min)
+                .fast_max(F::ZERO)
+                .sqrt();
             let band = soft * d_max;
             let start = d_max - band;
             let eased =
                 d_max - band * (-(dist - start) / band.fast_max(s(f32::MIN_POSITIVE))).exp();
             let dist_eff = (soft.cmp_gt(F::ZERO) & dist.cmp_gt(start)).blend(eased, dist);
-            let soft_geom = clamp((dist_eff * dist_eff - l_sq) * inv_2l1l2, s(-1.0), s(1.0));
+            let soft_geom = clamp(
+                (dist_eff * dist_eff - geo.l_sq) * geo.inv_2l1l2,
+                s(-1.0),
+                s(1.0),
+            );
             cos_geom = soft.cmp_gt(F::ZERO).blend(soft_geom, cos_geom);
         }
         let cos_phi = clamp(cos_geom, cos_max, cos_min);
@@ -1079,24 +1110,21 @@ impl TwoBoneBatch {
         let sin_sq = F::ONE - cos_phi * cos_phi;
         let sin_phi = sin_sq.sqrt();
 
-        let ub_des = ua.scale(cos_phi).add(side.scale(sin_phi));
-        let (c_along, c_across) = (l1 + l2 * cos_phi, l2 * sin_phi);
-        let c_len = (c_along * c_along + l2 * l2 * sin_sq).sqrt();
-        ok &= c_len.cmp_gt(s(1e-6) * total);
-        let c = ua.scale(c_along).add(side.scale(c_across));
-        let c_x_h = ua.scale(c_across).sub(side.scale(c_along));
+        let (c_along, c_across) = (geo.l1 + geo.l2 * cos_phi, geo.l2 * sin_phi);
+        let c_len = (c_along * c_along + geo.l2 * geo.l2 * sin_sq).sqrt();
+        ok &= c_len.cmp_gt(s(1e-6) * geo.total);
 
         // The target frame from the pole, scaled by |d| |v × d| (no division), where the
         // products stay within f32's range (the scalar solve's test).
-        let v = pole.sub(p_root);
+        let v = goal.pole.sub(p_root);
         let vv = v.dot(v);
-        let t2 = total * total;
+        let t2 = geo.total * geo.total;
         let size = dd * vv * dd * t2 * t2;
         let scaled_try = far & size.cmp_lt(s(1e30)) & size.cmp_gt(s(1e-30));
         let mut x = v.cross(d);
         let mut xx = x.dot(x);
         let scaled =
-            has_pole & scaled_try & xx.cmp_gt(s(1e-10) * vv * dd) & xx.cmp_gt(s(1e-30) * dd);
+            goal.has_pole & scaled_try & xx.cmp_gt(s(1e-10) * vv * dd) & xx.cmp_gt(s(1e-30) * dd);
         // A nearly collinear pole (sin under 1e-2): one Gram–Schmidt step puts `v × d` back on
         // the plane normal to `d`, as the scalar solve's `cross_and_length` does.
         let near_collinear = xx.cmp_lt(s(1e-4) * vv * dd);
@@ -1112,37 +1140,54 @@ impl TwoBoneBatch {
             // The unit frame on the unit target direction: for a target at the root (aim at the
             // incoming tip), a pole beyond the scaled frame's range, the incoming bend plane of
             // a `Keep` goal or of a pole collinear with the target.
-            let root_in = qp.mul(qr);
-            let to_tip = root_in.rotate(u1.add(b_cur));
-            let tt = to_tip.dot(to_tip);
-            // (Else the scalar solve aims along the upper segment.)
-            ok &= far | tt.cmp_gt(s(1e-30));
-            let dir = V3::select(far, d.scale(F::ONE / dist), to_tip.scale(inv_sqrt(tt)));
+            // (Each of the two kinds of lanes here, a target at the root and an incoming bend
+            // plane, computes its part only where a lane of its kind is in the block: in a
+            // block, the kinds seldom meet.)
+            let dir_far = d.scale(F::ONE / dist);
+            let dir = if (!far & ok).any() {
+                let root_in = pose.qp.mul(pose.rot[0]);
+                let to_tip = root_in.rotate(geo.u1.add(pose.rot[1].rotate(geo.u2)));
+                let tt = to_tip.dot(to_tip);
+                // (Else the scalar solve aims along the upper segment.)
+                ok &= far | tt.cmp_gt(s(1e-30));
+                V3::select(far, dir_far, to_tip.scale(inv_sqrt(tt)))
+            } else {
+                dir_far
+            };
             let mut xu = v.cross(dir);
             let mut xu2 = xu.dot(xu);
             let pole_unit =
-                has_pole & !scaled_try & xu2.cmp_gt(s(1e-10) * vv) & xu2.cmp_gt(s(1e-30));
+                goal.has_pole & !scaled_try & xu2.cmp_gt(s(1e-10) * vv) & xu2.cmp_gt(s(1e-30));
             let near_collinear = xu2.cmp_lt(s(1e-4) * vv);
             if near_collinear.any() {
                 xu = V3::select(near_collinear, xu.sub(dir.scale(xu.dot(dir))), xu);
                 xu2 = xu.dot(xu);
             }
-            let hk = root_in.rotate(h);
-            let hh = hk.dot(hk);
-            let mut nk = hk.sub(dir.scale(hk.dot(dir)));
-            let mut nk2 = nk.dot(nk);
-            let keep = nk2.cmp_gt(s(1e-10) * hh) & nk2.cmp_gt(s(1e-30));
-            // An incoming bend axis nearly along the target line (sin under 1e-2): a second
-            // Gram–Schmidt step, as for poles, so that the frame stays orthogonal. (The scalar
-            // solve's `normal_part` takes one step: there it can be off by ~1e-5 rad.)
-            let near_collinear = nk2.cmp_lt(s(1e-4) * hh);
-            if near_collinear.any() {
-                nk = V3::select(near_collinear, nk.sub(dir.scale(nk.dot(dir))), nk);
-                nk2 = nk.dot(nk);
-            }
+            let (keep, nk, nk2) = if (!(scaled | pole_unit) & ok).any() {
+                // The incoming bend plane.
+                let root_in = pose.qp.mul(pose.rot[0]);
+                let hk = root_in.rotate(geo.h);
+                let hh = hk.dot(hk);
+                let mut nk = hk.sub(dir.scale(hk.dot(dir)));
+                let mut nk2 = nk.dot(nk);
+                let keep = nk2.cmp_gt(s(1e-10) * hh) & nk2.cmp_gt(s(1e-30));
+                // An incoming bend axis nearly along the target line (sin under 1e-2): a
+                // second Gram–Schmidt step, as for poles, so that the frame stays orthogonal.
+                // (The scalar solve's `normal_part` takes one step: there it can be off by
+                // ~1e-5 rad.)
+                let near_collinear = nk2.cmp_lt(s(1e-4) * hh);
+                if near_collinear.any() {
+                    nk = V3::select(near_collinear, nk.sub(dir.scale(nk.dot(dir))), nk);
+                    nk2 = nk.dot(nk);
+                }
+                (keep, nk, nk2)
+            } else {
+                // (No lane takes them.)
+                (F::ZERO, V3::ZERO, F::ONE)
+            };
             // (Else the scalar solve takes the rest plane.)
             ok &= scaled | pole_unit | keep;
-            pole_fallback = has_pole & !(scaled | pole_unit);
+            pole_fallback = goal.has_pole & !(scaled | pole_unit);
             let n = V3::select(pole_unit, xu, nk);
             let n = n.scale(inv_sqrt(pole_unit.blend(xu2, nk2)));
             d = V3::select(scaled, d, dir);
@@ -1153,52 +1198,70 @@ impl TwoBoneBatch {
         let (b1, b2, b3) = (d.scale(len), x.scale(dist_b), d.cross(x));
         let kb = dist_b * len;
 
-        // Mid: turn the lower segment onto its new direction (half-vector arc, scaled by l2).
-        let dot_turn = b_cur.dot(ub_des);
-        let mut delta = Q::from_vw(b_cur.cross(ub_des), l2 + dot_turn);
-        let near_half = dot_turn.cmp_le(s(-0.99) * l2);
-        if near_half.any() {
-            // Rare (a limb folding from straight, or the reverse): the frame rotation about
-            // the bend axis, as the scalar solve's `half_turn`.
-            let from = b_cur.scale(F::ONE / l2);
-            let hn = h.sub(from.scale(h.dot(from)));
-            let hn2 = hn.dot(hn);
-            ok &= !near_half | (hn2.cmp_gt(s(1e-10)) & hn2.cmp_gt(s(1e-30)));
-            let hc = hn.scale(F::ONE / hn2.sqrt());
-            let half = frame_rotation(
-                [from, hc, from.cross(hc)],
-                F::ONE,
-                [ub_des, h, ub_des.cross(h)],
-            );
-            delta = Q::select(near_half, half, delta);
-        }
-        let m_new = delta.mul(qm);
-
         // Root: the rotation taking (c, h, c × h) onto (b1, b2, b3), both scaled frames.
-        let (a1, a2, a3) = (c, h.scale(c_len), c_x_h);
+        // (Root before mid, and each value computed next to its use: fewer live vectors.)
+        let c = geo.ua.scale(c_along).add(geo.side.scale(c_across));
+        let c_x_h = geo.ua.scale(c_across).sub(geo.side.scale(c_along));
+        let (a1, a2, a3) = (c, geo.h.scale(c_len), c_x_h);
         let k = c_len * kb;
         let root_rot = frame_rotation([a1, a2, a3], k, [b1, b2, b3]);
-        let new_root = qp.conjugate().mul(root_rot).normalize();
+        let new_root = pose.qp.conj_mul(root_rot).normalize();
+
+        let b_cur = pose.rot[1].rotate(geo.u2);
+        let ub_des = geo.ua.scale(cos_phi).add(geo.side.scale(sin_phi));
+        // Mid: turn the lower segment onto its new direction (half-vector arc, scaled by l2).
+        let dot_turn = b_cur.dot(ub_des);
+        let mut delta = Q::from_vw(b_cur.cross(ub_des), geo.l2 + dot_turn);
+        let near_half = dot_turn.cmp_le(s(-0.99) * geo.l2);
+        if near_half.any() {
+            // Rare (a limb folding from straight, or the reverse): a turn about the bend axis,
+            // as the scalar solve's `half_turn`. Where the incoming lower segment lies in the
+            // bend plane (as after any solve, to rounding), as two arcs: onto `m = ub_des × h`
+            // (a quarter turn from `ub_des`, so the arc is well conditioned), then a quarter
+            // turn about `h`, `(h, 1)`: about 30 products against the frame rotation's 100.
+            let in_plane = geo.h.dot(b_cur).abs().cmp_le(s(1e-6) * geo.l2);
+            let half = if (near_half & !in_plane & ok).any() {
+                // Else (the scalar solve's frame rotation): the incoming segment onto
+                // `ub_des` and the bend axis, made normal to it, onto `h`.
+                let from = b_cur.scale(F::ONE / geo.l2);
+                let hn = geo.h.sub(from.scale(geo.h.dot(from)));
+                let hn2 = hn.dot(hn);
+                ok &= !near_half | (hn2.cmp_gt(s(1e-10)) & hn2.cmp_gt(s(1e-30)));
+                let hc = hn.scale(F::ONE / hn2.sqrt());
+                frame_rotation(
+                    [from, hc, from.cross(hc)],
+                    F::ONE,
+                    [ub_des, geo.h, ub_des.cross(geo.h)],
+                )
+            } else {
+                let m = ub_des.cross(geo.h);
+                let arc = Q::from_vw(b_cur.cross(m), geo.l2 + b_cur.dot(m));
+                let quarter = Q::from_vw(geo.h, F::ONE);
+                quarter.mul(arc)
+            };
+            delta = Q::select(near_half, half, delta);
+        }
+        let m_new = delta.mul(pose.rot[1]);
         let new_mid = m_new.normalize().flush_subnormal();
-        let new_tip = if has_o.any() {
-            let tip = m_new
-                .conjugate()
-                .mul(root_rot.conjugate().mul(o))
-                .normalize();
-            Q::select(has_o, tip, qt)
+        let new_tip = if goal.has_o.any() {
+            let tip = m_new.conj_mul(root_rot.conj_mul(goal.o)).normalize();
+            Q::select(goal.has_o, tip, pose.rot[2])
         } else {
-            qt
+            pose.rot[2]
         };
-        ok &= (new_root.finite_probe() + new_mid.finite_probe() + new_tip.finite_probe())
-            .cmp_eq(F::ZERO);
+        ok &= (new_root.finite_probe()
+            + new_mid.finite_probe()
+            + new_tip.finite_probe()
+            + pose.rot[0].finite_probe())
+        .cmp_eq(F::ZERO);
 
         // Measured: the tip by forward kinematics of the written rotations.
         // (Unit up to rounding, as the parent's rotation is: the solve assumes that too.)
         // (Only for reports: `MEASURE` is false when none is asked for.)
         let (error, flex) = if MEASURE {
-            let root_model = qp.mul(new_root);
-            let tip_fk = p_root.add(root_model.rotate(u1.add(new_mid.rotate(u2))));
-            let e = tip_fk.sub(target);
+            let root_model = pose.qp.mul(new_root);
+            let tip_fk = p_root.add(root_model.rotate(geo.u1.add(new_mid.rotate(geo.u2))));
+            let e = tip_fk.sub(goal.target);
             (
                 e.dot(e).sqrt(),
                 clamp(acos(cos_phi), rest.flex_min, rest.flex_max),
@@ -1217,8 +1280,8 @@ impl TwoBoneBatch {
             error,
             flex,
             dist,
-            l1,
-            l2,
+            l1: geo.l1,
+            l2: geo.l2,
         }
     }
 }
@@ -1595,20 +1658,7 @@ impl TwoBoneBatch {
         for (block, (g, p)) in goals.blocks.iter().zip(&mut poses.blocks).enumerate() {
             let base = block * LANES;
             let count = (self.len - base).min(LANES);
-            let input = Gathered {
-                pt: p.pt,
-                qp: p.qp,
-                ps: p.ps,
-                qr: p.rot[0],
-                qm: p.rot[1],
-                qt: p.rot[2],
-                target: g.target,
-                pole: g.pole,
-                o: g.o,
-                has_o: g.has_o,
-                has_pole: g.has_pole,
-            };
-            let out = self.lanes::<REPORT>(block, &input);
+            let out = self.lanes::<REPORT>(block, g, p, &mut scratch.geo);
             let solved_mask = out.ok & g.on_path & lane_index.cmp_lt(F::splat(count as f32));
             let solved = solved_mask.move_mask() as u32;
             if solved == 0b1111 {
@@ -1851,6 +1901,29 @@ impl Gathered {
             has_o: has_o.cmp_ne(F::ZERO),
             has_pole: has_pole.cmp_ne(F::ZERO),
         }
+    }
+}
+
+impl Gathered {
+    /// The input as the resident lanes hold it.
+    #[inline(always)]
+    fn into_blocks(self) -> (GoalBlock, PoseBlock) {
+        (
+            GoalBlock {
+                target: self.target,
+                pole: self.pole,
+                o: self.o,
+                has_o: self.has_o,
+                has_pole: self.has_pole,
+                on_path: F::ZERO,
+            },
+            PoseBlock {
+                pt: self.pt,
+                qp: self.qp,
+                ps: self.ps,
+                rot: [self.qr, self.qm, self.qt],
+            },
+        )
     }
 }
 
