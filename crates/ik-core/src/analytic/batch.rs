@@ -503,7 +503,14 @@ fn frame_rotation(a: [V3; 3], k: F, b: [V3; 3]) -> Q {
             .add(a[1].scale(r(&b[1])))
             .add(a[2].scale(r(&b[2])))
     };
-    let (m0, m1, m2) = (row(|v| v.x), row(|v| v.y), row(|v| v.z));
+    matrix_rotation([row(|v| v.x), row(|v| v.y), row(|v| v.z)], k)
+}
+
+/// The rotation whose matrix is `M / k` (rows `m`, `k > 0`), up to a positive factor: the
+/// trace form, and Shepperd's largest-diagonal form near a half turn (see [`frame_rotation`]).
+#[inline(always)]
+fn matrix_rotation(m: [V3; 3], k: F) -> Q {
+    let [m0, m1, m2] = m;
     let (d0, d1, d2) = (m2.y - m1.z, m0.z - m2.x, m1.x - m0.y);
     let w = k + m0.x + m1.y + m2.z;
     let direct = Q::from_vw(
@@ -608,6 +615,8 @@ struct Geometry {
     inv_2l1l2: F,
     l_sq: F,
     ok: F,
+    /// The inverse of the rotation taking the axes x, y, z onto `ua`, `h`, `ua × h`.
+    e_inv: Q,
 }
 
 impl Geometry {
@@ -637,6 +646,28 @@ impl Geometry {
         let ok = exact | (n2.cmp_gt(F::splat(1e-10) * bend.dot(bend)) & n2.cmp_gt(F::splat(1e-30)));
         let ok = ok & l1.cmp_gt(min_len) & l2.cmp_gt(min_len);
         let h = V3::select(exact, bend, normal.scale(F::ONE / n2.sqrt()));
+        let uh = ua.cross(h);
+        let e = matrix_rotation(
+            [
+                V3 {
+                    x: ua.x,
+                    y: h.x,
+                    z: uh.x,
+                },
+                V3 {
+                    x: ua.y,
+                    y: h.y,
+                    z: uh.y,
+                },
+                V3 {
+                    x: ua.z,
+                    y: h.z,
+                    z: uh.z,
+                },
+            ],
+            F::ONE,
+        )
+        .normalize();
         Self {
             t_root: ps.mul(t_root),
             u1,
@@ -650,6 +681,12 @@ impl Geometry {
             inv_2l1l2: F::ONE / (F::splat(2.0) * l1 * l2),
             l_sq: l1 * l1 + l2 * l2,
             ok,
+            e_inv: Q {
+                x: -e.x,
+                y: -e.y,
+                z: -e.z,
+                w: e.w,
+            },
         }
     }
 
@@ -1200,11 +1237,32 @@ impl TwoBoneBatch {
 
         // Root: the rotation taking (c, h, c × h) onto (b1, b2, b3), both scaled frames.
         // (Root before mid, and each value computed next to its use: fewer live vectors.)
-        let c = geo.ua.scale(c_along).add(geo.side.scale(c_across));
-        let c_x_h = geo.ua.scale(c_across).sub(geo.side.scale(c_along));
-        let (a1, a2, a3) = (c, geo.h.scale(c_len), c_x_h);
+        // With `E = (ua, h, ua × h)` (set-up), `(c, h, c × h) = E Â`, where `Â`'s columns are
+        // `(c_along, 0, −c_across)`, `(0, c_len, 0)`, `(c_across, 0, c_along)`; the rotation is
+        // `B Âᵀ Eᵀ`: the one of `G = B Âᵀ` (15 products where `Σ bᵢ aᵢᵀ` takes 42), then
+        // `E`'s inverse (16).
+        let g0 = b1.scale(c_along).add(b3.scale(c_across));
+        let g1 = b2.scale(c_len);
+        let g2 = b3.scale(c_along).sub(b1.scale(c_across));
         let k = c_len * kb;
-        let root_rot = frame_rotation([a1, a2, a3], k, [b1, b2, b3]);
+        let g_rows = [
+            V3 {
+                x: g0.x,
+                y: g1.x,
+                z: g2.x,
+            },
+            V3 {
+                x: g0.y,
+                y: g1.y,
+                z: g2.y,
+            },
+            V3 {
+                x: g0.z,
+                y: g1.z,
+                z: g2.z,
+            },
+        ];
+        let root_rot = matrix_rotation(g_rows, k).mul(geo.e_inv);
         let new_root = pose.qp.conj_mul(root_rot).normalize();
 
         let b_cur = pose.rot[1].rotate(geo.u2);
