@@ -414,7 +414,15 @@ impl Q {
     }
     #[inline(always)]
     fn normalize(self) -> Self {
-        self.scale(inv_sqrt(self.length_squared()))
+        self.normalize_probed().0
+    }
+    /// The unit quaternion and the factor it was scaled by: the factor is finite exactly when
+    /// every component of the result is (a non-finite component or a zero quaternion makes
+    /// the squared length non-finite or zero, and the factor NaN), so it is the probe.
+    #[inline(always)]
+    fn normalize_probed(self) -> (Self, F) {
+        let inv = inv_sqrt(self.length_squared());
+        (self.scale(inv), inv)
     }
     /// `self * v` for a unit quaternion: `v + 2w (b × v) + 2 b × (b × v)`.
     #[inline(always)]
@@ -1263,7 +1271,7 @@ impl TwoBoneBatch {
             },
         ];
         let root_rot = matrix_rotation(g_rows, k).mul(geo.e_inv);
-        let new_root = pose.qp.conj_mul(root_rot).normalize();
+        let (new_root, root_probe) = pose.qp.conj_mul(root_rot).normalize_probed();
 
         let b_cur = pose.rot[1].rotate(geo.u2);
         let ub_des = geo.ua.scale(cos_phi).add(geo.side.scale(sin_phi));
@@ -1300,16 +1308,19 @@ impl TwoBoneBatch {
             delta = Q::select(near_half, half, delta);
         }
         let m_new = delta.mul(pose.rot[1]);
-        let new_mid = m_new.normalize().flush_subnormal();
-        let new_tip = if goal.has_o.any() {
-            let tip = m_new.conj_mul(root_rot.conj_mul(goal.o)).normalize();
-            Q::select(goal.has_o, tip, pose.rot[2])
+        let (new_mid, mid_probe) = m_new.normalize_probed();
+        let new_mid = new_mid.flush_subnormal();
+        let (new_tip, tip_probe) = if goal.has_o.any() {
+            let (tip, probe) = m_new.conj_mul(root_rot.conj_mul(goal.o)).normalize_probed();
+            (Q::select(goal.has_o, tip, pose.rot[2]), probe)
         } else {
-            pose.rot[2]
+            (pose.rot[2], F::ZERO)
         };
-        ok &= (new_root.finite_probe()
-            + new_mid.finite_probe()
-            + new_tip.finite_probe()
+        // The written rotations are finite where the normalisations' factors are and, for a
+        // goal without orientation, the incoming tip rotation is (it is written as it came).
+        let kept_tip = pose.rot[2];
+        let kept_tip = !goal.has_o & ((kept_tip.x + kept_tip.y) + (kept_tip.z + kept_tip.w));
+        ok &= ((root_probe + mid_probe + tip_probe + kept_tip) * F::ZERO
             + pose.rot[0].finite_probe())
         .cmp_eq(F::ZERO);
 
