@@ -1279,43 +1279,38 @@ impl TwoBoneBatch {
         let dot_turn = b_cur.dot(ub_des);
         let mut delta = Q::from_vw(b_cur.cross(ub_des), geo.l2 + dot_turn);
         let near_half = dot_turn.cmp_le(s(-0.99) * geo.l2);
-        if near_half.any() {
-            // Rare (a limb folding from straight, or the reverse): a turn about the bend axis,
-            // as the scalar solve's `half_turn`. Where the incoming lower segment lies in the
-            // bend plane (as after any solve, to rounding), as two arcs: onto `m = ub_des × h`
-            // (a quarter turn from `ub_des`, so the arc is well conditioned), then a quarter
-            // turn about `h`, `(h, 1)`: about 30 products against the frame rotation's 100.
-            let in_plane = geo.h.dot(b_cur).abs().cmp_le(s(1e-6) * geo.l2);
-            let half = if (near_half & !in_plane & ok).any() {
-                // Else (the scalar solve's frame rotation): the incoming segment onto
-                // `ub_des` and the bend axis, made normal to it, onto `h`.
-                let from = b_cur.scale(F::ONE / geo.l2);
-                let hn = geo.h.sub(from.scale(geo.h.dot(from)));
-                let hn2 = hn.dot(hn);
-                ok &= !near_half | (hn2.cmp_gt(s(1e-10)) & hn2.cmp_gt(s(1e-30)));
-                let hc = hn.scale(F::ONE / hn2.sqrt());
-                frame_rotation(
-                    [from, hc, from.cross(hc)],
-                    F::ONE,
-                    [ub_des, geo.h, ub_des.cross(geo.h)],
-                )
-            } else {
-                let m = ub_des.cross(geo.h);
-                let arc = Q::from_vw(b_cur.cross(m), geo.l2 + b_cur.dot(m));
-                let quarter = Q::from_vw(geo.h, F::ONE);
-                quarter.mul(arc)
-            };
-            delta = Q::select(near_half, half, delta);
+        // Near a half turn (a limb folding from straight, or the reverse: in a quarter of the
+        // bench's blocks), a turn about the bend axis, as the scalar solve's `half_turn`. Where
+        // the incoming lower segment lies in the bend plane (as after any solve, to rounding),
+        // as two arcs: onto `m = ub_des × h` (a quarter turn from `ub_des`, so the arc is well
+        // conditioned), then a quarter turn about `h`, `(h, 1)`: about 30 products, computed
+        // in every block and selected, as a branch taken at random cost more.
+        let m = ub_des.cross(geo.h);
+        let arc = Q::from_vw(b_cur.cross(m), geo.l2 + b_cur.dot(m));
+        let half = Q::from_vw(geo.h, F::ONE).mul(arc);
+        delta = Q::select(near_half, half, delta);
+        let in_plane = geo.h.dot(b_cur).abs().cmp_le(s(1e-6) * geo.l2);
+        if (near_half & !in_plane & ok).any() {
+            // Else (the scalar solve's frame rotation): the incoming segment onto `ub_des` and
+            // the bend axis, made normal to it, onto `h`.
+            let from = b_cur.scale(F::ONE / geo.l2);
+            let hn = geo.h.sub(from.scale(geo.h.dot(from)));
+            let hn2 = hn.dot(hn);
+            ok &= !near_half | (hn2.cmp_gt(s(1e-10)) & hn2.cmp_gt(s(1e-30)));
+            let hc = hn.scale(F::ONE / hn2.sqrt());
+            let half = frame_rotation(
+                [from, hc, from.cross(hc)],
+                F::ONE,
+                [ub_des, geo.h, ub_des.cross(geo.h)],
+            );
+            delta = Q::select(near_half & !in_plane, half, delta);
         }
         let m_new = delta.mul(pose.rot[1]);
         let (new_mid, mid_probe) = m_new.normalize_probed();
         let new_mid = new_mid.flush_subnormal();
-        let (new_tip, tip_probe) = if goal.has_o.any() {
-            let (tip, probe) = m_new.conj_mul(root_rot.conj_mul(goal.o)).normalize_probed();
-            (Q::select(goal.has_o, tip, pose.rot[2]), probe)
-        } else {
-            (pose.rot[2], F::ZERO)
-        };
+        // (In every block: most have a goal with an orientation, and a branch costs more.)
+        let (tip, tip_probe) = m_new.conj_mul(root_rot.conj_mul(goal.o)).normalize_probed();
+        let new_tip = Q::select(goal.has_o, tip, pose.rot[2]);
         // The written rotations are finite where the normalisations' factors are and, for a
         // goal without orientation, the incoming tip rotation is (it is written as it came).
         let kept_tip = pose.rot[2];
