@@ -1173,7 +1173,10 @@ impl TwoBoneBatch {
         // A nearly collinear pole (sin under 1e-2): one Gram–Schmidt step puts `v × d` back on
         // the plane normal to `d`, as the scalar solve's `cross_and_length` does.
         let near_collinear = xx.cmp_lt(s(1e-4) * vv * dd);
-        if near_collinear.any() {
+        // (One test for both rare routes, this and the unit frame below: in the bench's goal
+        // mix both come from the same lanes, and a branch taken at random is what costs.)
+        let rare = (near_collinear | (!scaled & ok)).any();
+        if rare && near_collinear.any() {
             x = V3::select(near_collinear, x.sub(d.scale(x.dot(d) / dd)), x);
             xx = x.dot(x);
         }
@@ -1181,7 +1184,7 @@ impl TwoBoneBatch {
         // is the same with `d`, `x` unit and their lengths one.
         let (mut d, mut x, mut dist_b, mut len) = (d, x, dist, xx.sqrt());
         let mut pole_fallback = F::ZERO;
-        if !(scaled | !ok).all() {
+        if rare && !(scaled | !ok).all() {
             // The unit frame on the unit target direction: for a target at the root (aim at the
             // incoming tip), a pole beyond the scaled frame's range, the incoming bend plane of
             // a `Keep` goal or of a pole collinear with the target.
