@@ -1015,7 +1015,11 @@ impl TwoBoneBatch {
             }
         }
         let (goal, pose) = Gathered::from_lanes(&lanes).into_blocks();
-        let out = self.lanes::<true>(block, &goal, &pose, &mut scratch.geo);
+        let out = if goal.has_o.any() {
+            self.lanes::<true, true>(block, &goal, &pose, &mut scratch.geo)
+        } else {
+            self.lanes::<true, false>(block, &goal, &pose, &mut scratch.geo)
+        };
         let solved = simple & (out.ok.move_mask() as u32);
         let new = [out.root, out.mid, out.tip].map(|q| F::transpose([q.x, q.y, q.z, q.w]));
         for lane in (0..count).filter(|l| solved & (1 << l) != 0) {
@@ -1084,7 +1088,7 @@ impl TwoBoneBatch {
 
     /// The common-path solve of one block's four lanes; `ok` marks the lanes it is valid for.
     #[inline(always)]
-    fn lanes<const MEASURE: bool>(
+    fn lanes<const MEASURE: bool, const ORIENTED: bool>(
         &self,
         block: usize,
         goal: &GoalBlock,
@@ -1311,9 +1315,15 @@ impl TwoBoneBatch {
         let m_new = delta.mul(pose.rot[1]);
         let (new_mid, mid_probe) = m_new.normalize_probed();
         let new_mid = new_mid.flush_subnormal();
-        // (In every block: most have a goal with an orientation, and a branch costs more.)
-        let (tip, tip_probe) = m_new.conj_mul(root_rot.conj_mul(goal.o)).normalize_probed();
-        let new_tip = Q::select(goal.has_o, tip, pose.rot[2]);
+        // Where `ORIENTED` (for `solve_lanes`: where any goal of the batch has an orientation,
+        // a choice made once per call), in every block, selected: a branch per block is taken
+        // at random where the goals' kinds vary, and costs more.
+        let (new_tip, tip_probe) = if ORIENTED {
+            let (tip, probe) = m_new.conj_mul(root_rot.conj_mul(goal.o)).normalize_probed();
+            (Q::select(goal.has_o, tip, pose.rot[2]), probe)
+        } else {
+            (pose.rot[2], F::ZERO)
+        };
         // The written rotations are finite where the normalisations' factors are and, for a
         // goal without orientation, the incoming tip rotation is (it is written as it came).
         let kept_tip = pose.rot[2];
@@ -1459,6 +1469,8 @@ impl PoseBlock {
 pub struct LaneGoals {
     blocks: Vec<GoalBlock>,
     goals: Vec<LimbGoal>,
+    /// How many goals have an orientation (none: the solve skips the tips).
+    oriented: usize,
 }
 
 impl LaneGoals {
@@ -1468,6 +1480,7 @@ impl LaneGoals {
         let mut goals = Self {
             blocks: vec![GoalBlock::EMPTY; len.div_ceil(LANES)],
             goals: vec![LimbGoal::new(Vec3::ZERO); len],
+            oriented: 0,
         };
         for limb in 0..len {
             goals.write(limb, &LimbGoal::new(Vec3::ZERO));
@@ -1508,6 +1521,8 @@ impl LaneGoals {
         let input = gather_goal(goal);
         let (block, lane) = (&mut self.blocks[limb / LANES], limb % LANES);
         let mask = |b: bool| if b { LANE_TRUE } else { 0.0 };
+        let had_o = block.has_o.as_array_ref()[lane].to_bits() != 0;
+        self.oriented = self.oriented - usize::from(had_o) + usize::from(input.has_o);
         block.target.set_lane(lane, goal.target);
         block.pole.set_lane(lane, input.pole);
         block.o.set_lane(lane, input.o);
@@ -1706,14 +1721,21 @@ impl TwoBoneBatch {
                 });
             }
         }
-        Ok(match reports {
-            Some(reports) => self.solve_lanes_with::<true>(goals, poses, reports, scratch),
-            None => self.solve_lanes_with::<false>(goals, poses, &mut [], scratch),
+        // (The tips' arithmetic only where some goal has an orientation: chosen once here.)
+        Ok(match (reports, goals.oriented > 0) {
+            (Some(reports), true) => {
+                self.solve_lanes_with::<true, true>(goals, poses, reports, scratch)
+            }
+            (Some(reports), false) => {
+                self.solve_lanes_with::<true, false>(goals, poses, reports, scratch)
+            }
+            (None, true) => self.solve_lanes_with::<false, true>(goals, poses, &mut [], scratch),
+            (None, false) => self.solve_lanes_with::<false, false>(goals, poses, &mut [], scratch),
         })
     }
 
     /// [`TwoBoneBatch::solve_lanes`] after its checks; `reports` is empty unless `REPORT`.
-    fn solve_lanes_with<const REPORT: bool>(
+    fn solve_lanes_with<const REPORT: bool, const ORIENTED: bool>(
         &self,
         goals: &LaneGoals,
         poses: &mut LanePoses,
@@ -1725,7 +1747,7 @@ impl TwoBoneBatch {
         for (block, (g, p)) in goals.blocks.iter().zip(&mut poses.blocks).enumerate() {
             let base = block * LANES;
             let count = (self.len - base).min(LANES);
-            let out = self.lanes::<REPORT>(block, g, p, &mut scratch.geo);
+            let out = self.lanes::<REPORT, ORIENTED>(block, g, p, &mut scratch.geo);
             let solved_mask = out.ok & g.on_path & lane_index.cmp_lt(F::splat(count as f32));
             let solved = solved_mask.move_mask() as u32;
             if solved == 0b1111 {
