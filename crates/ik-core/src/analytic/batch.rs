@@ -6,7 +6,7 @@
 //! Each [`TwoBoneBatch::solve`] then takes one [`LimbGoal`] and the root's parent model
 //! transform per limb, reads and writes the limbs' local `[root, mid, tip]` rotations in place
 //! and fills one report per limb. It allocates nothing. For a crowd solved every frame,
-//! [`TwoBoneBatch::solve_lanes`] is the faster entry (about 1.8× `solve`'s throughput without
+//! [`TwoBoneBatch::solve_lanes`] is the faster entry (about 1.9× `solve`'s throughput without
 //! reports): the same solve on inputs kept in lanes between calls, see
 //! [*Resident lanes*](self#resident-lanes-solve_lanes).
 //!
@@ -145,72 +145,91 @@
 //! Bench `analytic_batch` (every path and the scalar solve in the same run, alternating, on the
 //! analytic bench's 1000-goal mix: 70 % reachable, half of those with a wrist orientation, 20 %
 //! beyond reach, 10 % degenerate; 1000 limbs per call, each starting from another goal's
-//! result), default x86-64 (SSE2) build, medians on the shared development machine (2 cores,
-//! load average 10–13 while measuring):
+//! result), default x86-64 (SSE2) build, medians of the bench's printed summary over three
+//! runs alternating with the previous kernel's build, on the shared development machine (2
+//! cores, AMD EPYC, load average 8–10 while measuring):
 //!
-//! | path                                                  | ns per limb | scalar / path |
-//! |-------------------------------------------------------|------------:|--------------:|
-//! | [`TwoBoneIk::solve_with_parent`], one limb at a time  |        73   |         1×    |
-//! | [`TwoBoneBatch::solve`] (slices in and out, reports)  |        41.7 |         1.75× |
-//! | [`TwoBoneBatch::solve_lanes`], reports               |        29.3 |         2.5×  |
-//! | [`TwoBoneBatch::solve_lanes`], no reports             |        23.0 |         3.2×  |
-//! | every limb's goal, parent and rotations [`LaneGoals::set`] / [`LanePoses::set`], `solve_lanes` without reports, [`LanePoses::rotations`] read back | 40.8 | 1.8× |
+//! | path                                                  | ns per limb | scalar / path | previous kernel |
+//! |-------------------------------------------------------|------------:|--------------:|----------------:|
+//! | [`TwoBoneIk::solve_with_parent`], one limb at a time  |        72.9 |         1×    |  72.9 |
+//! | [`TwoBoneBatch::solve`] (slices in and out, reports)  |        41.5 |         1.76× |  41.7 |
+//! | [`TwoBoneBatch::solve_lanes`], reports               |        28.7 |         2.54× |  29.5 |
+//! | [`TwoBoneBatch::solve_lanes`], no reports             |    **21.4** |     **3.40×** |  22.9 |
+//! | every limb's goal, parent and rotations [`LaneGoals::set`] / [`LanePoses::set`], `solve_lanes` without reports, [`LanePoses::rotations`] read back | 38.6 | 1.89× | 40.0 |
 //!
-//! (`solve_lanes` without reports: 21.0 ns in the fastest of the bench's runs.) The last row
-//! is what a caller pays that rewrites every limb from per-limb data each call: writing and
-//! reading lanes one limb at a time costs about what [`TwoBoneBatch::solve`]'s gather and
-//! scatter do (≈ 18 ns per limb, about 50 scalar stores and loads). The resident form pays
-//! off where inputs are produced in place or only some limbs change. The issue's
-//! goal of 20 ns per limb is not met on this machine; where the time goes, from callgrind's
-//! instruction counts (deterministic, unlike the clock here; `examples/analytic_instructions`
-//! runs the same goals: `... 20 lanes` / `... 20 batch`):
-//! - `solve_lanes` without reports executes 323 instructions per limb (1292 per block of
-//!   four); at about 4–5 instructions per cycle it is bound by that count, not by latency or
-//!   memory. Of the code, about 40 % are register copies and spills (`movaps`): SSE2's
-//!   two-operand encoding and 16 vector registers for ~40 live lane vectors.
-//! - Knocked out one at a time (instructions per limb, averaged over the goal mix): the wrist
-//!   orientation 44 (two quaternion products, a normalisation, a select); the unit target
-//!   frame, which a target at the root or a pole collinear with the target needs (one lane in
-//!   fifteen, but then its whole block: 27 % of blocks, about 700 instructions each) 51; the
-//!   mid's near-half-turn route 24; the root frame's near-half-turn (Shepperd) form 26; the
-//!   near-collinear pole step 11. The common path (root position, incoming lower segment, law
-//!   of cosines, target frame, root and mid quaternions, normalisation, finiteness checks)
-//!   is the remaining ~170.
-//! - Reports cost 6 ns per limb (the residual's forward kinematics and the flex angle's
-//!   `acos`); [`TwoBoneBatch::solve`]'s gathering from per-limb slices into lanes and
-//!   scattering back another 12 (637 instructions per limb against 323).
+//! (`solve_lanes` without reports: 21.3 ns in the fastest run, the previous kernel 21.0 in
+//! its fastest but 22.9 in the median. Without wrist orientations, in the ozz comparison's run
+//! on nightly, `benches-nightly/ozz_vs_ik`: 19.5 ns per limb.) The goal, 20 ns per limb
+//! on this goal mix, is not met on this machine: 21.4. The last row is what a caller pays that
+//! rewrites every limb from per-limb data each call: writing and reading lanes one limb at a
+//! time costs about what [`TwoBoneBatch::solve`]'s gather and scatter do (≈ 17 ns per limb).
+//! The resident form pays off where inputs are produced in place or only some limbs change.
 //!
-//! Measured and kept: resident lanes ([`LaneGoals`], [`LanePoses`]; with reports ≈ 32 ns
-//! per limb where `solve` took ≈ 44 in the same runs), reports only when asked (≈ 26), then
-//! (together ≈ 26 → 23 ns, 363 → 326 instructions per limb): the limb's segments, lengths,
-//! bend plane and law-of-cosines constants taken from set-up where the parent scale is one
-//! (not for other uniform scales: rescaling rounds differently from the scalar solve, and the
-//! flex-limit flag next to a limit flipped on a one-ulp length difference, found by the
-//! property test), plain stores where a whole block solved (363 → 343), and the root frame's
-//! quaternion from `M = Σ bᵢaᵢᵀ` with Shepperd's largest-diagonal form selected branch-free
-//! near a half turn (was a turn about a target axis and a quaternion product in a branch taken
-//! by half the blocks; 343 → 326). In [`TwoBoneBatch::solve`]: the
-//! gather written out for four lanes (`core::array::from_fn` left a call per lane, ~8 ns per
-//! limb), 4 × 4 transposes in registers instead of lane-by-lane stores (which stalled on store
-//! forwarding), normalisation by reciprocal square root and a Newton step instead of square
-//! root and division.
+//! Where the time goes, from callgrind's instruction counts (deterministic, unlike the clock
+//! here; `examples/analytic_instructions` runs the same goals: `... 20 lanes` / `... 20 batch`)
+//! and the clock:
+//! - `solve_lanes` without reports executes 283 instructions per limb (was 323; `solve`
+//!   615, was 637). The clock no longer follows the count: computing the mid's half turn and
+//!   the wrist in every block (below) *raised* it from 271 to 285 and cut the time from 22.4 to
+//!   21.4 ns. What remains is a long dependency chain per block of four limbs (four square
+//!   roots and three reciprocal square roots, mostly in sequence, across ~1100 instructions,
+//!   more than the out-of-order window) and the branch into the unit target frame, taken at
+//!   random in 27 % of the bench's blocks (one lane in fifteen: a target at the root or a pole
+//!   collinear with the target; about 110 instructions per block on average).
+//! - The build is the x86-64 baseline (SSE2; the repository sets no `target-cpu`), as CI's and
+//!   users' default. A run-time selected AVX2/FMA kernel was not tried: calling a
+//!   `#[target_feature]` function needs `unsafe`, which this crate forbids, and an earlier
+//!   x86-64-v3 build of the same kernel measured only ≈ 5 % faster.
 //!
-//! Measured and dropped: the unit target frame out of line (`#[inline(never)]`, to keep its
-//! temporaries out of the common path's registers: +10 instructions, +0.9 ns); the unit
-//! target frame computed in scalar code for just the lanes that need it (one per block that
-//! needs it, in the bench's mix: 5 instructions per limb fewer, but +0.9 ns, the lanes read
-//! and written back through memory); the near-half-turn frame behind a branch (5
-//! instructions fewer, no faster: the branch is random); the mid's half-turn route and the
-//! near-collinear pole step without their branches (+42 and +3 instructions). Knocking a
-//! rare route out saves more than its own instructions: a route in the middle of a block
-//! makes the common path keep more values in memory around it;
-//! `f32x8` (on SSE2 two `f32x4` interleaved: ≈ 55 against ≈ 41 ns, more spills); building for
-//! x86-64-v3 (AVX2, FMA, three operands) changed little with four lanes (≈ 39 against
-//! ≈ 41 ns for `solve`), and a library cannot pick AVX for its users without `unsafe`
-//! runtime dispatch, which this crate forbids. Not tried: polynomial or reciprocal
-//! replacements of the remaining square roots and divisions (one instruction each here: a
-//! Newton step would add instructions to an instruction-bound loop), and an eight-lane AVX
-//! build selected at run time.
+//! Measured and kept, in order (instructions per limb of `solve_lanes` without reports):
+//! - The inputs read through references where they are used (the goal and pose blocks, the
+//!   limb geometry: `Geometry`, held by the rest block, or the scratch buffer where a parent
+//!   scale is not one) instead of copied into locals first, which the compiler did by copying
+//!   59 vectors per block to the stack at its start: 323 → 313.
+//! - The root before the mid, and each value computed next to its use (the target frame is
+//!   dead before the mid is turned): 313 → 303; the incoming root rotation probed at the end.
+//! - The unit target frame's two kinds (the direction to the incoming tip for a target at the
+//!   root; the incoming bend plane) each computed only where a lane of its kind is in the block:
+//!   303 → 294 (computing both: 291 instructions but 21.7–21.9 against 21.4 ns).
+//! - The mid's near-half turn, where the incoming lower segment lies in the bend plane (as after
+//!   any solve, to rounding), as two arcs: onto `m = ub_des × h`, then the quarter turn
+//!   `(h, 1)` about the bend axis (about 30 products against the frame rotation's 100, which
+//!   stays for segments out of the plane): 294 → 286.
+//! - The root's rotation from `G = B Âᵀ` and the set-up rotation `E` of `(ua, h, ua × h)`:
+//!   the limb's frame `(c, h, c × h)` is `E Â` with `Â` sparse, so the rotation `B Âᵀ Eᵀ`
+//!   is `G`'s (15 products) times `E`'s inverse (16) instead of `Σ bᵢaᵢᵀ` (42): 286 → 272.
+//! - Finiteness probed on the three normalisations' factors (a non-finite component makes the
+//!   factor NaN) instead of on the twelve written components: 272 → 271.
+//! - The mid's (in-plane) half turn and the wrist computed in every block and selected, instead
+//!   of behind branches taken at random (a quarter and seven eighths of the blocks): 271 → 285
+//!   instructions, 22.4 → 21.4 ns in the same runs. The wrist's work is chosen once per call
+//!   instead: skipped where no goal of the batch has an orientation ([`LaneGoals`] counts
+//!   them; in [`TwoBoneBatch::solve`], per block), 283.
+//! - One test for both rare routes of the target frame (the near-collinear pole step and the
+//!   unit frame: in the bench both come from the same lanes).
+//!
+//! Measured and dropped in the same work: the near-collinear pole step in every block (a
+//! division in every block: 21.5 → 23.0 ns); the wrist's choice as a run-time flag instead of a
+//! const parameter (23.3 ns: the compiler's code for the whole kernel got worse); the input
+//! and output finiteness probes summed into one (+3 instructions: one more live vector);
+//! masking instead of `blend` in the subnormal flush and a conjugate-free `q⁻¹ p` (no change:
+//! the compiler had done both).
+//!
+//! From the earlier work (instruction counts of that kernel): resident lanes ([`LaneGoals`],
+//! [`LanePoses`]; with reports ≈ 32 ns per limb where `solve` took ≈ 44 in the same runs),
+//! reports only when asked (≈ 26), the limb's segments, lengths, bend plane and law-of-cosines
+//! constants taken from set-up where the parent scale is one (not for other uniform scales:
+//! rescaling rounds differently from the scalar solve, and the flex-limit flag next to a
+//! limit flipped on a one-ulp length difference, found by the property test), plain stores
+//! where a whole block solved, Shepperd's largest-diagonal form selected branch-free near a
+//! half turn; in [`TwoBoneBatch::solve`], the gather written out for four lanes, 4 × 4
+//! transposes in registers, normalisation by reciprocal square root and a Newton step.
+//! Dropped then: the unit target frame out of line, or in scalar code for just its lanes
+//! (slower: the lanes read and written back through memory); the near-half-turn frame of the
+//! root behind a branch (no faster: the branch is random); `f32x8` (on SSE2 two `f32x4`
+//! interleaved: ≈ 55 against ≈ 41 ns for `solve`, more spills, the branches over rare cases
+//! taken in more blocks). Reports cost ≈ 7 ns per limb (the residual's forward kinematics and
+//! the flex angle's `acos`).
 
 use glam::{Quat, Vec3};
 use thiserror::Error;
