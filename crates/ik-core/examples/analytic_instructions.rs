@@ -13,8 +13,12 @@
 //!
 //! With a second argument `batch` it runs the same goals through the batched path instead
 //! (`analytic::batch::TwoBoneBatch`, 1000 copies of the limb, one call per pass):
-//! `--toggle-collect='*TwoBoneBatch*solve*'`. With `lanes`, through the resident lanes
-//! (`TwoBoneBatch::solve_lanes` without reports, the goals written into lanes before).
+//! `--toggle-collect='ik_core::analytic::batch::TwoBoneBatch::solve'` (a pattern with `*` that
+//! also matches the functions it calls toggles collection off inside them). With `lanes`,
+//! through the resident lanes (`--toggle-collect='*solve_lanes*'`:
+//! `TwoBoneBatch::solve_lanes` without reports, the goals written into lanes before); it also
+//! prints a checksum of the solved rotations' bits, to check that a change to the kernel that
+//! should not change its arithmetic leaves the results the same to the bit.
 
 use std::hint::black_box;
 
