@@ -1144,6 +1144,10 @@ impl TwoBoneBatch {
             + Q::from_vw(goal.pole, F::ZERO).finite_probe()
             + Q::from_vw(p_root, F::ZERO).finite_probe();
         ok &= probe.cmp_eq(F::ZERO);
+        // The branches below test lanes against this early part of `ok` (known long before
+        // the flex's square roots settle the rest): a branch taken at random costs less the
+        // sooner its condition is known. (A lane it lets in needlessly is discarded anyway.)
+        let ok_early = ok;
 
         // Root→target and the flex by the law of cosines.
         let d = goal.target.sub(p_root);
@@ -1198,7 +1202,7 @@ impl TwoBoneBatch {
         let near_collinear = xx.cmp_lt(s(1e-4) * vv * dd);
         // (One test for both rare routes, this and the unit frame below: in the bench's goal
         // mix both come from the same lanes, and a branch taken at random is what costs.)
-        let rare = (near_collinear | (!scaled & ok)).any();
+        let rare = (near_collinear | (!scaled & ok_early)).any();
         if rare && near_collinear.any() {
             x = V3::select(near_collinear, x.sub(d.scale(x.dot(d) / dd)), x);
             xx = x.dot(x);
@@ -1207,7 +1211,7 @@ impl TwoBoneBatch {
         // is the same with `d`, `x` unit and their lengths one.
         let (mut d, mut x, mut dist_b, mut len) = (d, x, dist, xx.sqrt());
         let mut pole_fallback = F::ZERO;
-        if rare && !(scaled | !ok).all() {
+        if rare && (!scaled & ok_early).any() {
             // The unit frame on the unit target direction: for a target at the root (aim at the
             // incoming tip), a pole beyond the scaled frame's range, the incoming bend plane of
             // a `Keep` goal or of a pole collinear with the target.
@@ -1215,7 +1219,7 @@ impl TwoBoneBatch {
             // plane, computes its part only where a lane of its kind is in the block: in a
             // block, the kinds seldom meet.)
             let dir_far = d.scale(F::ONE / dist);
-            let dir = if (!far & ok).any() {
+            let dir = if (!far & ok_early).any() {
                 let root_in = pose.qp.mul(pose.rot[0]);
                 let to_tip = root_in.rotate(geo.u1.add(pose.rot[1].rotate(geo.u2)));
                 let tt = to_tip.dot(to_tip);
@@ -1234,7 +1238,7 @@ impl TwoBoneBatch {
                 xu = V3::select(near_collinear, xu.sub(dir.scale(xu.dot(dir))), xu);
                 xu2 = xu.dot(xu);
             }
-            let (keep, nk, nk2) = if (!(scaled | pole_unit) & ok).any() {
+            let (keep, nk, nk2) = if (!(scaled | pole_unit) & ok_early).any() {
                 // The incoming bend plane.
                 let root_in = pose.qp.mul(pose.rot[0]);
                 let hk = root_in.rotate(geo.h);
