@@ -147,20 +147,20 @@
 //! beyond reach, 10 % degenerate; 1000 limbs per call, each starting from another goal's
 //! result), default x86-64 (SSE2) build, medians of the bench's printed summary over three
 //! runs alternating with the previous kernel's build, on the shared development machine (2
-//! cores, AMD EPYC, load average 8–10 while measuring):
+//! cores, AMD EPYC, load average 6–9 while measuring):
 //!
 //! | path                                                  | ns per limb | scalar / path | previous kernel |
 //! |-------------------------------------------------------|------------:|--------------:|----------------:|
 //! | [`TwoBoneIk::solve_with_parent`], one limb at a time  |        72.9 |         1×    |  72.9 |
-//! | [`TwoBoneBatch::solve`] (slices in and out, reports)  |        41.5 |         1.76× |  41.7 |
-//! | [`TwoBoneBatch::solve_lanes`], reports               |        28.7 |         2.54× |  29.5 |
-//! | [`TwoBoneBatch::solve_lanes`], no reports             |    **21.4** |     **3.40×** |  22.9 |
-//! | every limb's goal, parent and rotations [`LaneGoals::set`] / [`LanePoses::set`], `solve_lanes` without reports, [`LanePoses::rotations`] read back | 38.6 | 1.89× | 40.0 |
+//! | [`TwoBoneBatch::solve`] (slices in and out, reports)  |        42.0 |         1.74× |  41.6 |
+//! | [`TwoBoneBatch::solve_lanes`], reports               |        28.8 |         2.53× |  29.5 |
+//! | [`TwoBoneBatch::solve_lanes`], no reports             |    **21.2** |     **3.44×** |  22.9 |
+//! | every limb's goal, parent and rotations [`LaneGoals::set`] / [`LanePoses::set`], `solve_lanes` without reports, [`LanePoses::rotations`] read back | 38.3 | 1.90× | 39.8 |
 //!
-//! (`solve_lanes` without reports: 21.3 ns in the fastest run, the previous kernel 21.0 in
+//! (`solve_lanes` without reports: 21.0 ns in the fastest run, the previous kernel 21.0 in
 //! its fastest but 22.9 in the median. Without wrist orientations, in the ozz comparison's run
 //! on nightly, `benches-nightly/ozz_vs_ik`: 19.5 ns per limb.) The goal, 20 ns per limb
-//! on this goal mix, is not met on this machine: 21.4. The last row is what a caller pays that
+//! on this goal mix, is not met on this machine: 21.2. The last row is what a caller pays that
 //! rewrites every limb from per-limb data each call: writing and reading lanes one limb at a
 //! time costs about what [`TwoBoneBatch::solve`]'s gather and scatter do (≈ 17 ns per limb).
 //! The resident form pays off where inputs are produced in place or only some limbs change.
@@ -168,7 +168,7 @@
 //! Where the time goes, from callgrind's instruction counts (deterministic, unlike the clock
 //! here; `examples/analytic_instructions` runs the same goals: `... 20 lanes` / `... 20 batch`)
 //! and the clock:
-//! - `solve_lanes` without reports executes 283 instructions per limb (was 323; `solve`
+//! - `solve_lanes` without reports executes 285 instructions per limb (was 323; `solve`
 //!   615, was 637). The clock no longer follows the count: computing the mid's half turn and
 //!   the wrist in every block (below) *raised* it from 271 to 285 and cut the time from 22.4 to
 //!   21.4 ns. What remains is a long dependency chain per block of four limbs (four square
@@ -206,7 +206,10 @@
 //!   instead: skipped where no goal of the batch has an orientation ([`LaneGoals`] counts
 //!   them; in [`TwoBoneBatch::solve`], per block), 283.
 //! - One test for both rare routes of the target frame (the near-collinear pole step and the
-//!   unit frame: in the bench both come from the same lanes).
+//!   unit frame: in the bench both come from the same lanes), and their branches tested
+//!   against the early part of the lane mask, known before the flex's square roots settle
+//!   the rest (a branch taken at random costs less the sooner it is resolved): 285, 21.4 →
+//!   21.2 ns (`solve` 41.5 → 41.9 in the same runs).
 //!
 //! Measured and dropped in the same work: the near-collinear pole step in every block (a
 //! division in every block: 21.5 → 23.0 ns); the wrist's choice as a run-time flag instead of a
