@@ -13,8 +13,12 @@
 //!
 //! With a second argument `batch` it runs the same goals through the batched path instead
 //! (`analytic::batch::TwoBoneBatch`, 1000 copies of the limb, one call per pass):
-//! `--toggle-collect='*TwoBoneBatch*solve*'`. With `lanes`, through the resident lanes
-//! (`TwoBoneBatch::solve_lanes` without reports, the goals written into lanes before).
+//! `--toggle-collect='ik_core::analytic::batch::TwoBoneBatch::solve'` (a pattern with `*` that
+//! also matches the functions it calls toggles collection off inside them). With `lanes`,
+//! through the resident lanes (`--toggle-collect='*solve_lanes*'`:
+//! `TwoBoneBatch::solve_lanes` without reports, the goals written into lanes before); it also
+//! prints a checksum of the solved rotations' bits, to check that a change to the kernel that
+//! should not change its arithmetic leaves the results the same to the bit.
 
 use std::hint::black_box;
 
@@ -59,8 +63,19 @@ fn main() {
                 .solve_lanes(&lanes[pass % 2], &mut poses, None, &mut scratch)
                 .expect("matching lanes");
         }
+        // A checksum of the solved rotations' bits, for comparing builds.
+        let mut sum = 0u64;
+        for i in 0..n {
+            for q in poses.rotations(i).expect("in range") {
+                for c in q.to_array() {
+                    sum = sum
+                        .wrapping_mul(0x100_0000_01b3)
+                        .wrapping_add(u64::from(c.to_bits()));
+                }
+            }
+        }
         println!(
-            "{} limbs solved in lanes, {fallback} by the scalar solve",
+            "{} limbs solved in lanes, {fallback} by the scalar solve (rotation bits {sum:016x})",
             passes * n
         );
         return;

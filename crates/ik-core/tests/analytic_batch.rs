@@ -606,3 +606,65 @@ fn near_collinear_poles_and_extreme_orientations_match_scalar() {
     // Only the two bad orientations take the scalar solve.
     assert_eq!(fallback, 2);
 }
+
+/// `LaneGoals` rewritten in place (orientations taken off every goal, then put back on some)
+/// solve exactly like lanes written once with the same goals: the solve skips the tips' work
+/// only while no goal has an orientation, and then keeps the incoming tip rotations.
+#[test]
+fn rewritten_goal_lanes_solve_like_fresh_ones() {
+    let setup = analytic_goals::setup();
+    let n = setup.goals.len();
+    let batch =
+        TwoBoneBatch::try_new((0..n).map(|_| (&setup.skeleton, &setup.ik))).expect("valid limbs");
+    let incoming = setup.ik.bones().map(|b| setup.pose.rotations[b]);
+    let solve = |goals: &LaneGoals| {
+        let mut poses = LanePoses::new(n);
+        for i in 0..n {
+            poses.set(i, &setup.parent, incoming).unwrap();
+        }
+        batch
+            .solve_lanes(goals, &mut poses, None, &mut BatchScratch::new())
+            .unwrap();
+        (0..n)
+            .map(|i| {
+                poses
+                    .rotations(i)
+                    .unwrap()
+                    .map(|q| q.to_array().map(f32::to_bits))
+            })
+            .collect::<Vec<_>>()
+    };
+    let fresh = |goals: &[LimbGoal]| {
+        let mut lanes = LaneGoals::new(n);
+        for (i, goal) in goals.iter().enumerate() {
+            lanes.set(i, goal).unwrap();
+        }
+        lanes
+    };
+    let mut lanes = fresh(&setup.goals);
+    assert!(setup.goals.iter().any(|g| g.orientation.is_some()));
+    let mut goals = setup.goals.clone();
+    // Off every other goal first (some remain), then off all.
+    for step in [3, 1] {
+        for (i, goal) in goals.iter_mut().enumerate().step_by(step) {
+            goal.orientation = None;
+            lanes.set(i, goal).unwrap();
+        }
+        if step == 3 {
+            assert!(goals.iter().any(|g| g.orientation.is_some()));
+            assert_eq!(solve(&lanes), solve(&fresh(&goals)));
+        }
+    }
+    let rewritten = solve(&lanes);
+    assert_eq!(rewritten, solve(&fresh(&goals)));
+    let tip = incoming[2].to_array().map(f32::to_bits);
+    assert!(rewritten.iter().all(|r| r[2] == tip), "tips kept");
+    // Orientations back on every third goal.
+    for (i, goal) in goals.iter_mut().enumerate().step_by(3) {
+        *goal = goal.with_orientation(Quat::from_rotation_y(0.01 * i as f32));
+        lanes.set(i, goal).unwrap();
+    }
+    let rewritten = solve(&lanes);
+    assert_eq!(rewritten, solve(&fresh(&goals)));
+    assert!(rewritten.iter().step_by(3).filter(|r| r[2] != tip).count() > n / 6);
+}

@@ -6,7 +6,7 @@
 //! Each [`TwoBoneBatch::solve`] then takes one [`LimbGoal`] and the root's parent model
 //! transform per limb, reads and writes the limbs' local `[root, mid, tip]` rotations in place
 //! and fills one report per limb. It allocates nothing. For a crowd solved every frame,
-//! [`TwoBoneBatch::solve_lanes`] is the faster entry (about 1.8× `solve`'s throughput without
+//! [`TwoBoneBatch::solve_lanes`] is the faster entry (about 1.9× `solve`'s throughput without
 //! reports): the same solve on inputs kept in lanes between calls, see
 //! [*Resident lanes*](self#resident-lanes-solve_lanes).
 //!
@@ -145,72 +145,94 @@
 //! Bench `analytic_batch` (every path and the scalar solve in the same run, alternating, on the
 //! analytic bench's 1000-goal mix: 70 % reachable, half of those with a wrist orientation, 20 %
 //! beyond reach, 10 % degenerate; 1000 limbs per call, each starting from another goal's
-//! result), default x86-64 (SSE2) build, medians on the shared development machine (2 cores,
-//! load average 10–13 while measuring):
+//! result), default x86-64 (SSE2) build, medians of the bench's printed summary over three
+//! runs alternating with the previous kernel's build, on the shared development machine (2
+//! cores, AMD EPYC, load average 6–9 while measuring):
 //!
-//! | path                                                  | ns per limb | scalar / path |
-//! |-------------------------------------------------------|------------:|--------------:|
-//! | [`TwoBoneIk::solve_with_parent`], one limb at a time  |        73   |         1×    |
-//! | [`TwoBoneBatch::solve`] (slices in and out, reports)  |        41.7 |         1.75× |
-//! | [`TwoBoneBatch::solve_lanes`], reports               |        29.3 |         2.5×  |
-//! | [`TwoBoneBatch::solve_lanes`], no reports             |        23.0 |         3.2×  |
-//! | every limb's goal, parent and rotations [`LaneGoals::set`] / [`LanePoses::set`], `solve_lanes` without reports, [`LanePoses::rotations`] read back | 40.8 | 1.8× |
+//! | path                                                  | ns per limb | scalar / path | previous kernel |
+//! |-------------------------------------------------------|------------:|--------------:|----------------:|
+//! | [`TwoBoneIk::solve_with_parent`], one limb at a time  |        72.9 |         1×    |  72.9 |
+//! | [`TwoBoneBatch::solve`] (slices in and out, reports)  |        42.0 |         1.74× |  41.6 |
+//! | [`TwoBoneBatch::solve_lanes`], reports               |        28.8 |         2.53× |  29.5 |
+//! | [`TwoBoneBatch::solve_lanes`], no reports             |    **21.2** |     **3.44×** |  22.9 |
+//! | every limb's goal, parent and rotations [`LaneGoals::set`] / [`LanePoses::set`], `solve_lanes` without reports, [`LanePoses::rotations`] read back | 38.3 | 1.90× | 39.8 |
 //!
-//! (`solve_lanes` without reports: 21.0 ns in the fastest of the bench's runs.) The last row
-//! is what a caller pays that rewrites every limb from per-limb data each call: writing and
-//! reading lanes one limb at a time costs about what [`TwoBoneBatch::solve`]'s gather and
-//! scatter do (≈ 18 ns per limb, about 50 scalar stores and loads). The resident form pays
-//! off where inputs are produced in place or only some limbs change. The issue's
-//! goal of 20 ns per limb is not met on this machine; where the time goes, from callgrind's
-//! instruction counts (deterministic, unlike the clock here; `examples/analytic_instructions`
-//! runs the same goals: `... 20 lanes` / `... 20 batch`):
-//! - `solve_lanes` without reports executes 323 instructions per limb (1292 per block of
-//!   four); at about 4–5 instructions per cycle it is bound by that count, not by latency or
-//!   memory. Of the code, about 40 % are register copies and spills (`movaps`): SSE2's
-//!   two-operand encoding and 16 vector registers for ~40 live lane vectors.
-//! - Knocked out one at a time (instructions per limb, averaged over the goal mix): the wrist
-//!   orientation 44 (two quaternion products, a normalisation, a select); the unit target
-//!   frame, which a target at the root or a pole collinear with the target needs (one lane in
-//!   fifteen, but then its whole block: 27 % of blocks, about 700 instructions each) 51; the
-//!   mid's near-half-turn route 24; the root frame's near-half-turn (Shepperd) form 26; the
-//!   near-collinear pole step 11. The common path (root position, incoming lower segment, law
-//!   of cosines, target frame, root and mid quaternions, normalisation, finiteness checks)
-//!   is the remaining ~170.
-//! - Reports cost 6 ns per limb (the residual's forward kinematics and the flex angle's
-//!   `acos`); [`TwoBoneBatch::solve`]'s gathering from per-limb slices into lanes and
-//!   scattering back another 12 (637 instructions per limb against 323).
+//! (`solve_lanes` without reports: 21.0 ns in the fastest run, the previous kernel 21.0 in
+//! its fastest but 22.9 in the median. Without wrist orientations, in the ozz comparison's run
+//! on nightly, `benches-nightly/ozz_vs_ik`: 19.5 ns per limb.) The goal, 20 ns per limb
+//! on this goal mix, is not met on this machine: 21.2. The last row is what a caller pays that
+//! rewrites every limb from per-limb data each call: writing and reading lanes one limb at a
+//! time costs about what [`TwoBoneBatch::solve`]'s gather and scatter do (≈ 17 ns per limb).
+//! The resident form pays off where inputs are produced in place or only some limbs change.
 //!
-//! Measured and kept: resident lanes ([`LaneGoals`], [`LanePoses`]; with reports ≈ 32 ns
-//! per limb where `solve` took ≈ 44 in the same runs), reports only when asked (≈ 26), then
-//! (together ≈ 26 → 23 ns, 363 → 326 instructions per limb): the limb's segments, lengths,
-//! bend plane and law-of-cosines constants taken from set-up where the parent scale is one
-//! (not for other uniform scales: rescaling rounds differently from the scalar solve, and the
-//! flex-limit flag next to a limit flipped on a one-ulp length difference, found by the
-//! property test), plain stores where a whole block solved (363 → 343), and the root frame's
-//! quaternion from `M = Σ bᵢaᵢᵀ` with Shepperd's largest-diagonal form selected branch-free
-//! near a half turn (was a turn about a target axis and a quaternion product in a branch taken
-//! by half the blocks; 343 → 326). In [`TwoBoneBatch::solve`]: the
-//! gather written out for four lanes (`core::array::from_fn` left a call per lane, ~8 ns per
-//! limb), 4 × 4 transposes in registers instead of lane-by-lane stores (which stalled on store
-//! forwarding), normalisation by reciprocal square root and a Newton step instead of square
-//! root and division.
+//! Where the time goes, from callgrind's instruction counts (deterministic, unlike the clock
+//! here; `examples/analytic_instructions` runs the same goals: `... 20 lanes` / `... 20 batch`)
+//! and the clock:
+//! - `solve_lanes` without reports executes 285 instructions per limb (was 323; `solve`
+//!   615, was 637). The clock no longer follows the count: computing the mid's half turn and
+//!   the wrist in every block (below) *raised* it from 271 to 285 and cut the time from 22.4 to
+//!   21.4 ns. What remains is a long dependency chain per block of four limbs (four square
+//!   roots and three reciprocal square roots, mostly in sequence, across ~1100 instructions,
+//!   more than the out-of-order window) and the branch into the unit target frame, taken at
+//!   random in 27 % of the bench's blocks (one lane in fifteen: a target at the root or a pole
+//!   collinear with the target; about 110 instructions per block on average).
+//! - The build is the x86-64 baseline (SSE2; the repository sets no `target-cpu`), as CI's and
+//!   users' default. A run-time selected AVX2/FMA kernel was not tried: calling a
+//!   `#[target_feature]` function needs `unsafe`, which this crate forbids, and an earlier
+//!   x86-64-v3 build of the same kernel measured only ≈ 5 % faster.
 //!
-//! Measured and dropped: the unit target frame out of line (`#[inline(never)]`, to keep its
-//! temporaries out of the common path's registers: +10 instructions, +0.9 ns); the unit
-//! target frame computed in scalar code for just the lanes that need it (one per block that
-//! needs it, in the bench's mix: 5 instructions per limb fewer, but +0.9 ns, the lanes read
-//! and written back through memory); the near-half-turn frame behind a branch (5
-//! instructions fewer, no faster: the branch is random); the mid's half-turn route and the
-//! near-collinear pole step without their branches (+42 and +3 instructions). Knocking a
-//! rare route out saves more than its own instructions: a route in the middle of a block
-//! makes the common path keep more values in memory around it;
-//! `f32x8` (on SSE2 two `f32x4` interleaved: ≈ 55 against ≈ 41 ns, more spills); building for
-//! x86-64-v3 (AVX2, FMA, three operands) changed little with four lanes (≈ 39 against
-//! ≈ 41 ns for `solve`), and a library cannot pick AVX for its users without `unsafe`
-//! runtime dispatch, which this crate forbids. Not tried: polynomial or reciprocal
-//! replacements of the remaining square roots and divisions (one instruction each here: a
-//! Newton step would add instructions to an instruction-bound loop), and an eight-lane AVX
-//! build selected at run time.
+//! Measured and kept, in order (instructions per limb of `solve_lanes` without reports):
+//! - The inputs read through references where they are used (the goal and pose blocks, the
+//!   limb geometry: `Geometry`, held by the rest block, or the scratch buffer where a parent
+//!   scale is not one) instead of copied into locals first, which the compiler did by copying
+//!   59 vectors per block to the stack at its start: 323 → 313.
+//! - The root before the mid, and each value computed next to its use (the target frame is
+//!   dead before the mid is turned): 313 → 303; the incoming root rotation probed at the end.
+//! - The unit target frame's two kinds (the direction to the incoming tip for a target at the
+//!   root; the incoming bend plane) each computed only where a lane of its kind is in the block:
+//!   303 → 294 (computing both: 291 instructions but 21.7–21.9 against 21.4 ns).
+//! - The mid's near-half turn, where the incoming lower segment lies in the bend plane (as after
+//!   any solve, to rounding), as two arcs: onto `m = ub_des × h`, then the quarter turn
+//!   `(h, 1)` about the bend axis (about 30 products against the frame rotation's 100, which
+//!   stays for segments out of the plane): 294 → 286.
+//! - The root's rotation from `G = B Âᵀ` and the set-up rotation `E` of `(ua, h, ua × h)`:
+//!   the limb's frame `(c, h, c × h)` is `E Â` with `Â` sparse, so the rotation `B Âᵀ Eᵀ`
+//!   is `G`'s (15 products) times `E`'s inverse (16) instead of `Σ bᵢaᵢᵀ` (42): 286 → 272.
+//! - Finiteness probed on the three normalisations' factors (a non-finite component makes the
+//!   factor NaN) instead of on the twelve written components: 272 → 271.
+//! - The mid's (in-plane) half turn and the wrist computed in every block and selected, instead
+//!   of behind branches taken at random (a quarter and seven eighths of the blocks): 271 → 285
+//!   instructions, 22.4 → 21.4 ns in the same runs. The wrist's work is chosen once per call
+//!   instead: skipped where no goal of the batch has an orientation ([`LaneGoals`] counts
+//!   them; in [`TwoBoneBatch::solve`], per block), 283.
+//! - One test for both rare routes of the target frame (the near-collinear pole step and the
+//!   unit frame: in the bench both come from the same lanes), and their branches tested
+//!   against the early part of the lane mask, known before the flex's square roots settle
+//!   the rest (a branch taken at random costs less the sooner it is resolved): 285, 21.4 →
+//!   21.2 ns (`solve` 41.5 → 41.9 in the same runs).
+//!
+//! Measured and dropped in the same work: the near-collinear pole step in every block (a
+//! division in every block: 21.5 → 23.0 ns); the wrist's choice as a run-time flag instead of a
+//! const parameter (23.3 ns: the compiler's code for the whole kernel got worse); the input
+//! and output finiteness probes summed into one (+3 instructions: one more live vector);
+//! masking instead of `blend` in the subnormal flush and a conjugate-free `q⁻¹ p` (no change:
+//! the compiler had done both).
+//!
+//! From the earlier work (instruction counts of that kernel): resident lanes ([`LaneGoals`],
+//! [`LanePoses`]; with reports ≈ 32 ns per limb where `solve` took ≈ 44 in the same runs),
+//! reports only when asked (≈ 26), the limb's segments, lengths, bend plane and law-of-cosines
+//! constants taken from set-up where the parent scale is one (not for other uniform scales:
+//! rescaling rounds differently from the scalar solve, and the flex-limit flag next to a
+//! limit flipped on a one-ulp length difference, found by the property test), plain stores
+//! where a whole block solved, Shepperd's largest-diagonal form selected branch-free near a
+//! half turn; in [`TwoBoneBatch::solve`], the gather written out for four lanes, 4 × 4
+//! transposes in registers, normalisation by reciprocal square root and a Newton step.
+//! Dropped then: the unit target frame out of line, or in scalar code for just its lanes
+//! (slower: the lanes read and written back through memory); the near-half-turn frame of the
+//! root behind a branch (no faster: the branch is random); `f32x8` (on SSE2 two `f32x4`
+//! interleaved: ≈ 55 against ≈ 41 ns for `solve`, more spills, the branches over rare cases
+//! taken in more blocks). Reports cost ≈ 7 ns per limb (the residual's forward kinematics and
+//! the flex angle's `acos`).
 
 use glam::{Quat, Vec3};
 use thiserror::Error;
@@ -271,6 +293,8 @@ pub enum BatchError {
 #[derive(Clone, Debug)]
 pub struct BatchScratch {
     pose: Pose,
+    /// The limb geometry of a block whose parent scales are not one.
+    geo: Geometry,
 }
 
 impl Default for BatchScratch {
@@ -288,6 +312,7 @@ impl BatchScratch {
                 rotations: vec![Quat::IDENTITY; 3],
                 translations: vec![Vec3::ZERO; 3],
             },
+            geo: RestBlock::new(&[RestLimb::PADDING; LANES]).geo,
         }
     }
 }
@@ -382,21 +407,19 @@ impl Q {
             w,
         }
     }
-    #[inline(always)]
-    fn conjugate(self) -> Self {
-        Self {
-            x: -self.x,
-            y: -self.y,
-            z: -self.z,
-            w: self.w,
-        }
-    }
     /// The Hamilton product `self * o` (as glam's `Quat * Quat`).
     #[inline(always)]
     fn mul(self, o: Self) -> Self {
         let (a, b) = (self.v(), o.v());
         let v = b.scale(self.w).add(a.scale(o.w)).add(a.cross(b));
         Self::from_vw(v, self.w * o.w - a.dot(b))
+    }
+    /// `self⁻¹ * o` for a unit `self` (the conjugate's product, without negating `self`).
+    #[inline(always)]
+    fn conj_mul(self, o: Self) -> Self {
+        let (a, b) = (self.v(), o.v());
+        let v = b.scale(self.w).sub(a.scale(o.w)).add(b.cross(a));
+        Self::from_vw(v, self.w * o.w + a.dot(b))
     }
     #[inline(always)]
     fn length_squared(self) -> F {
@@ -413,7 +436,15 @@ impl Q {
     }
     #[inline(always)]
     fn normalize(self) -> Self {
-        self.scale(inv_sqrt(self.length_squared()))
+        self.normalize_probed().0
+    }
+    /// The unit quaternion and the factor it was scaled by: the factor is finite exactly when
+    /// every component of the result is (a non-finite component or a zero quaternion makes
+    /// the squared length non-finite or zero, and the factor NaN), so it is the probe.
+    #[inline(always)]
+    fn normalize_probed(self) -> (Self, F) {
+        let inv = inv_sqrt(self.length_squared());
+        (self.scale(inv), inv)
     }
     /// `self * v` for a unit quaternion: `v + 2w (b × v) + 2 b × (b × v)`.
     #[inline(always)]
@@ -436,7 +467,8 @@ impl Q {
     #[inline(always)]
     fn flush_subnormal(self) -> Self {
         let tiny = F::splat(1e-20);
-        let f = |c: F| c.abs().cmp_ge(tiny).blend(c, F::ZERO);
+        // (A mask and: `blend` with zero would be three operations on SSE2.)
+        let f = |c: F| c.abs().cmp_ge(tiny) & c;
         Self {
             x: f(self.x),
             y: f(self.y),
@@ -501,7 +533,14 @@ fn frame_rotation(a: [V3; 3], k: F, b: [V3; 3]) -> Q {
             .add(a[1].scale(r(&b[1])))
             .add(a[2].scale(r(&b[2])))
     };
-    let (m0, m1, m2) = (row(|v| v.x), row(|v| v.y), row(|v| v.z));
+    matrix_rotation([row(|v| v.x), row(|v| v.y), row(|v| v.z)], k)
+}
+
+/// The rotation whose matrix is `M / k` (rows `m`, `k > 0`), up to a positive factor: the
+/// trace form, and Shepperd's largest-diagonal form near a half turn (see [`frame_rotation`]).
+#[inline(always)]
+fn matrix_rotation(m: [V3; 3], k: F) -> Q {
+    let [m0, m1, m2] = m;
     let (d0, d1, d2) = (m2.y - m1.z, m0.z - m2.x, m1.x - m0.y);
     let w = k + m0.x + m1.y + m2.z;
     let direct = Q::from_vw(
@@ -582,10 +621,18 @@ struct RestBlock {
     flex_min: F,
     flex_max: F,
     soft_reach: F,
-    /// The segments at a parent scale of one (rest scales applied), their lengths, the upper
-    /// segment's direction, the bend axis normal to it, `h × ua`, and the mask of lanes whose
-    /// bend axis is not along the upper segment: the solve takes them (and the values below)
-    /// as they are where the parent scale is one instead of recomputing them.
+    /// The geometry at a parent scale of one (the solve takes it as it is where every lane's
+    /// parent scale is one instead of recomputing it).
+    geo: Geometry,
+}
+
+/// One block's limb geometry in the root's (unscaled) rotation frame, for a given parent
+/// scale: the root's translation, the segments (rest scales applied), their lengths, the upper
+/// segment's direction, the bend axis normal to it, `h × ua`, the law-of-cosines constants and
+/// the mask of lanes with segments longer than the minimum and a bend plane.
+#[derive(Clone, Copy, Debug)]
+struct Geometry {
+    t_root: V3,
     u1: V3,
     u2: V3,
     l1: F,
@@ -597,8 +644,94 @@ struct RestBlock {
     total: F,
     inv_2l1l2: F,
     l_sq: F,
-    /// Lanes with segments longer than the minimum and a bend plane.
-    rest_ok: F,
+    ok: F,
+    /// The inverse of the rotation taking the axes x, y, z onto `ua`, `h`, `ua × h`.
+    e_inv: Q,
+}
+
+impl Geometry {
+    /// The geometry under parent scale `ps` (at a scale of one, `ps`'s products are exact, so
+    /// set-up and solve compute the same values, to the bit).
+    #[inline(always)]
+    fn new(
+        ps: V3,
+        t_root: V3,
+        root_scale: V3,
+        mid_scale: V3,
+        t_mid: V3,
+        t_tip: V3,
+        bend: V3,
+    ) -> Self {
+        let root_scale = ps.mul(root_scale);
+        let u1 = root_scale.mul(t_mid);
+        let u2 = root_scale.mul(mid_scale).mul(t_tip);
+        let (l1, l2) = (u1.dot(u1).sqrt(), u2.dot(u2).sqrt());
+        let ua = u1.scale(F::ONE / l1);
+        // Bend axis normal to the upper segment (it already is unless scales moved it).
+        let along = bend.dot(ua);
+        let exact = along.abs().cmp_lt(F::splat(1e-7));
+        let normal = bend.sub(ua.scale(along));
+        let n2 = normal.dot(normal);
+        let min_len = F::splat(MIN_BONE_LENGTH * 1e-3);
+        let ok = exact | (n2.cmp_gt(F::splat(1e-10) * bend.dot(bend)) & n2.cmp_gt(F::splat(1e-30)));
+        let ok = ok & l1.cmp_gt(min_len) & l2.cmp_gt(min_len);
+        let h = V3::select(exact, bend, normal.scale(F::ONE / n2.sqrt()));
+        let uh = ua.cross(h);
+        let e = matrix_rotation(
+            [
+                V3 {
+                    x: ua.x,
+                    y: h.x,
+                    z: uh.x,
+                },
+                V3 {
+                    x: ua.y,
+                    y: h.y,
+                    z: uh.y,
+                },
+                V3 {
+                    x: ua.z,
+                    y: h.z,
+                    z: uh.z,
+                },
+            ],
+            F::ONE,
+        )
+        .normalize();
+        Self {
+            t_root: ps.mul(t_root),
+            u1,
+            u2,
+            l1,
+            l2,
+            ua,
+            h,
+            side: h.cross(ua),
+            total: l1 + l2,
+            inv_2l1l2: F::ONE / (F::splat(2.0) * l1 * l2),
+            l_sq: l1 * l1 + l2 * l2,
+            ok,
+            e_inv: Q {
+                x: -e.x,
+                y: -e.y,
+                z: -e.z,
+                w: e.w,
+            },
+        }
+    }
+
+    #[inline(always)]
+    fn of(rest: &RestBlock, ps: V3) -> Self {
+        Self::new(
+            ps,
+            rest.t_root,
+            rest.root_scale,
+            rest.mid_scale,
+            rest.t_mid,
+            rest.t_tip,
+            rest.bend,
+        )
+    }
 }
 
 impl RestBlock {
@@ -610,24 +743,19 @@ impl RestBlock {
             z: f(&|l| g(l).z),
         };
         let (root_scale, mid_scale) = (v(&|l| l.scale[0]), v(&|l| l.scale[1]));
-        let (t_mid, t_tip, bend) = (v(&|l| l.t[1]), v(&|l| l.t[2]), v(&|l| l.bend));
-        // (The lanes' own arithmetic at a parent scale of one: the same values the general path
-        // computes, to the bit.)
-        let u1 = root_scale.mul(t_mid);
-        let u2 = root_scale.mul(mid_scale).mul(t_tip);
-        let (l1, l2) = (u1.dot(u1).sqrt(), u2.dot(u2).sqrt());
-        let ua = u1.scale(F::ONE / l1);
-        let along = bend.dot(ua);
-        let exact = along.abs().cmp_lt(F::splat(1e-7));
-        let normal = bend.sub(ua.scale(along));
-        let n2 = normal.dot(normal);
-        let min_len = F::splat(MIN_BONE_LENGTH * 1e-3);
-        let rest_ok =
-            exact | (n2.cmp_gt(F::splat(1e-10) * bend.dot(bend)) & n2.cmp_gt(F::splat(1e-30)));
-        let rest_ok = rest_ok & l1.cmp_gt(min_len) & l2.cmp_gt(min_len);
-        let h = V3::select(exact, bend, normal.scale(F::ONE / n2.sqrt()));
+        let (t_root, t_mid, t_tip, bend) = (
+            v(&|l| l.t[0]),
+            v(&|l| l.t[1]),
+            v(&|l| l.t[2]),
+            v(&|l| l.bend),
+        );
+        let one = V3 {
+            x: F::ONE,
+            y: F::ONE,
+            z: F::ONE,
+        };
         Self {
-            t_root: v(&|l| l.t[0]),
+            t_root,
             t_mid,
             t_tip,
             root_scale,
@@ -638,17 +766,7 @@ impl RestBlock {
             flex_min: f(&|l| l.flex[0]),
             flex_max: f(&|l| l.flex[1]),
             soft_reach: f(&|l| l.soft_reach),
-            u1,
-            u2,
-            l1,
-            l2,
-            ua,
-            h,
-            side: h.cross(ua),
-            total: l1 + l2,
-            inv_2l1l2: F::ONE / (F::splat(2.0) * l1 * l2),
-            l_sq: l1 * l1 + l2 * l2,
-            rest_ok,
+            geo: Geometry::new(one, t_root, root_scale, mid_scale, t_mid, t_tip, bend),
         }
     }
 }
@@ -918,8 +1036,12 @@ impl TwoBoneBatch {
                 simple |= 1 << lane;
             }
         }
-        let input = Gathered::from_lanes(&lanes);
-        let out = self.lanes::<true>(block, &input);
+        let (goal, pose) = Gathered::from_lanes(&lanes).into_blocks();
+        let out = if goal.has_o.any() {
+            self.lanes::<true, true>(block, &goal, &pose, &mut scratch.geo)
+        } else {
+            self.lanes::<true, false>(block, &goal, &pose, &mut scratch.geo)
+        };
         let solved = simple & (out.ok.move_mask() as u32);
         let new = [out.root, out.mid, out.tip].map(|q| F::transpose([q.x, q.y, q.z, q.w]));
         for lane in (0..count).filter(|l| solved & (1 << l) != 0) {
@@ -988,90 +1110,74 @@ impl TwoBoneBatch {
 
     /// The common-path solve of one block's four lanes; `ok` marks the lanes it is valid for.
     #[inline(always)]
-    fn lanes<const MEASURE: bool>(&self, block: usize, g: &Gathered) -> LaneOut {
+    fn lanes<const MEASURE: bool, const ORIENTED: bool>(
+        &self,
+        block: usize,
+        goal: &GoalBlock,
+        pose: &PoseBlock,
+        derived: &mut Geometry,
+    ) -> LaneOut {
         let rest = &self.rest[block];
         let s = |v: f32| F::splat(v);
-        let Gathered {
-            pt,
-            qp,
-            ps,
-            qr,
-            qm,
-            qt,
-            target,
-            pole,
-            o,
-            has_o,
-            has_pole,
-        } = *g;
+        // (The inputs are read where they are used, through the references, so that they are
+        // not first copied to the stack.)
 
-        let min_len = s(MIN_BONE_LENGTH * 1e-3);
         // The segments, their lengths and the bend plane: from the rest data read at set-up
         // when every lane's parent scale is one (the usual case), else from the parent and rest
         // scales. (Only at one: scaling the set-up values by a uniform scale rounds differently
         // from the scalar solve, and the flex limit flag near a limit is that sensitive: a
-        // one-ulp difference in a length measured as a flipped `flex_limited`.)
-        let unit = ps.x.cmp_eq(F::ONE) & ps.y.cmp_eq(F::ONE) & ps.z.cmp_eq(F::ONE);
-        let (p_root, u1, u2, l1, l2, ua, h, side, mut ok);
-        let (total, inv_2l1l2, l_sq);
-        if unit.all() {
-            // The incoming limb, in the root's (unscaled) rotation frame.
-            p_root = pt.add(qp.rotate(rest.t_root));
-            (u1, u2, l1, l2) = (rest.u1, rest.u2, rest.l1, rest.l2);
-            (ua, h, side) = (rest.ua, rest.h, rest.side);
-            (total, inv_2l1l2, l_sq) = (rest.total, rest.inv_2l1l2, rest.l_sq);
-            ok = rest.rest_ok;
+        // one-ulp difference in a length measured as a flipped `flex_limited`.) Through a
+        // reference, so that the usual case reads the set-up values where it uses them instead
+        // of copying them to the stack first.
+        let unit = pose.ps.x.cmp_eq(F::ONE) & pose.ps.y.cmp_eq(F::ONE) & pose.ps.z.cmp_eq(F::ONE);
+        let geo = if unit.all() {
+            &rest.geo
         } else {
-            p_root = pt.add(qp.rotate(ps.mul(rest.t_root)));
-            let root_scale = ps.mul(rest.root_scale);
-            u1 = root_scale.mul(rest.t_mid);
-            u2 = root_scale.mul(rest.mid_scale).mul(rest.t_tip);
-            (l1, l2) = (u1.dot(u1).sqrt(), u2.dot(u2).sqrt());
-            ua = u1.scale(F::ONE / l1);
-            // Bend axis normal to the upper segment (it already is unless scales moved it).
-            let bend = rest.bend;
-            let along = bend.dot(ua);
-            let exact = along.abs().cmp_lt(s(1e-7));
-            let normal = bend.sub(ua.scale(along));
-            let n2 = normal.dot(normal);
-            ok = exact | (n2.cmp_gt(s(1e-10) * bend.dot(bend)) & n2.cmp_gt(s(1e-30)));
-            ok &= l1.cmp_gt(min_len) & l2.cmp_gt(min_len);
-            h = V3::select(exact, bend, normal.scale(F::ONE / n2.sqrt()));
-            side = h.cross(ua);
-            total = l1 + l2;
-            inv_2l1l2 = F::ONE / (s(2.0) * l1 * l2);
-            l_sq = l1 * l1 + l2 * l2;
-        }
-        let b_cur = qm.rotate(u2);
+            *derived = Geometry::of(rest, pose.ps);
+            &*derived
+        };
+        let mut ok = geo.ok;
+        // The incoming limb, in the root's (unscaled) rotation frame.
+        let p_root = pose.pt.add(pose.qp.rotate(geo.t_root));
         // The values that need not reach the written rotations (which are checked at the end)
-        // on every route: the incoming root rotation, the target and the pole, and the root
-        // position (the scalar solve refuses non-finite ones).
-        let probe = qr.finite_probe()
-            + Q::from_vw(target, F::ZERO).finite_probe()
-            + Q::from_vw(pole, F::ZERO).finite_probe()
+        // on every route: the target, the pole and the root position, and the incoming root
+        // rotation, probed at the end, where it is read again (the scalar solve refuses
+        // non-finite ones).
+        let probe = Q::from_vw(goal.target, F::ZERO).finite_probe()
+            + Q::from_vw(goal.pole, F::ZERO).finite_probe()
             + Q::from_vw(p_root, F::ZERO).finite_probe();
         ok &= probe.cmp_eq(F::ZERO);
+        // The branches below test lanes against this early part of `ok` (known long before
+        // the flex's square roots settle the rest): a branch taken at random costs less the
+        // sooner its condition is known. (A lane it lets in needlessly is discarded anyway.)
+        let ok_early = ok;
 
         // Root→target and the flex by the law of cosines.
-        let d = target.sub(p_root);
+        let d = goal.target.sub(p_root);
         let dd = d.dot(d);
         let dist = dd.sqrt();
-        let far = dist.cmp_gt(s(1e-6) * total);
+        let far = dist.cmp_gt(s(1e-6) * geo.total);
         let (cos_min, cos_max) = (rest.cos_flex_min, rest.cos_flex_max);
-        let cos_raw = (dd - l_sq) * inv_2l1l2;
+        let cos_raw = (dd - geo.l_sq) * geo.inv_2l1l2;
         let tol = s(1e-5);
         let reachable = cos_raw.cmp_le(cos_min + tol) & cos_raw.cmp_ge(cos_max - tol);
         let mut cos_geom = clamp(cos_raw, s(-1.0), s(1.0));
         if self.any_soft {
             // Past (1 − soft_reach) of the maximum reach the distance eases out exponentially.
             let soft = rest.soft_reach;
-            let d_max = (l_sq + s(2.0) * l1 * l2 * cos_min).fast_max(F::ZERO).sqrt();
+            let d_max = (geo.l_sq + s(2.0) * geo.l1 * geo.l2 * cos_min)
+                .fast_max(F::ZERO)
+                .sqrt();
             let band = soft * d_max;
             let start = d_max - band;
             let eased =
                 d_max - band * (-(dist - start) / band.fast_max(s(f32::MIN_POSITIVE))).exp();
             let dist_eff = (soft.cmp_gt(F::ZERO) & dist.cmp_gt(start)).blend(eased, dist);
-            let soft_geom = clamp((dist_eff * dist_eff - l_sq) * inv_2l1l2, s(-1.0), s(1.0));
+            let soft_geom = clamp(
+                (dist_eff * dist_eff - geo.l_sq) * geo.inv_2l1l2,
+                s(-1.0),
+                s(1.0),
+            );
             cos_geom = soft.cmp_gt(F::ZERO).blend(soft_geom, cos_geom);
         }
         let cos_phi = clamp(cos_geom, cos_max, cos_min);
@@ -1079,28 +1185,28 @@ impl TwoBoneBatch {
         let sin_sq = F::ONE - cos_phi * cos_phi;
         let sin_phi = sin_sq.sqrt();
 
-        let ub_des = ua.scale(cos_phi).add(side.scale(sin_phi));
-        let (c_along, c_across) = (l1 + l2 * cos_phi, l2 * sin_phi);
-        let c_len = (c_along * c_along + l2 * l2 * sin_sq).sqrt();
-        ok &= c_len.cmp_gt(s(1e-6) * total);
-        let c = ua.scale(c_along).add(side.scale(c_across));
-        let c_x_h = ua.scale(c_across).sub(side.scale(c_along));
+        let (c_along, c_across) = (geo.l1 + geo.l2 * cos_phi, geo.l2 * sin_phi);
+        let c_len = (c_along * c_along + geo.l2 * geo.l2 * sin_sq).sqrt();
+        ok &= c_len.cmp_gt(s(1e-6) * geo.total);
 
         // The target frame from the pole, scaled by |d| |v × d| (no division), where the
         // products stay within f32's range (the scalar solve's test).
-        let v = pole.sub(p_root);
+        let v = goal.pole.sub(p_root);
         let vv = v.dot(v);
-        let t2 = total * total;
+        let t2 = geo.total * geo.total;
         let size = dd * vv * dd * t2 * t2;
         let scaled_try = far & size.cmp_lt(s(1e30)) & size.cmp_gt(s(1e-30));
         let mut x = v.cross(d);
         let mut xx = x.dot(x);
         let scaled =
-            has_pole & scaled_try & xx.cmp_gt(s(1e-10) * vv * dd) & xx.cmp_gt(s(1e-30) * dd);
+            goal.has_pole & scaled_try & xx.cmp_gt(s(1e-10) * vv * dd) & xx.cmp_gt(s(1e-30) * dd);
         // A nearly collinear pole (sin under 1e-2): one Gram–Schmidt step puts `v × d` back on
         // the plane normal to `d`, as the scalar solve's `cross_and_length` does.
         let near_collinear = xx.cmp_lt(s(1e-4) * vv * dd);
-        if near_collinear.any() {
+        // (One test for both rare routes, this and the unit frame below: in the bench's goal
+        // mix both come from the same lanes, and a branch taken at random is what costs.)
+        let rare = (near_collinear | (!scaled & ok_early)).any();
+        if rare && near_collinear.any() {
             x = V3::select(near_collinear, x.sub(d.scale(x.dot(d) / dd)), x);
             xx = x.dot(x);
         }
@@ -1108,41 +1214,58 @@ impl TwoBoneBatch {
         // is the same with `d`, `x` unit and their lengths one.
         let (mut d, mut x, mut dist_b, mut len) = (d, x, dist, xx.sqrt());
         let mut pole_fallback = F::ZERO;
-        if !(scaled | !ok).all() {
+        if rare && (!scaled & ok_early).any() {
             // The unit frame on the unit target direction: for a target at the root (aim at the
             // incoming tip), a pole beyond the scaled frame's range, the incoming bend plane of
             // a `Keep` goal or of a pole collinear with the target.
-            let root_in = qp.mul(qr);
-            let to_tip = root_in.rotate(u1.add(b_cur));
-            let tt = to_tip.dot(to_tip);
-            // (Else the scalar solve aims along the upper segment.)
-            ok &= far | tt.cmp_gt(s(1e-30));
-            let dir = V3::select(far, d.scale(F::ONE / dist), to_tip.scale(inv_sqrt(tt)));
+            // (Each of the two kinds of lanes here, a target at the root and an incoming bend
+            // plane, computes its part only where a lane of its kind is in the block: in a
+            // block, the kinds seldom meet.)
+            let dir_far = d.scale(F::ONE / dist);
+            let dir = if (!far & ok_early).any() {
+                let root_in = pose.qp.mul(pose.rot[0]);
+                let to_tip = root_in.rotate(geo.u1.add(pose.rot[1].rotate(geo.u2)));
+                let tt = to_tip.dot(to_tip);
+                // (Else the scalar solve aims along the upper segment.)
+                ok &= far | tt.cmp_gt(s(1e-30));
+                V3::select(far, dir_far, to_tip.scale(inv_sqrt(tt)))
+            } else {
+                dir_far
+            };
             let mut xu = v.cross(dir);
             let mut xu2 = xu.dot(xu);
             let pole_unit =
-                has_pole & !scaled_try & xu2.cmp_gt(s(1e-10) * vv) & xu2.cmp_gt(s(1e-30));
+                goal.has_pole & !scaled_try & xu2.cmp_gt(s(1e-10) * vv) & xu2.cmp_gt(s(1e-30));
             let near_collinear = xu2.cmp_lt(s(1e-4) * vv);
             if near_collinear.any() {
                 xu = V3::select(near_collinear, xu.sub(dir.scale(xu.dot(dir))), xu);
                 xu2 = xu.dot(xu);
             }
-            let hk = root_in.rotate(h);
-            let hh = hk.dot(hk);
-            let mut nk = hk.sub(dir.scale(hk.dot(dir)));
-            let mut nk2 = nk.dot(nk);
-            let keep = nk2.cmp_gt(s(1e-10) * hh) & nk2.cmp_gt(s(1e-30));
-            // An incoming bend axis nearly along the target line (sin under 1e-2): a second
-            // Gram–Schmidt step, as for poles, so that the frame stays orthogonal. (The scalar
-            // solve's `normal_part` takes one step: there it can be off by ~1e-5 rad.)
-            let near_collinear = nk2.cmp_lt(s(1e-4) * hh);
-            if near_collinear.any() {
-                nk = V3::select(near_collinear, nk.sub(dir.scale(nk.dot(dir))), nk);
-                nk2 = nk.dot(nk);
-            }
+            let (keep, nk, nk2) = if (!(scaled | pole_unit) & ok_early).any() {
+                // The incoming bend plane.
+                let root_in = pose.qp.mul(pose.rot[0]);
+                let hk = root_in.rotate(geo.h);
+                let hh = hk.dot(hk);
+                let mut nk = hk.sub(dir.scale(hk.dot(dir)));
+                let mut nk2 = nk.dot(nk);
+                let keep = nk2.cmp_gt(s(1e-10) * hh) & nk2.cmp_gt(s(1e-30));
+                // An incoming bend axis nearly along the target line (sin under 1e-2): a
+                // second Gram–Schmidt step, as for poles, so that the frame stays orthogonal.
+                // (The scalar solve's `normal_part` takes one step: there it can be off by
+                // ~1e-5 rad.)
+                let near_collinear = nk2.cmp_lt(s(1e-4) * hh);
+                if near_collinear.any() {
+                    nk = V3::select(near_collinear, nk.sub(dir.scale(nk.dot(dir))), nk);
+                    nk2 = nk.dot(nk);
+                }
+                (keep, nk, nk2)
+            } else {
+                // (No lane takes them.)
+                (F::ZERO, V3::ZERO, F::ONE)
+            };
             // (Else the scalar solve takes the rest plane.)
             ok &= scaled | pole_unit | keep;
-            pole_fallback = has_pole & !(scaled | pole_unit);
+            pole_fallback = goal.has_pole & !(scaled | pole_unit);
             let n = V3::select(pole_unit, xu, nk);
             let n = n.scale(inv_sqrt(pole_unit.blend(xu2, nk2)));
             d = V3::select(scaled, d, dir);
@@ -1153,52 +1276,95 @@ impl TwoBoneBatch {
         let (b1, b2, b3) = (d.scale(len), x.scale(dist_b), d.cross(x));
         let kb = dist_b * len;
 
+        // Root: the rotation taking (c, h, c × h) onto (b1, b2, b3), both scaled frames.
+        // (Root before mid, and each value computed next to its use: fewer live vectors.)
+        // With `E = (ua, h, ua × h)` (set-up), `(c, h, c × h) = E Â`, where `Â`'s columns are
+        // `(c_along, 0, −c_across)`, `(0, c_len, 0)`, `(c_across, 0, c_along)`; the rotation is
+        // `B Âᵀ Eᵀ`: the one of `G = B Âᵀ` (15 products where `Σ bᵢ aᵢᵀ` takes 42), then
+        // `E`'s inverse (16).
+        let g0 = b1.scale(c_along).add(b3.scale(c_across));
+        let g1 = b2.scale(c_len);
+        let g2 = b3.scale(c_along).sub(b1.scale(c_across));
+        let k = c_len * kb;
+        let g_rows = [
+            V3 {
+                x: g0.x,
+                y: g1.x,
+                z: g2.x,
+            },
+            V3 {
+                x: g0.y,
+                y: g1.y,
+                z: g2.y,
+            },
+            V3 {
+                x: g0.z,
+                y: g1.z,
+                z: g2.z,
+            },
+        ];
+        let root_rot = matrix_rotation(g_rows, k).mul(geo.e_inv);
+        let (new_root, root_probe) = pose.qp.conj_mul(root_rot).normalize_probed();
+
+        let b_cur = pose.rot[1].rotate(geo.u2);
+        let ub_des = geo.ua.scale(cos_phi).add(geo.side.scale(sin_phi));
         // Mid: turn the lower segment onto its new direction (half-vector arc, scaled by l2).
         let dot_turn = b_cur.dot(ub_des);
-        let mut delta = Q::from_vw(b_cur.cross(ub_des), l2 + dot_turn);
-        let near_half = dot_turn.cmp_le(s(-0.99) * l2);
-        if near_half.any() {
-            // Rare (a limb folding from straight, or the reverse): the frame rotation about
-            // the bend axis, as the scalar solve's `half_turn`.
-            let from = b_cur.scale(F::ONE / l2);
-            let hn = h.sub(from.scale(h.dot(from)));
+        let mut delta = Q::from_vw(b_cur.cross(ub_des), geo.l2 + dot_turn);
+        let near_half = dot_turn.cmp_le(s(-0.99) * geo.l2);
+        // Near a half turn (a limb folding from straight, or the reverse: in a quarter of the
+        // bench's blocks), a turn about the bend axis, as the scalar solve's `half_turn`. Where
+        // the incoming lower segment lies in the bend plane (as after any solve, to rounding),
+        // as two arcs: onto `m = ub_des × h` (a quarter turn from `ub_des`, so the arc is well
+        // conditioned), then a quarter turn about `h`, `(h, 1)`: about 30 products, computed
+        // in every block and selected, as a branch taken at random cost more.
+        let m = ub_des.cross(geo.h);
+        let arc = Q::from_vw(b_cur.cross(m), geo.l2 + b_cur.dot(m));
+        let half = Q::from_vw(geo.h, F::ONE).mul(arc);
+        delta = Q::select(near_half, half, delta);
+        let in_plane = geo.h.dot(b_cur).abs().cmp_le(s(1e-6) * geo.l2);
+        if (near_half & !in_plane & ok).any() {
+            // Else (the scalar solve's frame rotation): the incoming segment onto `ub_des` and
+            // the bend axis, made normal to it, onto `h`.
+            let from = b_cur.scale(F::ONE / geo.l2);
+            let hn = geo.h.sub(from.scale(geo.h.dot(from)));
             let hn2 = hn.dot(hn);
             ok &= !near_half | (hn2.cmp_gt(s(1e-10)) & hn2.cmp_gt(s(1e-30)));
             let hc = hn.scale(F::ONE / hn2.sqrt());
             let half = frame_rotation(
                 [from, hc, from.cross(hc)],
                 F::ONE,
-                [ub_des, h, ub_des.cross(h)],
+                [ub_des, geo.h, ub_des.cross(geo.h)],
             );
-            delta = Q::select(near_half, half, delta);
+            delta = Q::select(near_half & !in_plane, half, delta);
         }
-        let m_new = delta.mul(qm);
-
-        // Root: the rotation taking (c, h, c × h) onto (b1, b2, b3), both scaled frames.
-        let (a1, a2, a3) = (c, h.scale(c_len), c_x_h);
-        let k = c_len * kb;
-        let root_rot = frame_rotation([a1, a2, a3], k, [b1, b2, b3]);
-        let new_root = qp.conjugate().mul(root_rot).normalize();
-        let new_mid = m_new.normalize().flush_subnormal();
-        let new_tip = if has_o.any() {
-            let tip = m_new
-                .conjugate()
-                .mul(root_rot.conjugate().mul(o))
-                .normalize();
-            Q::select(has_o, tip, qt)
+        let m_new = delta.mul(pose.rot[1]);
+        let (new_mid, mid_probe) = m_new.normalize_probed();
+        let new_mid = new_mid.flush_subnormal();
+        // Where `ORIENTED` (for `solve_lanes`: where any goal of the batch has an orientation,
+        // a choice made once per call), in every block, selected: a branch per block is taken
+        // at random where the goals' kinds vary, and costs more.
+        let (new_tip, tip_probe) = if ORIENTED {
+            let (tip, probe) = m_new.conj_mul(root_rot.conj_mul(goal.o)).normalize_probed();
+            (Q::select(goal.has_o, tip, pose.rot[2]), probe)
         } else {
-            qt
+            (pose.rot[2], F::ZERO)
         };
-        ok &= (new_root.finite_probe() + new_mid.finite_probe() + new_tip.finite_probe())
-            .cmp_eq(F::ZERO);
+        // The written rotations are finite where the normalisations' factors are and, for a
+        // goal without orientation, the incoming tip rotation is (it is written as it came).
+        let kept_tip = pose.rot[2];
+        let kept_tip = !goal.has_o & ((kept_tip.x + kept_tip.y) + (kept_tip.z + kept_tip.w));
+        ok &= ((root_probe + mid_probe + tip_probe + kept_tip) * F::ZERO
+            + pose.rot[0].finite_probe())
+        .cmp_eq(F::ZERO);
 
         // Measured: the tip by forward kinematics of the written rotations.
         // (Unit up to rounding, as the parent's rotation is: the solve assumes that too.)
         // (Only for reports: `MEASURE` is false when none is asked for.)
         let (error, flex) = if MEASURE {
-            let root_model = qp.mul(new_root);
-            let tip_fk = p_root.add(root_model.rotate(u1.add(new_mid.rotate(u2))));
-            let e = tip_fk.sub(target);
+            let root_model = pose.qp.mul(new_root);
+            let tip_fk = p_root.add(root_model.rotate(geo.u1.add(new_mid.rotate(geo.u2))));
+            let e = tip_fk.sub(goal.target);
             (
                 e.dot(e).sqrt(),
                 clamp(acos(cos_phi), rest.flex_min, rest.flex_max),
@@ -1217,8 +1383,8 @@ impl TwoBoneBatch {
             error,
             flex,
             dist,
-            l1,
-            l2,
+            l1: geo.l1,
+            l2: geo.l2,
         }
     }
 }
@@ -1329,6 +1495,8 @@ impl PoseBlock {
 pub struct LaneGoals {
     blocks: Vec<GoalBlock>,
     goals: Vec<LimbGoal>,
+    /// How many goals have an orientation (none: the solve skips the tips).
+    oriented: usize,
 }
 
 impl LaneGoals {
@@ -1338,6 +1506,7 @@ impl LaneGoals {
         let mut goals = Self {
             blocks: vec![GoalBlock::EMPTY; len.div_ceil(LANES)],
             goals: vec![LimbGoal::new(Vec3::ZERO); len],
+            oriented: 0,
         };
         for limb in 0..len {
             goals.write(limb, &LimbGoal::new(Vec3::ZERO));
@@ -1378,6 +1547,8 @@ impl LaneGoals {
         let input = gather_goal(goal);
         let (block, lane) = (&mut self.blocks[limb / LANES], limb % LANES);
         let mask = |b: bool| if b { LANE_TRUE } else { 0.0 };
+        let had_o = block.has_o.as_array_ref()[lane].to_bits() != 0;
+        self.oriented = self.oriented - usize::from(had_o) + usize::from(input.has_o);
         block.target.set_lane(lane, goal.target);
         block.pole.set_lane(lane, input.pole);
         block.o.set_lane(lane, input.o);
@@ -1576,14 +1747,21 @@ impl TwoBoneBatch {
                 });
             }
         }
-        Ok(match reports {
-            Some(reports) => self.solve_lanes_with::<true>(goals, poses, reports, scratch),
-            None => self.solve_lanes_with::<false>(goals, poses, &mut [], scratch),
+        // (The tips' arithmetic only where some goal has an orientation: chosen once here.)
+        Ok(match (reports, goals.oriented > 0) {
+            (Some(reports), true) => {
+                self.solve_lanes_with::<true, true>(goals, poses, reports, scratch)
+            }
+            (Some(reports), false) => {
+                self.solve_lanes_with::<true, false>(goals, poses, reports, scratch)
+            }
+            (None, true) => self.solve_lanes_with::<false, true>(goals, poses, &mut [], scratch),
+            (None, false) => self.solve_lanes_with::<false, false>(goals, poses, &mut [], scratch),
         })
     }
 
     /// [`TwoBoneBatch::solve_lanes`] after its checks; `reports` is empty unless `REPORT`.
-    fn solve_lanes_with<const REPORT: bool>(
+    fn solve_lanes_with<const REPORT: bool, const ORIENTED: bool>(
         &self,
         goals: &LaneGoals,
         poses: &mut LanePoses,
@@ -1595,20 +1773,7 @@ impl TwoBoneBatch {
         for (block, (g, p)) in goals.blocks.iter().zip(&mut poses.blocks).enumerate() {
             let base = block * LANES;
             let count = (self.len - base).min(LANES);
-            let input = Gathered {
-                pt: p.pt,
-                qp: p.qp,
-                ps: p.ps,
-                qr: p.rot[0],
-                qm: p.rot[1],
-                qt: p.rot[2],
-                target: g.target,
-                pole: g.pole,
-                o: g.o,
-                has_o: g.has_o,
-                has_pole: g.has_pole,
-            };
-            let out = self.lanes::<REPORT>(block, &input);
+            let out = self.lanes::<REPORT, ORIENTED>(block, g, p, &mut scratch.geo);
             let solved_mask = out.ok & g.on_path & lane_index.cmp_lt(F::splat(count as f32));
             let solved = solved_mask.move_mask() as u32;
             if solved == 0b1111 {
@@ -1851,6 +2016,29 @@ impl Gathered {
             has_o: has_o.cmp_ne(F::ZERO),
             has_pole: has_pole.cmp_ne(F::ZERO),
         }
+    }
+}
+
+impl Gathered {
+    /// The input as the resident lanes hold it.
+    #[inline(always)]
+    fn into_blocks(self) -> (GoalBlock, PoseBlock) {
+        (
+            GoalBlock {
+                target: self.target,
+                pole: self.pole,
+                o: self.o,
+                has_o: self.has_o,
+                has_pole: self.has_pole,
+                on_path: F::ZERO,
+            },
+            PoseBlock {
+                pt: self.pt,
+                qp: self.qp,
+                ps: self.ps,
+                rot: [self.qr, self.qm, self.qt],
+            },
+        )
     }
 }
 
