@@ -131,7 +131,8 @@ impl IkHumanoidBone {
 )]
 #[require(IkStatus, HumanoidCache, IkCenterOfMass, IkCharacter)]
 pub struct IkHumanoid {
-    /// Set up IK for the arms.
+    /// Set up IK for the arms. Changing `arms`, `legs`, `poles`, `head` or `solver` after set-up
+    /// sets the humanoid up again in place (see the module docs).
     pub arms: bool,
     /// Set up IK for the legs.
     pub legs: bool,
@@ -140,8 +141,8 @@ pub struct IkHumanoid {
     pub poles: bool,
     /// Turn the head toward its look-at target (full body).
     pub head: bool,
-    /// IK/FK blend weight: read every frame by the full-body stage, copied into the limbs at
-    /// set-up.
+    /// IK/FK blend weight of every stage the humanoid set up: read every frame by the
+    /// full-body stage, written into its limbs and detached-feet stage whenever it changes.
     pub weight: f32,
     /// Which solver drives the character.
     pub solver: IkHumanoidSolver,
@@ -393,6 +394,8 @@ pub(crate) struct HumanoidCache {
     done: bool,
     /// What the last set-up was built for.
     built: Option<SetUpKey>,
+    /// The weight last written into the humanoid's own limb and detached-feet stages.
+    synced_weight: Option<f32>,
     warned: Vec<IkError>,
 }
 
@@ -431,7 +434,10 @@ struct Reuse {
 
 impl Reuse {
     /// Takes the entity of the slot `pick` selects, if the earlier set-up had one.
-    fn take(&mut self, pick: impl Fn(&mut IkHumanoidTargets) -> &mut Option<Entity>) -> Option<Entity> {
+    fn take(
+        &mut self,
+        pick: impl Fn(&mut IkHumanoidTargets) -> &mut Option<Entity>,
+    ) -> Option<Entity> {
         pick(&mut self.old).take()
     }
 
@@ -554,8 +560,12 @@ pub(crate) fn map_humanoids(
                     }
                 }
                 // The new stage entities take the old ones' place in the order.
-                let new_stages: Vec<Entity> =
-                    targets.limbs.iter().copied().chain(targets.detached_feet).collect();
+                let new_stages: Vec<Entity> = targets
+                    .limbs
+                    .iter()
+                    .copied()
+                    .chain(targets.detached_feet)
+                    .collect();
                 if !new_stages.is_empty() {
                     commands
                         .entity(entity)
@@ -676,9 +686,8 @@ fn map_one(
     } else {
         None
     };
-    targets.head = head_slot.or_else(|| {
-        local(H::Head).map(|t| spawn_marker(commands, entity, "target head", t))
-    });
+    targets.head = head_slot
+        .or_else(|| local(H::Head).map(|t| spawn_marker(commands, entity, "target head", t)));
     // (label, upper, lower, end, is arm)
     let limbs = [
         (
@@ -767,20 +776,36 @@ fn map_one(
     Ok((unmapped, targets, bones, mapping))
 }
 
-/// Keeps each humanoid's detached-feet stage at the humanoid's IK/FK weight (read every frame,
-/// like the full-body stage's), so at weight 0 the foot bones keep their animated pose.
+/// Keeps the humanoid's own stages — its analytic limbs and its detached-feet stage — at the
+/// humanoid's IK/FK weight (the full-body stage reads it every frame): written when those
+/// stages are set up and whenever [`IkHumanoid::weight`] changes (a limb's own weight, set by
+/// hand, stays until then), so at weight 0 the bones keep their animated pose.
+#[allow(clippy::type_complexity, reason = "system parameters")]
 pub(crate) fn sync_detached_feet_weight(
-    humanoids: Query<
-        (&IkHumanoid, &IkHumanoidTargets),
+    mut humanoids: Query<
+        (&IkHumanoid, Ref<IkHumanoidTargets>, &mut HumanoidCache),
         Or<(Changed<IkHumanoid>, Changed<IkHumanoidTargets>)>,
     >,
     mut stages: Query<&mut IkCustom>,
+    mut limbs: Query<&mut IkLimb>,
 ) {
-    for (humanoid, targets) in &humanoids {
+    for (humanoid, targets, mut cache) in &mut humanoids {
+        let w = humanoid.weight;
+        if !targets.is_changed() && cache.synced_weight == Some(w) {
+            continue;
+        }
+        cache.synced_weight = Some(w);
         if let Some(mut stage) = targets.detached_feet.and_then(|e| stages.get_mut(e).ok())
-            && stage.weight != humanoid.weight
+            && stage.weight != w
         {
-            stage.weight = humanoid.weight;
+            stage.weight = w;
+        }
+        for &e in &targets.limbs {
+            if let Ok(mut limb) = limbs.get_mut(e)
+                && limb.weight != w
+            {
+                limb.weight = w;
+            }
         }
     }
 }
@@ -906,14 +931,16 @@ fn set_up_full_body(
     } else {
         None
     };
-    targets.head = kept_head.or_else(|| goals.look_at.enabled.then(|| {
-        spawn_marker(
-            commands,
-            entity,
-            "target head (look at)",
-            BoneTransform::from_translation(goals.look_at.target),
-        )
-    }));
+    targets.head = kept_head.or_else(|| {
+        goals.look_at.enabled.then(|| {
+            spawn_marker(
+                commands,
+                entity,
+                "target head (look at)",
+                BoneTransform::from_translation(goals.look_at.target),
+            )
+        })
+    });
     Ok(targets)
 }
 

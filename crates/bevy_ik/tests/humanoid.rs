@@ -364,3 +364,152 @@ fn full_body_with_a_despawned_target_keeps_its_pose_and_others_still_solve() {
         "the healthy character's right hand is {d} from its target"
     );
 }
+
+/// Moves `target` (a child of `character`) to the world position `goal`.
+fn place_target(app: &mut App, character: Entity, target: Entity, goal: Vec3) {
+    let parent = *app.world().get::<GlobalTransform>(character).unwrap();
+    let local = GlobalTransform::from_translation(goal).reparented_to(&parent);
+    app.world_mut()
+        .get_mut::<Transform>(target)
+        .unwrap()
+        .translation = local.translation;
+}
+
+#[test]
+fn changing_the_solver_sets_the_humanoid_up_again_in_place() {
+    let mut app = app();
+    let character = app
+        .world_mut()
+        .spawn((
+            Transform::from_xyz(0.5, 0.0, -1.0).with_rotation(Quat::from_rotation_y(0.4)),
+            IkHumanoid::auto(),
+        ))
+        .id();
+    let bones = spawn_humanoid(app.world_mut(), character, &CONVENTIONS[0].names);
+    app.update();
+    let full = app
+        .world()
+        .get::<IkHumanoidTargets>(character)
+        .unwrap()
+        .clone();
+    assert!(full.limbs.is_empty() && full.left_elbow_pole.is_none());
+    // The game moves the left hand target, and adds a stage of its own (its own target for
+    // the right hand) after the humanoid's.
+    let hand_target = full.left_hand.unwrap();
+    let hand_goal = world_pos(&app, bones[8]) + Vec3::new(-0.1, -0.2, 0.15);
+    place_target(&mut app, character, hand_target, hand_goal);
+    let cup = app.world_mut().spawn(Transform::default()).id();
+    let cup_goal = world_pos(&app, bones[12]) + Vec3::new(0.1, -0.15, 0.1);
+    app.world_mut()
+        .get_mut::<Transform>(cup)
+        .unwrap()
+        .translation = cup_goal;
+    let own = app
+        .world_mut()
+        .spawn((
+            IkLimb::new(
+                HumanoidBone::RightUpperArm,
+                HumanoidBone::RightLowerArm,
+                HumanoidBone::RightHand,
+            )
+            .with_target(cup),
+            IkStageOf(character),
+        ))
+        .id();
+    app.update();
+    let hand_local = *app.world().get::<Transform>(hand_target).unwrap();
+
+    // Full body -> four analytic limbs, on the same character.
+    app.world_mut()
+        .get_mut::<IkHumanoid>(character)
+        .unwrap()
+        .solver = IkHumanoidSolver::Limbs;
+    app.update();
+    app.update();
+    let limbs = app
+        .world()
+        .get::<IkHumanoidTargets>(character)
+        .unwrap()
+        .clone();
+    assert_eq!(limbs.limbs.len(), 4, "{limbs:?}");
+    assert!(limbs.left_elbow_pole.is_some() && limbs.right_knee_pole.is_some());
+    // The hand, foot and pelvis targets kept their entities and where the game put them; the
+    // full body's look-at point is gone (the limbs' head target sits at the head bone).
+    assert_eq!(limbs.left_hand, full.left_hand);
+    assert_eq!(limbs.right_foot, full.right_foot);
+    assert_eq!(limbs.pelvis, full.pelvis);
+    assert_eq!(
+        *app.world().get::<Transform>(hand_target).unwrap(),
+        hand_local
+    );
+    assert!(app.world().get_entity(full.head.unwrap()).is_err());
+    assert!(world_pos(&app, limbs.head.unwrap()).distance(world_pos(&app, bones[4])) < 1e-4);
+    // The humanoid's limbs run first, the game's own stage after them.
+    let order: Vec<Entity> = app
+        .world()
+        .get::<IkStages>(character)
+        .unwrap()
+        .entities()
+        .to_vec();
+    assert_eq!(&order[..4], &limbs.limbs[..], "{order:?}");
+    assert_eq!(order[4], own);
+    for &limb in &limbs.limbs {
+        let s = status(&app, limb);
+        assert!(s.solved && s.last_error.is_none(), "{s:?}");
+    }
+    let d = world_pos(&app, bones[8]).distance(hand_goal);
+    assert!(d < 1e-4, "left hand {d} from its target under the limbs");
+    let d = world_pos(&app, bones[12]).distance(cup_goal);
+    assert!(d < 1e-4, "right hand {d} from the game's own target");
+
+    // A per-frame field (the weight) sets nothing up again.
+    app.world_mut()
+        .get_mut::<IkHumanoid>(character)
+        .unwrap()
+        .weight = 0.9;
+    app.update();
+    assert_eq!(
+        app.world().get::<IkHumanoidTargets>(character).unwrap(),
+        &limbs
+    );
+    // ... and reaches the limbs the humanoid set up.
+    for &limb in &limbs.limbs {
+        assert_eq!(app.world().get::<IkLimb>(limb).unwrap().weight, 0.9);
+    }
+
+    // And back to the full body: the limbs and poles are gone, the targets stay.
+    {
+        let mut h = app.world_mut().get_mut::<IkHumanoid>(character).unwrap();
+        h.solver = IkHumanoidSolver::FullBody;
+        h.weight = 1.0;
+    }
+    app.update();
+    app.update();
+    let back = app
+        .world()
+        .get::<IkHumanoidTargets>(character)
+        .unwrap()
+        .clone();
+    assert!(back.limbs.is_empty() && back.left_elbow_pole.is_none());
+    for e in limbs.limbs.iter().chain(&limbs.left_elbow_pole) {
+        assert!(app.world().get_entity(*e).is_err(), "{e} still there");
+    }
+    assert_eq!(back.left_hand, full.left_hand);
+    assert!(back.head.is_some() && back.head != limbs.head);
+    let order: Vec<Entity> = app
+        .world()
+        .get::<IkStages>(character)
+        .unwrap()
+        .entities()
+        .to_vec();
+    assert_eq!(order, vec![own]);
+    let s = status(&app, character);
+    assert!(s.solved && s.last_error.is_none(), "{s:?}");
+    let d = world_pos(&app, bones[8]).distance(hand_goal);
+    assert!(
+        d < 1e-3,
+        "left hand {d} from its target under the full body"
+    );
+    let d = world_pos(&app, bones[12]).distance(cup_goal);
+    assert!(d < 1e-4, "right hand {d} from the game's own target");
+}
