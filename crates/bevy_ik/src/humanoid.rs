@@ -781,7 +781,7 @@ fn map_one(
 /// stages are set up and whenever [`IkHumanoid::weight`] changes (a limb's own weight, set by
 /// hand, stays until then), so at weight 0 the bones keep their animated pose.
 #[allow(clippy::type_complexity, reason = "system parameters")]
-pub(crate) fn sync_detached_feet_weight(
+pub(crate) fn sync_humanoid_stage_weights(
     mut humanoids: Query<
         (&IkHumanoid, Ref<IkHumanoidTargets>, &mut HumanoidCache),
         Or<(Changed<IkHumanoid>, Changed<IkHumanoidTargets>)>,

@@ -220,7 +220,7 @@ impl Plugin for IkPlugin {
                     vr::add_vr_stages,
                     setup::flag_new_bones,
                     humanoid::map_humanoids,
-                    humanoid::sync_detached_feet_weight,
+                    humanoid::sync_humanoid_stage_weights,
                     character::set_up_characters,
                     setup::clear_rescan,
                 )
