@@ -72,6 +72,23 @@
 //!   28.5 → 12.1 µs, reach 52 → 44, both 53.6 → 43.5; same goals met, no flips.
 //! * A round whose Jacobian pass had nothing to do ends the attempt (uneven max 43.6 →
 //!   22.5 µs).
+//! * *Feet apart under a position-only pelvis goal* (what `bevy_ik`'s `IkHumanoid` sets).
+//!   The hips still turn, so the feet's rows are not a block of their own: a tracking
+//!   attempt starts without them (the hips' turn answers to the hands and the look-at only,
+//!   each leg's finish closes its foot) and brings them back for the rest of the attempt as
+//!   soon as a finish leaves a foot unmet (a hip turn the leg cannot follow, a foot at its
+//!   limit). Same bench with `IK_GAMEPLAY_PELVIS_POSITION=1`, two alternating runs each at
+//!   load 9–10: mean reach 11.4–11.9 → 9.6–10.3 µs, both 12.6–12.7 → 10.2; p99 reach
+//!   49–53 → 40–46 µs, both 62–79 → 44–48 µs; max both 104–108 → 85 µs; feasible
+//!   goal-frames met reach 99.97 → 100 %, both 99.88 → 99.89 %, uneven 99.94 % both; 0 flips
+//!   (largest turn 10.9°, was 8.2°); uneven unchanged (mean 7.0–7.3 µs, p99 52–60 µs: the
+//!   feet that miss keep their rows, and they are the frames that cost).
+//! * *A joint the step does not move is not clamped.* Its rotation is within its limit
+//!   already (the start was clamped, every step and finish clamps what it moves); with the
+//!   feet's rows out the legs, and with position-only hand goals the wrists, get a zero step.
+//!   Part of the figures above; with a 6D pelvis (two alternating runs, load 9–10): mean
+//!   reach 10.2–10.7 → 9.7–9.9 µs, both 10.2–10.6 → 9.6; p99 reach 44–48 → 38 µs, both
+//!   44–46 → 40 µs; max both 67–70 → 61 µs; control and uneven unchanged; same goals met.
 //!
 //! Where the budget still goes (`IK_GAMEPLAY_PROFILE=1`): a solve without Jacobian
 //! iterations costs about 6 µs (limb and look-at finish, FK, measuring), each iteration about
@@ -125,6 +142,18 @@
 //! give way on a second priority level (null-space projection of the first level's damped
 //! step) instead of a tenth of their weight was measured too: fewer goals met and a higher
 //! p99, so the weight rule stays.
+//!
+//! Measured since (same bench, 6D pelvis, 119 missed goal-frames of 3346 × 6): the stall rule
+//! is not what stops (2): with the stall threshold at 0 (a pass stops only when its summed
+//! residual *grew* over three iterations) the same 119 goal-frames are missed — those passes
+//! end because the clamps undo each step and the residual grows: a local minimum at the
+//! limits, not slow convergence. With no stall rule at all and 200 iterations per tracking
+//! solve, 38 misses remain (reach 99.91 %, both 99.92 %), at a p99 of 1.1 ms and with 4–16
+//! flips (turns up to 95° in a frame): 81 of the misses need a long walk along the limits
+//! (out of the per-frame budget), 38 a posture the oracle reaches from its cold restarts and
+//! tracking only by a jump its coherence rules out. An oracle that decides feasibility from
+//! the previous frame's posture (warm, no restarts, a long budget) would tell the second kind
+//! apart; this release does not have it yet, and the bench's definition is unchanged.
 //!
 //! A cold solve runs up to [`FullBodySettings::cold_iterations`] per attempt and, while an
 //! attempt does not converge, [`FullBodySettings::max_restarts`] restarts (from the rest pose,
@@ -694,6 +723,9 @@ pub struct FullBodyScratch {
     anchor_affects: Vec<u8>,
     /// Whether an enabled effector goal of this solve is relative ([`GoalFrame`]).
     relative: bool,
+    /// With a position-only pelvis pin: whether this attempt's Jacobian passes keep the feet's
+    /// rows (see `attempt`).
+    feet_rows: bool,
     reference: Pose,
     start: Pose,
     best: Pose,
@@ -1600,6 +1632,10 @@ impl<'a> Solve<'a> {
             report.limits_hit += self.finish_limbs(skeleton, pose, goals);
         }
         self.s.saturated.fill(false);
+        // Tracking with a position-only pelvis pin: the hips still turn, so the feet's rows
+        // couple to the rest; the passes leave them out until a finish leaves a foot unmet
+        // (see `jacobian`'s `feet_apart`).
+        self.s.feet_rows = self.s.cold || self.s.pelvis_pin != PelvisPin::Position;
         for round in 0..4 {
             let coarse = if s.analytic_limbs && round == 0 {
                 s.coarse_factor
@@ -1629,6 +1665,22 @@ impl<'a> Solve<'a> {
             }
             self.fk(skeleton, pose);
             report.converged = self.measure(skeleton, pose, goals, &mut report);
+            // A foot the finish left unmet brings the feet's rows back for the rest of the
+            // attempt: the hips' turn then answers to them again.
+            if !self.s.feet_rows
+                && [Effector::LeftFoot, Effector::RightFoot]
+                    .into_iter()
+                    .any(|e| {
+                        let (r, g) = (report.residuals[e as usize], goals.get(e));
+                        (g.wants_position() && r.position > s.position_tolerance)
+                            || (g.wants_rotation() && r.rotation > s.rotation_tolerance)
+                    })
+            {
+                self.s.feet_rows = true;
+                if report.iterations < budget {
+                    continue;
+                }
+            }
             // A stalled pass after the first round will not do better in the next one; with
             // goals giving way, once the others are met the polish pass takes over.
             if report.converged
@@ -1968,11 +2020,14 @@ impl<'a> Solve<'a> {
         // near as the leg's limits allow) after every pass, so a tracking pass leaves them out
         // (smaller normal equations; a limit-bound foot no longer holds the pass). Not while
         // balancing (the legs move the centre of mass), with relative goals or with posture
-        // following (it needs the feet's rows to stay in their null space).
+        // following (it needs the feet's rows to stay in their null space). With a
+        // position-only pin the hips still turn and the feet follow them: the rows stay out
+        // only until a finish leaves a foot unmet (`feet_rows`, set in `attempt`).
         let feet_apart = !self.s.cold
             && s.analytic_limbs
             && s.posture_gain <= 0.0
-            && self.s.pelvis_pin == PelvisPin::Full
+            && (self.s.pelvis_pin == PelvisPin::Full
+                || (self.s.pelvis_pin == PelvisPin::Position && !self.s.feet_rows))
             && !self.s.balancing
             && !self.s.relative;
         for it in 0..budget {
@@ -2343,6 +2398,10 @@ impl<'a> Solve<'a> {
                     (self.s.model[p].rotation, self.s.model[p].scale)
                 });
             let d = &self.s.dls.dq[j.col..];
+            if d[..j.dof.count()].iter().all(|&v| v == 0.0) {
+                self.s.saturated[ji] = false;
+                continue;
+            }
             match j.dof {
                 Dof::Floating if self.s.pelvis_pin == PelvisPin::Full => {}
                 Dof::Floating => {
