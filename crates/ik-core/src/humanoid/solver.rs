@@ -1635,7 +1635,12 @@ impl<'a> Solve<'a> {
         // Tracking with a position-only pelvis pin: the hips still turn, so the feet's rows
         // couple to the rest; the passes leave them out until a finish leaves a foot unmet
         // (see `jacobian`'s `feet_apart`).
-        self.s.feet_rows = self.s.cold || self.s.pelvis_pin != PelvisPin::Position;
+        self.s.feet_rows = self.s.pelvis_pin != PelvisPin::Position
+            || self.s.cold
+            || !s.analytic_limbs
+            || s.posture_gain > 0.0
+            || self.s.balancing
+            || self.s.relative;
         for round in 0..4 {
             let coarse = if s.analytic_limbs && round == 0 {
                 s.coarse_factor
@@ -2023,13 +2028,13 @@ impl<'a> Solve<'a> {
         // following (it needs the feet's rows to stay in their null space). With a
         // position-only pin the hips still turn and the feet follow them: the rows stay out
         // only until a finish leaves a foot unmet (`feet_rows`, set in `attempt`).
-        let feet_apart = !self.s.cold
+        let feet_apart = (!self.s.cold
             && s.analytic_limbs
             && s.posture_gain <= 0.0
-            && (self.s.pelvis_pin == PelvisPin::Full
-                || (self.s.pelvis_pin == PelvisPin::Position && !self.s.feet_rows))
+            && self.s.pelvis_pin == PelvisPin::Full
             && !self.s.balancing
-            && !self.s.relative;
+            && !self.s.relative)
+            || !self.s.feet_rows;
         for it in 0..budget {
             self.fk(skeleton, pose);
             // Relative goals (see `GoalFrame`) at where their frame bones are now.
