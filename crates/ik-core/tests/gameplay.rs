@@ -49,6 +49,56 @@ fn gameplay_scenarios_are_coherent_and_meet_feasible_goals() {
     );
 }
 
+/// The same with a position-only pelvis goal (as `bevy_ik`'s `IkHumanoid` sets it: the hips
+/// turn freely, so a tracking pass leaves the feet's rows out until a foot is missed): on every
+/// rig the uneven-ground and both scenarios stay coherent (no flip, no frozen frame) and meet
+/// the feasible goals — the feet among them — in at least 99 % of goal-frames.
+#[test]
+fn a_position_only_pelvis_goal_keeps_the_feet_and_the_feasible_goals() {
+    let mut report = Vec::new();
+    let (mut feasible, mut met) = (0usize, 0usize);
+    let (mut feet_feasible, mut feet_met) = (0usize, 0usize);
+    for (ri, rig) in rigs(true).iter().enumerate() {
+        for scenario in [Scenario::Uneven, Scenario::Both] {
+            // 4 s: the first 1.5 s keep every goal within reach on most rigs.
+            let mut frames = scenario_frames(rig, scenario, 240, ri as u32 + 1);
+            for f in &mut frames {
+                f.goals.get_mut(Effector::Pelvis).rotation_weight = 0.0;
+            }
+            let mask = feasible_goals(rig, &frames);
+            let mut solver = rig.solver();
+            let r = run(rig, &mut solver, &frames, &mask, false, track);
+            assert_eq!(r.errors + r.non_finite, 0, "{} {scenario:?}", rig.name);
+            assert_eq!(r.flips, 0, "{} {scenario:?}: {r:?}", rig.name);
+            assert_eq!(r.frozen, 0, "{} {scenario:?}: {r:?}", rig.name);
+            let feet: usize = mask
+                .iter()
+                .map(|m| usize::from(m[2]) + usize::from(m[3]))
+                .sum();
+            let feet_missed = r
+                .misses
+                .iter()
+                .filter(|m| m.goal == 2 || m.goal == 3)
+                .count();
+            feet_feasible += feet;
+            feet_met += feet - feet_missed;
+            feasible += r.feasible;
+            met += r.feasible_met;
+            report.push(format!(
+                "{} {scenario:?}: feasible met {}/{}, feet missed {feet_missed}/{feet}, worst miss {:.1}",
+                rig.name, r.feasible_met, r.feasible, r.worst_feasible_miss
+            ));
+        }
+    }
+    let rate = met as f64 / feasible as f64;
+    let feet_rate = feet_met as f64 / feet_feasible as f64;
+    assert!(
+        rate >= 0.99 && feet_rate >= 0.99,
+        "feasible goals met {rate}, feet {feet_rate}:\n{}",
+        report.join("\n")
+    );
+}
+
 /// The body's left, forward and up, and the arm's reach and shoulder position at rest.
 fn arm(rig: &Rig, left: bool) -> (Vec3, f32) {
     let rest = rig.skeleton.rest_model_transforms();

@@ -64,7 +64,9 @@
 //!   start — skips clamping every joint to its limit (a swing-twist decomposition each, the
 //!   largest fixed cost of a solve). A pose the game changed is clamped as before (tested).
 //!   Mean per solve: control 7.7 → 6.0 µs, uneven 8.4 → 6.7, reach 13.2 → 11.4, both
-//!   13.3 → 11.6; same goals met.
+//!   13.3 → 11.6; same goals met. The check is per joint: a pose in which the game (or an
+//!   earlier stage, or the stack carrying last frame's correction onto a new input) changed
+//!   some joints has only those clamped (the `bevy_ik` crowd below).
 //! * *Feet apart.* With the hips pinned by a 6D pelvis goal each leg moves only its own
 //!   foot, so the foot's rows are a block of their own that the analytic finish closes
 //!   exactly (or as near as the leg's limits allow) after every pass: a tracking pass leaves
@@ -72,6 +74,28 @@
 //!   28.5 → 12.1 µs, reach 52 → 44, both 53.6 → 43.5; same goals met, no flips.
 //! * A round whose Jacobian pass had nothing to do ends the attempt (uneven max 43.6 →
 //!   22.5 µs).
+//! * *Feet apart under a position-only pelvis goal* (what `bevy_ik`'s `IkHumanoid` sets).
+//!   The hips still turn, so the feet's rows are not a block of their own: a tracking
+//!   attempt starts without them (the hips' turn answers to the hands and the look-at only,
+//!   each leg's finish closes its foot) and brings them back for the rest of the attempt as
+//!   soon as a finish leaves a foot unmet (a hip turn the leg cannot follow, a foot at its
+//!   limit). Same bench with `IK_GAMEPLAY_PELVIS_POSITION=1`, two alternating runs each at
+//!   load 9–10: mean reach 11.4–11.9 → 9.6–10.3 µs, both 12.6–12.7 → 10.2; p99 reach
+//!   49–53 → 40–46 µs, both 62–79 → 44–48 µs; max both 104–108 → 85 µs; feasible
+//!   goal-frames met reach 99.97 → 100 %, both 99.88 → 99.89 %, uneven 99.94 % both; 0 flips
+//!   (largest turn 10.9°, was 8.2°); uneven unchanged (mean 7.0–7.3 µs, p99 52–60 µs: the
+//!   feet that miss keep their rows, and they are the frames that cost).
+//! * *The crowd* (`IK_GAMEPLAY=1 IK_CPU=1 cargo bench -p bevy_ik --all-features --bench
+//!   crowd`: 1000 full-body characters with a position-only pelvis goal, both cores, load
+//!   4.5–5.5, two alternating runs): CPU per frame, all threads, 29.0–29.5 ms → 26.0–26.1 ms
+//!   with the two rules here and the per-joint warm-start check (26.7–27.1 ms without the
+//!   latter). The plain walk crowd costs 14.3 ms of CPU per frame on the same machine.
+//! * *A joint the step does not move is not clamped.* Its rotation is within its limit
+//!   already (the start was clamped, every step and finish clamps what it moves); with the
+//!   feet's rows out the legs, and with position-only hand goals the wrists, get a zero step.
+//!   Part of the figures above; with a 6D pelvis (two alternating runs, load 9–10): mean
+//!   reach 10.2–10.7 → 9.7–9.9 µs, both 10.2–10.6 → 9.6; p99 reach 44–48 → 38 µs, both
+//!   44–46 → 40 µs; max both 67–70 → 61 µs; control and uneven unchanged; same goals met.
 //!
 //! Where the budget still goes (`IK_GAMEPLAY_PROFILE=1`): a solve without Jacobian
 //! iterations costs about 6 µs (limb and look-at finish, FK, measuring), each iteration about
@@ -125,6 +149,18 @@
 //! give way on a second priority level (null-space projection of the first level's damped
 //! step) instead of a tenth of their weight was measured too: fewer goals met and a higher
 //! p99, so the weight rule stays.
+//!
+//! Measured since (same bench, 6D pelvis, 119 missed goal-frames of 3346 × 6): the stall rule
+//! is not what stops (2): with the stall threshold at 0 (a pass stops only when its summed
+//! residual *grew* over three iterations) the same 119 goal-frames are missed — those passes
+//! end because the clamps undo each step and the residual grows: a local minimum at the
+//! limits, not slow convergence. With no stall rule at all and 200 iterations per tracking
+//! solve, 38 misses remain (reach 99.91 %, both 99.92 %), at a p99 of 1.1 ms and with 4–16
+//! flips (turns up to 95° in a frame): 81 of the misses need a long walk along the limits
+//! (out of the per-frame budget), 38 a posture the oracle reaches from its cold restarts and
+//! tracking only by a jump its coherence rules out. An oracle that decides feasibility from
+//! the previous frame's posture (warm, no restarts, a long budget) would tell the second kind
+//! apart; this release does not have it yet, and the bench's definition is unchanged.
 //!
 //! A cold solve runs up to [`FullBodySettings::cold_iterations`] per attempt and, while an
 //! attempt does not converge, [`FullBodySettings::max_restarts`] restarts (from the rest pose,
@@ -694,6 +730,9 @@ pub struct FullBodyScratch {
     anchor_affects: Vec<u8>,
     /// Whether an enabled effector goal of this solve is relative ([`GoalFrame`]).
     relative: bool,
+    /// With a position-only pelvis pin: whether this attempt's Jacobian passes keep the feet's
+    /// rows (see `attempt`).
+    feet_rows: bool,
     reference: Pose,
     start: Pose,
     best: Pose,
@@ -1270,14 +1309,21 @@ impl<'a> Solve<'a> {
         }
         let s = self.rig.settings;
         self.s.cold = cold;
-        // The previous output handed back unchanged (a warm start) is within the limits
-        // already: clamping it would cost a swing-twist decomposition per joint for nothing.
-        if self.s.last_of != self.rig.id || *pose != self.s.last {
-            for j in &self.rig.joints {
-                let rest = &skeleton.bones()[j.bone].rest;
-                let (r, t) = (&mut pose.rotations[j.bone], &mut pose.translations[j.bone]);
-                j.limit.clamp(rest.rotation, rest.translation, r, t);
+        // A joint of the previous output handed back unchanged (a warm start; the joints
+        // the animation or an earlier stage did not touch) is within its limit already:
+        // clamping it would cost a swing-twist decomposition for nothing.
+        let warm = self.s.last_of == self.rig.id && self.s.last.len() == pose.len();
+        for j in &self.rig.joints {
+            let b = j.bone;
+            if warm
+                && pose.rotations[b] == self.s.last.rotations[b]
+                && pose.translations[b] == self.s.last.translations[b]
+            {
+                continue;
             }
+            let rest = &skeleton.bones()[b].rest;
+            let (r, t) = (&mut pose.rotations[b], &mut pose.translations[b]);
+            j.limit.clamp(rest.rotation, rest.translation, r, t);
         }
         self.s.start.copy_from(pose);
         self.fk(skeleton, pose);
@@ -1600,6 +1646,15 @@ impl<'a> Solve<'a> {
             report.limits_hit += self.finish_limbs(skeleton, pose, goals);
         }
         self.s.saturated.fill(false);
+        // Tracking with a position-only pelvis pin: the hips still turn, so the feet's rows
+        // couple to the rest; the passes leave them out until a finish leaves a foot unmet
+        // (see `jacobian`'s `feet_apart`).
+        self.s.feet_rows = self.s.pelvis_pin != PelvisPin::Position
+            || self.s.cold
+            || !s.analytic_limbs
+            || s.posture_gain > 0.0
+            || self.s.balancing
+            || self.s.relative;
         for round in 0..4 {
             let coarse = if s.analytic_limbs && round == 0 {
                 s.coarse_factor
@@ -1629,6 +1684,22 @@ impl<'a> Solve<'a> {
             }
             self.fk(skeleton, pose);
             report.converged = self.measure(skeleton, pose, goals, &mut report);
+            // A foot the finish left unmet brings the feet's rows back for the rest of the
+            // attempt: the hips' turn then answers to them again.
+            if !self.s.feet_rows
+                && [Effector::LeftFoot, Effector::RightFoot]
+                    .into_iter()
+                    .any(|e| {
+                        let (r, g) = (report.residuals[e as usize], goals.get(e));
+                        (g.wants_position() && r.position > s.position_tolerance)
+                            || (g.wants_rotation() && r.rotation > s.rotation_tolerance)
+                    })
+            {
+                self.s.feet_rows = true;
+                if report.iterations < budget {
+                    continue;
+                }
+            }
             // A stalled pass after the first round will not do better in the next one; with
             // goals giving way, once the others are met the polish pass takes over.
             if report.converged
@@ -1968,13 +2039,16 @@ impl<'a> Solve<'a> {
         // near as the leg's limits allow) after every pass, so a tracking pass leaves them out
         // (smaller normal equations; a limit-bound foot no longer holds the pass). Not while
         // balancing (the legs move the centre of mass), with relative goals or with posture
-        // following (it needs the feet's rows to stay in their null space).
-        let feet_apart = !self.s.cold
+        // following (it needs the feet's rows to stay in their null space). With a
+        // position-only pin the hips still turn and the feet follow them: the rows stay out
+        // only until a finish leaves a foot unmet (`feet_rows`, set in `attempt`).
+        let feet_apart = (!self.s.cold
             && s.analytic_limbs
             && s.posture_gain <= 0.0
             && self.s.pelvis_pin == PelvisPin::Full
             && !self.s.balancing
-            && !self.s.relative;
+            && !self.s.relative)
+            || !self.s.feet_rows;
         for it in 0..budget {
             self.fk(skeleton, pose);
             // Relative goals (see `GoalFrame`) at where their frame bones are now.
@@ -2343,6 +2417,10 @@ impl<'a> Solve<'a> {
                     (self.s.model[p].rotation, self.s.model[p].scale)
                 });
             let d = &self.s.dls.dq[j.col..];
+            if d[..j.dof.count()].iter().all(|&v| v == 0.0) {
+                self.s.saturated[ji] = false;
+                continue;
+            }
             match j.dof {
                 Dof::Floating if self.s.pelvis_pin == PelvisPin::Full => {}
                 Dof::Floating => {
