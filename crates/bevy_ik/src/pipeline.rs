@@ -42,7 +42,13 @@ pub(crate) struct IkPipelineSettings {
     pub(crate) batch_limbs: bool,
 }
 
-fn gather(rt: &mut Runtime, disabled: bool, descs: &Query<DescItem>, current: &CurrentTransforms) {
+fn gather(
+    rt: &mut Runtime,
+    disabled: bool,
+    batching: bool,
+    descs: &Query<DescItem>,
+    current: &CurrentTransforms,
+) {
     rt.solved = false;
     rt.frame_error = None;
     for st in &mut rt.stages {
@@ -73,15 +79,18 @@ fn gather(rt: &mut Runtime, disabled: bool, descs: &Query<DescItem>, current: &C
         stages,
         input,
         entities,
+        batch,
         ..
     } = rt;
+    // The batched limbs' goals go straight into the batch's lanes.
+    let mut batch = batch.as_mut().filter(|_| batching);
     if let Err(err) = stack.set_input(input) {
         rt.frame_error = Some(IkError::Solver(err.to_string()));
         return;
     }
     let (skeleton, buffer, slots) = stack.parts_mut();
     for st in stages.iter_mut() {
-        let Some(slot) = st.slot.and_then(|i| slots.get_mut(i)) else {
+        let Some((index, slot)) = st.slot.and_then(|i| Some((i, slots.get_mut(i)?))) else {
             continue;
         };
         let item = descs.get(st.entity).ok();
@@ -99,7 +108,11 @@ fn gather(rt: &mut Runtime, disabled: bool, descs: &Query<DescItem>, current: &C
         }
         let result = match (&desc, &mut slot.stage) {
             (Desc::Limb(limb), Stage::TwoBone(stage)) => {
-                gather_limb(limb, stage, &mut st.kind, &model, helper)
+                gather_limb(limb, stage, &mut st.kind, &model, helper).map(|()| {
+                    if let Some(b) = batch.as_deref_mut().filter(|b| index < b.len()) {
+                        b.set_goal(index, &stage.goal);
+                    }
+                })
             }
             (Desc::Rig(r), Stage::Jacobian(stage)) => match &mut st.kind {
                 StageKind::Rig(data) => {
@@ -168,7 +181,7 @@ pub(crate) fn solve_characters(
             let Some(rt) = character.rt.as_mut() else {
                 return;
             };
-            gather(rt, disabled, &descs, &current);
+            gather(rt, disabled, batching, &descs, &current);
             if disabled {
                 return;
             }
