@@ -88,7 +88,8 @@ pub(crate) fn register(app: &mut App, schedule: Interned<dyn ScheduleLabel>) {
                 .after(SetupSystems),
             publish_grounding_state
                 .in_set(IkSystems::Writeback)
-                .after(crate::pipeline::publish_ik_status),
+                .after(crate::pipeline::publish_ik_status)
+                .after(crate::pipeline::write_bone_transforms),
         ),
     );
 }

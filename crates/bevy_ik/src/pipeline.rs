@@ -77,17 +77,12 @@ fn gather(
     let Runtime {
         stack,
         stages,
-        input,
         entities,
         batch,
         ..
     } = rt;
     // The batched limbs' goals go straight into the batch's lanes.
     let mut batch = batch.as_mut().filter(|_| batching);
-    if let Err(err) = stack.set_input(input) {
-        rt.frame_error = Some(IkError::Solver(err.to_string()));
-        return;
-    }
     let (skeleton, buffer, slots) = stack.parts_mut();
     for st in stages.iter_mut() {
         let Some((index, slot)) = st.slot.and_then(|i| Some((i, slots.get_mut(i)?))) else {
@@ -144,23 +139,41 @@ fn gather(
     }
 }
 
-/// Reads the bones' local transforms into the remembered input pose (see the module docs).
+/// Reads the bones' local transforms into the remembered input pose (see the module docs)
+/// and the input pose into the stack's buffer, in one pass.
 fn read_input(rt: &mut Runtime, transforms: &Query<&Transform>) -> Result<(), IkError> {
-    for i in rt.first..rt.entities.len() {
-        let e = rt.entities[i];
-        let t = transforms
-            .get(e)
-            .map_err(|_| IkError::MissingBoneEntity(e))?;
-        if !(t.translation.is_finite() && t.rotation.is_finite()) {
-            return Err(IkError::NonFinitePose);
+    let Runtime {
+        entities,
+        first,
+        written,
+        input,
+        stack,
+        ..
+    } = rt;
+    if input.len() != entities.len() || stack.buffer().len() != entities.len() {
+        return Err(IkError::Solver(
+            "the input pose does not match the skeleton".into(),
+        ));
+    }
+    let buffer = stack.buffer_mut();
+    for i in 0..entities.len() {
+        if i >= *first {
+            let e = entities[i];
+            let t = transforms
+                .get(e)
+                .map_err(|_| IkError::MissingBoneEntity(e))?;
+            if !(t.translation.is_finite() && t.rotation.is_finite()) {
+                return Err(IkError::NonFinitePose);
+            }
+            // Unless nothing rewrote the bone since the plugin did: then the remembered
+            // input stays.
+            if written[i] != Some((t.rotation, t.translation)) {
+                written[i] = None;
+                input.rotations[i] = t.rotation;
+                input.translations[i] = t.translation;
+            }
         }
-        if rt.written[i] == Some((t.rotation, t.translation)) {
-            // Nothing rewrote the bone since the plugin did: keep the remembered input.
-            continue;
-        }
-        rt.written[i] = None;
-        rt.input.rotations[i] = t.rotation;
-        rt.input.translations[i] = t.translation;
+        buffer.set_local(i, input.rotations[i], input.translations[i]);
     }
     Ok(())
 }
@@ -181,22 +194,60 @@ pub(crate) fn solve_characters(
             let Some(rt) = character.rt.as_mut() else {
                 return;
             };
-            gather(rt, disabled, batching, &descs, &current);
-            if disabled {
-                return;
-            }
-            if let Some(err) = &rt.frame_error {
-                warn_once(&mut rt.warned, entity, err);
-                return;
-            }
-            let first = match rt.batch.as_mut().filter(|_| batching) {
-                Some(batch) => batch.solve(&mut rt.stack),
-                None => 0,
-            };
-            rt.stack.solve_from(first);
-            rt.solved = true;
-            summarise(rt);
+            solve_character(entity, rt, disabled, batching, &descs, &current);
+            plan_writes(rt);
         });
+}
+
+fn solve_character(
+    entity: Entity,
+    rt: &mut Runtime,
+    disabled: bool,
+    batching: bool,
+    descs: &Query<DescItem>,
+    current: &CurrentTransforms,
+) {
+    gather(rt, disabled, batching, descs, current);
+    if disabled {
+        return;
+    }
+    if let Some(err) = &rt.frame_error {
+        warn_once(&mut rt.warned, entity, err);
+        return;
+    }
+    let first = match rt.batch.as_mut().filter(|_| batching) {
+        Some(batch) => batch.solve(&mut rt.stack),
+        None => 0,
+    };
+    rt.stack.solve_from(first);
+    rt.solved = true;
+    summarise(rt);
+}
+
+/// Decides, still in the character's task, which bones [`write_bone_transforms`] writes this
+/// frame — those whose output differs from their input, and those the plugin wrote last frame
+/// (they get their input back) — and records what it will have written (the remembered input,
+/// see the module docs). A character whose pose could not be read is not written.
+fn plan_writes(rt: &mut Runtime) {
+    rt.to_write.clear();
+    if rt.frame_error.is_some() {
+        return;
+    }
+    let output = rt.stack.pose();
+    for i in rt.first..rt.entities.len() {
+        let (input_q, input_t) = (rt.input.rotations[i], rt.input.translations[i]);
+        let (q, t) = if rt.solved {
+            (output.rotations[i], output.translations[i])
+        } else {
+            (input_q, input_t)
+        };
+        let changed = q != input_q || t != input_t;
+        if !changed && rt.written[i].is_none() {
+            continue;
+        }
+        rt.to_write.push(i);
+        rt.written[i] = changed.then_some((q, t));
+    }
 }
 
 /// Turns the stack's per-stage outcomes into status summaries (and measures what the reports
@@ -283,40 +334,32 @@ fn warn_stage(st: &mut StageRt) {
 }
 
 /// Writes every character's output pose to its bones' `Transform`s (`set_if_neq`): the only
-/// system that writes bone transforms. A character that was not solved this frame (disabled,
-/// or its pose unreadable) gets its input pose back where the plugin had written.
+/// system that writes bone transforms. Only the bones [`plan_writes`] chose are touched: those
+/// the stack changed, and those written last frame but not changed now (they get their input
+/// back, as does every bone the plugin had written on a character not solved this frame).
+/// It reads the characters only, so it runs beside [`publish_ik_status`].
 pub(crate) fn write_bone_transforms(
-    mut characters: Query<&mut IkCharacter, Without<IkStageOf>>,
+    characters: Query<&IkCharacter, Without<IkStageOf>>,
     mut transforms: Query<&mut Transform>,
 ) {
-    for mut character in &mut characters {
-        let Some(rt) = character.rt.as_mut() else {
+    for character in &characters {
+        let Some(rt) = character.rt.as_ref() else {
             continue;
         };
-        if rt.frame_error.is_some() {
-            continue;
-        }
-        let output = rt.stack.pose();
-        for i in rt.first..rt.entities.len() {
-            let (input_q, input_t) = (rt.input.rotations[i], rt.input.translations[i]);
-            let (q, t) = if rt.solved {
-                (output.rotations[i], output.translations[i])
-            } else {
-                (input_q, input_t)
-            };
-            let changed = q != input_q || t != input_t;
-            if !changed && rt.written[i].is_none() {
-                continue;
-            }
+        let output = if rt.solved {
+            rt.stack.pose()
+        } else {
+            &rt.input
+        };
+        for &i in &rt.to_write {
             if let Ok(mut tr) = transforms.get_mut(rt.entities[i]) {
                 let new = Transform {
-                    rotation: q,
-                    translation: t,
+                    rotation: output.rotations[i],
+                    translation: output.translations[i],
                     ..*tr
                 };
                 tr.set_if_neq(new);
             }
-            rt.written[i] = changed.then_some((q, t));
         }
     }
 }
