@@ -22,6 +22,15 @@
 //! `tests/limb_batch.rs` holds the batched plugin to the scalar one within 1e-5 of the limb
 //! length on every joint.
 //!
+//! # Resident lanes
+//!
+//! The batch keeps its limbs' goals and poses in ik-core's lane layout between frames
+//! ([`LaneGoals`], [`LanePoses`]) and solves with [`TwoBoneBatch::solve_lanes`]: the gather
+//! writes each batched limb's goal straight into its lanes ([`LimbBatch::set_goal`]); the solve
+//! writes each limb's input rotations and parent frame into its lanes, solves the block, and
+//! hands each limb's rotations from the lanes to the stack's buffer. No per-limb slices are
+//! filled or read back.
+//!
 //! # Granularity
 //!
 //! One batch per character, solved in that character's task while its data is in cache: the
@@ -31,20 +40,24 @@
 //!
 //! # Measured
 //!
-//! Off by default ([`IkPlugin::with_batched_limbs`](crate::IkPlugin::with_batched_limbs)):
-//! on the crowd bench's four-limb crowd (1000 characters; profile of the same workload, both
-//! builds, perf at 400 Hz, machine loaded 5–6) the batch kernel took about 19 % fewer samples
-//! than the scalar solves it replaced (`TwoBoneBatch::solve_range` 3.8 % of all samples against
-//! `TwoBoneIk::solve_with_parent` 4.6 %), but this module's hand-over (goals copied in,
-//! rotations and reports handed to the stack one stage at a time) took 4.4 % on its own: the
-//! limb part of the frame came out no cheaper (about 14 % against about 12 %). Wall-clock A/B
-//! runs on that machine were within their noise either way. With a kernel well under the
-//! scalar solve (issue 15 asks for ≤ 20 ns per limb) it pays; switch it on then.
+//! Off by default ([`IkPlugin::with_batched_limbs`](crate::IkPlugin::with_batched_limbs)).
+//! Instruction counts (callgrind, the crowd bench's 200-character crowds, 33 frames of each
+//! mode, both builds on the same run of frames): this path's batch work — hand-over, kernel
+//! and goals into the lanes — is 27.5 M instructions against 29.8 M for the earlier
+//! [`TwoBoneBatch::solve`] path (per-limb slices), about 1,040 instructions per limb: the
+//! kernel [`TwoBoneBatch::solve_lanes`] about 350 of them (the scalar
+//! `TwoBoneIk::solve_with_parent` about 820), the hand-over to and from the stack (parent
+//! frames, stage checks, each stage's blend and outcome through
+//! [`IkStack::solve_stage_with`]) the other 690. The kernel's saving goes to the hand-over, and
+//! wall-clock runs of the time (machine loaded 7–14 by other builds) could not tell the
+//! batched crowd from the one-by-one crowd. It pays
+//! once the per-stage hand-over is cheaper than the kernel's saving (about 470 instructions a
+//! limb).
 //!
 //! # The seam
 //!
-//! [`LimbBatch::try_new`] and [`LimbBatch::solve`] are all the pipeline calls: a faster kernel
-//! (another structure-of-arrays entry point) is swapped in here.
+//! [`LimbBatch::try_new`], [`LimbBatch::set_goal`] and [`LimbBatch::solve`] are all the
+//! pipeline calls.
 
 use bevy::math::Vec3;
 use ik_core::BoneTransform;
