@@ -77,10 +77,15 @@ fn gather(
     let Runtime {
         stack,
         stages,
+        input,
         entities,
         batch,
         ..
     } = rt;
+    if let Err(err) = stack.set_input(input) {
+        rt.frame_error = Some(IkError::Solver(err.to_string()));
+        return;
+    }
     // The batched limbs' goals go straight into the batch's lanes.
     let mut batch = batch.as_mut().filter(|_| batching);
     let (skeleton, buffer, slots) = stack.parts_mut();
@@ -139,41 +144,23 @@ fn gather(
     }
 }
 
-/// Reads the bones' local transforms into the remembered input pose (see the module docs)
-/// and the input pose into the stack's buffer, in one pass.
+/// Reads the bones' local transforms into the remembered input pose (see the module docs).
 fn read_input(rt: &mut Runtime, transforms: &Query<&Transform>) -> Result<(), IkError> {
-    let Runtime {
-        entities,
-        first,
-        written,
-        input,
-        stack,
-        ..
-    } = rt;
-    if input.len() != entities.len() || stack.buffer().len() != entities.len() {
-        return Err(IkError::Solver(
-            "the input pose does not match the skeleton".into(),
-        ));
-    }
-    let buffer = stack.buffer_mut();
-    for i in 0..entities.len() {
-        if i >= *first {
-            let e = entities[i];
-            let t = transforms
-                .get(e)
-                .map_err(|_| IkError::MissingBoneEntity(e))?;
-            if !(t.translation.is_finite() && t.rotation.is_finite()) {
-                return Err(IkError::NonFinitePose);
-            }
-            // Unless nothing rewrote the bone since the plugin did: then the remembered
-            // input stays.
-            if written[i] != Some((t.rotation, t.translation)) {
-                written[i] = None;
-                input.rotations[i] = t.rotation;
-                input.translations[i] = t.translation;
-            }
+    for i in rt.first..rt.entities.len() {
+        let e = rt.entities[i];
+        let t = transforms
+            .get(e)
+            .map_err(|_| IkError::MissingBoneEntity(e))?;
+        if !(t.translation.is_finite() && t.rotation.is_finite()) {
+            return Err(IkError::NonFinitePose);
         }
-        buffer.set_local(i, input.rotations[i], input.translations[i]);
+        if rt.written[i] == Some((t.rotation, t.translation)) {
+            // Nothing rewrote the bone since the plugin did: keep the remembered input.
+            continue;
+        }
+        rt.written[i] = None;
+        rt.input.rotations[i] = t.rotation;
+        rt.input.translations[i] = t.translation;
     }
     Ok(())
 }
