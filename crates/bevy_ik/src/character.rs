@@ -181,6 +181,8 @@ pub(crate) struct Runtime {
     pub(crate) input: Pose,
     /// What the plugin wrote to each bone last frame (`None`: left alone).
     pub(crate) written: Vec<Option<(Quat, Vec3)>>,
+    /// The bones the writeback writes this frame (decided in the character's task).
+    pub(crate) to_write: Vec<usize>,
     /// This frame's character-level problem (the pose could not be read).
     pub(crate) frame_error: Option<IkError>,
     /// The stack was solved this frame (false: disabled, or a frame error).
@@ -848,6 +850,7 @@ fn rebuild(
         stack,
         stages,
         input,
+        to_write: Vec::with_capacity(written.len()),
         written,
         frame_error: None,
         solved: false,

@@ -84,7 +84,8 @@ pub(crate) fn register(app: &mut App, schedule: Interned<dyn ScheduleLabel>) {
                 .before(StageInputSystems),
             publish_grounding_state
                 .in_set(IkSystems::Writeback)
-                .after(crate::pipeline::publish_ik_status),
+                .after(crate::pipeline::publish_ik_status)
+                .after(crate::pipeline::write_bone_transforms),
         ),
     );
     app.add_plugins(IkStageInputPlugin::<IkGrounding>::new());

@@ -113,9 +113,9 @@ pub enum IkSystems {
 ///                               pose once (the remembered input where nothing rewrote a
 ///                               bone), the model frame, every stage's targets, weights and
 ///                               settings; then the stack's stages in order, each blended
-///                               by its weight
-/// IkSystems::Writeback
-///   write_bone_transforms       the only Transform writer: each character's output
+///                               by its weight; which bones to write is decided here
+/// IkSystems::Writeback          (the two side by side: both only read the characters)
+///   write_bone_transforms       the only Transform writer: each character's changed bones
 ///                               (set_if_neq), input restored where IK stopped writing
 ///   publish_ik_status           IkStatus / IkCenterOfMass, only where a value changed
 /// TransformSystems::Propagate   Bevy computes GlobalTransform from the written locals
@@ -227,8 +227,8 @@ impl Plugin for IkPlugin {
                     .chain()
                     .in_set(setup::SetupSystems),
                 pipeline::solve_characters.in_set(IkSystems::Solve),
+                // Both read the characters only: they run side by side.
                 (pipeline::write_bone_transforms, pipeline::publish_ik_status)
-                    .chain()
                     .in_set(IkSystems::Writeback),
             )
                 .chain(),

@@ -22,6 +22,15 @@
 //! `tests/limb_batch.rs` holds the batched plugin to the scalar one within 1e-5 of the limb
 //! length on every joint.
 //!
+//! # Resident lanes
+//!
+//! The batch keeps its limbs' goals and poses in ik-core's lane layout between frames
+//! ([`LaneGoals`], [`LanePoses`]) and solves with [`TwoBoneBatch::solve_lanes`]: the gather
+//! writes each batched limb's goal straight into its lanes ([`LimbBatch::set_goal`]); the solve
+//! writes each limb's input rotations and parent frame into its lanes, solves the block, and
+//! hands each limb's rotations from the lanes to the stack's buffer. No per-limb slices are
+//! filled or read back.
+//!
 //! # Granularity
 //!
 //! One batch per character, solved in that character's task while its data is in cache: the
@@ -31,31 +40,35 @@
 //!
 //! # Measured
 //!
-//! Off by default ([`IkPlugin::with_batched_limbs`](crate::IkPlugin::with_batched_limbs)):
-//! on the crowd bench's four-limb crowd (1000 characters; profile of the same workload, both
-//! builds, perf at 400 Hz, machine loaded 5–6) the batch kernel took about 19 % fewer samples
-//! than the scalar solves it replaced (`TwoBoneBatch::solve_range` 3.8 % of all samples against
-//! `TwoBoneIk::solve_with_parent` 4.6 %), but this module's hand-over (goals copied in,
-//! rotations and reports handed to the stack one stage at a time) took 4.4 % on its own: the
-//! limb part of the frame came out no cheaper (about 14 % against about 12 %). Wall-clock A/B
-//! runs on that machine were within their noise either way. With a kernel well under the
-//! scalar solve (issue 15 asks for ≤ 20 ns per limb) it pays; switch it on then.
+//! Off by default ([`IkPlugin::with_batched_limbs`](crate::IkPlugin::with_batched_limbs)).
+//! Instruction counts (callgrind, the crowd bench's 200-character crowds, 33 frames of each
+//! mode, both builds on the same run of frames): this path's batch work — hand-over, kernel
+//! and goals into the lanes — is 27.5 M instructions against 29.8 M for the earlier
+//! [`TwoBoneBatch::solve`] path (per-limb slices), about 1,040 instructions per limb: the
+//! kernel [`TwoBoneBatch::solve_lanes`] about 350 of them (the scalar
+//! `TwoBoneIk::solve_with_parent` about 820), the hand-over to and from the stack (parent
+//! frames, stage checks, each stage's blend and outcome through
+//! [`IkStack::solve_stage_with`]) the other 690. The kernel's saving goes to the hand-over, and
+//! wall-clock runs of the time (machine loaded 7–14 by other builds) could not tell the
+//! batched crowd from the one-by-one crowd. It pays
+//! once the per-stage hand-over is cheaper than the kernel's saving (about 470 instructions a
+//! limb).
 //!
 //! # The seam
 //!
-//! [`LimbBatch::try_new`] and [`LimbBatch::solve`] are all the pipeline calls: a faster kernel
-//! (another structure-of-arrays entry point) is swapped in here.
+//! [`LimbBatch::try_new`], [`LimbBatch::set_goal`] and [`LimbBatch::solve`] are all the
+//! pipeline calls.
 
-use bevy::math::{Quat, Vec3};
+use bevy::math::Vec3;
 use ik_core::BoneTransform;
-use ik_core::analytic::batch::{BatchScratch, TwoBoneBatch};
+use ik_core::analytic::batch::{BatchScratch, LaneGoals, LanePoses, TwoBoneBatch};
 use ik_core::analytic::{AnalyticError, LimbGoal, LimbReport, LimbSettings};
 use ik_core::stack::{IkStack, Stage, StageReport, TwoBoneStage};
 
 /// Fewest leading limbs batched.
 pub(crate) const MIN_LIMBS: usize = 2;
 
-/// The batched leading limbs of one character's stack, with the per-call buffers.
+/// The batched leading limbs of one character's stack, with their resident lanes.
 #[derive(Debug)]
 pub(crate) struct LimbBatch {
     batch: TwoBoneBatch,
@@ -67,9 +80,10 @@ pub(crate) struct LimbBatch {
     settings: Vec<LimbSettings>,
     /// Per limb: the local translations the batch holds.
     translations: Vec<[Vec3; 3]>,
-    goals: Vec<LimbGoal>,
-    parent_frames: Vec<BoneTransform>,
-    rotations: Vec<[Quat; 3]>,
+    /// This frame's goals, written by the gather ([`LimbBatch::set_goal`]).
+    goals: LaneGoals,
+    /// Parent frames and rotations in, solved rotations out.
+    poses: LanePoses,
     reports: Vec<Result<LimbReport, AnalyticError>>,
     scratch: BatchScratch,
 }
@@ -114,6 +128,10 @@ impl LimbBatch {
         let batch = TwoBoneBatch::try_new(stages.iter().map(|s| (skeleton, s.ik()))).ok()?;
         let rest = skeleton.rest_pose();
         let n = stages.len();
+        let mut goals = LaneGoals::new(n);
+        for (i, s) in stages.iter().enumerate() {
+            goals.set(i, &s.goal).ok()?;
+        }
         Some(Self {
             batch,
             bones: stages.iter().map(|s| s.ik().bones()).collect(),
@@ -126,9 +144,8 @@ impl LimbBatch {
                 .iter()
                 .map(|s| s.ik().bones().map(|b| rest.translations[b]))
                 .collect(),
-            goals: stages.iter().map(|s| s.goal).collect(),
-            parent_frames: vec![BoneTransform::IDENTITY; n],
-            rotations: vec![[Quat::IDENTITY; 3]; n],
+            goals,
+            poses: LanePoses::new(n),
             reports: vec![Ok(LimbReport::default()); n],
             scratch: BatchScratch::new(),
         })
@@ -139,22 +156,29 @@ impl LimbBatch {
         self.bones.len()
     }
 
-    /// Solves the batched stages of `stack` (its input pose and goals set for this frame) and
-    /// records each one's outcome in the stack; returns the first stage left to
-    /// [`IkStack::solve_from`] (0 when the stack no longer has the stages the batch was built
-    /// for: it was changed through [`IkCharacter::stack_mut`](crate::IkCharacter::stack_mut)).
+    /// Writes stage `slot`'s goal for this frame into its lanes (the gather calls it for each
+    /// batched limb; other slots are ignored).
+    pub(crate) fn set_goal(&mut self, slot: usize, goal: &LimbGoal) {
+        // (In range by the check; a goal is finite by the gather's reading of the target.)
+        let _ = self.goals.set(slot, goal);
+    }
+
+    /// Solves the batched stages of `stack` (its input pose set for this frame, their goals
+    /// written with [`LimbBatch::set_goal`]) and records each one's outcome in the stack;
+    /// returns the first stage left to [`IkStack::solve_from`] (0 when the stack no longer has
+    /// the stages the batch was built for: it was changed through
+    /// [`IkCharacter::stack_mut`](crate::IkCharacter::stack_mut)).
     pub(crate) fn solve(&mut self, stack: &mut IkStack) -> usize {
         let n = self.bones.len();
+        if stack.slots().len() < n {
+            return 0;
+        }
         let mut rebuild = false;
         for (i, slot) in stack.slots().iter().take(n).enumerate() {
             let Some(s) = two_bone(&slot.stage).filter(|s| s.ik().bones() == self.bones[i]) else {
                 return 0;
             };
             rebuild |= *s.ik().settings() != self.settings[i];
-            self.goals[i] = s.goal;
-        }
-        if stack.slots().len() < n {
-            return 0;
         }
         if rebuild {
             match Self::try_new(stack) {
@@ -162,37 +186,44 @@ impl LimbBatch {
                 _ => return 0,
             }
         }
+        // The input pose into the lanes: each limb's rotations and its root's parent frame.
         for i in 0..n {
             let bones = self.bones[i];
             let pose = stack.pose();
-            self.rotations[i] = bones.map(|b| pose.rotations[b]);
+            let rotations = bones.map(|b| pose.rotations[b]);
             let t = bones.map(|b| pose.translations[b]);
             if t != self.translations[i] && self.batch.set_translations(i, t).is_ok() {
                 self.translations[i] = t;
             }
-            self.parent_frames[i] = match self.parents[i] {
+            let parent = match self.parents[i] {
                 Some(p) => stack.model_transform(p),
                 None => BoneTransform::IDENTITY,
             };
+            if self.poses.set(i, &parent, rotations).is_err() {
+                return 0;
+            }
         }
         if self
             .batch
-            .solve(
+            .solve_lanes(
                 &self.goals,
-                &self.parent_frames,
-                &mut self.rotations,
-                &mut self.reports,
+                &mut self.poses,
+                Some(&mut self.reports),
                 &mut self.scratch,
             )
             .is_err()
         {
             return 0;
         }
+        // The results straight from the lanes into the stack's buffer, one stage at a time
+        // (the stack blends by the weight, restores on an error, records the outcome).
         for i in 0..n {
-            let (bones, rotations, report) =
-                (self.bones[i], self.rotations[i], self.reports[i].clone());
+            let (bones, poses, reports) = (self.bones[i], &self.poses, &self.reports);
             stack.solve_stage_with(i, |_, _, buffer| {
-                let report = report?;
+                let report = reports[i].clone()?;
+                let rotations = poses
+                    .rotations(i)
+                    .map_err(|_| AnalyticError::DegeneratePose)?;
                 for (b, q) in bones.into_iter().zip(rotations) {
                     let t = buffer.pose().translations[b];
                     buffer.set_local(b, q, t);

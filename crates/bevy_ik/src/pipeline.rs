@@ -42,7 +42,13 @@ pub(crate) struct IkPipelineSettings {
     pub(crate) batch_limbs: bool,
 }
 
-fn gather(rt: &mut Runtime, disabled: bool, descs: &Query<DescItem>, current: &CurrentTransforms) {
+fn gather(
+    rt: &mut Runtime,
+    disabled: bool,
+    batching: bool,
+    descs: &Query<DescItem>,
+    current: &CurrentTransforms,
+) {
     rt.solved = false;
     rt.frame_error = None;
     for st in &mut rt.stages {
@@ -73,15 +79,18 @@ fn gather(rt: &mut Runtime, disabled: bool, descs: &Query<DescItem>, current: &C
         stages,
         input,
         entities,
+        batch,
         ..
     } = rt;
     if let Err(err) = stack.set_input(input) {
         rt.frame_error = Some(IkError::Solver(err.to_string()));
         return;
     }
+    // The batched limbs' goals go straight into the batch's lanes.
+    let mut batch = batch.as_mut().filter(|_| batching);
     let (skeleton, buffer, slots) = stack.parts_mut();
     for st in stages.iter_mut() {
-        let Some(slot) = st.slot.and_then(|i| slots.get_mut(i)) else {
+        let Some((index, slot)) = st.slot.and_then(|i| Some((i, slots.get_mut(i)?))) else {
             continue;
         };
         let item = descs.get(st.entity).ok();
@@ -99,7 +108,11 @@ fn gather(rt: &mut Runtime, disabled: bool, descs: &Query<DescItem>, current: &C
         }
         let result = match (&desc, &mut slot.stage) {
             (Desc::Limb(limb), Stage::TwoBone(stage)) => {
-                gather_limb(limb, stage, &mut st.kind, &model, helper)
+                gather_limb(limb, stage, &mut st.kind, &model, helper).map(|()| {
+                    if let Some(b) = batch.as_deref_mut().filter(|b| index < b.len()) {
+                        b.set_goal(index, &stage.goal);
+                    }
+                })
             }
             (Desc::Rig(r), Stage::Jacobian(stage)) => match &mut st.kind {
                 StageKind::Rig(data) => {
@@ -168,22 +181,60 @@ pub(crate) fn solve_characters(
             let Some(rt) = character.rt.as_mut() else {
                 return;
             };
-            gather(rt, disabled, &descs, &current);
-            if disabled {
-                return;
-            }
-            if let Some(err) = &rt.frame_error {
-                warn_once(&mut rt.warned, entity, err);
-                return;
-            }
-            let first = match rt.batch.as_mut().filter(|_| batching) {
-                Some(batch) => batch.solve(&mut rt.stack),
-                None => 0,
-            };
-            rt.stack.solve_from(first);
-            rt.solved = true;
-            summarise(rt);
+            solve_character(entity, rt, disabled, batching, &descs, &current);
+            plan_writes(rt);
         });
+}
+
+fn solve_character(
+    entity: Entity,
+    rt: &mut Runtime,
+    disabled: bool,
+    batching: bool,
+    descs: &Query<DescItem>,
+    current: &CurrentTransforms,
+) {
+    gather(rt, disabled, batching, descs, current);
+    if disabled {
+        return;
+    }
+    if let Some(err) = &rt.frame_error {
+        warn_once(&mut rt.warned, entity, err);
+        return;
+    }
+    let first = match rt.batch.as_mut().filter(|_| batching) {
+        Some(batch) => batch.solve(&mut rt.stack),
+        None => 0,
+    };
+    rt.stack.solve_from(first);
+    rt.solved = true;
+    summarise(rt);
+}
+
+/// Decides, still in the character's task, which bones [`write_bone_transforms`] writes this
+/// frame — those whose output differs from their input, and those the plugin wrote last frame
+/// (they get their input back) — and records what it will have written (the remembered input,
+/// see the module docs). A character whose pose could not be read is not written.
+fn plan_writes(rt: &mut Runtime) {
+    rt.to_write.clear();
+    if rt.frame_error.is_some() {
+        return;
+    }
+    let output = rt.stack.pose();
+    for i in rt.first..rt.entities.len() {
+        let (input_q, input_t) = (rt.input.rotations[i], rt.input.translations[i]);
+        let (q, t) = if rt.solved {
+            (output.rotations[i], output.translations[i])
+        } else {
+            (input_q, input_t)
+        };
+        let changed = q != input_q || t != input_t;
+        if !changed && rt.written[i].is_none() {
+            continue;
+        }
+        rt.to_write.push(i);
+        rt.written[i] = changed.then_some((q, t));
+    }
 }
 
 /// Turns the stack's per-stage outcomes into status summaries (and measures what the reports
@@ -270,40 +321,32 @@ fn warn_stage(st: &mut StageRt) {
 }
 
 /// Writes every character's output pose to its bones' `Transform`s (`set_if_neq`): the only
-/// system that writes bone transforms. A character that was not solved this frame (disabled,
-/// or its pose unreadable) gets its input pose back where the plugin had written.
+/// system that writes bone transforms. Only the bones [`plan_writes`] chose are touched: those
+/// the stack changed, and those written last frame but not changed now (they get their input
+/// back, as does every bone the plugin had written on a character not solved this frame).
+/// It reads the characters only, so it runs beside [`publish_ik_status`].
 pub(crate) fn write_bone_transforms(
-    mut characters: Query<&mut IkCharacter, Without<IkStageOf>>,
+    characters: Query<&IkCharacter, Without<IkStageOf>>,
     mut transforms: Query<&mut Transform>,
 ) {
-    for mut character in &mut characters {
-        let Some(rt) = character.rt.as_mut() else {
+    for character in &characters {
+        let Some(rt) = character.rt.as_ref() else {
             continue;
         };
-        if rt.frame_error.is_some() {
-            continue;
-        }
-        let output = rt.stack.pose();
-        for i in rt.first..rt.entities.len() {
-            let (input_q, input_t) = (rt.input.rotations[i], rt.input.translations[i]);
-            let (q, t) = if rt.solved {
-                (output.rotations[i], output.translations[i])
-            } else {
-                (input_q, input_t)
-            };
-            let changed = q != input_q || t != input_t;
-            if !changed && rt.written[i].is_none() {
-                continue;
-            }
+        let output = if rt.solved {
+            rt.stack.pose()
+        } else {
+            &rt.input
+        };
+        for &i in &rt.to_write {
             if let Ok(mut tr) = transforms.get_mut(rt.entities[i]) {
                 let new = Transform {
-                    rotation: q,
-                    translation: t,
+                    rotation: output.rotations[i],
+                    translation: output.translations[i],
                     ..*tr
                 };
                 tr.set_if_neq(new);
             }
-            rt.written[i] = changed.then_some((q, t));
         }
     }
 }
