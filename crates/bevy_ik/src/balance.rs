@@ -1,6 +1,6 @@
 //! Balance for full-body humanoids: [`IkBalance`] (a field of
 //! [`IkHumanoid`](crate::IkHumanoid)) keeps the centre of mass over a support point between
-//! the feet targets, with ik-core's [`CenterOfMassGoal`];
+//! the feet targets, with ik-core's [`CenterOfMassGoal`](ik_core::humanoid::CenterOfMassGoal);
 //! [`IkCenterOfMass`] reports where it ended up.
 //!
 //! Each frame, when the full-body stage's targets are read, the support point is placed on the

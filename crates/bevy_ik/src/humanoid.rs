@@ -477,7 +477,7 @@ impl Reuse {
 }
 
 /// What the humanoid name mapping found on this [`IkHumanoid`]'s bones (ik-core's
-/// [`MappingReport`](ik_core::humanoid::MappingReport)): inserted when the bones are mapped, and also
+/// [`MappingReport`]): inserted when the bones are mapped, and also
 /// when mapping fails for want of a required bone, so a user (or a tool's panel) can see why.
 #[derive(Component, Reflect, Clone, Debug, Default, PartialEq, Eq)]
 #[reflect(Component, Default, Debug)]

@@ -103,11 +103,15 @@ pub enum IkSystems {
 /// AnimationSystems              animation writes the bones' local Transforms
 /// IkSystems::Prepare
 ///   flag_new_bones              named entities appeared: incomplete set-ups retry
-///   map_humanoids               IkHumanoid: map the bones by name, spawn targets (once)
+///   map_humanoids               IkHumanoid: map the bones by name, spawn targets (again,
+///                               in place, when solver/arms/legs/poles/head change)
+///   sync_humanoid_stage_weights the humanoid's weight into its limbs, when it changed
 ///   set_up_characters           only where a stage description changed structurally:
 ///                               resolve bones (entity, Name, role), build the character's
 ///                               skeleton and ik-core stack
 ///   clear_rescan
+///   IkStageInput systems        one per registered input type (`IkStageInputPlugin`):
+///                               per-frame data from stage entities into the built stages
 /// IkSystems::Solve
 ///   solve_characters            per character, in parallel, in one pass: read the input
 ///                               pose once (the remembered input where nothing rewrote a

@@ -8,7 +8,7 @@
 //! one component holding a list. Weighed:
 //!
 //! - **entities in an ordered relationship** (chosen): each stage is an ordinary entity, so it
-//!   gets its own [`IkDisabled`](crate::IkDisabled) marker, [`IkStatus`](crate::IkStatus),
+//!   gets its own [`IkDisabled`](crate::IkDisabled) marker, [`IkStatus`],
 //!   `Name` (in inspectors and logs) and change detection — editing one stage's description
 //!   rebuilds only that stage and never marks the others changed; stages are added and removed
 //!   with ordinary commands, reordered with Bevy's ordered-relationship API

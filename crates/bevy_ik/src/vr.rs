@@ -1,7 +1,7 @@
 //! A VR body on a character: [`IkVrBody`] names three tracker entities (head, left and right
 //! hand; optionally pelvis and feet) and the character's whole body follows them — pelvis from
 //! the head, spine lean and crouch, arms with a natural elbow, feet that stay planted and step
-//! (ik-core's [`VrBody`](ik_core::vr::VrBody), see its module docs).
+//! (ik-core's [`VrBody`], see its module docs).
 //!
 //! It is sugar over [`IkCustom`]: when an `IkVrBody` appears, an `IkCustom` stage that builds a
 //! `VrBody` (from the humanoid roles found on the character's bones) is inserted on the same
