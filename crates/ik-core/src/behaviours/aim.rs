@@ -16,7 +16,7 @@
 //! offset sweeps) cannot be aimed at: the ray's nearest point is used and the report says
 //! unconverged.
 //!
-//! **Pole**: with [`AimChain::pole_axis`] (a tip-local axis across the aim axis, e.g. the
+//! **Pole**: with [`AimChain::with_pole_axis`] (a tip-local axis across the aim axis, e.g. the
 //! gun's top) and a model-space [`AimChain::pole`] direction (e.g. up), the tip first turns
 //! about the aim axis so the pole axis leans toward the pole, by [`AimSettings::pole_weight`]
 //! (fading out as the pole comes within 15° of the aim axis, where it means nothing), turning
