@@ -415,15 +415,30 @@ fn look_custom(look: &IkLookAt, eyes: &[Entity]) -> IkCustom {
     .with_key(explicit)
 }
 
+/// What the aim's builder reads besides its bones: the axes (as bits) and their space.
+fn aim_key(aim: &IkAim) -> [u32; 10] {
+    let [a, o, p] =
+        [aim.axis, aim.origin, aim.pole_axis.unwrap_or(Vec3::NAN)].map(|v| v.to_array());
+    let bits = |v: [f32; 3]| v.map(f32::to_bits);
+    let ([a0, a1, a2], [o0, o1, o2], [p0, p1, p2]) = (bits(a), bits(o), bits(p));
+    [
+        a0,
+        a1,
+        a2,
+        o0,
+        o1,
+        o2,
+        p0,
+        p1,
+        p2,
+        u32::from(aim.model_space_axes),
+    ]
+}
+
 fn aim_custom(aim: &IkAim) -> IkCustom {
     let (axis, origin, pole_axis) = (aim.axis, aim.origin, aim.pole_axis);
     let model_space = aim.model_space_axes;
-    let key: Vec<u32> = [axis, origin, pole_axis.unwrap_or(Vec3::NAN)]
-        .iter()
-        .flat_map(Vec3::to_array)
-        .map(f32::to_bits)
-        .chain([u32::from(model_space)])
-        .collect();
+    let key = aim_key(aim);
     IkCustom::new(
         [aim.root.clone(), aim.tip.clone()],
         move |s: &Skeleton, b: &[usize]| {
@@ -477,7 +492,14 @@ pub(crate) fn sync_behaviour_stages(
 ) {
     let rescan = rescan.is_some_and(|r| r.0);
     for (e, look, stage_of, custom) in &looks {
-        if look.is_changed() || rescan || custom.is_none() {
+        // Per-frame fields (weight, target, limits, smoothing) go in through `IkStageInput`:
+        // nothing is built for them. Eyes found by name change only with the hierarchy.
+        let explicit = !look.eyes.is_empty();
+        let same = custom.is_some_and(|c| {
+            c.has_key(explicit)
+                && (!explicit || c.bones.get(LOOK_ROLES.len()..) == Some(look.eyes.as_slice()))
+        });
+        if rescan || (!same && (look.is_changed() || custom.is_none())) {
             let character = stage_of.map_or(e, |s| s.0);
             let eyes = if look.eyes.is_empty() {
                 named_descendants(character, &children, &names, is_eye_name)
@@ -488,12 +510,20 @@ pub(crate) fn sync_behaviour_stages(
         }
     }
     for (e, aim, custom) in &aims {
-        if aim.is_changed() || custom.is_none() {
+        let same = custom.is_some_and(|c| {
+            c.has_key(aim_key(&aim))
+                && matches!(&c.bones[..], [r, t] if *r == aim.root && *t == aim.tip)
+        });
+        if !same && (aim.is_changed() || custom.is_none()) {
             sync_custom(&mut commands, e, custom, aim_custom(&aim));
         }
     }
     for (e, twist, stage_of, custom) in &twists {
-        if twist.is_changed() || rescan || custom.is_none() {
+        // Its structure is the hierarchy's twist bones: only a rescan changes it.
+        if rescan
+            || custom.is_none()
+            || (twist.is_changed() && !custom.is_some_and(|c| c.has_key(())))
+        {
             let character = stage_of.map_or(e, |s| s.0);
             let helpers = named_descendants(character, &children, &names, is_twist_name);
             sync_custom(&mut commands, e, custom, twist_custom(&helpers));

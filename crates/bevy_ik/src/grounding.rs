@@ -261,13 +261,15 @@ impl IkGrounding {
     /// The bones handed to the stage builder, in order: per leg upper, lower, foot (and toe),
     /// then the pelvis.
     fn bones(&self) -> Vec<BoneRef> {
-        let mut out = Vec::new();
-        for l in &self.legs {
-            out.extend([l.upper.clone(), l.lower.clone(), l.foot.clone()]);
-            out.extend(l.toe.clone());
-        }
-        out.extend(self.pelvis.clone());
-        out
+        self.bone_refs().cloned().collect()
+    }
+
+    /// The stage's bones in order: each leg's upper, lower, foot (and toe), then the pelvis.
+    fn bone_refs(&self) -> impl Iterator<Item = &BoneRef> {
+        self.legs
+            .iter()
+            .flat_map(|l| [&l.upper, &l.lower, &l.foot].into_iter().chain(&l.toe))
+            .chain(&self.pelvis)
     }
 
     fn settings(&self, current: &GroundingSettings) -> GroundingSettings {
@@ -379,24 +381,37 @@ fn sync_grounding_stages(
     changed: Query<(Entity, &IkGrounding, Option<&IkCustom>), Changed<IkGrounding>>,
 ) {
     for (entity, g, custom) in &changed {
-        sync_custom(&mut commands, entity, custom, g.custom());
+        // Per-frame fields (weight, settings, source) go in through `IkStageInput`: nothing is
+        // built for them.
+        let same =
+            custom.is_some_and(|c| c.has_key(GroundingKey(g)) && c.bones.iter().eq(g.bone_refs()));
+        if !same {
+            sync_custom(&mut commands, entity, custom, g.custom());
+        }
+    }
+}
+
+/// What the grounding stage's builder reads besides the bones: which legs have toes, a
+/// pelvis, up (hashed without collecting anything).
+struct GroundingKey<'a>(&'a IkGrounding);
+
+impl core::hash::Hash for GroundingKey<'_> {
+    fn hash<H: core::hash::Hasher>(&self, h: &mut H) {
+        let g = self.0;
+        g.legs.len().hash(h);
+        for l in &g.legs {
+            l.toe.is_some().hash(h);
+        }
+        g.pelvis.is_some().hash(h);
+        g.up.to_array().map(f32::to_bits).hash(h);
     }
 }
 
 impl IkGrounding {
-    /// What the stage builder reads besides the bones: up, which legs have toes, a pelvis.
-    fn stage_key(&self) -> (Vec<bool>, bool, [u32; 3]) {
-        (
-            self.legs.iter().map(|l| l.toe.is_some()).collect(),
-            self.pelvis.is_some(),
-            self.up.to_array().map(f32::to_bits),
-        )
-    }
-
     /// The custom stage that builds the [`GroundingStage`].
     fn custom(&self) -> IkCustom {
-        let key = self.stage_key();
-        let (toes, has_pelvis, up) = (key.0.clone(), key.1, self.up);
+        let toes: Vec<bool> = self.legs.iter().map(|l| l.toe.is_some()).collect();
+        let (has_pelvis, up) = (self.pelvis.is_some(), self.up);
         IkCustom::new(self.bones(), move |skeleton, idx| {
             let mut legs = Vec::with_capacity(toes.len());
             let mut i = 0;
@@ -421,7 +436,7 @@ impl IkGrounding {
             GroundingStage::try_with_settings(skeleton, &legs, pelvis, settings)
                 .map_err(|e| e.to_string())
         })
-        .with_key(key)
+        .with_key(GroundingKey(self))
         .with_weight(self.weight)
     }
 }

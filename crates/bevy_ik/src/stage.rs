@@ -249,11 +249,15 @@ impl IkCustom {
     /// (floats as `f32::to_bits`).
     #[must_use]
     pub fn with_key(mut self, key: impl Hash) -> Self {
-        let mut h = FixedHasher.build_hasher();
-        self.stage_type.hash(&mut h);
-        key.hash(&mut h);
-        self.key = Some(h.finish());
+        self.key = Some(key_hash(self.stage_type, key));
         self
+    }
+
+    /// Whether this stage was declared with `key` ([`IkCustom::with_key`]): hashes `key` and
+    /// nothing else, so a component can tell a per-frame change from a structural one before
+    /// building a new `IkCustom`.
+    pub(crate) fn has_key(&self, key: impl Hash) -> bool {
+        self.key == Some(key_hash(self.stage_type, key))
     }
 
     /// Whether `other` describes the same stage structure (bones, stage type and key, or
@@ -419,6 +423,14 @@ impl<T: IkStageInput> Plugin for IkStageInputPlugin<T> {
                 .ambiguous_with(StageInputSystems),
         );
     }
+}
+
+/// The structural key of a stage of type `stage_type` declared with `key`.
+fn key_hash(stage_type: TypeId, key: impl Hash) -> u64 {
+    let mut h = FixedHasher.build_hasher();
+    stage_type.hash(&mut h);
+    key.hash(&mut h);
+    h.finish()
 }
 
 /// The schedule [`IkPlugin`](crate::IkPlugin) runs in.

@@ -298,3 +298,47 @@ fn reach_moves_its_target_in_the_stated_time_and_the_limb_follows() {
     let h = rig.global(hand).translation();
     assert!(h.distance(goal) < 1e-3, "hand {h} vs goal {goal}");
 }
+
+#[test]
+fn behaviour_weights_change_per_frame_and_only_structure_rebuilds() {
+    let mut rig = spawn();
+    let target = rig
+        .app
+        .world_mut()
+        .spawn(Transform::from_xyz(0.0, 1.5, 2.0))
+        .id();
+    let aim = rig
+        .app
+        .world_mut()
+        .spawn((
+            IkAim {
+                target: Some(target),
+                ..IkAim::default()
+            },
+            IkStageOf(rig.character),
+        ))
+        .id();
+    rig.app.update();
+    rig.app.update();
+    let set_ups = |rig: &Rig| {
+        rig.app
+            .world()
+            .get::<IkCharacter>(rig.character)
+            .unwrap()
+            .set_ups()
+    };
+    let before = set_ups(&rig);
+    // A fade written every frame: handed in, nothing rebuilt.
+    for k in 0..6 {
+        rig.app.world_mut().get_mut::<IkAim>(aim).unwrap().weight = 1.0 - 0.1 * k as f32;
+        rig.app.update();
+        let w = rig.app.world().get::<IkCustom>(aim).unwrap().weight;
+        assert!((w - (1.0 - 0.1 * k as f32)).abs() < 1e-6, "weight {w}");
+    }
+    assert_eq!(set_ups(&rig), before, "a weight change rebuilt the stack");
+    // A new aim axis is structural: rebuilt once.
+    rig.app.world_mut().get_mut::<IkAim>(aim).unwrap().axis = Vec3::X;
+    rig.app.update();
+    rig.app.update();
+    assert_eq!(set_ups(&rig), before + 1);
+}
