@@ -433,24 +433,30 @@ struct Reuse {
 }
 
 impl Reuse {
-    /// Takes the entity of the slot `pick` selects, if the earlier set-up had one.
-    fn take(
-        &mut self,
-        pick: impl Fn(&mut IkHumanoidTargets) -> &mut Option<Entity>,
-    ) -> Option<Entity> {
-        pick(&mut self.old).take()
+    /// Takes the entity of `slot`, if the earlier set-up had one.
+    fn take(&mut self, slot: Slot) -> Option<Entity> {
+        slot(&mut self.old).take()
     }
 
-    /// A marker entity for a slot: the earlier one, else one spawned at `t`.
+    /// The earlier head target, under the same solver only.
+    fn head(&mut self) -> Option<Entity> {
+        if self.same_solver {
+            self.take(|o| &mut o.head)
+        } else {
+            None
+        }
+    }
+
+    /// A marker entity for `slot`: the earlier one, else one spawned at `t`.
     fn marker(
         &mut self,
         commands: &mut Commands,
         parent: Entity,
         label: &str,
         t: BoneTransform,
-        pick: impl Fn(&mut IkHumanoidTargets) -> &mut Option<Entity>,
+        slot: Slot,
     ) -> Entity {
-        self.take(pick)
+        self.take(slot)
             .unwrap_or_else(|| spawn_marker(commands, parent, label, t))
     }
 
@@ -681,12 +687,8 @@ fn map_one(
     use HumanoidBone as H;
     targets.pelvis = local(H::Hips)
         .map(|t| reuse.marker(commands, entity, "target pelvis", t, |o| &mut o.pelvis));
-    let head_slot = if reuse.same_solver {
-        reuse.take(|o| &mut o.head)
-    } else {
-        None
-    };
-    targets.head = head_slot
+    targets.head = reuse
+        .head()
         .or_else(|| local(H::Head).map(|t| spawn_marker(commands, entity, "target head", t)));
     // (label, upper, lower, end, is arm)
     let limbs = [
@@ -926,8 +928,8 @@ fn set_up_full_body(
         targets.pelvis,
     ] = effector_targets;
     goals.look_at.enabled &= humanoid.head;
-    let kept_head = if reuse.same_solver && goals.look_at.enabled {
-        reuse.take(|o| &mut o.head)
+    let kept_head = if goals.look_at.enabled {
+        reuse.head()
     } else {
         None
     };

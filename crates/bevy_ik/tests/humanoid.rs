@@ -184,10 +184,7 @@ fn each_convention_follows_targets(humanoid: IkHumanoid, tolerance: f32) {
         let hand_goal = world_pos(&app, hand_target) + Vec3::new(-0.15, -0.25, 0.2);
         let foot_goal = world_pos(&app, foot_target) + Vec3::new(0.05, 0.2, 0.15);
         for (t, goal) in [(hand_target, hand_goal), (foot_target, foot_goal)] {
-            // Targets are children of the character: set their local translation.
-            let parent = *app.world().get::<GlobalTransform>(character).unwrap();
-            let local = GlobalTransform::from_translation(goal).reparented_to(&parent);
-            app.world_mut().get_mut::<Transform>(t).unwrap().translation = local.translation;
+            place_target(&mut app, character, t, goal);
         }
         app.update();
         let hand = world_pos(&app, bones[8]);
@@ -365,7 +362,16 @@ fn full_body_with_a_despawned_target_keeps_its_pose_and_others_still_solve() {
     );
 }
 
-/// Moves `target` (a child of `character`) to the world position `goal`.
+/// The character's stage entities in order.
+fn stage_order(app: &App, character: Entity) -> Vec<Entity> {
+    app.world()
+        .get::<IkStages>(character)
+        .unwrap()
+        .entities()
+        .to_vec()
+}
+
+/// Moves `target` (a child of `character`: its local translation) to the world position `goal`.
 fn place_target(app: &mut App, character: Entity, target: Entity, goal: Vec3) {
     let parent = *app.world().get::<GlobalTransform>(character).unwrap();
     let local = GlobalTransform::from_translation(goal).reparented_to(&parent);
@@ -445,12 +451,7 @@ fn changing_the_solver_sets_the_humanoid_up_again_in_place() {
     assert!(app.world().get_entity(full.head.unwrap()).is_err());
     assert!(world_pos(&app, limbs.head.unwrap()).distance(world_pos(&app, bones[4])) < 1e-4);
     // The humanoid's limbs run first, the game's own stage after them.
-    let order: Vec<Entity> = app
-        .world()
-        .get::<IkStages>(character)
-        .unwrap()
-        .entities()
-        .to_vec();
+    let order = stage_order(&app, character);
     assert_eq!(&order[..4], &limbs.limbs[..], "{order:?}");
     assert_eq!(order[4], own);
     for &limb in &limbs.limbs {
@@ -496,12 +497,7 @@ fn changing_the_solver_sets_the_humanoid_up_again_in_place() {
     }
     assert_eq!(back.left_hand, full.left_hand);
     assert!(back.head.is_some() && back.head != limbs.head);
-    let order: Vec<Entity> = app
-        .world()
-        .get::<IkStages>(character)
-        .unwrap()
-        .entities()
-        .to_vec();
+    let order = stage_order(&app, character);
     assert_eq!(order, vec![own]);
     let s = status(&app, character);
     assert!(s.solved && s.last_error.is_none(), "{s:?}");
