@@ -276,7 +276,8 @@ pub struct IkDisabled;
 pub struct IkStatus {
     /// Set-up is complete: every bone was found and the chain was accepted.
     pub ready: bool,
-    /// The last frame wrote a solved pose.
+    /// The last frame wrote a solved pose (false for a stage faded out to weight 0: it is not
+    /// solved; the other fields keep its last solve's values).
     pub solved: bool,
     /// Every goal was reached within the solver's tolerance in the last solve.
     pub converged: bool,

@@ -260,7 +260,7 @@ fn summarise(rt: &mut Runtime) {
                 warn_stage(st);
                 continue;
             }
-            StageOutcome::Disabled | StageOutcome::NotRun => {
+            StageOutcome::Disabled | StageOutcome::Faded | StageOutcome::NotRun => {
                 warn_stage(st);
                 continue;
             }
@@ -396,6 +396,18 @@ pub(crate) fn publish_ik_status(
                         && com.active
                     {
                         com.active = false;
+                    }
+                }
+                // Faded out (weight 0): not solved this frame, nothing written; the rest of
+                // its status (the last solve's) stays.
+                (None, None)
+                    if st
+                        .slot
+                        .and_then(|i| rt.stack.slots().get(i))
+                        .is_some_and(|slot| slot.outcome == StageOutcome::Faded) =>
+                {
+                    if status.solved {
+                        status.solved = false;
                     }
                 }
                 // Disabled stage: its status stays as it was.

@@ -143,7 +143,9 @@ fn weight_blends_solved_and_animated_pose() {
     assert_eq!(rot(none.upper), anim(none.upper));
     assert_eq!(rot(none.lower), anim(none.lower));
     assert!(world_pos(&app, none.hand).distance(world_pos(&app, none_target)) > 1e-2);
-    assert!(status(&app, none_limb).solved);
+    // Faded out: not solved at all (nothing to blend), and the status says so.
+    assert!(!status(&app, none_limb).solved);
+    assert!(status(&app, none_limb).ready);
     // Weight 0.5: halfway (slerp) between the animated and the fully solved rotations.
     let (half, _, _) = arms[1];
     for (h, f) in [(half.upper, full.upper), (half.lower, full.lower)] {

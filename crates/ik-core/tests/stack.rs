@@ -240,9 +240,26 @@ fn weight_zero_returns_the_input_bit_for_bit() {
     stack.slots_mut()[1].weight = 0.0;
     stack.set_input(&r.input).unwrap();
     let report = stack.solve();
-    assert_eq!(report.solved, 2, "both stages still solve and report");
+    assert_eq!(report.solved, 0, "a stage at weight 0 is not solved");
+    assert_eq!(report.failed, 0);
+    for slot in stack.slots() {
+        assert_eq!(slot.outcome, StageOutcome::Faded);
+    }
     assert_eq!(report.first_changed, None);
     assert_eq!(bits(stack.pose()), bits(&r.input));
+    // Faded back in, both stages solve again (cold) and move the bones.
+    for slot in stack.slots_mut() {
+        slot.weight = 1.0;
+    }
+    stack.set_input(&r.input).unwrap();
+    let report = stack.solve();
+    assert_eq!(
+        report.solved,
+        2,
+        "{:?}",
+        stack.slots().iter().map(|s| &s.outcome).collect::<Vec<_>>()
+    );
+    assert!(report.first_changed.is_some(), "the stages moved the bones");
 }
 
 #[test]
@@ -647,7 +664,7 @@ fn a_stage_solved_outside_the_stack_is_blended_and_reported_like_its_own_solve()
             }
             Ok(StageReport::TwoBone(report))
         });
-        assert!(called);
+        assert_eq!(called, weight > 0.0, "not called at weight 0 (faded)");
         hosted.solve_from(1);
         assert_eq!(bits(hosted.pose()), bits(own.pose()), "weight {weight}");
         for (a, b) in hosted.slots().iter().zip(own.slots()) {

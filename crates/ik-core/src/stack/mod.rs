@@ -12,8 +12,10 @@
 //! - **weight** (`[0, 1]`): the stack blends the stage's output with its input once, over the
 //!   bones the stage writes ([`Stage::bones`]) and only where the stage changed them: local
 //!   rotations by shortest-path slerp, translations (a moving root) linearly. Weight 1 keeps
-//!   the solver's output bit for bit, weight 0 the input bit for bit. A non-finite weight is an
-//!   error ([`StackError::NonFiniteWeight`]);
+//!   the solver's output bit for bit, weight 0 the input bit for bit — a stage at weight 0 is
+//!   not solved at all ([`StageOutcome::Faded`]: fading a stage out costs nothing; it solves
+//!   cold when it fades back in). A non-finite weight is an error
+//!   ([`StackError::NonFiniteWeight`]);
 //! - **outcome** ([`StageOutcome`]): the solver's report ([`StageReport`], measured by the
 //!   solver on its output), or the error that stopped it. A stage that fails leaves its bones
 //!   as it found them and the next stages still run.
@@ -125,6 +127,10 @@ pub enum StageOutcome {
     NotRun,
     /// Skipped: [`StageSlot::enabled`] is false.
     Disabled,
+    /// Skipped: the slot's weight is 0, so its output would be its input. Nothing is solved
+    /// (a stage faded out costs nothing) and its bones pass through unchanged; the first
+    /// solve after it fades back in is cold.
+    Faded,
     /// Solved; its output was blended by the slot's weight.
     Solved(StageReport),
     /// Stopped by an error; its bones were left as the stage found them.
@@ -354,7 +360,8 @@ impl IkStack {
     /// error, the outcome recorded. `solve` gets the stage, the skeleton and the buffer (the
     /// pose the stage would see) and must write only [`Stage::bones`], through
     /// [`PoseBuffer::set_local`]; it returns the stage's report. It is not called for a
-    /// disabled stage or a non-finite weight. An index past the last stage does nothing.
+    /// disabled stage, a weight of 0 or a non-finite weight. An index past the last stage does
+    /// nothing.
     ///
     /// For hosts that solve a stage elsewhere, e.g. the analytic limbs of many characters in one
     /// [`TwoBoneBatch`](crate::analytic::batch::TwoBoneBatch) call: the result is then blended
@@ -405,6 +412,12 @@ impl IkStack {
             return;
         }
         let weight = slot.weight.clamp(0.0, 1.0);
+        if weight == 0.0 {
+            slot.outcome = StageOutcome::Faded;
+            // The carried correction would be stale by the time the stage fades back in.
+            slot.warm_valid = false;
+            return;
+        }
         saved.clear();
         let pose = buffer.pose();
         saved.extend(
