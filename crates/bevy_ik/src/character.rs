@@ -343,6 +343,11 @@ pub(crate) struct Hierarchy<'w, 's> {
 }
 
 impl Hierarchy<'_, '_> {
+    /// The humanoid roles an [`IkHumanoid`] on `character` mapped at set-up.
+    pub(crate) fn humanoid_bones(&self, character: Entity) -> Option<&IkHumanoidBones> {
+        self.humanoid_bones.get(character).ok()
+    }
+
     /// Whether `ancestor` is `e` or above it.
     fn is_ancestor_or_self(&self, ancestor: Entity, e: Entity) -> bool {
         setup::chain_path(ancestor, e, &self.parents).is_some()

@@ -412,17 +412,32 @@ fn solver_settings(s: &IkRigSettings) -> SolverSettings {
     }
 }
 
-/// Maps the full hierarchy under `entity` as a humanoid and derives anatomical limits.
+/// Maps the full hierarchy under `entity` as a humanoid and derives anatomical limits: the
+/// roles an [`IkHumanoid`](crate::IkHumanoid) on `entity` mapped at set-up (a VRM file's
+/// humanoid table, detached-feet ends), else by names and hierarchy.
 fn humanoid_limits(
     entity: Entity,
     h: &Hierarchy<'_, '_>,
 ) -> Result<(Vec<Entity>, HumanoidMap, HumanoidLimits), IkError> {
     let (full, full_entities) =
         setup::hierarchy_skeleton(entity, &h.children, &h.names, &h.transforms)?;
-    let (map, report) = HumanoidMap::from_skeleton(&full);
-    if let Some(role) = report.missing_required.first() {
-        return Err(IkError::MissingBone(role.to_string()));
-    }
+    let set_up = h.humanoid_bones(entity).map(|b| {
+        let mut map = HumanoidMap::new();
+        for (role, e) in b.iter() {
+            map.set(role, full_entities.iter().position(|&x| x == e));
+        }
+        map
+    });
+    let map = match set_up.filter(|m| m.validate(&full).is_ok()) {
+        Some(map) => map,
+        None => {
+            let (map, report) = HumanoidMap::from_skeleton(&full);
+            if let Some(role) = report.missing_required.first() {
+                return Err(IkError::MissingBone(role.to_string()));
+            }
+            map
+        }
+    };
     let limits = HumanoidLimits::anatomical(&full, &map)
         .map_err(|e| IkError::InvalidChain(e.to_string()))?;
     Ok((full_entities, map, limits))

@@ -286,3 +286,87 @@ fn broken_rigs_keep_their_pose_and_others_still_solve() {
         "{s:?}"
     );
 }
+
+/// A rig whose bone names say nothing (a VRM avatar's are mapped from the file's humanoid
+/// table): `IkJointLimits::Humanoid` takes the roles the humanoid mapped at set-up from the
+/// tags, instead of failing to find a "hips" by name.
+#[test]
+fn humanoid_limits_use_the_humanoid_table_of_a_rig_with_meaningless_names() {
+    use bevy_ik::ik_core::humanoid::HumanoidBone as H;
+    let roles = [
+        H::Hips,
+        H::Spine,
+        H::Chest,
+        H::Neck,
+        H::Head,
+        H::LeftShoulder,
+        H::LeftUpperArm,
+        H::LeftLowerArm,
+        H::LeftHand,
+        H::RightShoulder,
+        H::RightUpperArm,
+        H::RightLowerArm,
+        H::RightHand,
+        H::LeftUpperLeg,
+        H::LeftLowerLeg,
+        H::LeftFoot,
+        H::LeftToes,
+        H::RightUpperLeg,
+        H::RightLowerLeg,
+        H::RightFoot,
+        H::RightToes,
+    ];
+    let names: [String; 21] = core::array::from_fn(|i| format!("node{i:02}"));
+    let names: [&str; 21] = core::array::from_fn(|i| names[i].as_str());
+    let mut outcomes = Vec::new();
+    for tagged in [false, true] {
+        let mut app = app();
+        let root = app.world_mut().spawn(Transform::default()).id();
+        let bones = spawn_humanoid(app.world_mut(), root, &names);
+        if tagged {
+            for (&bone, &role) in bones.iter().zip(&roles) {
+                app.world_mut()
+                    .entity_mut(bone)
+                    .insert(IkHumanoidBone::new(role));
+            }
+        }
+        let start = Vec3::from(POSITIONS[L_HAND].1);
+        let target = app
+            .world_mut()
+            .spawn((
+                Transform::from_translation(start + Vec3::new(-0.1, -0.15, 0.1)),
+                ChildOf(root),
+            ))
+            .id();
+        // The humanoid only maps the bones (no stage of its own); the rig is the character's
+        // stage, with anatomical limits.
+        let rig = IkRig::new([IkGoal::position(bones[L_HAND], target)])
+            .with_limits(IkJointLimits::Humanoid)
+            .with_settings(IkRigSettings {
+                max_iterations: 32,
+                ..IkRigSettings::default()
+            });
+        app.world_mut().entity_mut(root).insert((
+            IkHumanoid {
+                arms: false,
+                legs: false,
+                poles: false,
+                ..IkHumanoid::limbs()
+            },
+            rig,
+        ));
+        for _ in 0..4 {
+            app.update();
+        }
+        let s = status(&app, root);
+        let miss = world_pos(&app, bones[L_HAND]).distance(world_pos(&app, target));
+        outcomes.push((s.solved, s.last_error.clone(), miss));
+    }
+    let (untagged, tagged) = (&outcomes[0], &outcomes[1]);
+    assert!(
+        !untagged.0 && matches!(untagged.1, Some(IkError::MissingBone(_))),
+        "without a table nothing names the roles: {untagged:?}"
+    );
+    assert!(tagged.0 && tagged.1.is_none(), "{tagged:?}");
+    assert!(tagged.2 < 1e-3, "the hand reaches its target: {tagged:?}");
+}
