@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Fail unless a demo run's `IK_SUMMARY {json}` line shows a mapped humanoid that met its goals.
 
-Usage: check_summary.py LOG [--min-roles N] [--min-goals N] [--min-stages N]
+Usage: check_summary.py LOG [--min-roles N] [--min-goals N] [--min-stages N] [--switched]
 
 LOG is the demo's captured stdout. The last line starting with `IK_SUMMARY ` is parsed; the run
 must have: no error, no required humanoid role missing, at least N roles mapped, at least N
 active goals, every goal met with a finite residual, a finite positive mean solve time, and the
 screenshot it names written (a non-empty file); with --min-stages, at least N stages in the
-character's IK stack, none reporting a problem, every one that is on meeting its goals.
+character's IK stack, none reporting a problem, every one that is on meeting its goals; with
+--switched, the run switched modes in place (at least one mode switch, one character spawned).
 """
 import argparse
 import json
@@ -37,6 +38,7 @@ def main():
     parser.add_argument("--min-roles", type=int, default=18)
     parser.add_argument("--min-goals", type=int, default=6)
     parser.add_argument("--min-stages", type=int, default=0)
+    parser.add_argument("--switched", action="store_true")
     args = parser.parse_args()
     s = summary_of(args.log)
     name = s.get("character")
@@ -59,6 +61,9 @@ def main():
             status = stage.rsplit(": ", 1)[-1]
             if not (status == "off" or status.startswith("met")):
                 problems.append(f"stage {stage!r}")
+    if args.switched and not (s.get("mode_switches", 0) >= 1 and s.get("character_spawns") == 1):
+        problems.append(f"not switched in place: {s.get('mode_switches')} mode switches, "
+                        f"{s.get('character_spawns')} characters spawned")
     residuals = s.get("residuals", {})
     if len(residuals) != s.get("goals"):
         problems.append(f"{len(residuals)} residuals for {s.get('goals')} goals")

@@ -113,8 +113,8 @@ fn spawn_cameras(mut commands: Commands, mut egui_settings: ResMut<EguiGlobalSet
     ));
 }
 
-/// Frames a newly opened character (not a respawn of the same one after a settings change, so
-/// the view the user chose stays), seen from the same side of its face whichever way it faces
+/// Frames a newly opened character (not the same one after a mode switch, so the view the
+/// user chose stays), seen from the same side of its face whichever way it faces
 /// (VRM 0.x avatars face −Z, most other files +Z): the yaw turns by the change in facing.
 pub(crate) fn frame_character(
     frame: Option<Res<BodyFrame>>,

@@ -47,6 +47,7 @@ impl Plugin for CharacterPlugin {
         app.insert_resource(CharacterChoice(self.initial.clone()))
             .insert_resource(BundledCharacters(bundled_characters(&self.asset_folder)))
             .insert_resource(PropsShown(!self.hide_props))
+            .init_resource::<CharacterSpawns>()
             .add_systems(Startup, set_up_lights)
             .add_systems(
                 Update,
@@ -382,31 +383,27 @@ fn prepare_character(
     });
 }
 
-/// Spawns the character once its scene is known, and again when the solver or a full-body
-/// setting that is only read at set-up changes ([`IkHumanoid`] sets up once); waits for the
-/// mouse button to be released so dragging a slider respawns once.
+/// How many times a character was spawned (the run summary reports it: a mode switch spawns
+/// none).
+#[derive(Resource, Default, Clone, Copy, Debug)]
+pub struct CharacterSpawns(pub u32);
+
+/// Spawns the character once its scene is known (a mode switch changes it in place:
+/// `solver::switch_setup`).
 fn spawn_character(
     mut commands: Commands,
     settings: Res<DemoSettings>,
     asset: Option<Res<CharacterAsset>>,
-    mouse: Res<ButtonInput<MouseButton>>,
-    characters: Query<(Entity, &SolverSetup), With<Character>>,
+    characters: Query<(), With<Character>>,
+    mut spawns: ResMut<CharacterSpawns>,
 ) {
     let Some(scene) = asset.as_ref().and_then(|a| a.scene.clone()) else {
         return;
     };
-    let current = characters.iter().next();
-    if current.is_some_and(|(_, setup)| !setup.is_stale(&settings)) {
+    if !characters.is_empty() {
         return;
     }
-    if current.is_some() && mouse.pressed(MouseButton::Left) {
-        return;
-    }
-    for (e, _) in &characters {
-        commands.entity(e).despawn();
-    }
-    commands.remove_resource::<Player>();
-    commands.remove_resource::<HeadAxis>();
+    spawns.0 += 1;
     let setup = SolverSetup::from_settings(&settings);
     commands
         .spawn((

@@ -174,14 +174,24 @@ pub struct HeadAxis(pub Vec3);
 pub(crate) struct Decorated;
 
 /// Gives the targets and poles that [`IkHumanoid`] spawned a visible, pickable handle sized to
-/// the character; in the rig mode puts the head's target in front of the face for the look-at
-/// goal.
+/// the character — at first, and for the new targets after a mode switch (targets the modes
+/// share keep their handle); in the rig mode puts the head's target in front of the face for
+/// the look-at goal.
+#[allow(clippy::too_many_arguments, reason = "system parameters")]
 pub(crate) fn decorate_targets(
     mut commands: Commands,
     humanoids: Query<
-        (Entity, &IkHumanoidTargets, &IkHumanoidBones, &SolverSetup),
-        (With<Character>, Without<Decorated>),
+        (
+            Entity,
+            Ref<IkHumanoidTargets>,
+            &IkHumanoidBones,
+            Ref<SolverSetup>,
+            Has<Decorated>,
+        ),
+        With<Character>,
     >,
+    handles: Query<(), With<TargetHandle>>,
+    head_axis: Option<Res<HeadAxis>>,
     frame: Option<Res<BodyFrame>>,
     mut transforms: Query<&mut Transform>,
     globals: Query<&GlobalTransform>,
@@ -190,26 +200,36 @@ pub(crate) fn decorate_targets(
 ) {
     let Some(frame) = frame else { return };
     let s = frame.scale;
-    for (root, targets, bones, setup) in &humanoids {
-        commands.entity(root).insert(Decorated);
+    for (root, targets, bones, setup, decorated) in &humanoids {
+        if decorated && !targets.is_changed() && !setup.is_changed() {
+            continue;
+        }
+        if !decorated {
+            commands.entity(root).insert(Decorated);
+        }
         let position = |role: HumanoidBone| bones.get(role).and_then(|e| globals.get(e).ok());
         for role in Role::ALL {
             for pole in [false, true] {
                 let entity = if pole {
-                    role.pole(targets)
+                    role.pole(&targets)
                 } else {
-                    role.target(targets)
+                    role.target(&targets)
                 };
                 let Some(entity) = entity else { continue };
                 let Ok(mut transform) = transforms.get_mut(entity) else {
                     continue;
                 };
                 if role == Role::Head
+                    && !pole
+                    && head_axis.is_none()
                     && let Some((axis, offset)) =
-                        head_look_at(setup, position(HumanoidBone::Head), &frame)
+                        head_look_at(&setup, position(HumanoidBone::Head), &frame)
                 {
                     commands.insert_resource(HeadAxis(axis));
                     transform.translation += offset;
+                }
+                if handles.contains(entity) {
+                    continue;
                 }
                 let rest_dir = match role {
                     Role::LeftHand => Some((HumanoidBone::LeftLowerArm, HumanoidBone::LeftHand)),

@@ -21,7 +21,9 @@
 //!   screenshot (`bevy_ik_demo_N.png`), `Ctrl+Q` quits.
 //! * Three solvers: the humanoid's hybrid full-body solver (default), a general Jacobian
 //!   [`IkRig`] the demo builds on the mapped bones (per-goal weights, priority levels, blends),
-//!   or four analytic [`IkLimb`]s with elbow and knee poles. Switching re-creates the character.
+//!   or four analytic [`IkLimb`]s with elbow and knee poles. Switching changes the character in
+//!   place: the targets the modes share keep where they were dragged; the stages the user
+//!   added stay.
 //! * `--screenshot PATH` runs headless-friendly: scripted target motion, waits until the
 //!   character is loaded and actually drawn (pipelines compile asynchronously; the pixels of
 //!   captured frames are checked), selects a handle through the mouse-picking code, writes the
@@ -73,7 +75,7 @@ use crate::settings::{DemoSettings, SettingsPlugin, load_settings};
 use crate::solver::{SolverPlugin, SolverUi};
 use crate::stack::StackPlugin;
 
-const USAGE: &str = "usage: demo [CHARACTER | --character FILE.glb|FILE.gltf|FILE.vrm] [--screenshot PATH [--frames N]] [--solver full-body|rig|limbs] [--settings FILE.ron] [--yaw DEGREES] [--terrain] [--walk] [--vr]";
+const USAGE: &str = "usage: demo [CHARACTER | --character FILE.glb|FILE.gltf|FILE.vrm] [--screenshot PATH [--frames N]] [--solver full-body|rig|limbs [--switch-from full-body|rig|limbs]] [--settings FILE.ron] [--yaw DEGREES] [--terrain] [--walk] [--vr]";
 
 fn main() -> ExitCode {
     let options = match Options::parse(std::env::args().skip(1)) {
@@ -96,6 +98,13 @@ fn main() -> ExitCode {
     if let Some(solver) = options.solver {
         settings.solver = solver;
     }
+    // `--switch-from`: start in that mode; the screenshot run switches to the chosen one in
+    // place once the character is solving.
+    let switch_to = options.switch_from.map(|from| {
+        let to = settings.solver;
+        settings.solver = from;
+        to
+    });
     settings.scripted_motion |= options.screenshot.is_some();
     let character = options.character.as_deref().map_or_else(
         || CharacterPath::Asset(DEFAULT_CHARACTER.to_owned()),
@@ -177,6 +186,7 @@ fn main() -> ExitCode {
         app.add_plugins(ScreenshotPlugin {
             path: path.clone(),
             frames: options.frames,
+            switch_to,
             outcome: outcome.clone(),
         });
     }
@@ -238,6 +248,8 @@ struct Options {
     frames: u32,
     /// Start with this solver.
     solver: Option<SolverUi>,
+    /// Start in this mode and switch to the chosen one in place during the screenshot run.
+    switch_from: Option<SolverUi>,
     /// Start with the camera at this yaw (degrees, 0 = in front of the character).
     yaw: Option<f32>,
     /// Start with the panel settings saved in this RON file.
@@ -277,6 +289,16 @@ impl Options {
                             })?,
                     );
                 }
+                "--switch-from" => {
+                    let name = args.next();
+                    options.switch_from = Some(
+                        name.as_deref()
+                            .and_then(SolverUi::from_name)
+                            .ok_or_else(|| {
+                                format!("--switch-from takes full-body, rig or limbs, not {name:?}")
+                            })?,
+                    );
+                }
                 "--settings" => {
                     let path = args.next().ok_or("--settings needs a path")?;
                     options.settings = Some(PathBuf::from(path));
@@ -300,6 +322,9 @@ impl Options {
                 }
                 _ => options.set_character(arg)?,
             }
+        }
+        if options.switch_from.is_some() && options.screenshot.is_none() {
+            return Err("--switch-from is part of a --screenshot run".to_owned());
         }
         Ok(options)
     }
@@ -333,6 +358,8 @@ mod tests {
             "12",
             "--solver",
             "limbs",
+            "--switch-from",
+            "rig",
             "--yaw",
             "-30",
             "--character",
@@ -342,6 +369,7 @@ mod tests {
         assert_eq!(o.screenshot, Some(PathBuf::from("shot.png")));
         assert_eq!(o.frames, 12);
         assert_eq!(o.solver, Some(SolverUi::Limbs));
+        assert_eq!(o.switch_from, Some(SolverUi::Rig));
         assert_eq!(o.yaw, Some(-30.0));
         assert_eq!(o.character.as_deref(), Some("robot.glb"));
         let positional = Options::parse(args(&["my model.gltf"])).expect("a positional path");
@@ -352,6 +380,11 @@ mod tests {
         assert!(Options::parse(args(&["--frames", "many"])).is_err());
         assert!(Options::parse(args(&["--yaw", "NaN"])).is_err());
         assert!(Options::parse(args(&["--solver", "fabrik"])).is_err());
+        assert!(
+            Options::parse(args(&["--switch-from", "limbs"])).is_err(),
+            "needs --screenshot"
+        );
+        assert!(Options::parse(args(&["--screenshot", "a.png", "--switch-from", "x"])).is_err());
         assert!(Options::parse(args(&["--screenshot"])).is_err());
         assert!(Options::parse(args(&["--fullscreen"])).is_err());
     }

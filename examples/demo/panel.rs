@@ -313,7 +313,7 @@ fn tolerance_sliders(ui: &mut egui::Ui, position_mm: &mut f32, angle_deg: &mut f
 
 fn full_body_controls(ui: &mut egui::Ui, fb: &mut FullBodyUi, readouts: &Readouts) {
     ui.add(egui::Slider::new(&mut fb.weight, 0.0..=1.0).text("IK weight"));
-    ui.small("Read at set-up: changing these re-creates the character");
+    ui.small("Applied live (the head look-at sets the character up again, in place)");
     ui.add(egui::Slider::new(&mut fb.max_iterations, 1..=100).text("Iterations per frame"));
     ui.add(egui::Slider::new(&mut fb.max_restarts, 0..=8).text("Restarts (first frame)"));
     tolerance_sliders(

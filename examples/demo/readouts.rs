@@ -10,10 +10,12 @@ use bevy_ik::prelude::*;
 use egui_plot::{Legend, Line, Plot, PlotPoints};
 use serde::Serialize;
 
-use crate::character::{Character, CharacterAsset, MappingSummary};
+use crate::character::{Character, CharacterAsset, CharacterSpawns, MappingSummary};
 use crate::handles::Role;
 use crate::settings::DemoSettings;
-use crate::solver::{SolveState, SolverSetup, balance_active, is_solving, read_solve};
+use crate::solver::{
+    ModeSwitches, SolveState, SolverSetup, balance_active, is_solving, read_solve,
+};
 
 /// Frames of history in the convergence plot.
 const HISTORY: usize = 240;
@@ -38,7 +40,10 @@ impl Plugin for ReadoutsPlugin {
                     stop_solve_clock
                         .after(IkSystems::Solve)
                         .before(IkSystems::Writeback),
-                    record_readouts.after(IkSystems::Writeback),
+                    // After propagation: the VR readouts measure bones against trackers.
+                    record_readouts
+                        .after(IkSystems::Writeback)
+                        .after(TransformSystems::Propagate),
                 ),
             );
     }
@@ -136,6 +141,10 @@ pub struct RunSummary {
     /// The character's IK stack after the last frame, in run order: `name: status` per stage
     /// (see the `stack` module).
     pub stages: Vec<String>,
+    /// Characters spawned over the run (a mode switch changes the character in place: 1).
+    pub character_spawns: u32,
+    /// Mode switches over the run (`--switch-from`, or the panel).
+    pub mode_switches: u32,
     /// The screenshot written, if any.
     pub screenshot: Option<String>,
     /// What went wrong, if anything.
@@ -167,6 +176,7 @@ fn record_readouts(
     settings: Res<DemoSettings>,
     humanoids: Query<
         (
+            Entity,
             Option<&IkHumanoidTargets>,
             Option<&IkHumanoidBones>,
             &IkStatus,
@@ -179,12 +189,15 @@ fn record_readouts(
     >,
     limbs: Query<(&IkStatus, Has<IkDisabled>)>,
     statuses: Query<&IkStatus>,
+    vr_stages: Query<(&IkVrBody, &IkStatus, &IkStageOf)>,
+    globals: Query<&GlobalTransform>,
     names: Query<&Name>,
     asset: Option<Res<CharacterAsset>>,
     clock: Res<SolveClock>,
     time: Res<Time>,
     mut readouts: ResMut<Readouts>,
     shared: Res<SharedSummary>,
+    counts: (Res<CharacterSpawns>, Res<ModeSwitches>),
     mut total_micros: Local<f64>,
 ) {
     let r = &mut *readouts;
@@ -208,7 +221,10 @@ fn record_readouts(
         *total_micros = 0.0;
     }
     summary.error = asset.as_ref().and_then(|a| a.error.clone());
-    let Ok((targets, bones, status, rig, setup, com, report)) = humanoids.single() else {
+    summary.character_spawns = counts.0.0;
+    summary.mode_switches = counts.1.0;
+    let Ok((character, targets, bones, status, rig, setup, com, report)) = humanoids.single()
+    else {
         r.mapping = None;
         r.mapping_report = None;
         return;
@@ -225,8 +241,18 @@ fn record_readouts(
     summary
         .missing_optional
         .clone_from(&mapping.missing_optional);
-    if summary.solver != setup.solver.name() {
-        summary.solver = setup.solver.name().to_owned();
+    // In VR mode (a VR body stage on the character) the VR body's trackers are the goals.
+    let vr = vr_stages
+        .iter()
+        .find(|(.., of)| of.0 == character)
+        .map(|(vr, status, _)| (vr, status));
+    let mode = if vr.is_some() {
+        "vr"
+    } else {
+        setup.solver.name()
+    };
+    if summary.solver != mode {
+        summary.solver = mode.to_owned();
         summary.residuals.clear();
         summary.solves = 0;
         *total_micros = 0.0;
@@ -252,8 +278,16 @@ fn record_readouts(
         r.summary = "not set up".to_owned();
         return;
     };
-    let solving = is_solving(setup, targets, status, rig, &statuses);
-    let state: SolveState = read_solve(&settings, setup, targets, bones, status, rig, &limbs);
+    let (solving, state): (bool, SolveState) = match vr {
+        Some((vr, vr_status)) => (
+            vr_status.solved,
+            crate::vr::read_vr(vr, vr_status, bones, &globals),
+        ),
+        None => (
+            is_solving(setup, targets, status, rig, &statuses),
+            read_solve(&settings, setup, targets, bones, status, rig, &limbs),
+        ),
+    };
     if solving {
         r.solve_micros = smooth(r.solve_micros, clock.micros);
         summary.solves += 1;

@@ -20,7 +20,8 @@ use crate::character::{BodyFrame, Character, CharacterAsset, PropsShown};
 use crate::handles::{HandleQuery, Role, pick_handle};
 use crate::panel::PANEL_WIDTH;
 use crate::readouts::Readouts;
-use crate::solver::{SolverSetup, is_solving};
+use crate::settings::DemoSettings;
+use crate::solver::{SolverSetup, SolverUi, is_solving};
 
 /// Background colour (sRGB bytes, also used to tell drawn pixels from cleared ones).
 pub const CLEAR: [u8; 3] = [38, 41, 48];
@@ -34,6 +35,10 @@ const MIN_CHARACTER_FILL: f32 = 0.05;
 const MIN_GROUND_FILL: f32 = 0.02;
 /// Frames a rig whose required roles cannot be mapped is given before giving up.
 const MAPPING_PATIENCE: u32 = 60;
+/// Frames of solving in the first mode before `--switch-from` switches.
+pub const SWITCH_AFTER: u32 = 15;
+/// Frames of solving in the new mode before the capture sequence starts.
+const AFTER_SWITCH: u32 = 30;
 
 /// `F12` saves a screenshot of the window (`bevy_ik_demo_N.png` in the working folder),
 /// `Ctrl+Q` quits (printing the run summary, like closing the window).
@@ -76,6 +81,9 @@ pub struct ScreenshotPlugin {
     pub path: PathBuf,
     /// Least number of frames after set-up before the screenshot.
     pub frames: u32,
+    /// Switch the character to this mode in place, [`SWITCH_AFTER`] frames after it first
+    /// solved (`--switch-from`): the rest of the run, and its summary, are the new mode's.
+    pub switch_to: Option<SolverUi>,
     /// Filled when done.
     pub outcome: Outcome,
 }
@@ -85,6 +93,7 @@ impl Plugin for ScreenshotPlugin {
         app.insert_resource(ScreenshotState {
             path: self.path.clone(),
             min_frames: self.frames,
+            switch_to: self.switch_to,
             outcome: self.outcome.clone(),
             ..default()
         })
@@ -105,6 +114,10 @@ struct ScreenshotState {
     unmapped_frames: u32,
     /// A capture is in flight.
     pending: bool,
+    /// The mode to switch to (`--switch-from`), until switched.
+    switch_to: Option<SolverUi>,
+    /// The mode was switched at this `frames_ready`.
+    switched_at: Option<u32>,
     /// The character was seen drawn (and the ground shown) at this `frames_ready`.
     seen_at: Option<u32>,
     /// A handle was selected at this `frames_ready`.
@@ -170,12 +183,14 @@ fn drive_screenshot(
         With<Character>,
     >,
     statuses: Query<&IkStatus>,
+    vr_stages: Query<&IkStatus, With<IkVrBody>>,
     handles: HandleQuery,
     camera: Single<(&Camera, &GlobalTransform), With<Orbit>>,
     window: Single<&Window, With<PrimaryWindow>>,
     asset: Option<Res<CharacterAsset>>,
     frame: Option<Res<BodyFrame>>,
     readouts: Res<Readouts>,
+    mut settings: ResMut<DemoSettings>,
     mut props: ResMut<PropsShown>,
     mut commands: Commands,
     mut exit: MessageWriter<AppExit>,
@@ -233,13 +248,30 @@ fn drive_screenshot(
             state.frames_ready
         );
     }
+    // In VR mode the VR body drives the character (the full-body stage is faded out).
     let ready = humanoids.single().is_ok_and(|(t, status, rig, setup)| {
         t.is_some_and(|t| is_solving(setup, t, status, rig, &statuses))
-    });
+    }) || vr_stages.iter().any(|s| s.solved);
     let Some(frame) = frame.filter(|_| ready) else {
         return;
     };
     state.frames_ready += 1;
+    if let Some(mode) = state.switch_to
+        && state.frames_ready >= SWITCH_AFTER
+    {
+        info!(
+            "screenshot: switching {} -> {} in place",
+            settings.solver.name(),
+            mode.name()
+        );
+        settings.solver = mode;
+        state.switch_to = None;
+        state.switched_at = Some(state.frames_ready);
+        return;
+    }
+    if state.switch_to.is_some() {
+        return;
+    }
     let (camera, camera_transform) = *camera;
     let capture = state.capture.lock().ok().and_then(|mut c| c.take());
     if let Some(capture) = capture {
@@ -315,7 +347,11 @@ fn drive_screenshot(
             _ => {}
         }
     }
-    let settle = state.selected_at.or(state.seen_at).map_or(0, |s| s + 20);
+    let settle = state
+        .selected_at
+        .or(state.seen_at)
+        .map_or(0, |s| s + 20)
+        .max(state.switched_at.map_or(0, |s| s + AFTER_SWITCH));
     if state.pending
         || state.frames_ready < state.min_frames.max(settle)
         || !state.frames_ready.is_multiple_of(5)

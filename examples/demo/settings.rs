@@ -47,8 +47,8 @@ fn apply_debug_draw(settings: Res<DemoSettings>, mut debug_draw: ResMut<IkDebugD
     }
 }
 
-/// Settings of the hybrid full-body solver. All but `weight` are read when the humanoid is set
-/// up, so changing them re-creates the character.
+/// Settings of the hybrid full-body solver, applied live to the character's [`IkHumanoid`]
+/// (`head` sets it up again, in place).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct FullBodyUi {
@@ -116,16 +116,6 @@ impl FullBodyUi {
             enabled: self.center_of_mass,
             support_bias: self.support_bias,
             ..IkBalance::default()
-        }
-    }
-
-    /// The fields only read at set-up (everything but the live `weight` and balance).
-    pub fn set_up_only(&self) -> Self {
-        Self {
-            weight: 0.0,
-            center_of_mass: false,
-            support_bias: 0.0,
-            ..*self
         }
     }
 }

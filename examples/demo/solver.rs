@@ -12,8 +12,14 @@
 //! - analytic limbs: `[left arm, right arm, left leg, right leg]` — [`IkHumanoid::limbs`]'s
 //!   four [`IkLimb`] stages.
 //!
-//! A mode switch re-creates the character with the new stack (see `spawn_character`), since
-//! [`IkHumanoid`] spawns a mode's targets and poles once, at set-up.
+//! A mode switch changes the character in place ([`switch_setup`]): the new [`IkHumanoid`]
+//! fields are written to the same character, which sets itself up again — the targets the new
+//! mode shares with the old one keep their entities and where the user dragged them, the new
+//! ones spawn where the bones stand, the old mode's stages give way to the new mode's at their
+//! place in the stack, and every stage of the user's own (behaviours, the stack window's arm
+//! layers) stays. The rig mode's own pieces (the [`IkRig`], its hand and foot targets, the
+//! head target in front of the face) are added and taken off here. Every full-body setting is
+//! live: nothing is re-created when one changes.
 
 use bevy::prelude::*;
 use bevy_ik::ik_core::humanoid::HumanoidBone;
@@ -60,9 +66,10 @@ pub struct SolverPlugin;
 
 impl Plugin for SolverPlugin {
     fn build(&self, app: &mut App) {
-        app.add_systems(
+        app.init_resource::<ModeSwitches>().add_systems(
             Update,
             (
+                switch_setup,
                 attach_rig.before(crate::handles::decorate_targets),
                 apply_solver_settings,
             )
@@ -89,12 +96,36 @@ impl SolverSetup {
         }
     }
 
-    /// Whether a character set up like this must be re-created to follow `settings`
-    /// ([`IkHumanoid`] reads its solver and most full-body settings once, at set-up).
-    pub fn is_stale(&self, settings: &DemoSettings) -> bool {
-        self.solver != settings.solver
-            || (self.solver == SolverUi::FullBody
-                && self.full_body.set_up_only() != settings.full_body.set_up_only())
+    /// Whether the character must be set up again to follow `settings`: another mode, or the
+    /// head goal switched (the other full-body settings are applied live).
+    pub fn needs_set_up(&self, settings: &DemoSettings) -> bool {
+        self.solver != settings.solver || self.full_body.head != settings.full_body.head
+    }
+
+    /// Writes this set-up's fields into `humanoid` (fields the demo sets elsewhere, such as the
+    /// grip, stay), touching it only where they differ.
+    pub fn apply_to(&self, humanoid: &mut Mut<IkHumanoid>) {
+        let want = self.humanoid();
+        let h: &IkHumanoid = humanoid;
+        let differs = h.solver != want.solver
+            || h.arms != want.arms
+            || h.legs != want.legs
+            || h.poles != want.poles
+            || h.head != want.head
+            || h.weight != want.weight
+            || h.full_body_settings != want.full_body_settings
+            || h.balance != want.balance;
+        if differs {
+            let h = &mut **humanoid;
+            h.solver = want.solver;
+            h.arms = want.arms;
+            h.legs = want.legs;
+            h.poles = want.poles;
+            h.head = want.head;
+            h.weight = want.weight;
+            h.full_body_settings = want.full_body_settings;
+            h.balance = want.balance;
+        }
     }
 
     /// The humanoid component for this set-up.
@@ -124,9 +155,65 @@ impl SolverSetup {
     }
 }
 
-/// In the rig mode: once the humanoid is mapped, spawn the hand and foot targets where those
-/// bones stand (the humanoid, set up without limbs, spawned only the pelvis and head ones) and
-/// put an [`IkRig`] on the character with a goal per target (the panel's settings are applied
+/// Follows the panel's mode and full-body settings on the character in place (see the module
+/// docs): the new set-up's fields go into its [`IkHumanoid`], which sets itself up again when
+/// the mode or the head goal changed; leaving the rig mode takes its [`IkRig`] off and puts the
+/// head target back on the head.
+pub fn switch_setup(
+    mut commands: Commands,
+    settings: Res<DemoSettings>,
+    mut characters: Query<
+        (
+            Entity,
+            &mut SolverSetup,
+            &mut IkHumanoid,
+            Option<&IkHumanoidTargets>,
+            Option<&IkHumanoidBones>,
+        ),
+        With<Character>,
+    >,
+    parents: Query<&ChildOf>,
+    globals: Query<&GlobalTransform>,
+    mut transforms: Query<&mut Transform>,
+    mut switches: ResMut<ModeSwitches>,
+) {
+    if !settings.is_changed() {
+        return;
+    }
+    let want = SolverSetup::from_settings(&settings);
+    for (root, mut setup, mut humanoid, targets, bones) in &mut characters {
+        if setup.solver == want.solver && setup.full_body == want.full_body {
+            continue;
+        }
+        if setup.solver != want.solver {
+            switches.0 += 1;
+        }
+        if setup.solver == SolverUi::Rig && want.solver != SolverUi::Rig {
+            commands.entity(root).remove::<IkRig>();
+            commands.remove_resource::<HeadAxis>();
+            // The rig moved the head target in front of the face; put it back on the head.
+            if let (Some(head), Some(bone)) = (
+                targets.and_then(|t| t.head),
+                bones.and_then(|b| b.get(HumanoidBone::Head)),
+            ) && let (Ok(parent), Ok(at)) = (parents.get(head), globals.get(bone))
+                && let Ok(parent) = globals.get(parent.parent())
+                && let Ok(mut t) = transforms.get_mut(head)
+            {
+                t.translation = at.reparented_to(parent).translation;
+            }
+        }
+        want.apply_to(&mut humanoid);
+        *setup = want;
+    }
+}
+
+/// How many times the character changed mode in place (the run summary reports it).
+#[derive(Resource, Default, Clone, Copy, Debug)]
+pub struct ModeSwitches(pub u32);
+
+/// In the rig mode: once the humanoid is mapped (or set up again for this mode), spawn the hand
+/// and foot targets where those bones stand (the humanoid, set up without limbs, spawned only
+/// the pelvis and head ones) and put an [`IkRig`] on the character with a goal per target (the panel's settings are applied
 /// by `apply_solver_settings`): the mode's stack is `[Jacobian rig]`.
 fn attach_rig(
     mut commands: Commands,
@@ -137,7 +224,7 @@ fn attach_rig(
             &IkHumanoidBones,
             &SolverSetup,
         ),
-        Added<IkHumanoidTargets>,
+        (Changed<IkHumanoidTargets>, Without<IkRig>),
     >,
     globals: Query<&GlobalTransform>,
 ) {
@@ -259,16 +346,15 @@ fn role_of_goal(goal: &IkGoal, bones: &IkHumanoidBones) -> Option<Role> {
         .find(|r| bones.get(r.bone()) == Some(bone))
 }
 
-/// Pushes changed settings into the humanoid, the rig or the limbs, and shows the handles the
-/// mode uses.
+/// Pushes changed settings into the rig or the limbs (the humanoid's own are pushed by
+/// [`switch_setup`]), and shows the handles the mode uses.
 fn apply_solver_settings(
     settings: Res<DemoSettings>,
-    mut humanoids: Query<
+    humanoids: Query<
         (
             Entity,
             Ref<IkHumanoidTargets>,
             &IkHumanoidBones,
-            &mut IkHumanoid,
             &SolverSetup,
         ),
         With<Character>,
@@ -277,17 +363,19 @@ fn apply_solver_settings(
     mut limbs: Query<(&mut IkLimb, Has<IkDisabled>)>,
     mut handles: Query<(Ref<TargetHandle>, &mut Visibility)>,
     head_axis: Option<Res<HeadAxis>>,
+    vr: Option<Res<crate::vr::VrMode>>,
     mut commands: Commands,
 ) {
-    let Ok((character, targets, bones, mut humanoid, setup)) = humanoids.single_mut() else {
+    let Ok((character, targets, bones, setup)) = humanoids.single() else {
         return;
     };
-    if setup.is_stale(&settings) {
-        // Set up for another mode: `spawn_character` replaces it.
+    if setup.needs_set_up(&settings) {
+        // `switch_setup` has not run on this change yet.
         return;
     }
     let head_changed = head_axis.as_ref().is_some_and(DetectChanges::is_changed);
     let new_handles = handles.iter().any(|(h, _)| h.is_added());
+    let vr = vr.is_some_and(|v| v.enabled);
     let changed = settings.is_changed() || targets.is_changed() || head_changed || new_handles;
     if let Ok(mut rig) = rigs.get_mut(character)
         && (changed || rig.is_added())
@@ -305,12 +393,6 @@ fn apply_solver_settings(
     }
     if !changed {
         return;
-    }
-    if settings.solver == SolverUi::FullBody && humanoid.weight != settings.full_body.weight {
-        humanoid.weight = settings.full_body.weight;
-    }
-    if settings.solver == SolverUi::FullBody && humanoid.balance != settings.full_body.balance() {
-        humanoid.balance = settings.full_body.balance();
     }
     for role in Role::ALL {
         let Some(i) = role.limb() else { continue };
@@ -350,7 +432,12 @@ fn apply_solver_settings(
         }
     }
     for (handle, mut visibility) in &mut handles {
-        let shown = settings.draw.handles && uses_handle(&settings, handle.role, handle.pole);
+        // In VR mode the head and hands are the trackers; the VR body places the rest.
+        let tracker =
+            !handle.pole && matches!(handle.role, Role::Head | Role::LeftHand | Role::RightHand);
+        let shown = settings.draw.handles
+            && uses_handle(&settings, handle.role, handle.pole)
+            && (!vr || tracker);
         visibility.set_if_neq(if shown {
             Visibility::Inherited
         } else {
@@ -420,7 +507,7 @@ pub struct SolveState {
     pub error: Option<String>,
 }
 
-fn format_value(value: f32, degrees: bool) -> String {
+pub(crate) fn format_value(value: f32, degrees: bool) -> String {
     if degrees {
         format!("{value:.2}°")
     } else {
@@ -428,7 +515,7 @@ fn format_value(value: f32, degrees: bool) -> String {
     }
 }
 
-fn iterations_summary(status: &IkStatus) -> String {
+pub(crate) fn iterations_summary(status: &IkStatus) -> String {
     if status.solved {
         format!(
             "{} iteration{} · {}",
@@ -580,8 +667,9 @@ pub fn goal_lines(
         BoneRef::Role(role) => bones.get(*role),
         _ => None,
     };
-    if setup.solver == SolverUi::FullBody {
-        // The hybrid humanoid solver's goals: each role's bone to its target.
+    if setup.solver == SolverUi::FullBody && setup.full_body.weight > 0.0 {
+        // The hybrid humanoid solver's goals: each role's bone to its target (none while the
+        // stage is faded out, as in VR mode).
         for role in Role::ALL {
             if let (Some(from), Some(to)) = (bones.get(role.bone()), role.target(targets)) {
                 line(from, to, false);
@@ -622,19 +710,30 @@ mod tests {
     }
 
     #[test]
-    fn changing_a_set_up_only_setting_makes_the_character_stale() {
+    fn only_the_mode_and_the_head_goal_set_the_character_up_again() {
         let settings = DemoSettings::default();
         let setup = SolverSetup::from_settings(&settings);
-        assert!(!setup.is_stale(&settings));
+        assert!(!setup.needs_set_up(&settings));
         let mut live = settings.clone();
         live.full_body.weight = 0.3;
-        assert!(!setup.is_stale(&live), "the weight is applied live");
-        let mut set_up = settings.clone();
-        set_up.full_body.max_iterations += 1;
-        assert!(setup.is_stale(&set_up));
+        live.full_body.max_iterations += 1;
+        live.full_body.damping *= 2.0;
+        assert!(
+            !setup.needs_set_up(&live),
+            "solver settings are applied live"
+        );
+        let live_setup = SolverSetup::from_settings(&live).humanoid();
+        assert_eq!(live_setup.weight, 0.3);
+        assert_eq!(
+            live_setup.full_body_settings.max_iterations,
+            settings.full_body.max_iterations + 1
+        );
+        let mut head = settings.clone();
+        head.full_body.head = false;
+        assert!(setup.needs_set_up(&head));
         let mut other = settings;
         other.solver = SolverUi::Limbs;
-        assert!(setup.is_stale(&other));
+        assert!(setup.needs_set_up(&other));
     }
 
     #[test]

@@ -72,24 +72,43 @@ pub fn arm_layers(
         .collect()
 }
 
-/// Spawns or despawns the analytic arms after the panel's solver as the settings ask.
+/// Spawns or despawns the analytic arms after the panel's solver as the settings ask, and
+/// points them at the hand targets the current mode uses (a mode switch may give the hands new
+/// target entities).
 fn sync_arm_layers(
     settings: Res<DemoSettings>,
-    characters: Query<(Entity, &IkHumanoidBones, &IkHumanoidTargets), With<Character>>,
-    layers: Query<(Entity, &IkStageOf), With<ArmLayer>>,
+    characters: Query<(Entity, &IkHumanoidBones, Ref<IkHumanoidTargets>), With<Character>>,
+    mut layers: Query<(Entity, &IkStageOf, &ArmLayer, &mut IkLimb)>,
     mut commands: Commands,
 ) {
     let Ok((character, bones, targets)) = characters.single() else {
         return;
     };
-    let present: Vec<Entity> = layers
-        .iter()
-        .filter(|(_, of)| of.0 == character)
-        .map(|(e, _)| e)
-        .collect();
     let wanted = wants_arm_layers(&settings);
-    if wanted && present.is_empty() {
-        for (side, limb, name) in arm_layers(bones, targets) {
+    let mut present = 0;
+    for (e, of, side, mut limb) in &mut layers {
+        if of.0 != character {
+            continue;
+        }
+        present += 1;
+        if !wanted {
+            commands.entity(e).despawn();
+            continue;
+        }
+        let hand = if side.0 == 0 {
+            targets.left_hand
+        } else {
+            targets.right_hand
+        };
+        if targets.is_changed()
+            && let Some(hand) = hand
+            && limb.target != Some(hand)
+        {
+            limb.target = Some(hand);
+        }
+    }
+    if wanted && present == 0 {
+        for (side, limb, name) in arm_layers(bones, &targets) {
             commands.spawn((
                 Name::new(name),
                 limb,
@@ -97,10 +116,6 @@ fn sync_arm_layers(
                 ChildOf(character),
                 IkStageOf(character),
             ));
-        }
-    } else if !wanted {
-        for e in present {
-            commands.entity(e).despawn();
         }
     }
 }
@@ -155,9 +170,11 @@ fn describe(
     custom.map(|c| ("custom", c.weight))
 }
 
-fn status_line(status: Option<&IkStatus>, disabled: bool) -> String {
+fn status_line(status: Option<&IkStatus>, disabled: bool, weight: f32) -> String {
     match status {
         _ if disabled => "off".to_owned(),
+        // Not solved at all (`bevy_ik` skips a stage at weight 0).
+        _ if weight == 0.0 => "faded out (weight 0)".to_owned(),
         Some(s) if s.last_error.is_some() => {
             format!(
                 "problem: {}",
@@ -200,7 +217,7 @@ pub fn stage_rows(
                 disabled,
                 // The character's own stage and the humanoid's limbs follow the panel.
                 managed: e == character || (!layer && kind != "custom"),
-                status: status_line(status, disabled),
+                status: status_line(status, disabled, weight),
             })
         })
         .collect()
@@ -324,12 +341,13 @@ mod tests {
             position_residual: 0.0004,
             ..IkStatus::default()
         };
-        assert_eq!(status_line(Some(&s), true), "off");
-        assert_eq!(status_line(Some(&s), false), "met · 0.40 mm · 3 it");
+        assert_eq!(status_line(Some(&s), true, 1.0), "off");
+        assert_eq!(status_line(Some(&s), false, 1.0), "met · 0.40 mm · 3 it");
         s.converged = false;
-        assert!(status_line(Some(&s), false).starts_with("best effort"));
+        assert!(status_line(Some(&s), false, 1.0).starts_with("best effort"));
         s.last_error = Some(IkError::NonFinitePose);
-        assert!(status_line(Some(&s), false).starts_with("problem: "));
-        assert_eq!(status_line(None, false), "not solved yet");
+        assert!(status_line(Some(&s), false, 1.0).starts_with("problem: "));
+        assert_eq!(status_line(None, false, 1.0), "not solved yet");
+        assert_eq!(status_line(Some(&s), false, 0.0), "faded out (weight 0)");
     }
 }

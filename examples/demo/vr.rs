@@ -1,5 +1,6 @@
 //! VR mode (`--vr`): the head and the two hand handles become the three trackers of an
-//! [`IkVrBody`] (a stage after the humanoid's, whose weight drops to 0): drag them and the
+//! [`IkVrBody`] (a stage after the humanoid's, whose weight drops to 0, so that the full-body
+//! stage is not solved at all): drag them and the
 //! whole body follows — pelvis from the head, lean and crouch, elbows, and feet that stay
 //! planted and step. The head handle moves onto the head bone (a tracker is the pose of the
 //! bone it drives). With scripted motion on (`--screenshot`), the trackers walk forward, turn
@@ -11,8 +12,9 @@ use bevy_ik::prelude::*;
 use transform_gizmo_bevy::GizmoTarget;
 
 use crate::character::{BodyFrame, Character};
-use crate::handles::TargetHandle;
+use crate::handles::{Role, TargetHandle};
 use crate::settings::DemoSettings;
+use crate::solver::{SolveState, format_value, iterations_summary};
 
 /// Adds the VR mode when `enabled`.
 pub struct VrModePlugin {
@@ -53,13 +55,8 @@ fn start_vr_body(
     mut commands: Commands,
     mode: Res<VrMode>,
     mut settings: ResMut<DemoSettings>,
-    mut characters: Query<
-        (
-            Entity,
-            &IkHumanoidTargets,
-            &IkHumanoidBones,
-            &mut IkHumanoid,
-        ),
+    characters: Query<
+        (Entity, &IkHumanoidTargets, &IkHumanoidBones),
         (With<Character>, Without<VrStarted>),
     >,
     handles: Query<&TargetHandle>,
@@ -70,7 +67,7 @@ fn start_vr_body(
     if !mode.enabled {
         return;
     }
-    for (root, targets, bones, mut humanoid) in &mut characters {
+    for (root, targets, bones) in &characters {
         let (Some(head), Some(left), Some(right)) =
             (targets.head, targets.left_hand, targets.right_hand)
         else {
@@ -89,7 +86,9 @@ fn start_vr_body(
             *t = b.reparented_to(p);
             t.scale = Vec3::ONE;
         }
-        humanoid.weight = 0.0;
+        // The full-body stage fades out (weight 0: not solved at all); the VR body drives
+        // the whole character.
+        settings.full_body.weight = 0.0;
         commands.entity(root).insert(VrStarted);
         commands.spawn((
             Name::new("VR body"),
@@ -171,4 +170,55 @@ fn scripted_trackers(
             *t = pose;
         }
     }
+}
+
+/// A tracker is met within 1 mm (the VR body's own figures: head ≤ 0.69 mm, hands within reach
+/// ≤ 0.14 mm).
+pub const VR_TOLERANCE_MM: f32 = 1.0;
+
+/// What the VR body did, for the readouts and the run summary: the head and each hand measured
+/// on the output (the bone's position against its tracker's, after transform propagation),
+/// met within [`VR_TOLERANCE_MM`]; the pelvis and the feet are the VR body's own (planted,
+/// stepping), not goals. A hand whose tracker is beyond the arm's reach misses by design (the
+/// head comes first).
+pub fn read_vr(
+    vr: &IkVrBody,
+    status: &IkStatus,
+    bones: &IkHumanoidBones,
+    globals: &Query<&GlobalTransform>,
+) -> SolveState {
+    let mut state = SolveState::default();
+    for role in Role::ALL {
+        let g = &mut state.goals[role.index()];
+        g.value = f32::NAN;
+        let (tracker, bone) = match role {
+            Role::Head => (vr.head, HumanoidBone::Head),
+            Role::LeftHand => (vr.left_hand, HumanoidBone::LeftHand),
+            Role::RightHand => (vr.right_hand, HumanoidBone::RightHand),
+            _ => {
+                g.text = "VR body".to_owned();
+                continue;
+            }
+        };
+        let (Some(tracker), Some(bone)) = (tracker, bones.get(bone)) else {
+            g.text = "off".to_owned();
+            continue;
+        };
+        g.active = true;
+        let (Ok(t), Ok(b)) = (globals.get(tracker), globals.get(bone)) else {
+            g.text = "—".to_owned();
+            continue;
+        };
+        if !status.solved {
+            g.text = "—".to_owned();
+            continue;
+        }
+        g.value = t.translation().distance(b.translation()) * 1000.0;
+        g.met = g.value <= VR_TOLERANCE_MM;
+        g.text = format_value(g.value, false);
+    }
+    state.summary = format!("VR body · {}", iterations_summary(status));
+    state.iterations = Some(status.iterations);
+    state.error = status.last_error.as_ref().map(ToString::to_string);
+    state
 }
