@@ -799,7 +799,7 @@ const GIVE_WAY_MIN_LOOK_AT: f32 = 0.25 * GIVE_WAY_MIN;
 /// Goals weakened below this factor sit out the polish pass.
 const POLISH_CUTOFF: f32 = 0.5;
 /// Iterations of a tracking solve's budget kept for the polish pass.
-const POLISH_ITERATIONS: u32 = 2;
+const POLISH_ITERATIONS: u32 = 3;
 
 /// What the pelvis goal pinned before the Jacobian runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
