@@ -719,6 +719,9 @@ pub struct FullBodyScratch {
     balancing: bool,
     /// Cold solve (restarts, global swivel search) or tracking.
     cold: bool,
+    /// A tracking solve's rescue pass (see `Solve::rescue`): no stall rule, the goals that
+    /// give way left out.
+    rescue: bool,
     /// The solver's column count this scratch is sized for (0: not sized yet).
     cols: usize,
     model: Vec<BoneTransform>,
@@ -795,6 +798,12 @@ const GIVE_WAY_MIN: f32 = 0.2;
 /// fastest-of-5 p99 75.2–75.6 µs → 55.6–56.2 µs, set by the `KayKit` mannequin; the feasible
 /// goal-frames met went from 99.80 % to 99.75 %, same run, load average 3).
 const GIVE_WAY_MIN_LOOK_AT: f32 = 0.25 * GIVE_WAY_MIN;
+
+/// A rescue pass is for a goal missed by more than this many tolerances (1 mm / 0.6° by
+/// default): a smaller miss is left to the next frames.
+const RESCUE_VISIBLE: f32 = 5.0;
+/// The largest turn of a joint from the incoming pose that a rescue pass may leave (radians).
+const RESCUE_MAX_TURN: f32 = 0.25;
 
 /// Goals weakened below this factor sit out the polish pass.
 const POLISH_CUTOFF: f32 = 0.5;
@@ -1406,6 +1415,7 @@ impl<'a> Solve<'a> {
         } else {
             let mut report = self.attempt(skeleton, pose, goals, s.max_iterations);
             report.cost = self.score(&report, goals);
+            self.rescue(skeleton, pose, goals, &mut report);
             report
         };
         if !pose.is_finite() {
@@ -1425,6 +1435,95 @@ impl<'a> Solve<'a> {
         }
         self.remember(pose);
         Ok(report)
+    }
+
+    /// The rescue pass of a tracking solve (see the module docs): when the attempt stalled
+    /// with a goal unmet that does not give way and is missed by less than the give-way
+    /// minimum — a goal that should be met, not one on its way to giving way —, one more
+    /// attempt from the attempt's result with what is left of the frame's budget
+    /// ([`FullBodySettings::max_iterations`]), without the stall rule and with the goals that
+    /// give way left out (as in the polish pass). Kept only if better (see `better`) and no
+    /// joint turned more than [`RESCUE_MAX_TURN`] from the incoming pose (temporal coherence);
+    /// else the attempt's result stands.
+    fn rescue(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goals: &FullBodyGoals,
+        report: &mut FullBodyReport,
+    ) {
+        let budget = self
+            .rig
+            .settings
+            .max_iterations
+            .saturating_sub(report.iterations);
+        // With a position-only pelvis pin, the feet's rows back in make every iteration
+        // costlier (issue 9: the frame's cost bound comes first).
+        let feet = self.s.pelvis_pin == PelvisPin::Position && self.s.feet_rows;
+        if report.converged || budget == 0 || feet || !self.near_miss(goals, report) {
+            return;
+        }
+        self.s.best.copy_from(pose);
+        self.s.rescue = true;
+        let mut r = self.attempt(skeleton, pose, goals, budget);
+        self.s.rescue = false;
+        r.cost = self.score(&r, goals);
+        let coherent = self.rig.joints.iter().all(|j| {
+            pose.rotations[j.bone].angle_between(self.s.start.rotations[j.bone]) <= RESCUE_MAX_TURN
+        });
+        if coherent && pose.is_finite() && self.better(&r, report, goals) {
+            r.iterations += report.iterations;
+            *report = r;
+        } else {
+            report.iterations += r.iterations;
+            pose.copy_from(&self.s.best);
+            self.fk(skeleton, pose);
+        }
+    }
+
+    /// Whether `report` leaves a goal unmet that takes full part (does not sit out the polish
+    /// pass), and every such goal is missed by less than the give-way minimum (see
+    /// [`GIVE_WAY_MIN`]): the goals left are ones that should be met.
+    fn near_miss(&self, goals: &FullBodyGoals, report: &FullBodyReport) -> bool {
+        let s = &self.rig.settings;
+        let d = if s.give_way_distance > 0.0 {
+            s.give_way_distance
+        } else {
+            0.05 * self.rig.body_height
+        };
+        let a = s.give_way_angle;
+        let mut any = false;
+        let mut near = true;
+        let mut check = |c: usize, wanted: bool, r: f32, tol: f32, scale: f32| {
+            if wanted && r > tol && !self.sits_out(c) {
+                any |= r > RESCUE_VISIBLE * tol;
+                near &= r / scale < GIVE_WAY_MIN;
+            }
+        };
+        for (k, (r, g)) in report.residuals.iter().zip(&goals.effectors).enumerate() {
+            check(
+                channel(k, false),
+                g.wants_position(),
+                r.position,
+                s.position_tolerance,
+                d,
+            );
+            check(
+                channel(k, true),
+                g.wants_rotation(),
+                r.rotation,
+                s.rotation_tolerance,
+                a,
+            );
+        }
+        check(
+            channel(5, false),
+            goals.look_at.enabled && goals.look_at.weight > 0.0,
+            report.look_at,
+            s.rotation_tolerance,
+            a,
+        );
+        any && near
     }
 
     /// Records `pose` (this solve's output, within the limits) as the scratch's last output.
@@ -2020,7 +2119,7 @@ impl<'a> Solve<'a> {
         let mut wr = [0.0f32; 5];
         // In a polish pass the goals that gave way are left out entirely.
         let factor = |c: usize| {
-            if polish && self.sits_out(c) {
+            if (polish || self.s.rescue) && self.sits_out(c) {
                 0.0
             } else {
                 self.demotion(c)
@@ -2172,7 +2271,7 @@ impl<'a> Solve<'a> {
             // in the way). Stop spending the budget; the analytic finish and the next frames
             // take it from here.
             let oldest = history[it as usize % STALL_WINDOW];
-            if !self.s.cold && oldest - progress < STALL_PROGRESS {
+            if !self.s.cold && !self.s.rescue && oldest - progress < STALL_PROGRESS {
                 return (it, hits, true);
             }
             history[it as usize % STALL_WINDOW] = progress;
