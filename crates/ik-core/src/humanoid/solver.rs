@@ -165,8 +165,9 @@
 //!    budget), without the stall rule and with the cold solve's swivel search and the feet's
 //!    rows. These the tracking solve could meet: the rescue pass gets only the 3 iterations
 //!    the stalled attempt left, and neither the swivel search in the rescue nor a rescue
-//!    restarted from the incoming pose with the whole budget met more (measured: 99.80 /
-//!    99.81 % and 99.79 / 99.83 %, p99 both 47–48 µs, max both 83–94 µs).
+//!    restarted from the incoming pose with the whole budget, with or without it, met more
+//!    (measured: 99.79–99.80 % reach, 99.81–99.83 % both; p99 both 47–48 µs, max both
+//!    83–148 µs).
 //! 3. *A long walk along the limits* (reach 5, both 17): the `KayKit` mannequin's look-at (no
 //!    neck), 1–5° off after it gave way; the warm oracle meets it after 148–200 iterations
 //!    (1.2–1.6 ms), within 4.6–18° of the previous output for 18 of them and only 20–29° away
