@@ -413,6 +413,18 @@ fn stretch(rig: &Rig, pose: &Pose, goals: &FullBodyGoals, k: usize) -> Option<f3
 /// the solver's own order of giving way, the look-at, then a hand, then a foot, then the
 /// pelvis; within one class a limb stretched beyond its reach, else the goal missed most.
 pub fn feasible_goals(rig: &Rig, frames: &[Frame]) -> Vec<GoalMask> {
+    feasible_goals_with_poses(rig, frames).0
+}
+
+/// [`feasible_goals`], with the oracle's pose of each frame (what it met the feasible goals
+/// with) and the restarts its last cold solve of the frame used (0: its first attempt, from its
+/// previous frame's pose, met them).
+pub fn feasible_goals_with_poses(
+    rig: &Rig,
+    frames: &[Frame],
+) -> (Vec<GoalMask>, Vec<Pose>, Vec<u32>) {
+    let mut poses = Vec::with_capacity(frames.len());
+    let mut restarts = Vec::with_capacity(frames.len());
     let mut solver = rig.solver();
     solver.settings_mut().cold_iterations = 200;
     solver.settings_mut().max_restarts = 6;
@@ -424,9 +436,12 @@ pub fn feasible_goals(rig: &Rig, frames: &[Frame]) -> Vec<GoalMask> {
         let mut goals = f.goals;
         let mut mask = enabled_mask(&goals);
         let start = pose.clone();
+        let mut used = 0;
         for _ in 0..6 {
             pose.copy_from(&start);
-            let _ = solver.solve_cold(&rig.skeleton, &mut pose, &goals);
+            used = solver
+                .solve_cold(&rig.skeleton, &mut pose, &goals)
+                .map_or(0, |r| r.restarts);
             let r = measure(rig, &solver, &pose, &goals);
             let worst = (0..6)
                 .filter(|&k| mask[k] && goal_error(&r, k, rig.scale) > 1.0)
@@ -453,8 +468,10 @@ pub fn feasible_goals(rig: &Rig, frames: &[Frame]) -> Vec<GoalMask> {
             }
         }
         out.push(mask);
+        poses.push(pose.clone());
+        restarts.push(used);
     }
-    out
+    (out, poses, restarts)
 }
 
 /// A game's per-frame call: cold when the character appears (frame 0), then tracking.
