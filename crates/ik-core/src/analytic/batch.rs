@@ -49,8 +49,9 @@
 //! status (the limb's rotations left unchanged) instead of a failed call. The lanes compute
 //! goals with full weights and a pole position or [`Pole::Keep`], including targets at the root
 //! and turns near a half turn. A lane off that path — a [`Pole::Swivel`] goal, partial weights,
-//! the rest-plane fallback (incoming plane degenerate too), any non-finite value — is handed to
-//! the scalar [`TwoBoneIk`] solve itself, so the rare cases have one implementation
+//! the rest-plane fallback (incoming plane degenerate too), a pole so far or so near that the
+//! target frame's products would leave f32's range (the scalar solve's test), any non-finite
+//! value — is handed to the scalar [`TwoBoneIk`] solve itself, so the rare cases have one implementation
 //! ([`TwoBoneBatch::solve`] returns how many limbs took it). Two differences, both stricter:
 //! - [`LimbReport::position_error`] is *measured*: the distance from the tip placed by forward
 //!   kinematics of the written rotations to the effective target (the scalar solve computes it
@@ -1143,9 +1144,10 @@ impl TwoBoneBatch {
         // on every route: the target, the pole and the root position, and the incoming root
         // rotation, probed at the end, where it is read again (the scalar solve refuses
         // non-finite ones).
-        let probe = Q::from_vw(goal.target, F::ZERO).finite_probe()
-            + Q::from_vw(goal.pole, F::ZERO).finite_probe()
-            + Q::from_vw(p_root, F::ZERO).finite_probe();
+        // (One sum of the nine components: a non-finite one, or a sum past f32's range,
+        // makes it non-finite and the lane takes the scalar solve.)
+        let (t, v, r) = (goal.target, goal.pole, p_root);
+        let probe = ((t.x + t.y + t.z) + (v.x + v.y + v.z) + (r.x + r.y + r.z)) * F::ZERO;
         ok &= probe.cmp_eq(F::ZERO);
         // The branches below test lanes against this early part of `ok` (known long before
         // the flex's square roots settle the rest): a branch taken at random costs less the
@@ -1203,76 +1205,85 @@ impl TwoBoneBatch {
         // A nearly collinear pole (sin under 1e-2): one Gram–Schmidt step puts `v × d` back on
         // the plane normal to `d`, as the scalar solve's `cross_and_length` does.
         let near_collinear = xx.cmp_lt(s(1e-4) * vv * dd);
-        // (One test for both rare routes, this and the unit frame below: in the bench's goal
-        // mix both come from the same lanes, and a branch taken at random is what costs.)
+        // (One test for both rare routes, this and the others below: in the bench's goal mix
+        // both come from the same lanes, and a branch taken at random is what costs.)
         let rare = (near_collinear | (!scaled & ok_early)).any();
         if rare && near_collinear.any() {
             x = V3::select(near_collinear, x.sub(d.scale(x.dot(d) / dd)), x);
             xx = x.dot(x);
         }
-        // The target frame is `(d |x|, x |d|, d × x)` with `k = |d| |x|`; the unit frame below
-        // is the same with `d`, `x` unit and their lengths one.
-        let (mut d, mut x, mut dist_b, mut len) = (d, x, dist, xx.sqrt());
+        // The target frame is `(d |x|, x |d|, d × x)` with `k = |d| |x|`, for any `x` normal
+        // to `d` (the bend plane's normal): the rare routes below change `d` (a target at the
+        // root) or `x` (the incoming bend plane) and stay in this scaled frame.
+        let (mut d, mut dist_b) = (d, dist);
         let mut pole_fallback = F::ZERO;
         if rare && (!scaled & ok_early).any() {
-            // The unit frame on the unit target direction: for a target at the root (aim at the
-            // incoming tip), a pole beyond the scaled frame's range, the incoming bend plane of
-            // a `Keep` goal or of a pole collinear with the target.
-            // (Each of the two kinds of lanes here, a target at the root and an incoming bend
-            // plane, computes its part only where a lane of its kind is in the block: in a
-            // block, the kinds seldom meet.)
-            let dir_far = d.scale(F::ONE / dist);
-            let dir = if (!far & ok_early).any() {
-                let root_in = pose.qp.mul(pose.rot[0]);
+            let root_in = pose.qp.mul(pose.rot[0]);
+            let mut dd = dd;
+            // Where the scaled frame's products could leave f32's range (a pole very far or
+            // very near): the scalar solve (its unit frame).
+            let in_range = |size: F| size.cmp_lt(s(1e30)) & size.cmp_gt(s(1e-30));
+            let mut out_of_range = goal.has_pole & far & !scaled_try;
+            let mut pole_ok = scaled;
+            if (!far & ok_early).any() {
+                // A target at the root: aim at the incoming tip (the frame on that direction).
                 let to_tip = root_in.rotate(geo.u1.add(pose.rot[1].rotate(geo.u2)));
                 let tt = to_tip.dot(to_tip);
                 // (Else the scalar solve aims along the upper segment.)
                 ok &= far | tt.cmp_gt(s(1e-30));
-                V3::select(far, dir_far, to_tip.scale(inv_sqrt(tt)))
-            } else {
-                dir_far
-            };
-            let mut xu = v.cross(dir);
-            let mut xu2 = xu.dot(xu);
-            let pole_unit =
-                goal.has_pole & !scaled_try & xu2.cmp_gt(s(1e-10) * vv) & xu2.cmp_gt(s(1e-30));
-            let near_collinear = xu2.cmp_lt(s(1e-4) * vv);
-            if near_collinear.any() {
-                xu = V3::select(near_collinear, xu.sub(dir.scale(xu.dot(dir))), xu);
-                xu2 = xu.dot(xu);
+                let mut xt = v.cross(to_tip);
+                let mut xt2 = xt.dot(xt);
+                let range = in_range(tt * vv * tt * t2 * t2);
+                let pole_t = goal.has_pole
+                    & range
+                    & xt2.cmp_gt(s(1e-10) * vv * tt)
+                    & xt2.cmp_gt(s(1e-30) * tt);
+                let near_collinear = xt2.cmp_lt(s(1e-4) * vv * tt);
+                if (near_collinear & !far).any() {
+                    xt = V3::select(
+                        near_collinear,
+                        xt.sub(to_tip.scale(xt.dot(to_tip) / tt)),
+                        xt,
+                    );
+                    xt2 = xt.dot(xt);
+                }
+                out_of_range |= goal.has_pole & !far & !range;
+                d = V3::select(far, d, to_tip);
+                dd = far.blend(dd, tt);
+                dist_b = far.blend(dist_b, tt.sqrt());
+                x = V3::select(far, x, xt);
+                xx = far.blend(xx, xt2);
+                pole_ok = far.blend(pole_ok, pole_t);
             }
-            let (keep, nk, nk2) = if (!(scaled | pole_unit) & ok_early).any() {
-                // The incoming bend plane.
-                let root_in = pose.qp.mul(pose.rot[0]);
+            ok &= !out_of_range;
+            if (!pole_ok & ok_early).any() {
+                // The incoming bend plane (a `Keep` goal, or a pole collinear with the target):
+                // its axis made normal to `d`, scaled by |d|² (`hk |d|² − d (hk·d)`).
                 let hk = root_in.rotate(geo.h);
                 let hh = hk.dot(hk);
-                let mut nk = hk.sub(dir.scale(hk.dot(dir)));
-                let mut nk2 = nk.dot(nk);
-                let keep = nk2.cmp_gt(s(1e-10) * hh) & nk2.cmp_gt(s(1e-30));
+                let mut xk = hk.scale(dd).sub(d.scale(hk.dot(d)));
+                let mut xk2 = xk.dot(xk);
+                let hdd = hh * dd * dd;
+                let keep = xk2.cmp_gt(s(1e-10) * hdd)
+                    & xk2.cmp_gt(s(1e-30) * dd * dd)
+                    & in_range(hdd * dd * t2 * t2);
                 // An incoming bend axis nearly along the target line (sin under 1e-2): a
                 // second Gram–Schmidt step, as for poles, so that the frame stays orthogonal.
                 // (The scalar solve's `normal_part` takes one step: there it can be off by
                 // ~1e-5 rad.)
-                let near_collinear = nk2.cmp_lt(s(1e-4) * hh);
+                let near_collinear = xk2.cmp_lt(s(1e-4) * hdd);
                 if near_collinear.any() {
-                    nk = V3::select(near_collinear, nk.sub(dir.scale(nk.dot(dir))), nk);
-                    nk2 = nk.dot(nk);
+                    xk = V3::select(near_collinear, xk.sub(d.scale(xk.dot(d) / dd)), xk);
+                    xk2 = xk.dot(xk);
                 }
-                (keep, nk, nk2)
-            } else {
-                // (No lane takes them.)
-                (F::ZERO, V3::ZERO, F::ONE)
-            };
-            // (Else the scalar solve takes the rest plane.)
-            ok &= scaled | pole_unit | keep;
-            pole_fallback = goal.has_pole & !(scaled | pole_unit);
-            let n = V3::select(pole_unit, xu, nk);
-            let n = n.scale(inv_sqrt(pole_unit.blend(xu2, nk2)));
-            d = V3::select(scaled, d, dir);
-            x = V3::select(scaled, x, n);
-            dist_b = scaled.blend(dist_b, F::ONE);
-            len = scaled.blend(len, F::ONE);
+                // (Else the scalar solve takes the rest plane.)
+                ok &= pole_ok | keep;
+                x = V3::select(pole_ok, x, xk);
+                xx = pole_ok.blend(xx, xk2);
+            }
+            pole_fallback = goal.has_pole & !pole_ok;
         }
+        let len = xx.sqrt();
         let (b1, b2, b3) = (d.scale(len), x.scale(dist_b), d.cross(x));
         let kb = dist_b * len;
 
@@ -1315,12 +1326,14 @@ impl TwoBoneBatch {
         // Near a half turn (a limb folding from straight, or the reverse: in a quarter of the
         // bench's blocks), a turn about the bend axis, as the scalar solve's `half_turn`. Where
         // the incoming lower segment lies in the bend plane (as after any solve, to rounding),
-        // as two arcs: onto `m = ub_des × h` (a quarter turn from `ub_des`, so the arc is well
-        // conditioned), then a quarter turn about `h`, `(h, 1)`: about 30 products, computed
-        // in every block and selected, as a branch taken at random cost more.
-        let m = ub_des.cross(geo.h);
-        let arc = Q::from_vw(b_cur.cross(m), geo.l2 + b_cur.dot(m));
-        let half = Q::from_vw(geo.h, F::ONE).mul(arc);
+        // by its angle `θ` there: `l2 cos θ = b·u` and `l2 sin θ = h·(b × u) = b·(u × h)`,
+        // and the half-angle form `(h (1 − cos θ), sin θ)` (the arc's `(h sin θ, 1 + cos θ)`
+        // loses its precision near `θ = π`), its sign that of `sin θ` so that `w ≥ 0` as the
+        // arc's: about 10 products, computed in every block and selected, as a branch taken at
+        // random cost more.
+        let sin_turn = b_cur.dot(ub_des.cross(geo.h));
+        let sign = sin_turn & s(-0.0);
+        let half = Q::from_vw(geo.h.scale((geo.l2 - dot_turn) ^ sign), sin_turn ^ sign);
         delta = Q::select(near_half, half, delta);
         let in_plane = geo.h.dot(b_cur).abs().cmp_le(s(1e-6) * geo.l2);
         if (near_half & !in_plane & ok).any() {
