@@ -641,8 +641,10 @@ struct Geometry {
     ua: V3,
     h: V3,
     side: V3,
-    /// `l1 + l2`, `1 / (2 l1 l2)`, `l1² + l2²`.
-    total: F,
+    /// `1e-6 (l1 + l2)` (a shorter distance is zero), `(l1 + l2)⁴` (for the range tests of
+    /// the target frame's products), `1 / (2 l1 l2)`, `l1² + l2²`.
+    min_dist: F,
+    total4: F,
     inv_2l1l2: F,
     l_sq: F,
     ok: F,
@@ -708,7 +710,8 @@ impl Geometry {
             ua,
             h,
             side: h.cross(ua),
-            total: l1 + l2,
+            min_dist: F::splat(1e-6) * (l1 + l2),
+            total4: (l1 + l2) * (l1 + l2) * ((l1 + l2) * (l1 + l2)),
             inv_2l1l2: F::ONE / (F::splat(2.0) * l1 * l2),
             l_sq: l1 * l1 + l2 * l2,
             ok,
@@ -1158,7 +1161,7 @@ impl TwoBoneBatch {
         let d = goal.target.sub(p_root);
         let dd = d.dot(d);
         let dist = dd.sqrt();
-        let far = dist.cmp_gt(s(1e-6) * geo.total);
+        let far = dist.cmp_gt(geo.min_dist);
         let (cos_min, cos_max) = (rest.cos_flex_min, rest.cos_flex_max);
         let cos_raw = (dd - geo.l_sq) * geo.inv_2l1l2;
         let tol = s(1e-5);
@@ -1189,14 +1192,13 @@ impl TwoBoneBatch {
 
         let (c_along, c_across) = (geo.l1 + geo.l2 * cos_phi, geo.l2 * sin_phi);
         let c_len = (c_along * c_along + geo.l2 * geo.l2 * sin_sq).sqrt();
-        ok &= c_len.cmp_gt(s(1e-6) * geo.total);
+        ok &= c_len.cmp_gt(geo.min_dist);
 
         // The target frame from the pole, scaled by |d| |v × d| (no division), where the
         // products stay within f32's range (the scalar solve's test).
         let v = goal.pole.sub(p_root);
         let vv = v.dot(v);
-        let t2 = geo.total * geo.total;
-        let size = dd * vv * dd * t2 * t2;
+        let size = dd * vv * dd * geo.total4;
         let scaled_try = far & size.cmp_lt(s(1e30)) & size.cmp_gt(s(1e-30));
         let mut x = v.cross(d);
         let mut xx = x.dot(x);
@@ -1208,7 +1210,9 @@ impl TwoBoneBatch {
         // (One test for both rare routes, this and the others below: in the bench's goal mix
         // both come from the same lanes, and a branch taken at random is what costs.)
         let rare = (near_collinear | (!scaled & ok_early)).any();
-        if rare && near_collinear.any() {
+        // (Only where such a pole is used: a pole too collinear to be, as in the bench's goal
+        // mix, takes the incoming bend plane below.)
+        if rare && (near_collinear & scaled).any() {
             x = V3::select(near_collinear, x.sub(d.scale(x.dot(d) / dd)), x);
             xx = x.dot(x);
         }
@@ -1233,7 +1237,7 @@ impl TwoBoneBatch {
                 ok &= far | tt.cmp_gt(s(1e-30));
                 let mut xt = v.cross(to_tip);
                 let mut xt2 = xt.dot(xt);
-                let range = in_range(tt * vv * tt * t2 * t2);
+                let range = in_range(tt * vv * tt * geo.total4);
                 let pole_t = goal.has_pole
                     & range
                     & xt2.cmp_gt(s(1e-10) * vv * tt)
@@ -1266,7 +1270,7 @@ impl TwoBoneBatch {
                 let hdd = hh * dd * dd;
                 let keep = xk2.cmp_gt(s(1e-10) * hdd)
                     & xk2.cmp_gt(s(1e-30) * dd * dd)
-                    & in_range(hdd * dd * t2 * t2);
+                    & in_range(hdd * dd * geo.total4);
                 // An incoming bend axis nearly along the target line (sin under 1e-2): a
                 // second Gram–Schmidt step, as for poles, so that the frame stays orthogonal.
                 // (The scalar solve's `normal_part` takes one step: there it can be off by
