@@ -6,7 +6,7 @@
 //! Each [`TwoBoneBatch::solve`] then takes one [`LimbGoal`] and the root's parent model
 //! transform per limb, reads and writes the limbs' local `[root, mid, tip]` rotations in place
 //! and fills one report per limb. It allocates nothing. For a crowd solved every frame,
-//! [`TwoBoneBatch::solve_lanes`] is the faster entry (about 1.9× `solve`'s throughput without
+//! [`TwoBoneBatch::solve_lanes`] is the faster entry (about 2× `solve`'s throughput without
 //! reports): the same solve on inputs kept in lanes between calls, see
 //! [*Resident lanes*](self#resident-lanes-solve_lanes).
 //!
@@ -144,80 +144,90 @@
 //! # Performance
 //!
 //! Bench `analytic_batch` (every path and the scalar solve in the same run, alternating, on the
-//! analytic bench's 1000-goal mix: 70 % reachable, half of those with a wrist orientation, 20 %
-//! beyond reach, 10 % degenerate; 1000 limbs per call, each starting from another goal's
-//! result), default x86-64 (SSE2) build, medians of the bench's printed summary over three
-//! runs alternating with the previous kernel's build, on the shared development machine (2
-//! cores, AMD EPYC, load average 6–9 while measuring):
+//! analytic bench's 1000-goal mix: 70 % reachable, 40 % of all goals with a wrist orientation
+//! (four of the seven reachable goals in ten), 20 % beyond reach, 10 % degenerate; 1000 limbs
+//! per call, each starting from another goal's result), default x86-64 (SSE2) build: the
+//! median of the bench's printed summaries over five runs alternating with the previous
+//! kernel's build, on the shared development machine (2 cores, AMD EPYC, load average 6–9):
 //!
 //! | path                                                  | ns per limb | scalar / path | previous kernel |
 //! |-------------------------------------------------------|------------:|--------------:|----------------:|
 //! | [`TwoBoneIk::solve_with_parent`], one limb at a time  |        72.9 |         1×    |  72.9 |
-//! | [`TwoBoneBatch::solve`] (slices in and out, reports)  |        42.0 |         1.74× |  41.6 |
-//! | [`TwoBoneBatch::solve_lanes`], reports               |        28.8 |         2.53× |  29.5 |
-//! | [`TwoBoneBatch::solve_lanes`], no reports             |    **21.2** |     **3.44×** |  22.9 |
-//! | every limb's goal, parent and rotations [`LaneGoals::set`] / [`LanePoses::set`], `solve_lanes` without reports, [`LanePoses::rotations`] read back | 38.3 | 1.90× | 39.8 |
+//! | [`TwoBoneBatch::solve`] (slices in and out, reports)  |        39.9 |         1.83× |  41.5 |
+//! | [`TwoBoneBatch::solve_lanes`], reports               |        26.2 |         2.78× |  28.8 |
+//! | [`TwoBoneBatch::solve_lanes`], no reports             |    **19.3** |     **3.78×** |  21.2 |
+//! | every limb's goal, parent and rotations [`LaneGoals::set`] / [`LanePoses::set`], `solve_lanes` without reports, [`LanePoses::rotations`] read back | 37.5 | 1.94× | 38.5 |
 //!
-//! (`solve_lanes` without reports: 21.0 ns in the fastest run, the previous kernel 21.0 in
-//! its fastest but 22.9 in the median. Without wrist orientations, in the ozz comparison's run
-//! on nightly, `benches-nightly/ozz_vs_ik`: 19.5 ns per limb.) The goal, 20 ns per limb
-//! on this goal mix, is not met on this machine: 21.2. The last row is what a caller pays that
-//! rewrites every limb from per-limb data each call: writing and reading lanes one limb at a
-//! time costs about what [`TwoBoneBatch::solve`]'s gather and scatter do (≈ 17 ns per limb).
-//! The resident form pays off where inputs are produced in place or only some limbs change.
+//! (`solve_lanes` without reports: 19.3–19.6 ns in the five runs, the previous kernel 21.2 in
+//! each.) The goal, 20 ns per limb on this goal mix, is met on this machine. The last
+//! row is what a caller pays that rewrites every limb from per-limb data each call: writing
+//! and reading lanes one limb at a time costs about what [`TwoBoneBatch::solve`]'s gather and
+//! scatter do (≈ 18 ns per limb). The resident form pays off where inputs are produced in
+//! place or only some limbs change.
 //!
 //! Where the time goes, from callgrind's instruction counts (deterministic, unlike the clock
 //! here; `examples/analytic_instructions` runs the same goals: `... 20 lanes` / `... 20 batch`)
 //! and the clock:
-//! - `solve_lanes` without reports executes 285 instructions per limb (was 323; `solve`
-//!   615, was 637). The clock no longer follows the count: computing the mid's half turn and
-//!   the wrist in every block (below) *raised* it from 271 to 285 and cut the time from 22.4 to
-//!   21.4 ns. What remains is a long dependency chain per block of four limbs (four square
-//!   roots and three reciprocal square roots, mostly in sequence, across ~1100 instructions,
-//!   more than the out-of-order window) and the branch into the unit target frame, taken at
-//!   random in 27 % of the bench's blocks (one lane in fifteen: a target at the root or a pole
-//!   collinear with the target; about 110 instructions per block on average).
+//! - `solve_lanes` without reports executes 271 instructions per limb (was 285; `solve` 603,
+//!   was 615). Of those, 23 % are multiplications, 20 % register copies (SSE2's operations
+//!   overwrite an operand) and 20 % loads and stores, about half of them spills (a lane
+//!   `Vec3` is three of the sixteen vector registers, a `Quat` four).
+//! - The time follows the count only loosely: a tidier block loop (the padding test and the
+//!   block's limb count off the usual path) saved 6 instructions per limb and *added* 0.7 ns
+//!   (dropped).
+//! - The rare target frames (a target at the root, a pole collinear with the target: one lane
+//!   in fifteen in the bench, behind a branch taken at random in 27 % of the blocks) cost
+//!   ≈ 1.2 ns per limb (26 instructions), measured by switching the branch off (wrong results,
+//!   for the measurement only). The common path is ≈ 18.3 ns.
 //! - The build is the x86-64 baseline (SSE2; the repository sets no `target-cpu`), as CI's and
 //!   users' default. A run-time selected AVX2/FMA kernel was not tried: calling a
 //!   `#[target_feature]` function needs `unsafe`, which this crate forbids, and an earlier
 //!   x86-64-v3 build of the same kernel measured only ≈ 5 % faster.
 //!
-//! Measured and kept, in order (instructions per limb of `solve_lanes` without reports):
-//! - The inputs read through references where they are used (the goal and pose blocks, the
-//!   limb geometry: `Geometry`, held by the rest block, or the scratch buffer where a parent
-//!   scale is not one) instead of copied into locals first, which the compiler did by copying
-//!   59 vectors per block to the stack at its start: 323 → 313.
-//! - The root before the mid, and each value computed next to its use (the target frame is
-//!   dead before the mid is turned): 313 → 303; the incoming root rotation probed at the end.
-//! - The unit target frame's two kinds (the direction to the incoming tip for a target at the
-//!   root; the incoming bend plane) each computed only where a lane of its kind is in the block:
-//!   303 → 294 (computing both: 291 instructions but 21.7–21.9 against 21.4 ns).
-//! - The mid's near-half turn, where the incoming lower segment lies in the bend plane (as after
-//!   any solve, to rounding), as two arcs: onto `m = ub_des × h`, then the quarter turn
-//!   `(h, 1)` about the bend axis (about 30 products against the frame rotation's 100, which
-//!   stays for segments out of the plane): 294 → 286.
-//! - The root's rotation from `G = B Âᵀ` and the set-up rotation `E` of `(ua, h, ua × h)`:
-//!   the limb's frame `(c, h, c × h)` is `E Â` with `Â` sparse, so the rotation `B Âᵀ Eᵀ`
-//!   is `G`'s (15 products) times `E`'s inverse (16) instead of `Σ bᵢaᵢᵀ` (42): 286 → 272.
-//! - Finiteness probed on the three normalisations' factors (a non-finite component makes the
-//!   factor NaN) instead of on the twelve written components: 272 → 271.
-//! - The mid's (in-plane) half turn and the wrist computed in every block and selected, instead
-//!   of behind branches taken at random (a quarter and seven eighths of the blocks): 271 → 285
-//!   instructions, 22.4 → 21.4 ns in the same runs. The wrist's work is chosen once per call
-//!   instead: skipped where no goal of the batch has an orientation ([`LaneGoals`] counts
-//!   them; in [`TwoBoneBatch::solve`], per block), 283.
-//! - One test for both rare routes of the target frame (the near-collinear pole step and the
-//!   unit frame: in the bench both come from the same lanes), and their branches tested
-//!   against the early part of the lane mask, known before the flex's square roots settle
-//!   the rest (a branch taken at random costs less the sooner it is resolved): 285, 21.4 →
-//!   21.2 ns (`solve` 41.5 → 41.9 in the same runs).
+//! Measured and kept in this work, in order (instructions per limb of `solve_lanes` without
+//! reports; ns per limb in the same runs as the previous kernel's 21.2):
+//! - The mid's near half turn (a lane whose incoming lower segment lies in the bend plane,
+//!   as after any solve) by its angle in the plane: `l2 cos θ = b·u`, `l2 sin θ = b·(u × h)`
+//!   and the half-angle form `(h (l2 − b·u), l2 sin θ)`, its sign that of `sin θ`, instead of
+//!   two arcs (one onto `u × h`, then a quarter turn): about 10 products instead of 30, in
+//!   every block: 285 → 277, 20.6 ns.
+//! - The rare target frames in the scaled frame `(d |x|, x |d|, d × x)`, which holds for any
+//!   `x` normal to `d`, instead of a unit frame: the incoming bend plane's axis made normal
+//!   to `d` as `hk |d|² − d (hk·d)` (no division, no normalisation), and for a target at the
+//!   root `d` replaced by the direction to the incoming tip (unscaled). A pole so far or near
+//!   that the products would leave f32's range now takes the scalar solve (its unit frame)
+//!   instead of a third route in the lanes: 277 → 272, 19.7 ns (the branch's cost roughly
+//!   halved: 2.1 → 1.2 ns).
+//! - The near-collinear pole step only where such a pole is used (a pole collinear enough to
+//!   take the incoming plane skips it), one finiteness sum for the nine input components, and
+//!   `1e-6 (l1 + l2)` and `(l1 + l2)⁴` from set-up: 271, 19.3 ns.
 //!
-//! Measured and dropped in the same work: the near-collinear pole step in every block (a
-//! division in every block: 21.5 → 23.0 ns); the wrist's choice as a run-time flag instead of a
-//! const parameter (23.3 ns: the compiler's code for the whole kernel got worse); the input
-//! and output finiteness probes summed into one (+3 instructions: one more live vector);
-//! masking instead of `blend` in the subnormal flush and a conjugate-free `q⁻¹ p` (no change:
-//! the compiler had done both).
+//! Measured and dropped in this work:
+//! - Lanes grouped by goal kind (a stable permutation of the resident lanes, so that blocks
+//!   without a wrist orientation skip the wrist's ≈ 90 operations): not built. In the bench,
+//!   as in the goal set it models, a limb's goal changes every call (each limb alternates
+//!   between two goals, the set and the set shifted by one), so a limb's kind changes with
+//!   it; a permutation kept up to date would move lanes every call, which costs what
+//!   [`LaneGoals::set`] / [`LanePoses::set`] do (≈ 18 ns per limb, the round-trip row).
+//!   Grouped by "has an orientation in either set", only 20 % of the limbs never have one.
+//!   Without orientations at all the kernel skips the wrist already (chosen per call).
+//! - Square roots replaced by `x · (1/√x)` (reciprocal square root and a Newton step) for the
+//!   target frame's scale and the limb's reach: no faster (19.4–19.7 against 19.4–19.5 ns;
+//!   more instructions for a shorter chain, and the chain is not what limits the block).
+//! - The tidier block loop above (+0.7 ns).
+//!
+//! From the previous round (its instruction counts, 323 → 285): the inputs read through
+//! references where they are used instead of copied to the stack first; the root before
+//! the mid and each value computed next to its use; the unit frame's two kinds each only
+//! where a lane of its kind is in the block; the root's rotation from `G = B Âᵀ` (15
+//! products) and the set-up rotation `E` of `(ua, h, ua × h)` instead of `Σ bᵢaᵢᵀ` (42);
+//! finiteness probed on the normalisations' factors; the mid's half turn and the wrist
+//! computed in every block and selected instead of behind branches taken at random (more
+//! instructions, less time), the wrist's work chosen once per call (skipped where no goal
+//! has an orientation); one test for both rare routes, against the early part of the lane
+//! mask. Dropped then: the near-collinear pole step in every block (a division: 21.5 → 23.0
+//! ns); the wrist's choice as a run-time flag (23.3 ns); input and output finiteness probes
+//! summed into one.
 //!
 //! From the earlier work (instruction counts of that kernel): resident lanes ([`LaneGoals`],
 //! [`LanePoses`]; with reports ≈ 32 ns per limb where `solve` took ≈ 44 in the same runs),
