@@ -607,6 +607,43 @@ fn near_collinear_poles_and_extreme_orientations_match_scalar() {
     assert_eq!(fallback, 2);
 }
 
+/// The rare routes of the target frame, in lanes: a target at the root (the frame aimed at the
+/// incoming tip) and targets near and far, each with `Pole::Keep` (the incoming bend plane),
+/// with and without an orientation, with a pole, a pole at the root and a pole collinear with
+/// the target (the incoming plane, flagged as a pole fallback); and a pole so far that the
+/// scaled frame's products would leave f32's range (taken by the scalar solve): all as the
+/// scalar solve gives them, from two incoming poses (the rest pose, then the scalar's result).
+#[test]
+fn rare_target_frames_match_scalar() {
+    let setup = analytic_goals::setup();
+    let shoulder = setup.skeleton.model_transform(&setup.pose, 3).translation;
+    let dir = Vec3::new(0.6, 0.3, 0.2).normalize();
+    let o = Quat::from_rotation_x(0.7);
+    let mut goals = Vec::new();
+    for target in [0.0f32, 0.05, 0.4, 2.0].map(|d| shoulder + dir * d) {
+        let goal = LimbGoal::new(target);
+        goals.extend([
+            goal,
+            goal.with_orientation(o),
+            goal.with_pole(shoulder + Vec3::Z * 0.5),
+            goal.with_pole(shoulder),
+            goal.with_pole(shoulder + dir * 1.5).with_orientation(o),
+            goal.with_pole(shoulder + Vec3::Z * 1e17),
+        ]);
+    }
+    let mut limbs: Vec<_> = goals
+        .iter()
+        .map(|_| Limb::new(setup.skeleton.clone(), setup.ik.clone(), setup.pose.clone()))
+        .collect();
+    // Only the poles 1e17 away whose frame's products would pass 1e30 take the scalar solve:
+    // for the targets 0.4 and 2 from the root, and for the target at the root from the rest
+    // pose (the frame on the incoming tip's direction; the second round comes in folded, the
+    // tip near the root, and the products stay in range).
+    for expected in [3, 2] {
+        assert_eq!(compare(&mut limbs, &goals), expected);
+    }
+}
+
 /// `LaneGoals` rewritten in place (orientations taken off every goal, then put back on some)
 /// solve exactly like lanes written once with the same goals: the solve skips the tips' work
 /// only while no goal has an orientation, and then keeps the incoming tip rotations.

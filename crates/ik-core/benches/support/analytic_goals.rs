@@ -44,7 +44,8 @@ pub struct Setup {
     pub pose: Pose,
     /// Model transform of the clavicle, the limb root's parent.
     pub parent: BoneTransform,
-    /// 1000 goals: per 10, 7 reachable (half with an orientation), 2 beyond reach, 1 degenerate.
+    /// 1000 goals: per 10, 7 reachable (4 of them with an orientation), 2 beyond reach, 1
+    /// degenerate.
     pub goals: Vec<LimbGoal>,
 }
 
@@ -101,7 +102,8 @@ pub fn setup() -> Setup {
             let dir = rng.unit();
             let pole = shoulder + rng.unit() * 0.5;
             match i % 10 {
-                // 70 %: reachable, half of them with a target orientation.
+                // 70 %: reachable; those with an even index (4 in 10 of all goals) with a target
+                // orientation.
                 0..=6 => {
                     let d = rng.range(min_reach * 1.05 + 0.01, max_reach * 0.98);
                     let goal = LimbGoal::new(shoulder + dir * d).with_pole(pole);

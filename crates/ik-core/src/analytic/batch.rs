@@ -6,7 +6,7 @@
 //! Each [`TwoBoneBatch::solve`] then takes one [`LimbGoal`] and the root's parent model
 //! transform per limb, reads and writes the limbs' local `[root, mid, tip]` rotations in place
 //! and fills one report per limb. It allocates nothing. For a crowd solved every frame,
-//! [`TwoBoneBatch::solve_lanes`] is the faster entry (about 1.9× `solve`'s throughput without
+//! [`TwoBoneBatch::solve_lanes`] is the faster entry (about 2× `solve`'s throughput without
 //! reports): the same solve on inputs kept in lanes between calls, see
 //! [*Resident lanes*](self#resident-lanes-solve_lanes).
 //!
@@ -49,8 +49,9 @@
 //! status (the limb's rotations left unchanged) instead of a failed call. The lanes compute
 //! goals with full weights and a pole position or [`Pole::Keep`], including targets at the root
 //! and turns near a half turn. A lane off that path — a [`Pole::Swivel`] goal, partial weights,
-//! the rest-plane fallback (incoming plane degenerate too), any non-finite value — is handed to
-//! the scalar [`TwoBoneIk`] solve itself, so the rare cases have one implementation
+//! the rest-plane fallback (incoming plane degenerate too), a pole so far or so near that the
+//! target frame's products would leave f32's range (the scalar solve's test), any non-finite
+//! value — is handed to the scalar [`TwoBoneIk`] solve itself, so the rare cases have one implementation
 //! ([`TwoBoneBatch::solve`] returns how many limbs took it). Two differences, both stricter:
 //! - [`LimbReport::position_error`] is *measured*: the distance from the tip placed by forward
 //!   kinematics of the written rotations to the effective target (the scalar solve computes it
@@ -143,80 +144,90 @@
 //! # Performance
 //!
 //! Bench `analytic_batch` (every path and the scalar solve in the same run, alternating, on the
-//! analytic bench's 1000-goal mix: 70 % reachable, half of those with a wrist orientation, 20 %
-//! beyond reach, 10 % degenerate; 1000 limbs per call, each starting from another goal's
-//! result), default x86-64 (SSE2) build, medians of the bench's printed summary over three
-//! runs alternating with the previous kernel's build, on the shared development machine (2
-//! cores, AMD EPYC, load average 6–9 while measuring):
+//! analytic bench's 1000-goal mix: 70 % reachable, 40 % of all goals with a wrist orientation
+//! (four of the seven reachable goals in ten), 20 % beyond reach, 10 % degenerate; 1000 limbs
+//! per call, each starting from another goal's result), default x86-64 (SSE2) build: the
+//! median of the bench's printed summaries over five runs alternating with the previous
+//! kernel's build, on the shared development machine (2 cores, AMD EPYC, load average 6–9):
 //!
 //! | path                                                  | ns per limb | scalar / path | previous kernel |
 //! |-------------------------------------------------------|------------:|--------------:|----------------:|
 //! | [`TwoBoneIk::solve_with_parent`], one limb at a time  |        72.9 |         1×    |  72.9 |
-//! | [`TwoBoneBatch::solve`] (slices in and out, reports)  |        42.0 |         1.74× |  41.6 |
-//! | [`TwoBoneBatch::solve_lanes`], reports               |        28.8 |         2.53× |  29.5 |
-//! | [`TwoBoneBatch::solve_lanes`], no reports             |    **21.2** |     **3.44×** |  22.9 |
-//! | every limb's goal, parent and rotations [`LaneGoals::set`] / [`LanePoses::set`], `solve_lanes` without reports, [`LanePoses::rotations`] read back | 38.3 | 1.90× | 39.8 |
+//! | [`TwoBoneBatch::solve`] (slices in and out, reports)  |        39.9 |         1.83× |  41.5 |
+//! | [`TwoBoneBatch::solve_lanes`], reports               |        26.2 |         2.78× |  28.8 |
+//! | [`TwoBoneBatch::solve_lanes`], no reports             |    **19.3** |     **3.78×** |  21.2 |
+//! | every limb's goal, parent and rotations [`LaneGoals::set`] / [`LanePoses::set`], `solve_lanes` without reports, [`LanePoses::rotations`] read back | 37.5 | 1.94× | 38.5 |
 //!
-//! (`solve_lanes` without reports: 21.0 ns in the fastest run, the previous kernel 21.0 in
-//! its fastest but 22.9 in the median. Without wrist orientations, in the ozz comparison's run
-//! on nightly, `benches-nightly/ozz_vs_ik`: 19.5 ns per limb.) The goal, 20 ns per limb
-//! on this goal mix, is not met on this machine: 21.2. The last row is what a caller pays that
-//! rewrites every limb from per-limb data each call: writing and reading lanes one limb at a
-//! time costs about what [`TwoBoneBatch::solve`]'s gather and scatter do (≈ 17 ns per limb).
-//! The resident form pays off where inputs are produced in place or only some limbs change.
+//! (`solve_lanes` without reports: 19.3–19.6 ns in the five runs, the previous kernel 21.2 in
+//! each.) The goal, 20 ns per limb on this goal mix, is met on this machine. The last
+//! row is what a caller pays that rewrites every limb from per-limb data each call: writing
+//! and reading lanes one limb at a time costs about what [`TwoBoneBatch::solve`]'s gather and
+//! scatter do (≈ 18 ns per limb). The resident form pays off where inputs are produced in
+//! place or only some limbs change.
 //!
 //! Where the time goes, from callgrind's instruction counts (deterministic, unlike the clock
 //! here; `examples/analytic_instructions` runs the same goals: `... 20 lanes` / `... 20 batch`)
 //! and the clock:
-//! - `solve_lanes` without reports executes 285 instructions per limb (was 323; `solve`
-//!   615, was 637). The clock no longer follows the count: computing the mid's half turn and
-//!   the wrist in every block (below) *raised* it from 271 to 285 and cut the time from 22.4 to
-//!   21.4 ns. What remains is a long dependency chain per block of four limbs (four square
-//!   roots and three reciprocal square roots, mostly in sequence, across ~1100 instructions,
-//!   more than the out-of-order window) and the branch into the unit target frame, taken at
-//!   random in 27 % of the bench's blocks (one lane in fifteen: a target at the root or a pole
-//!   collinear with the target; about 110 instructions per block on average).
+//! - `solve_lanes` without reports executes 271 instructions per limb (was 285; `solve` 603,
+//!   was 615). Of those, 23 % are multiplications, 20 % register copies (SSE2's operations
+//!   overwrite an operand) and 20 % loads and stores, about half of them spills (a lane
+//!   `Vec3` is three of the sixteen vector registers, a `Quat` four).
+//! - The time follows the count only loosely: a tidier block loop (the padding test and the
+//!   block's limb count off the usual path) saved 6 instructions per limb and *added* 0.7 ns
+//!   (dropped).
+//! - The rare target frames (a target at the root, a pole collinear with the target: one lane
+//!   in fifteen in the bench, behind a branch taken at random in 27 % of the blocks) cost
+//!   ≈ 1.2 ns per limb (26 instructions), measured by switching the branch off (wrong results,
+//!   for the measurement only). The common path is ≈ 18.3 ns.
 //! - The build is the x86-64 baseline (SSE2; the repository sets no `target-cpu`), as CI's and
 //!   users' default. A run-time selected AVX2/FMA kernel was not tried: calling a
 //!   `#[target_feature]` function needs `unsafe`, which this crate forbids, and an earlier
 //!   x86-64-v3 build of the same kernel measured only ≈ 5 % faster.
 //!
-//! Measured and kept, in order (instructions per limb of `solve_lanes` without reports):
-//! - The inputs read through references where they are used (the goal and pose blocks, the
-//!   limb geometry: `Geometry`, held by the rest block, or the scratch buffer where a parent
-//!   scale is not one) instead of copied into locals first, which the compiler did by copying
-//!   59 vectors per block to the stack at its start: 323 → 313.
-//! - The root before the mid, and each value computed next to its use (the target frame is
-//!   dead before the mid is turned): 313 → 303; the incoming root rotation probed at the end.
-//! - The unit target frame's two kinds (the direction to the incoming tip for a target at the
-//!   root; the incoming bend plane) each computed only where a lane of its kind is in the block:
-//!   303 → 294 (computing both: 291 instructions but 21.7–21.9 against 21.4 ns).
-//! - The mid's near-half turn, where the incoming lower segment lies in the bend plane (as after
-//!   any solve, to rounding), as two arcs: onto `m = ub_des × h`, then the quarter turn
-//!   `(h, 1)` about the bend axis (about 30 products against the frame rotation's 100, which
-//!   stays for segments out of the plane): 294 → 286.
-//! - The root's rotation from `G = B Âᵀ` and the set-up rotation `E` of `(ua, h, ua × h)`:
-//!   the limb's frame `(c, h, c × h)` is `E Â` with `Â` sparse, so the rotation `B Âᵀ Eᵀ`
-//!   is `G`'s (15 products) times `E`'s inverse (16) instead of `Σ bᵢaᵢᵀ` (42): 286 → 272.
-//! - Finiteness probed on the three normalisations' factors (a non-finite component makes the
-//!   factor NaN) instead of on the twelve written components: 272 → 271.
-//! - The mid's (in-plane) half turn and the wrist computed in every block and selected, instead
-//!   of behind branches taken at random (a quarter and seven eighths of the blocks): 271 → 285
-//!   instructions, 22.4 → 21.4 ns in the same runs. The wrist's work is chosen once per call
-//!   instead: skipped where no goal of the batch has an orientation ([`LaneGoals`] counts
-//!   them; in [`TwoBoneBatch::solve`], per block), 283.
-//! - One test for both rare routes of the target frame (the near-collinear pole step and the
-//!   unit frame: in the bench both come from the same lanes), and their branches tested
-//!   against the early part of the lane mask, known before the flex's square roots settle
-//!   the rest (a branch taken at random costs less the sooner it is resolved): 285, 21.4 →
-//!   21.2 ns (`solve` 41.5 → 41.9 in the same runs).
+//! Measured and kept in this work, in order (instructions per limb of `solve_lanes` without
+//! reports; ns per limb in the same runs as the previous kernel's 21.2):
+//! - The mid's near half turn (a lane whose incoming lower segment lies in the bend plane,
+//!   as after any solve) by its angle in the plane: `l2 cos θ = b·u`, `l2 sin θ = b·(u × h)`
+//!   and the half-angle form `(h (l2 − b·u), l2 sin θ)`, its sign that of `sin θ`, instead of
+//!   two arcs (one onto `u × h`, then a quarter turn): about 10 products instead of 30, in
+//!   every block: 285 → 277, 20.6 ns.
+//! - The rare target frames in the scaled frame `(d |x|, x |d|, d × x)`, which holds for any
+//!   `x` normal to `d`, instead of a unit frame: the incoming bend plane's axis made normal
+//!   to `d` as `hk |d|² − d (hk·d)` (no division, no normalisation), and for a target at the
+//!   root `d` replaced by the direction to the incoming tip (unscaled). A pole so far or near
+//!   that the products would leave f32's range now takes the scalar solve (its unit frame)
+//!   instead of a third route in the lanes: 277 → 272, 19.7 ns (the branch's cost roughly
+//!   halved: 2.1 → 1.2 ns).
+//! - The near-collinear pole step only where such a pole is used (a pole collinear enough to
+//!   take the incoming plane skips it), one finiteness sum for the nine input components, and
+//!   `1e-6 (l1 + l2)` and `(l1 + l2)⁴` from set-up: 271, 19.3 ns.
 //!
-//! Measured and dropped in the same work: the near-collinear pole step in every block (a
-//! division in every block: 21.5 → 23.0 ns); the wrist's choice as a run-time flag instead of a
-//! const parameter (23.3 ns: the compiler's code for the whole kernel got worse); the input
-//! and output finiteness probes summed into one (+3 instructions: one more live vector);
-//! masking instead of `blend` in the subnormal flush and a conjugate-free `q⁻¹ p` (no change:
-//! the compiler had done both).
+//! Measured and dropped in this work:
+//! - Lanes grouped by goal kind (a stable permutation of the resident lanes, so that blocks
+//!   without a wrist orientation skip the wrist's ≈ 90 operations): not built. In the bench,
+//!   as in the goal set it models, a limb's goal changes every call (each limb alternates
+//!   between two goals, the set and the set shifted by one), so a limb's kind changes with
+//!   it; a permutation kept up to date would move lanes every call, which costs what
+//!   [`LaneGoals::set`] / [`LanePoses::set`] do (≈ 18 ns per limb, the round-trip row).
+//!   Grouped by "has an orientation in either set", only 20 % of the limbs never have one.
+//!   Without orientations at all the kernel skips the wrist already (chosen per call).
+//! - Square roots replaced by `x · (1/√x)` (reciprocal square root and a Newton step) for the
+//!   target frame's scale and the limb's reach: no faster (19.4–19.7 against 19.4–19.5 ns;
+//!   more instructions for a shorter chain, and the chain is not what limits the block).
+//! - The tidier block loop above (+0.7 ns).
+//!
+//! From the previous round (its instruction counts, 323 → 285): the inputs read through
+//! references where they are used instead of copied to the stack first; the root before
+//! the mid and each value computed next to its use; the unit frame's two kinds each only
+//! where a lane of its kind is in the block; the root's rotation from `G = B Âᵀ` (15
+//! products) and the set-up rotation `E` of `(ua, h, ua × h)` instead of `Σ bᵢaᵢᵀ` (42);
+//! finiteness probed on the normalisations' factors; the mid's half turn and the wrist
+//! computed in every block and selected instead of behind branches taken at random (more
+//! instructions, less time), the wrist's work chosen once per call (skipped where no goal
+//! has an orientation); one test for both rare routes, against the early part of the lane
+//! mask. Dropped then: the near-collinear pole step in every block (a division: 21.5 → 23.0
+//! ns); the wrist's choice as a run-time flag (23.3 ns); input and output finiteness probes
+//! summed into one.
 //!
 //! From the earlier work (instruction counts of that kernel): resident lanes ([`LaneGoals`],
 //! [`LanePoses`]; with reports ≈ 32 ns per limb where `solve` took ≈ 44 in the same runs),
@@ -640,8 +651,10 @@ struct Geometry {
     ua: V3,
     h: V3,
     side: V3,
-    /// `l1 + l2`, `1 / (2 l1 l2)`, `l1² + l2²`.
-    total: F,
+    /// `1e-6 (l1 + l2)` (a shorter distance is zero), `(l1 + l2)⁴` (for the range tests of
+    /// the target frame's products), `1 / (2 l1 l2)`, `l1² + l2²`.
+    min_dist: F,
+    total4: F,
     inv_2l1l2: F,
     l_sq: F,
     ok: F,
@@ -707,7 +720,8 @@ impl Geometry {
             ua,
             h,
             side: h.cross(ua),
-            total: l1 + l2,
+            min_dist: F::splat(1e-6) * (l1 + l2),
+            total4: (l1 + l2) * (l1 + l2) * ((l1 + l2) * (l1 + l2)),
             inv_2l1l2: F::ONE / (F::splat(2.0) * l1 * l2),
             l_sq: l1 * l1 + l2 * l2,
             ok,
@@ -1143,9 +1157,10 @@ impl TwoBoneBatch {
         // on every route: the target, the pole and the root position, and the incoming root
         // rotation, probed at the end, where it is read again (the scalar solve refuses
         // non-finite ones).
-        let probe = Q::from_vw(goal.target, F::ZERO).finite_probe()
-            + Q::from_vw(goal.pole, F::ZERO).finite_probe()
-            + Q::from_vw(p_root, F::ZERO).finite_probe();
+        // (One sum of the nine components: a non-finite one, or a sum past f32's range,
+        // makes it non-finite and the lane takes the scalar solve.)
+        let (t, v, r) = (goal.target, goal.pole, p_root);
+        let probe = ((t.x + t.y + t.z) + (v.x + v.y + v.z) + (r.x + r.y + r.z)) * F::ZERO;
         ok &= probe.cmp_eq(F::ZERO);
         // The branches below test lanes against this early part of `ok` (known long before
         // the flex's square roots settle the rest): a branch taken at random costs less the
@@ -1156,7 +1171,7 @@ impl TwoBoneBatch {
         let d = goal.target.sub(p_root);
         let dd = d.dot(d);
         let dist = dd.sqrt();
-        let far = dist.cmp_gt(s(1e-6) * geo.total);
+        let far = dist.cmp_gt(geo.min_dist);
         let (cos_min, cos_max) = (rest.cos_flex_min, rest.cos_flex_max);
         let cos_raw = (dd - geo.l_sq) * geo.inv_2l1l2;
         let tol = s(1e-5);
@@ -1187,14 +1202,13 @@ impl TwoBoneBatch {
 
         let (c_along, c_across) = (geo.l1 + geo.l2 * cos_phi, geo.l2 * sin_phi);
         let c_len = (c_along * c_along + geo.l2 * geo.l2 * sin_sq).sqrt();
-        ok &= c_len.cmp_gt(s(1e-6) * geo.total);
+        ok &= c_len.cmp_gt(geo.min_dist);
 
         // The target frame from the pole, scaled by |d| |v × d| (no division), where the
         // products stay within f32's range (the scalar solve's test).
         let v = goal.pole.sub(p_root);
         let vv = v.dot(v);
-        let t2 = geo.total * geo.total;
-        let size = dd * vv * dd * t2 * t2;
+        let size = dd * vv * dd * geo.total4;
         let scaled_try = far & size.cmp_lt(s(1e30)) & size.cmp_gt(s(1e-30));
         let mut x = v.cross(d);
         let mut xx = x.dot(x);
@@ -1203,76 +1217,87 @@ impl TwoBoneBatch {
         // A nearly collinear pole (sin under 1e-2): one Gram–Schmidt step puts `v × d` back on
         // the plane normal to `d`, as the scalar solve's `cross_and_length` does.
         let near_collinear = xx.cmp_lt(s(1e-4) * vv * dd);
-        // (One test for both rare routes, this and the unit frame below: in the bench's goal
-        // mix both come from the same lanes, and a branch taken at random is what costs.)
+        // (One test for both rare routes, this and the others below: in the bench's goal mix
+        // both come from the same lanes, and a branch taken at random is what costs.)
         let rare = (near_collinear | (!scaled & ok_early)).any();
-        if rare && near_collinear.any() {
+        // (Only where such a pole is used: a pole too collinear to be, as in the bench's goal
+        // mix, takes the incoming bend plane below.)
+        if rare && (near_collinear & scaled).any() {
             x = V3::select(near_collinear, x.sub(d.scale(x.dot(d) / dd)), x);
             xx = x.dot(x);
         }
-        // The target frame is `(d |x|, x |d|, d × x)` with `k = |d| |x|`; the unit frame below
-        // is the same with `d`, `x` unit and their lengths one.
-        let (mut d, mut x, mut dist_b, mut len) = (d, x, dist, xx.sqrt());
+        // The target frame is `(d |x|, x |d|, d × x)` with `k = |d| |x|`, for any `x` normal
+        // to `d` (the bend plane's normal): the rare routes below change `d` (a target at the
+        // root) or `x` (the incoming bend plane) and stay in this scaled frame.
+        let (mut d, mut dist_b) = (d, dist);
         let mut pole_fallback = F::ZERO;
         if rare && (!scaled & ok_early).any() {
-            // The unit frame on the unit target direction: for a target at the root (aim at the
-            // incoming tip), a pole beyond the scaled frame's range, the incoming bend plane of
-            // a `Keep` goal or of a pole collinear with the target.
-            // (Each of the two kinds of lanes here, a target at the root and an incoming bend
-            // plane, computes its part only where a lane of its kind is in the block: in a
-            // block, the kinds seldom meet.)
-            let dir_far = d.scale(F::ONE / dist);
-            let dir = if (!far & ok_early).any() {
-                let root_in = pose.qp.mul(pose.rot[0]);
+            let root_in = pose.qp.mul(pose.rot[0]);
+            let mut dd = dd;
+            // Where the scaled frame's products could leave f32's range (a pole very far or
+            // very near): the scalar solve (its unit frame).
+            let in_range = |size: F| size.cmp_lt(s(1e30)) & size.cmp_gt(s(1e-30));
+            let mut out_of_range = goal.has_pole & far & !scaled_try;
+            let mut pole_ok = scaled;
+            if (!far & ok_early).any() {
+                // A target at the root: aim at the incoming tip (the frame on that direction).
                 let to_tip = root_in.rotate(geo.u1.add(pose.rot[1].rotate(geo.u2)));
                 let tt = to_tip.dot(to_tip);
                 // (Else the scalar solve aims along the upper segment.)
                 ok &= far | tt.cmp_gt(s(1e-30));
-                V3::select(far, dir_far, to_tip.scale(inv_sqrt(tt)))
-            } else {
-                dir_far
-            };
-            let mut xu = v.cross(dir);
-            let mut xu2 = xu.dot(xu);
-            let pole_unit =
-                goal.has_pole & !scaled_try & xu2.cmp_gt(s(1e-10) * vv) & xu2.cmp_gt(s(1e-30));
-            let near_collinear = xu2.cmp_lt(s(1e-4) * vv);
-            if near_collinear.any() {
-                xu = V3::select(near_collinear, xu.sub(dir.scale(xu.dot(dir))), xu);
-                xu2 = xu.dot(xu);
+                let mut xt = v.cross(to_tip);
+                let mut xt2 = xt.dot(xt);
+                let range = in_range(tt * vv * tt * geo.total4);
+                let pole_t = goal.has_pole
+                    & range
+                    & xt2.cmp_gt(s(1e-10) * vv * tt)
+                    & xt2.cmp_gt(s(1e-30) * tt);
+                let near_collinear = xt2.cmp_lt(s(1e-4) * vv * tt);
+                if (near_collinear & !far).any() {
+                    xt = V3::select(
+                        near_collinear,
+                        xt.sub(to_tip.scale(xt.dot(to_tip) / tt)),
+                        xt,
+                    );
+                    xt2 = xt.dot(xt);
+                }
+                out_of_range |= goal.has_pole & !far & !range;
+                d = V3::select(far, d, to_tip);
+                dd = far.blend(dd, tt);
+                dist_b = far.blend(dist_b, tt.sqrt());
+                x = V3::select(far, x, xt);
+                xx = far.blend(xx, xt2);
+                pole_ok = far.blend(pole_ok, pole_t);
             }
-            let (keep, nk, nk2) = if (!(scaled | pole_unit) & ok_early).any() {
-                // The incoming bend plane.
-                let root_in = pose.qp.mul(pose.rot[0]);
+            ok &= !out_of_range;
+            if (!pole_ok & ok_early).any() {
+                // The incoming bend plane (a `Keep` goal, or a pole collinear with the target):
+                // its axis made normal to `d`, scaled by |d|² (`hk |d|² − d (hk·d)`).
                 let hk = root_in.rotate(geo.h);
                 let hh = hk.dot(hk);
-                let mut nk = hk.sub(dir.scale(hk.dot(dir)));
-                let mut nk2 = nk.dot(nk);
-                let keep = nk2.cmp_gt(s(1e-10) * hh) & nk2.cmp_gt(s(1e-30));
+                let mut xk = hk.scale(dd).sub(d.scale(hk.dot(d)));
+                let mut xk2 = xk.dot(xk);
+                let hdd = hh * dd * dd;
+                let keep = xk2.cmp_gt(s(1e-10) * hdd)
+                    & xk2.cmp_gt(s(1e-30) * dd * dd)
+                    & in_range(hdd * dd * geo.total4);
                 // An incoming bend axis nearly along the target line (sin under 1e-2): a
                 // second Gram–Schmidt step, as for poles, so that the frame stays orthogonal.
                 // (The scalar solve's `normal_part` takes one step: there it can be off by
                 // ~1e-5 rad.)
-                let near_collinear = nk2.cmp_lt(s(1e-4) * hh);
+                let near_collinear = xk2.cmp_lt(s(1e-4) * hdd);
                 if near_collinear.any() {
-                    nk = V3::select(near_collinear, nk.sub(dir.scale(nk.dot(dir))), nk);
-                    nk2 = nk.dot(nk);
+                    xk = V3::select(near_collinear, xk.sub(d.scale(xk.dot(d) / dd)), xk);
+                    xk2 = xk.dot(xk);
                 }
-                (keep, nk, nk2)
-            } else {
-                // (No lane takes them.)
-                (F::ZERO, V3::ZERO, F::ONE)
-            };
-            // (Else the scalar solve takes the rest plane.)
-            ok &= scaled | pole_unit | keep;
-            pole_fallback = goal.has_pole & !(scaled | pole_unit);
-            let n = V3::select(pole_unit, xu, nk);
-            let n = n.scale(inv_sqrt(pole_unit.blend(xu2, nk2)));
-            d = V3::select(scaled, d, dir);
-            x = V3::select(scaled, x, n);
-            dist_b = scaled.blend(dist_b, F::ONE);
-            len = scaled.blend(len, F::ONE);
+                // (Else the scalar solve takes the rest plane.)
+                ok &= pole_ok | keep;
+                x = V3::select(pole_ok, x, xk);
+                xx = pole_ok.blend(xx, xk2);
+            }
+            pole_fallback = goal.has_pole & !pole_ok;
         }
+        let len = xx.sqrt();
         let (b1, b2, b3) = (d.scale(len), x.scale(dist_b), d.cross(x));
         let kb = dist_b * len;
 
@@ -1315,12 +1340,14 @@ impl TwoBoneBatch {
         // Near a half turn (a limb folding from straight, or the reverse: in a quarter of the
         // bench's blocks), a turn about the bend axis, as the scalar solve's `half_turn`. Where
         // the incoming lower segment lies in the bend plane (as after any solve, to rounding),
-        // as two arcs: onto `m = ub_des × h` (a quarter turn from `ub_des`, so the arc is well
-        // conditioned), then a quarter turn about `h`, `(h, 1)`: about 30 products, computed
-        // in every block and selected, as a branch taken at random cost more.
-        let m = ub_des.cross(geo.h);
-        let arc = Q::from_vw(b_cur.cross(m), geo.l2 + b_cur.dot(m));
-        let half = Q::from_vw(geo.h, F::ONE).mul(arc);
+        // by its angle `θ` there: `l2 cos θ = b·u` and `l2 sin θ = h·(b × u) = b·(u × h)`,
+        // and the half-angle form `(h (1 − cos θ), sin θ)` (the arc's `(h sin θ, 1 + cos θ)`
+        // loses its precision near `θ = π`), its sign that of `sin θ` so that `w ≥ 0` as the
+        // arc's: about 10 products, computed in every block and selected, as a branch taken at
+        // random cost more.
+        let sin_turn = b_cur.dot(ub_des.cross(geo.h));
+        let sign = sin_turn & s(-0.0);
+        let half = Q::from_vw(geo.h.scale((geo.l2 - dot_turn) ^ sign), sin_turn ^ sign);
         delta = Q::select(near_half, half, delta);
         let in_plane = geo.h.dot(b_cur).abs().cmp_le(s(1e-6) * geo.l2);
         if (near_half & !in_plane & ok).any() {
