@@ -28,7 +28,9 @@
 //! `IK_CPU` (print the CPU time per frame, every thread, over 120 frames: on a shared, loaded
 //! machine wall time includes waiting for a core), `IK_PHASES` (print the median time of each phase of
 //! the frame: `Update`, the plugin's `Prepare`, `Solve` and `Writeback` sets, transform
-//! propagation; timing systems between the sets, so the frame is a little slower).
+//! propagation; timing systems between the sets, so the frame is a little slower), `IK_MODES`
+//! (a comma-separated list of the modes to run, e.g. `limbs,limbs_batched`: instruction counts
+//! of one mode without the others).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -378,6 +380,13 @@ fn bench_crowd(c: &mut Criterion) {
     if std::env::var("IK_BATCHED").is_ok() {
         modes.push(("limbs_batched", IkHumanoid::limbs(), true));
     }
+    if let Ok(only) = std::env::var("IK_MODES") {
+        let only: Vec<&str> = only.split(',').map(str::trim).collect();
+        if only.contains(&"limbs_batched") && !modes.iter().any(|m| m.0 == "limbs_batched") {
+            modes.push(("limbs_batched", IkHumanoid::limbs(), true));
+        }
+        modes.retain(|m| only.contains(&m.0));
+    }
     let mut group = c.benchmark_group("crowd");
     group.sample_size(20);
     group.measurement_time(Duration::from_secs_f32(
@@ -435,14 +444,17 @@ fn bench_crowd(c: &mut Criterion) {
         );
     }
     group.finish();
-    let (full, limbs) = (medians[0].1, medians[1].1);
-    println!(
-        "crowd of {n}: full body {:.2} ms/frame, four analytic limbs {:.2} ms/frame (ratio {:.2}); budget 16.7 ms",
-        full.as_secs_f64() * 1e3,
-        limbs.as_secs_f64() * 1e3,
-        full.as_secs_f64() / limbs.as_secs_f64()
-    );
-    if let Some((_, batched)) = medians.get(2) {
+    let median = |label: &str| medians.iter().find(|m| *m.0 == label).map(|m| m.1);
+    let (full, limbs) = (median("full_body"), median("limbs"));
+    if let (Some(full), Some(limbs)) = (full, limbs) {
+        println!(
+            "crowd of {n}: full body {:.2} ms/frame, four analytic limbs {:.2} ms/frame (ratio {:.2}); budget 16.7 ms",
+            full.as_secs_f64() * 1e3,
+            limbs.as_secs_f64() * 1e3,
+            full.as_secs_f64() / limbs.as_secs_f64()
+        );
+    }
+    if let (Some(limbs), Some(batched)) = (limbs, median("limbs_batched")) {
         println!(
             "crowd of {n}: four analytic limbs one by one {:.2} ms/frame, batched {:.2} ms/frame \
              (ratio {:.2})",
