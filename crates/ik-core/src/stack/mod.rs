@@ -69,9 +69,11 @@
 //! ```
 
 mod buffer;
+mod limbs;
 mod stage;
 
 pub use buffer::PoseBuffer;
+pub use limbs::{LimbBatch, MIN_BATCHED_LIMBS};
 pub use stage::{
     CustomReport, CustomStage, FullBodyStage, JacobianStage, Stage, StageReport, TwoBoneStage,
 };
