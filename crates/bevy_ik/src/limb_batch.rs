@@ -35,19 +35,23 @@
 //!
 //! # Measured
 //!
-//! Instruction counts (callgrind; load-insensitive), per character and frame of four limbs
-//! with orientation goals and poles:
+//! Instruction counts (valgrind callgrind: load-insensitive; the machine's wall clock, shared
+//! and loaded 5–7 by other builds, could not resolve the difference), per character and frame
+//! of four limbs:
 //!
-//! - ik-core's `stack_limbs` bench (256 characters of the Mixamo test rig, the solve alone):
-//!   one by one (`IkStack::solve`) about 6,270 instructions, batched about 4,360 (kernel
-//!   1,545, the prefix's forward kinematics 1,116 — paid by both paths — and the hand-over
-//!   1,700). The earlier hand-over, each limb through `IkStack::solve_stage_with` with its
-//!   save, blend pass and `PoseBuffer::set_local` calls, cost about 2,400 more.
-//! - The crowd bench (`IK_CROWD=200`, `IK_MODES=…`; set-up plus 32 frames): see the crate
-//!   README's performance table for the figures of this release.
+//! - The crowd bench, 200 characters (`IK_CROWD=200 IK_MODES=… --bench zzz`: set-up plus 32
+//!   frames), the per-character task `solve_character` (gather, solve, summary): one by one
+//!   11,820 instructions; batched 10,040 (the previous batch hand-over, each limb through
+//!   `IkStack::solve_stage_with`: 12,140). Of these, the stack's solve: one by one 5,750
+//!   (`IkStack::solve_from`), batched 3,510 (`LimbBatch::solve`: the kernel 1,380, the
+//!   parent frames' forward kinematics 490, the hand-over 1,640).
+//! - ik-core's `stack_limbs` bench (256 Mixamo test-rig characters, orientation goals and
+//!   poles, the solve alone): `IkStack::solve` 6,730, `LimbBatch::solve` 4,360 (kernel 1,545,
+//!   forward kinematics 1,116, hand-over 1,700).
 //!
-//! The kernel is about 390 instructions a limb against 930 for the scalar
-//! `TwoBoneIk::solve_with_parent` plus 450 of the stack's per-stage save, blend and outcome.
+//! Per limb: the kernel about 350–390 instructions and the hand-over about 410, against 930
+//! for the scalar `TwoBoneIk::solve_with_parent` and 450 for the stack's per-stage save, blend
+//! pass and outcome around it.
 
 pub(crate) use ik_core::stack::LimbBatch;
 

@@ -1,85 +1,7 @@
 //! [`LimbBatch`]: a stack's leading independent two-bone stages solved together in one
 //! [`TwoBoneBatch`] call, with the stack's per-stage semantics (enabled flag, weight blend,
 //! outcome) applied straight on the batch's output.
-//!
-//! # Which stages
-//!
-//! The leading run of [`Stage::TwoBone`] stages in which no stage reads a bone an earlier one
-//! of the run writes: its own root, mid and tip, and its root's ancestors (whose model
-//! transform is its parent frame). Such a stage sees the stack's input pose whether it runs
-//! first or fourth, so solving the run at once on that pose gives what solving it in order
-//! gives. Limbs with bones between root, mid and tip (twist bones) end the run
-//! ([`TwoBoneBatch`] refuses them). At least two stages: one limb alone pays for three empty
-//! lanes.
-//!
-//! # Semantics kept
-//!
-//! Per stage, what [`IkStack::solve`] does: a disabled stage is skipped
-//! ([`StageOutcome::Disabled`], its bones untouched), a non-finite weight fails
-//! ([`StackError::NonFiniteWeight`]), the output is blended with the input by the weight
-//! (shortest-path slerp of the rotations the solve changed; weight 1 keeps the solved
-//! rotations, weight 0 the input), a limb the solver rejects keeps its input and gets
-//! [`StageOutcome::Failed`], a solved one [`StageOutcome::Solved`] with its [`LimbReport`]. The
-//! rotations are the batch's, which match the scalar [`TwoBoneIk`](crate::analytic::TwoBoneIk)
-//! solve's to rounding (see [`crate::analytic::batch`]; the tests hold the two paths to 1e-5
-//! of the limb length).
-//!
-//! Goals, weights and flags stay per-frame parameters. A stage whose settings changed
-//! rebuilds the batch (rare, allocates); a limb whose local translations animation changed
-//! updates its lane. When the stack no longer starts with the stages the batch was built for
-//! (changed through [`IkStack::slots_mut`]), or one of them has a warm start on
-//! ([`StageSlot::warm_start`](super::StageSlot::warm_start): the batch solves from the input),
-//! [`LimbBatch::solve`] solves nothing and returns 0: the stack's own solve then runs every
-//! stage.
-//!
-//! # The hand-over
-//!
-//! The batch's goals and poses stay in its lanes between frames ([`LaneGoals`],
-//! [`LanePoses`]). Each solve reads every limb's parent frame and input rotations once (the
-//! parent frames before any limb is written, so the buffer's forward kinematics runs once),
-//! solves, and writes each limb's rotations from the lanes straight into the buffer's local
-//! pose, marking the model transforms stale once, from the first bone written. No per-stage
-//! save and restore: a limb that fails is never written (the batch leaves its rotations as
-//! they were), and the input a weight blends from is the one read into the lanes.
-//!
-//! ```
-//! use glam::Vec3;
-//! use ik_core::analytic::{LimbGoal, TwoBoneIk};
-//! use ik_core::stack::{IkStack, LimbBatch, Stage, StageOutcome, TwoBoneStage};
-//! use ik_core::{Bone, BoneTransform, Skeleton};
-//!
-//! // Two arms on one body.
-//! let skeleton = Skeleton::try_new(vec![
-//!     Bone::new("chest", None, BoneTransform::IDENTITY),
-//!     Bone::new("l_arm", Some(0), BoneTransform::from_translation(Vec3::X * 0.2)),
-//!     Bone::new("l_fore", Some(1), BoneTransform::from_translation(Vec3::X * 0.3)),
-//!     Bone::new("l_hand", Some(2), BoneTransform::from_translation(Vec3::X * 0.25)),
-//!     Bone::new("r_arm", Some(0), BoneTransform::from_translation(Vec3::NEG_X * 0.2)),
-//!     Bone::new("r_fore", Some(4), BoneTransform::from_translation(Vec3::NEG_X * 0.3)),
-//!     Bone::new("r_hand", Some(5), BoneTransform::from_translation(Vec3::NEG_X * 0.25)),
-//! ])?;
-//! let mut stack = IkStack::new(skeleton.clone());
-//! for (root, target) in [(1, Vec3::new(0.5, -0.2, 0.1)), (4, Vec3::new(-0.5, -0.2, 0.1))] {
-//!     let ik = TwoBoneIk::try_new(&skeleton, root, root + 1, root + 2)?;
-//!     let goal = LimbGoal::new(target).with_pole(Vec3::NEG_Z);
-//!     stack.push(Stage::two_bone(TwoBoneStage::new(&skeleton, ik, goal)))?;
-//! }
-//! // Set-up, once (the goals as the stages hold them).
-//! let mut batch = LimbBatch::try_new(&stack).expect("two independent arms");
-//! // Every frame: the input pose; each goal into its stage (the stack's own solve reads it)
-//! // and into the batch; then the batched stages and the rest of the stack.
-//! stack.set_input(&skeleton.rest_pose())?;
-//! let target = Vec3::new(0.45, -0.25, 0.1);
-//! let goal = LimbGoal::new(target).with_pole(Vec3::NEG_Z);
-//! stack.slot_mut(0).unwrap().stage.as_two_bone_mut().unwrap().goal = goal;
-//! batch.set_goal(0, &goal);
-//! let first = batch.solve(&mut stack);
-//! stack.solve_from(first);
-//! assert_eq!(first, 2);
-//! assert!(matches!(stack.slot(0).unwrap().outcome, StageOutcome::Solved(_)));
-//! assert!(stack.model_transform(3).translation.distance(target) < 1e-5);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! See [`LimbBatch`].
 
 use glam::{Quat, Vec3};
 
@@ -107,8 +29,87 @@ struct Limb {
     input: [Quat; 3],
 }
 
-/// A stack's leading independent two-bone stages, solved together: see the
-/// [module docs](self).
+/// A stack's leading independent two-bone stages, solved together in one [`TwoBoneBatch`]
+/// call, with the stack's per-stage semantics applied straight on the batch's output.
+///
+/// # Which stages
+///
+/// The leading run of [`Stage::TwoBone`] stages in which no stage reads a bone an earlier one
+/// of the run writes: its own root, mid and tip, and its root's ancestors (whose model
+/// transform is its parent frame). Such a stage sees the stack's input pose whether it runs
+/// first or fourth, so solving the run at once on that pose gives what solving it in order
+/// gives. Limbs with bones between root, mid and tip (twist bones) end the run
+/// ([`TwoBoneBatch`] refuses them). At least two stages: one limb alone pays for three empty
+/// lanes.
+///
+/// # Semantics kept
+///
+/// Per stage, what [`IkStack::solve`] does: a disabled stage is skipped
+/// ([`StageOutcome::Disabled`], its bones untouched), a non-finite weight fails
+/// ([`StackError::NonFiniteWeight`]), the output is blended with the input by the weight
+/// (shortest-path slerp of the rotations the solve changed; weight 1 keeps the solved
+/// rotations, weight 0 the input), a limb the solver rejects keeps its input and gets
+/// [`StageOutcome::Failed`], a solved one [`StageOutcome::Solved`] with its [`LimbReport`]. The
+/// rotations are the batch's, which match the scalar [`TwoBoneIk`](crate::analytic::TwoBoneIk)
+/// solve's to rounding (see [`crate::analytic::batch`]; the tests hold the two paths to 1e-5
+/// of the limb length).
+///
+/// Goals, weights and flags stay per-frame parameters. A stage whose settings changed
+/// rebuilds the batch (rare, allocates); a limb whose local translations animation changed
+/// updates its lane. When the stack no longer starts with the stages the batch was built for
+/// (changed through [`IkStack::slots_mut`]), or one of them has a warm start on
+/// ([`StageSlot::warm_start`](super::StageSlot::warm_start): the batch solves from the input),
+/// [`LimbBatch::solve`] solves nothing and returns 0: the stack's own solve then runs every
+/// stage.
+///
+/// # The hand-over
+///
+/// The batch's goals and poses stay in its lanes between frames ([`LaneGoals`],
+/// [`LanePoses`]). Each solve reads every limb's parent frame and input rotations once (the
+/// parent frames before any limb is written, so the buffer's forward kinematics runs once),
+/// solves, and writes each limb's rotations from the lanes straight into the buffer's local
+/// pose, marking the model transforms stale once, from the first bone written. No per-stage
+/// save and restore: a limb that fails is never written (the batch leaves its rotations as
+/// they were), and the input a weight blends from is the one read into the lanes.
+///
+/// ```
+/// use glam::Vec3;
+/// use ik_core::analytic::{LimbGoal, TwoBoneIk};
+/// use ik_core::stack::{IkStack, LimbBatch, Stage, StageOutcome, TwoBoneStage};
+/// use ik_core::{Bone, BoneTransform, Skeleton};
+///
+/// // Two arms on one body.
+/// let skeleton = Skeleton::try_new(vec![
+///     Bone::new("chest", None, BoneTransform::IDENTITY),
+///     Bone::new("l_arm", Some(0), BoneTransform::from_translation(Vec3::X * 0.2)),
+///     Bone::new("l_fore", Some(1), BoneTransform::from_translation(Vec3::X * 0.3)),
+///     Bone::new("l_hand", Some(2), BoneTransform::from_translation(Vec3::X * 0.25)),
+///     Bone::new("r_arm", Some(0), BoneTransform::from_translation(Vec3::NEG_X * 0.2)),
+///     Bone::new("r_fore", Some(4), BoneTransform::from_translation(Vec3::NEG_X * 0.3)),
+///     Bone::new("r_hand", Some(5), BoneTransform::from_translation(Vec3::NEG_X * 0.25)),
+/// ])?;
+/// let mut stack = IkStack::new(skeleton.clone());
+/// for (root, target) in [(1, Vec3::new(0.5, -0.2, 0.1)), (4, Vec3::new(-0.5, -0.2, 0.1))] {
+///     let ik = TwoBoneIk::try_new(&skeleton, root, root + 1, root + 2)?;
+///     let goal = LimbGoal::new(target).with_pole(Vec3::NEG_Z);
+///     stack.push(Stage::two_bone(TwoBoneStage::new(&skeleton, ik, goal)))?;
+/// }
+/// // Set-up, once (the goals as the stages hold them).
+/// let mut batch = LimbBatch::try_new(&stack).expect("two independent arms");
+/// // Every frame: the input pose; each goal into its stage (the stack's own solve reads it)
+/// // and into the batch; then the batched stages and the rest of the stack.
+/// stack.set_input(&skeleton.rest_pose())?;
+/// let target = Vec3::new(0.45, -0.25, 0.1);
+/// let goal = LimbGoal::new(target).with_pole(Vec3::NEG_Z);
+/// stack.slot_mut(0).unwrap().stage.as_two_bone_mut().unwrap().goal = goal;
+/// batch.set_goal(0, &goal);
+/// let first = batch.solve(&mut stack);
+/// stack.solve_from(first);
+/// assert_eq!(first, 2);
+/// assert!(matches!(stack.slot(0).unwrap().outcome, StageOutcome::Solved(_)));
+/// assert!(stack.model_transform(3).translation.distance(target) < 1e-5);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct LimbBatch {
     batch: TwoBoneBatch,
@@ -134,7 +135,7 @@ fn two_bone(stage: &Stage) -> Option<&TwoBoneStage> {
 
 impl LimbBatch {
     /// The batch for `stack`'s leading independent two-bone stages (see the
-    /// [module docs](self)), their goals as the stages hold them now; `None` when fewer than
+    /// [type docs](LimbBatch)), their goals as the stages hold them now; `None` when fewer than
     /// [`MIN_BATCHED_LIMBS`] qualify.
     #[must_use]
     pub fn try_new(stack: &IkStack) -> Option<Self> {
@@ -234,7 +235,7 @@ impl LimbBatch {
 
     /// Solves the batched stages of `stack` (its input pose set for this frame, the goals
     /// written with [`LimbBatch::set_goal`]) and records each one's outcome in its slot, as
-    /// [`IkStack::solve`] would (see the [module docs](self)). Returns the first stage left to
+    /// [`IkStack::solve`] would (see the [type docs](LimbBatch)). Returns the first stage left to
     /// [`IkStack::solve_from`]: [`LimbBatch::len`], or 0 when nothing was solved (the stack no
     /// longer starts with the batched stages, or one has a warm start on).
     pub fn solve(&mut self, stack: &mut IkStack) -> usize {
