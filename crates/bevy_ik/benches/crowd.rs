@@ -22,13 +22,16 @@
 //! thread on 2 cores), `IK_WAVES` (the earlier motion model, see `move_waves`: T-pose hand
 //! orientations on moved hands, limit-bound wrists), `IK_GAMEPLAY` (gameplay goals on top of the
 //! walk, see `move_gameplay`), `IK_DEBUG`, `IK_MEASURE_SECS` (criterion's measurement time per
-//! mode, default 8), `IK_BATCHED` (adds the four-limb crowd with
-//! `IkPlugin::with_batched_limbs(true)`, each character's four limbs in one `TwoBoneBatch`
-//! call, to the same run),
+//! mode, default 8), `IK_BATCHED` (adds the four-limb crowd forced one way and the other:
+//! `limbs_one_by_one` with `IkPlugin::with_batched_limbs(false)`, `limbs_batched` with
+//! `true`, each character's four limbs in one `LimbBatch` call; the `limbs` mode is the
+//! plugin's default rule, batched from 16 characters on),
 //! `IK_CPU` (print the CPU time per frame, every thread, over 120 frames: on a shared, loaded
 //! machine wall time includes waiting for a core), `IK_PHASES` (print the median time of each phase of
 //! the frame: `Update`, the plugin's `Prepare`, `Solve` and `Writeback` sets, transform
-//! propagation; timing systems between the sets, so the frame is a little slower).
+//! propagation; timing systems between the sets, so the frame is a little slower), `IK_MODES`
+//! (a comma-separated list of the modes to run, e.g. `limbs,limbs_batched`: instruction counts
+//! of one mode without the others).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -143,7 +146,7 @@ fn spawn_character(world: &mut World, at: Vec3, humanoid: IkHumanoid) {
     }
 }
 
-fn crowd(n: usize, humanoid: &IkHumanoid, batched: bool) -> App {
+fn crowd(n: usize, humanoid: &IkHumanoid, batched: Option<bool>) -> App {
     let mut app = App::new();
     // Bevy's default task pools give IO and async compute one thread each before compute
     // gets the rest: on this 2-core machine that leaves compute (systems and `par_iter_mut`)
@@ -159,7 +162,10 @@ fn crowd(n: usize, humanoid: &IkHumanoid, batched: bool) -> App {
             task_pool_options: pools,
         }),
         TransformPlugin,
-        IkPlugin::default().with_batched_limbs(batched),
+        match batched {
+            Some(on) => IkPlugin::default().with_batched_limbs(on),
+            None => IkPlugin::default(),
+        },
     ))
     .init_resource::<Frame>()
     .insert_resource(walk_cycle())
@@ -372,11 +378,25 @@ fn bench_crowd(c: &mut Criterion) {
         full_body.full_body_settings.posture_gain = v;
     }
     let mut modes = vec![
-        ("full_body", full_body, false),
-        ("limbs", IkHumanoid::limbs(), false),
+        ("full_body", full_body, None),
+        ("limbs", IkHumanoid::limbs(), None),
     ];
-    if std::env::var("IK_BATCHED").is_ok() {
-        modes.push(("limbs_batched", IkHumanoid::limbs(), true));
+    let forced = [
+        ("limbs_one_by_one", IkHumanoid::limbs(), Some(false)),
+        ("limbs_batched", IkHumanoid::limbs(), Some(true)),
+    ];
+    let only = std::env::var("IK_MODES").ok();
+    let only: Option<Vec<&str>> = only
+        .as_deref()
+        .map(|s| s.split(',').map(str::trim).collect());
+    for mode in forced {
+        if std::env::var("IK_BATCHED").is_ok() || only.as_ref().is_some_and(|o| o.contains(&mode.0))
+        {
+            modes.push(mode);
+        }
+    }
+    if let Some(only) = &only {
+        modes.retain(|m| only.contains(&m.0));
     }
     let mut group = c.benchmark_group("crowd");
     group.sample_size(20);
@@ -435,14 +455,17 @@ fn bench_crowd(c: &mut Criterion) {
         );
     }
     group.finish();
-    let (full, limbs) = (medians[0].1, medians[1].1);
-    println!(
-        "crowd of {n}: full body {:.2} ms/frame, four analytic limbs {:.2} ms/frame (ratio {:.2}); budget 16.7 ms",
-        full.as_secs_f64() * 1e3,
-        limbs.as_secs_f64() * 1e3,
-        full.as_secs_f64() / limbs.as_secs_f64()
-    );
-    if let Some((_, batched)) = medians.get(2) {
+    let median = |label: &str| medians.iter().find(|m| *m.0 == label).map(|m| m.1);
+    let (full, limbs) = (median("full_body"), median("limbs"));
+    if let (Some(full), Some(limbs)) = (full, limbs) {
+        println!(
+            "crowd of {n}: full body {:.2} ms/frame, four analytic limbs {:.2} ms/frame (ratio {:.2}); budget 16.7 ms",
+            full.as_secs_f64() * 1e3,
+            limbs.as_secs_f64() * 1e3,
+            full.as_secs_f64() / limbs.as_secs_f64()
+        );
+    }
+    if let (Some(limbs), Some(batched)) = (median("limbs_one_by_one"), median("limbs_batched")) {
         println!(
             "crowd of {n}: four analytic limbs one by one {:.2} ms/frame, batched {:.2} ms/frame \
              (ratio {:.2})",

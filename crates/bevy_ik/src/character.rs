@@ -122,6 +122,15 @@ impl IkCharacter {
             .map_or(0, LimbBatch::len)
     }
 
+    /// How many of the character's leading stages its last solve ran through the batch:
+    /// [`IkCharacter::batched_limbs`] when the plugin batched them (see
+    /// [`IkPlugin::with_batched_limbs`](crate::IkPlugin::with_batched_limbs)), 0 when it
+    /// solved them one by one.
+    #[must_use]
+    pub fn batched_limbs_solved(&self) -> usize {
+        self.rt.as_ref().map_or(0, |rt| rt.batched_now)
+    }
+
     /// The entity whose global transform is the character's model space (`None`: the world).
     #[must_use]
     pub fn model_frame(&self) -> Option<Entity> {
@@ -190,6 +199,8 @@ pub(crate) struct Runtime {
     pub(crate) warned: Vec<IkError>,
     /// The stack's leading independent limbs, solved together (see [`crate::limb_batch`]).
     pub(crate) batch: Option<LimbBatch>,
+    /// How many stages the last solve ran through `batch`.
+    pub(crate) batched_now: usize,
 }
 
 impl Runtime {
@@ -849,6 +860,7 @@ fn rebuild(
     let batch = LimbBatch::try_new(&stack);
     ch.rt = Some(Runtime {
         batch,
+        batched_now: 0,
         first: usize::from(frame.is_some()),
         frame,
         entities,

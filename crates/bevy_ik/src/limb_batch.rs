@@ -1,35 +1,30 @@
-//! Batched analytic limbs (opt-in): a character whose stack *starts* with independent two-bone
-//! stages (a humanoid's four limbs, say) solves them together through ik-core's
-//! [`TwoBoneBatch`] — four limbs per SIMD vector — and then the rest of its stack as usual.
+//! Batched analytic limbs: a character whose stack *starts* with independent two-bone stages
+//! (a humanoid's four limbs, say) solves them together through ik-core's
+//! [`LimbBatch`] — four limbs per SIMD vector — and then the rest of its stack as usual.
 //!
-//! # When a stage is batched
+//! # When
 //!
-//! The leading run of two-bone stages in which no stage reads a bone an earlier one of the run
-//! writes: its own root, mid and tip, and its root's ancestors (whose model transform is its
-//! parent frame). Such a stage sees the gathered input pose whether it runs first or fourth,
-//! so solving the run at once on that pose gives what solving it in order gives. At least
-//! [`MIN_LIMBS`] of them (one limb alone pays for three empty lanes); limbs with bones between
-//! root, mid and tip (twist bones) are not batched ([`TwoBoneBatch`] refuses them).
+//! Each character's batch is built with its stack (set-up): the leading run of two-bone
+//! stages in which no stage reads a bone an earlier one of the run writes (its own bones and
+//! its root's ancestors), at least two, no twist bones between root, mid and tip
+//! ([`IkCharacter::batched_limbs`](crate::IkCharacter::batched_limbs)). Whether the plugin
+//! uses the batches is [`IkPlugin::with_batched_limbs`](crate::IkPlugin::with_batched_limbs):
+//! by default from [`IkPlugin::BATCHED_LIMBS_MIN_CHARACTERS`](crate::IkPlugin::BATCHED_LIMBS_MIN_CHARACTERS)
+//! characters with a batch on ([`use_batch`], counted every frame), one by one below that —
+//! the batch is cheaper per character at any count, but a scene of a few characters keeps
+//! the scalar solve's exact results for microseconds a frame.
 //!
 //! # Semantics kept
 //!
-//! Each batched stage goes through [`IkStack::solve_stage_with`]: skipped when disabled, its
-//! weight checked and blended, its bones restored on an error, its outcome recorded — so the
-//! status, the weights and the stage order are exactly those of the scalar path. Goals,
-//! settings and weights stay per-frame parameters: a limb whose settings (flex limits, soft
-//! reach, bend axis) changed rebuilds the batch (rare, allocates), a limb whose bone lengths
-//! animation changed updates its lane ([`TwoBoneBatch::set_translations`]). The test
+//! Those of the stack's own solve, stage by stage (ik-core's [`LimbBatch`] docs): a disabled
+//! stage skipped, the weight blended, a rejected limb left at its input with the error as its
+//! status, each stage's outcome recorded — so statuses, weights and stage order are those of
+//! the scalar path. Goals, settings and weights stay per-frame parameters: the gather writes
+//! each batched limb's goal into the stage and into the batch's lanes
+//! ([`LimbBatch::set_goal`]); a limb whose settings changed rebuilds the batch (rare,
+//! allocates); one whose bone lengths animation changed updates its lane. The test
 //! `tests/limb_batch.rs` holds the batched plugin to the scalar one within 1e-5 of the limb
-//! length on every joint.
-//!
-//! # Resident lanes
-//!
-//! The batch keeps its limbs' goals and poses in ik-core's lane layout between frames
-//! ([`LaneGoals`], [`LanePoses`]) and solves with [`TwoBoneBatch::solve_lanes`]: the gather
-//! writes each batched limb's goal straight into its lanes ([`LimbBatch::set_goal`]); the solve
-//! writes each limb's input rotations and parent frame into its lanes, solves the block, and
-//! hands each limb's rotations from the lanes to the stack's buffer. No per-limb slices are
-//! filled or read back.
+//! length on every joint, and checks the default rule.
 //!
 //! # Granularity
 //!
@@ -40,197 +35,29 @@
 //!
 //! # Measured
 //!
-//! Off by default ([`IkPlugin::with_batched_limbs`](crate::IkPlugin::with_batched_limbs)).
-//! Instruction counts (callgrind, the crowd bench's 200-character crowds, 33 frames of each
-//! mode, both builds on the same run of frames): this path's batch work — hand-over, kernel
-//! and goals into the lanes — is 27.5 M instructions against 29.8 M for the earlier
-//! [`TwoBoneBatch::solve`] path (per-limb slices), about 1,040 instructions per limb: the
-//! kernel [`TwoBoneBatch::solve_lanes`] about 350 of them (the scalar
-//! `TwoBoneIk::solve_with_parent` about 820), the hand-over to and from the stack (parent
-//! frames, stage checks, each stage's blend and outcome through
-//! [`IkStack::solve_stage_with`]) the other 690. The kernel's saving goes to the hand-over, and
-//! wall-clock runs of the time (machine loaded 7–14 by other builds) could not tell the
-//! batched crowd from the one-by-one crowd. It pays
-//! once the per-stage hand-over is cheaper than the kernel's saving (about 470 instructions a
-//! limb).
+//! Instruction counts (valgrind callgrind: load-insensitive; the machine's wall clock, shared
+//! and loaded 5–7 by other builds, could not resolve the difference), per character and frame
+//! of four limbs:
 //!
-//! # The seam
+//! - The crowd bench, 200 characters (`IK_CROWD=200 IK_MODES=… --bench zzz`: set-up plus 32
+//!   frames), the per-character task `solve_character` (gather, solve, summary): one by one
+//!   11,820 instructions; batched 10,040 (the previous batch hand-over, each limb through
+//!   `IkStack::solve_stage_with`: 12,140). Of these, the stack's solve: one by one 5,750
+//!   (`IkStack::solve_from`), batched 3,510 (`LimbBatch::solve`: the kernel 1,380, the
+//!   parent frames' forward kinematics 490, the hand-over 1,640).
+//! - ik-core's `stack_limbs` bench (256 Mixamo test-rig characters, orientation goals and
+//!   poles, the solve alone): `IkStack::solve` 6,730, `LimbBatch::solve` 4,360 (kernel 1,545,
+//!   forward kinematics 1,116, hand-over 1,700).
 //!
-//! [`LimbBatch::try_new`], [`LimbBatch::set_goal`] and [`LimbBatch::solve`] are all the
-//! pipeline calls.
+//! Per limb: the kernel about 350–390 instructions and the hand-over about 410, against 930
+//! for the scalar `TwoBoneIk::solve_with_parent` and 450 for the stack's per-stage save, blend
+//! pass and outcome around it.
 
-use bevy::math::Vec3;
-use ik_core::BoneTransform;
-use ik_core::analytic::batch::{BatchScratch, LaneGoals, LanePoses, TwoBoneBatch};
-use ik_core::analytic::{AnalyticError, LimbGoal, LimbReport, LimbSettings};
-use ik_core::stack::{IkStack, Stage, StageReport, TwoBoneStage};
+pub(crate) use ik_core::stack::LimbBatch;
 
-/// Fewest leading limbs batched.
-pub(crate) const MIN_LIMBS: usize = 2;
+use crate::IkPlugin;
 
-/// The batched leading limbs of one character's stack, with their resident lanes.
-#[derive(Debug)]
-pub(crate) struct LimbBatch {
-    batch: TwoBoneBatch,
-    /// Per limb (= stack slot `i`): root, mid, tip.
-    bones: Vec<[usize; 3]>,
-    /// Per limb: the root's parent.
-    parents: Vec<Option<usize>>,
-    /// Per limb: the settings the batch was built with.
-    settings: Vec<LimbSettings>,
-    /// Per limb: the local translations the batch holds.
-    translations: Vec<[Vec3; 3]>,
-    /// This frame's goals, written by the gather ([`LimbBatch::set_goal`]).
-    goals: LaneGoals,
-    /// Parent frames and rotations in, solved rotations out.
-    poses: LanePoses,
-    reports: Vec<Result<LimbReport, AnalyticError>>,
-    scratch: BatchScratch,
-}
-
-/// The two-bone stage in `stage`, if it is one.
-fn two_bone(stage: &Stage) -> Option<&TwoBoneStage> {
-    match stage {
-        Stage::TwoBone(s) => Some(s),
-        _ => None,
-    }
-}
-
-impl LimbBatch {
-    /// The batch for `stack`'s leading independent two-bone stages (see the
-    /// [module docs](self)), or `None` when fewer than [`MIN_LIMBS`] qualify.
-    pub(crate) fn try_new(stack: &IkStack) -> Option<Self> {
-        let skeleton = stack.skeleton();
-        let mut written = vec![false; skeleton.len()];
-        let mut stages: Vec<&TwoBoneStage> = Vec::new();
-        for slot in stack.slots() {
-            let Some(s) = two_bone(&slot.stage) else {
-                break;
-            };
-            let bones = s.ik().bones();
-            let mut reads = bones
-                .iter()
-                .copied()
-                .chain(core::iter::successors(skeleton.parent(bones[0]), |&b| {
-                    skeleton.parent(b)
-                }));
-            if reads.any(|b| written.get(b).is_none_or(|&w| w)) {
-                break;
-            }
-            for b in bones {
-                written[b] = true;
-            }
-            stages.push(s);
-        }
-        if stages.len() < MIN_LIMBS {
-            return None;
-        }
-        let batch = TwoBoneBatch::try_new(stages.iter().map(|s| (skeleton, s.ik()))).ok()?;
-        let rest = skeleton.rest_pose();
-        let n = stages.len();
-        let mut goals = LaneGoals::new(n);
-        for (i, s) in stages.iter().enumerate() {
-            goals.set(i, &s.goal).ok()?;
-        }
-        Some(Self {
-            batch,
-            bones: stages.iter().map(|s| s.ik().bones()).collect(),
-            parents: stages
-                .iter()
-                .map(|s| skeleton.parent(s.ik().bones()[0]))
-                .collect(),
-            settings: stages.iter().map(|s| *s.ik().settings()).collect(),
-            translations: stages
-                .iter()
-                .map(|s| s.ik().bones().map(|b| rest.translations[b]))
-                .collect(),
-            goals,
-            poses: LanePoses::new(n),
-            reports: vec![Ok(LimbReport::default()); n],
-            scratch: BatchScratch::new(),
-        })
-    }
-
-    /// Number of batched limbs (the stack's first stages).
-    pub(crate) fn len(&self) -> usize {
-        self.bones.len()
-    }
-
-    /// Writes stage `slot`'s goal for this frame into its lanes (the gather calls it for each
-    /// batched limb; other slots are ignored).
-    pub(crate) fn set_goal(&mut self, slot: usize, goal: &LimbGoal) {
-        // (In range by the check; a goal is finite by the gather's reading of the target.)
-        let _ = self.goals.set(slot, goal);
-    }
-
-    /// Solves the batched stages of `stack` (its input pose set for this frame, their goals
-    /// written with [`LimbBatch::set_goal`]) and records each one's outcome in the stack;
-    /// returns the first stage left to [`IkStack::solve_from`] (0 when the stack no longer has
-    /// the stages the batch was built for: it was changed through
-    /// [`IkCharacter::stack_mut`](crate::IkCharacter::stack_mut)).
-    pub(crate) fn solve(&mut self, stack: &mut IkStack) -> usize {
-        let n = self.bones.len();
-        if stack.slots().len() < n {
-            return 0;
-        }
-        let mut rebuild = false;
-        for (i, slot) in stack.slots().iter().take(n).enumerate() {
-            let Some(s) = two_bone(&slot.stage).filter(|s| s.ik().bones() == self.bones[i]) else {
-                return 0;
-            };
-            rebuild |= *s.ik().settings() != self.settings[i];
-        }
-        if rebuild {
-            match Self::try_new(stack) {
-                Some(b) if b.bones == self.bones => *self = b,
-                _ => return 0,
-            }
-        }
-        // The input pose into the lanes: each limb's rotations and its root's parent frame.
-        for i in 0..n {
-            let bones = self.bones[i];
-            let pose = stack.pose();
-            let rotations = bones.map(|b| pose.rotations[b]);
-            let t = bones.map(|b| pose.translations[b]);
-            if t != self.translations[i] && self.batch.set_translations(i, t).is_ok() {
-                self.translations[i] = t;
-            }
-            let parent = match self.parents[i] {
-                Some(p) => stack.model_transform(p),
-                None => BoneTransform::IDENTITY,
-            };
-            if self.poses.set(i, &parent, rotations).is_err() {
-                return 0;
-            }
-        }
-        if self
-            .batch
-            .solve_lanes(
-                &self.goals,
-                &mut self.poses,
-                Some(&mut self.reports),
-                &mut self.scratch,
-            )
-            .is_err()
-        {
-            return 0;
-        }
-        // The results straight from the lanes into the stack's buffer, one stage at a time
-        // (the stack blends by the weight, restores on an error, records the outcome).
-        for i in 0..n {
-            let (bones, poses, reports) = (self.bones[i], &self.poses, &self.reports);
-            stack.solve_stage_with(i, |_, _, buffer| {
-                let report = reports[i].clone()?;
-                let rotations = poses
-                    .rotations(i)
-                    .map_err(|_| AnalyticError::DegeneratePose)?;
-                for (b, q) in bones.into_iter().zip(rotations) {
-                    let t = buffer.pose().translations[b];
-                    buffer.set_local(b, q, t);
-                }
-                Ok(StageReport::TwoBone(report))
-            });
-        }
-        n
-    }
+/// Whether the plugin's default rule batches, with `batchable` characters having a batch.
+pub(crate) fn use_batch(batchable: usize) -> bool {
+    batchable >= IkPlugin::BATCHED_LIMBS_MIN_CHARACTERS
 }

@@ -30,6 +30,7 @@ use crate::components::gather_limb;
 use crate::components::{IkDisabled, IkLimb, IkStatus};
 use crate::error::IkError;
 use crate::humanoid::{self, IkHumanoid};
+use crate::limb_batch;
 use crate::pose_io::{self, CurrentTransforms};
 use crate::rig::{self, IkRig};
 use crate::stage::{IkCustom, IkStageOf};
@@ -38,8 +39,9 @@ use crate::stage::{IkCustom, IkStageOf};
 #[derive(Resource, Clone, Copy, Debug, Default)]
 pub(crate) struct IkPipelineSettings {
     /// Solve each character's leading independent limbs in one batch (see
-    /// [`crate::limb_batch`]).
-    pub(crate) batch_limbs: bool,
+    /// [`crate::limb_batch`]); `None`: when enough characters can
+    /// ([`limb_batch::use_batch`]).
+    pub(crate) batch_limbs: Option<bool>,
 }
 
 fn gather(
@@ -50,6 +52,7 @@ fn gather(
     current: &CurrentTransforms,
 ) {
     rt.solved = false;
+    rt.batched_now = 0;
     rt.frame_error = None;
     for st in &mut rt.stages {
         st.frame_error = None;
@@ -174,7 +177,13 @@ pub(crate) fn solve_characters(
     current: CurrentTransforms,
     settings: Res<IkPipelineSettings>,
 ) {
-    let batching = settings.batch_limbs;
+    let batching = settings.batch_limbs.unwrap_or_else(|| {
+        let batchable = characters
+            .iter()
+            .filter(|(_, c, _)| c.rt.as_ref().is_some_and(|rt| rt.batch.is_some()))
+            .count();
+        limb_batch::use_batch(batchable)
+    });
     characters
         .par_iter_mut()
         .for_each(|(entity, mut character, disabled)| {
@@ -206,6 +215,7 @@ fn solve_character(
         Some(batch) => batch.solve(&mut rt.stack),
         None => 0,
     };
+    rt.batched_now = first;
     rt.stack.solve_from(first);
     rt.solved = true;
     summarise(rt);

@@ -1,10 +1,11 @@
-//! The batched limb path (`IkPlugin::with_batched_limbs(true)`, opt-in) against the scalar
-//! one: the same crowd of four-limb characters in two apps, one batched and one not, must put
+//! The batched limb path (`IkPlugin::with_batched_limbs(true)`; by default from
+//! `IkPlugin::BATCHED_LIMBS_MIN_CHARACTERS` batchable characters on) against the scalar one: the same crowd of four-limb characters in two apps, one batched and one not, must put
 //! every bone within 1e-5 of the limb length of the other and report the same statuses — over
 //! a goal mix with unreachable targets, wrist orientations, poles, no poles, swivel angles,
 //! partial weights, a disabled limb, flex limits and soft reach, a limb whose settings change
 //! and one whose bone lengths animation changes, and a fifth stage on an already-solved arm
-//! (not batched: it reads what the first one wrote).
+//! (not batched: it reads what the first one wrote). And the default rule: a few characters
+//! one by one, a crowd batched, `with_batched_limbs` overriding either way.
 
 mod common;
 
@@ -194,8 +195,14 @@ fn batched_limbs_match_the_scalar_limbs() {
                 expected,
                 "the leading independent limbs are batched"
             );
+            assert_eq!(
+                batched.batched_limbs_solved(),
+                expected,
+                "and solved batched"
+            );
             let scalar = b.world().get::<IkCharacter>(cb.root).unwrap();
             assert_eq!(scalar.batched_limbs(), expected, "batchable (not used)");
+            assert_eq!(scalar.batched_limbs_solved(), 0);
             for (&ba, &bb) in ca.bones.iter().zip(&cb.bones) {
                 let (pa, pb) = (world_pos(a, ba), world_pos(b, bb));
                 assert!(pa.is_finite());
@@ -227,4 +234,45 @@ fn batched_limbs_match_the_scalar_limbs() {
     let moved = crowd_a[0].limbs.iter().any(|&l| status(a, l).solved);
     assert!(moved);
     println!("worst bone difference {worst:e} (tolerance {tolerance:e})");
+}
+
+/// How many stages each character's last solve batched.
+fn solved_batched(app: &App, crowd: &[Character]) -> Vec<usize> {
+    crowd
+        .iter()
+        .map(|c| {
+            let ch = app.world().get::<IkCharacter>(c.root).unwrap();
+            assert_eq!(ch.batched_limbs(), 4, "every character has a batch");
+            ch.batched_limbs_solved()
+        })
+        .collect()
+}
+
+#[test]
+fn by_default_a_crowd_is_batched_and_a_few_characters_are_not() {
+    let few = IkPlugin::BATCHED_LIMBS_MIN_CHARACTERS - 1;
+    let app_with = |plugin: IkPlugin, count: usize| {
+        let mut app = App::new();
+        app.add_plugins((MinimalPlugins, TransformPlugin, plugin));
+        let crowd = spawn_crowd(&mut app, count);
+        app.update();
+        (app, crowd)
+    };
+    // Below the threshold: one by one.
+    let (mut app, mut crowd) = app_with(IkPlugin::default(), few);
+    assert_eq!(solved_batched(&app, &crowd), vec![0; few]);
+    // One more character with a batch: every one is batched, from that frame on.
+    crowd.extend(spawn_crowd(&mut app, 1));
+    app.update();
+    assert_eq!(solved_batched(&app, &crowd), vec![4; few + 1]);
+    // A character despawned: below the threshold again.
+    let gone = crowd.pop().unwrap();
+    app.world_mut().entity_mut(gone.root).despawn();
+    app.update();
+    assert_eq!(solved_batched(&app, &crowd), vec![0; few]);
+    // The override, either way.
+    let (app, crowd) = app_with(IkPlugin::default().with_batched_limbs(true), 2);
+    assert_eq!(solved_batched(&app, &crowd), vec![4; 2]);
+    let (app, crowd) = app_with(IkPlugin::default().with_batched_limbs(false), few + 8);
+    assert_eq!(solved_batched(&app, &crowd), vec![0; few + 8]);
 }

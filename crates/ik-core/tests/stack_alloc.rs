@@ -88,3 +88,50 @@ fn stack_solve_does_not_allocate() {
     });
     assert_eq!(allocations, 0);
 }
+
+#[test]
+fn a_limb_batch_solve_does_not_allocate() {
+    use ik_core::stack::LimbBatch;
+    let s = test_rig(RigConvention::Mixamo, RestAxes::PlusY);
+    let (map, _) = HumanoidMap::from_skeleton(&s);
+    let rest = s.rest_pose();
+    let model = s.model_transforms(&rest);
+    let mut stack = IkStack::new(s.clone());
+    let limbs = [
+        [H::LeftUpperArm, H::LeftLowerArm, H::LeftHand],
+        [H::RightUpperArm, H::RightLowerArm, H::RightHand],
+        [H::LeftUpperLeg, H::LeftLowerLeg, H::LeftFoot],
+        [H::RightUpperLeg, H::RightLowerLeg, H::RightFoot],
+    ]
+    .map(|l| l.map(|h| map.get(h).unwrap()));
+    for [a, b, c] in limbs {
+        let ik = TwoBoneIk::try_new(&s, a, b, c).unwrap();
+        let goal = LimbGoal::new(model[c].translation);
+        stack
+            .push(Stage::two_bone(TwoBoneStage::new(&s, ik, goal)))
+            .unwrap();
+    }
+    stack.slots_mut()[1].weight = 0.5;
+    let mut batch = LimbBatch::try_new(&stack).unwrap();
+    let frame = |stack: &mut IkStack, batch: &mut LimbBatch, f: usize| {
+        let t = f as f32 * 0.1;
+        for (k, [_, _, tip]) in limbs.iter().enumerate() {
+            let goal = LimbGoal::new(model[*tip].translation + Vec3::new(0.05 * t.cos(), 0.1, 0.1))
+                .with_orientation(model[*tip].rotation)
+                .with_pole(Vec3::Z);
+            stack.slots_mut()[k].stage.as_two_bone_mut().unwrap().goal = goal;
+            batch.set_goal(k, &goal);
+        }
+        stack.set_input(&rest).unwrap();
+        assert_eq!(batch.solve(stack), 4);
+        stack.solve_from(4);
+    };
+    frame(&mut stack, &mut batch, 0);
+    let ((), allocations) = alloc::allocations_during(|| {
+        for f in 1..60 {
+            frame(&mut stack, &mut batch, f);
+            let _ = stack.model_transforms();
+        }
+    });
+    assert_eq!(allocations, 0);
+}

@@ -1709,7 +1709,9 @@ impl LanePoses {
     pub fn rotations(&self, limb: usize) -> Result<[Quat; 3], BatchError> {
         self.check(limb)?;
         let (block, lane) = (&self.blocks[limb / LANES], limb % LANES);
-        Ok(block.rot.map(|q| q.lane(lane)))
+        // (Not `map`: its closure is not always inlined.)
+        let [root, mid, tip] = &block.rot;
+        Ok([root.lane(lane), mid.lane(lane), tip.lane(lane)])
     }
 
     /// Limb `limb`'s root's parent model transform, as set.

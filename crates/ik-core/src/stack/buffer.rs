@@ -119,6 +119,18 @@ impl PoseBuffer {
         self.model[bone]
     }
 
+    /// The model-space transforms of bones `..end` (`end` clamped to the bone count),
+    /// recomputing the stale ones among them, and the local pose.
+    pub(crate) fn model_prefix(
+        &mut self,
+        skeleton: &Skeleton,
+        end: usize,
+    ) -> (&[BoneTransform], &Pose) {
+        let end = end.min(self.len());
+        self.update_to(skeleton, end);
+        (&self.model[..end], &self.pose)
+    }
+
     /// Every bone's model-space transform, recomputing the stale ones.
     ///
     /// # Panics

@@ -31,6 +31,10 @@
 //! is cold ([`crate::humanoid::FullBodySolver::solve_cold`]; a Jacobian stage's scratch is
 //! reset). The blend still runs against this frame's input, so weights stay stationary.
 //!
+//! **Crowds:** [`LimbBatch`] solves a stack's leading independent two-bone stages (a
+//! humanoid's four limbs) together, four per SIMD vector, with the same per-stage semantics;
+//! [`IkStack::solve_from`] then runs the rest.
+//!
 //! Goals are per-frame parameters: write them into the slots ([`StageSlot::stage`], e.g.
 //! [`Stage::as_two_bone_mut`]) every frame; nothing is rebuilt. After set-up,
 //! [`IkStack::solve`] does not allocate (a test counts allocations), provided the stages'
@@ -71,9 +75,11 @@
 //! ```
 
 mod buffer;
+mod limbs;
 mod stage;
 
 pub use buffer::PoseBuffer;
+pub use limbs::{LimbBatch, MIN_BATCHED_LIMBS};
 pub use stage::{
     CustomReport, CustomStage, FullBodyStage, JacobianStage, Stage, StageReport, TwoBoneStage,
 };

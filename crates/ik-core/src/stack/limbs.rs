@@ -1,0 +1,343 @@
+//! [`LimbBatch`]: a stack's leading independent two-bone stages solved together in one
+//! [`TwoBoneBatch`] call, with the stack's per-stage semantics (enabled flag, weight blend,
+//! outcome) applied straight on the batch's output.
+//! See [`LimbBatch`].
+
+use glam::{Quat, Vec3};
+
+use crate::analytic::batch::{BatchError, BatchScratch, LaneGoals, LanePoses, TwoBoneBatch};
+use crate::analytic::{AnalyticError, LimbGoal, LimbReport, LimbSettings};
+use crate::pose::BoneTransform;
+
+use super::{IkStack, StackError, Stage, StageOutcome, StageReport, TwoBoneStage};
+
+/// Fewest leading stages [`LimbBatch::try_new`] batches.
+pub const MIN_BATCHED_LIMBS: usize = 2;
+
+/// One batched limb: what the batch was built with, and this frame's input.
+#[derive(Clone, Copy, Debug)]
+struct Limb {
+    /// Root, mid, tip.
+    bones: [usize; 3],
+    /// The root's parent.
+    parent: Option<usize>,
+    /// The settings the batch was built with.
+    settings: LimbSettings,
+    /// The local translations the batch holds.
+    translations: [Vec3; 3],
+    /// This frame's input rotations (what a weight blends from).
+    input: [Quat; 3],
+}
+
+/// A stack's leading independent two-bone stages, solved together in one [`TwoBoneBatch`]
+/// call, with the stack's per-stage semantics applied straight on the batch's output.
+///
+/// # Which stages
+///
+/// The leading run of [`Stage::TwoBone`] stages in which no stage reads a bone an earlier one
+/// of the run writes: its own root, mid and tip, and its root's ancestors (whose model
+/// transform is its parent frame). Such a stage sees the stack's input pose whether it runs
+/// first or fourth, so solving the run at once on that pose gives what solving it in order
+/// gives. Limbs with bones between root, mid and tip (twist bones) end the run
+/// ([`TwoBoneBatch`] refuses them). At least two stages: one limb alone pays for three empty
+/// lanes.
+///
+/// # Semantics kept
+///
+/// Per stage, what [`IkStack::solve`] does: a disabled stage is skipped
+/// ([`StageOutcome::Disabled`], its bones untouched), a non-finite weight fails
+/// ([`StackError::NonFiniteWeight`]), the output is blended with the input by the weight
+/// (shortest-path slerp of the rotations the solve changed; weight 1 keeps the solved
+/// rotations, weight 0 the input), a limb the solver rejects keeps its input and gets
+/// [`StageOutcome::Failed`], a solved one [`StageOutcome::Solved`] with its [`LimbReport`]. The
+/// rotations are the batch's, which match the scalar [`TwoBoneIk`](crate::analytic::TwoBoneIk)
+/// solve's to rounding (see [`crate::analytic::batch`]; the tests hold the two paths to 1e-5
+/// of the limb length).
+///
+/// Goals, weights and flags stay per-frame parameters. A stage whose settings changed
+/// rebuilds the batch (rare, allocates); a limb whose local translations animation changed
+/// updates its lane. When the stack no longer starts with the stages the batch was built for
+/// (changed through [`IkStack::slots_mut`]), or one of them has a warm start on
+/// ([`StageSlot::warm_start`](super::StageSlot::warm_start): the batch solves from the input),
+/// [`LimbBatch::solve`] solves nothing and returns 0: the stack's own solve then runs every
+/// stage.
+///
+/// # The hand-over
+///
+/// The batch's goals and poses stay in its lanes between frames ([`LaneGoals`],
+/// [`LanePoses`]). Each solve reads every limb's parent frame and input rotations once (the
+/// parent frames before any limb is written, so the buffer's forward kinematics runs once),
+/// solves, and writes each limb's rotations from the lanes straight into the buffer's local
+/// pose, marking the model transforms stale once, from the first bone written. No per-stage
+/// save and restore: a limb that fails is never written (the batch leaves its rotations as
+/// they were), and the input a weight blends from is the one read into the lanes.
+///
+/// ```
+/// use glam::Vec3;
+/// use ik_core::analytic::{LimbGoal, TwoBoneIk};
+/// use ik_core::stack::{IkStack, LimbBatch, Stage, StageOutcome, TwoBoneStage};
+/// use ik_core::{Bone, BoneTransform, Skeleton};
+///
+/// // Two arms on one body.
+/// let skeleton = Skeleton::try_new(vec![
+///     Bone::new("chest", None, BoneTransform::IDENTITY),
+///     Bone::new("l_arm", Some(0), BoneTransform::from_translation(Vec3::X * 0.2)),
+///     Bone::new("l_fore", Some(1), BoneTransform::from_translation(Vec3::X * 0.3)),
+///     Bone::new("l_hand", Some(2), BoneTransform::from_translation(Vec3::X * 0.25)),
+///     Bone::new("r_arm", Some(0), BoneTransform::from_translation(Vec3::NEG_X * 0.2)),
+///     Bone::new("r_fore", Some(4), BoneTransform::from_translation(Vec3::NEG_X * 0.3)),
+///     Bone::new("r_hand", Some(5), BoneTransform::from_translation(Vec3::NEG_X * 0.25)),
+/// ])?;
+/// let mut stack = IkStack::new(skeleton.clone());
+/// for (root, target) in [(1, Vec3::new(0.5, -0.2, 0.1)), (4, Vec3::new(-0.5, -0.2, 0.1))] {
+///     let ik = TwoBoneIk::try_new(&skeleton, root, root + 1, root + 2)?;
+///     let goal = LimbGoal::new(target).with_pole(Vec3::NEG_Z);
+///     stack.push(Stage::two_bone(TwoBoneStage::new(&skeleton, ik, goal)))?;
+/// }
+/// // Set-up, once (the goals as the stages hold them).
+/// let mut batch = LimbBatch::try_new(&stack).expect("two independent arms");
+/// // Every frame: the input pose; each goal into its stage (the stack's own solve reads it)
+/// // and into the batch; then the batched stages and the rest of the stack.
+/// stack.set_input(&skeleton.rest_pose())?;
+/// let target = Vec3::new(0.45, -0.25, 0.1);
+/// let goal = LimbGoal::new(target).with_pole(Vec3::NEG_Z);
+/// stack.slot_mut(0).unwrap().stage.as_two_bone_mut().unwrap().goal = goal;
+/// batch.set_goal(0, &goal);
+/// let first = batch.solve(&mut stack);
+/// stack.solve_from(first);
+/// assert_eq!(first, 2);
+/// assert!(matches!(stack.slot(0).unwrap().outcome, StageOutcome::Solved(_)));
+/// assert!(stack.model_transform(3).translation.distance(target) < 1e-5);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct LimbBatch {
+    batch: TwoBoneBatch,
+    /// Per limb = stack slot `i`.
+    limbs: Vec<Limb>,
+    /// This frame's goals ([`LimbBatch::set_goal`]).
+    goals: LaneGoals,
+    /// Parent frames and rotations in, solved rotations out.
+    poses: LanePoses,
+    reports: Vec<Result<LimbReport, AnalyticError>>,
+    scratch: BatchScratch,
+    /// One past the last limb's root's parent: the model transforms the solve reads.
+    parents_end: usize,
+}
+
+/// The two-bone stage in `stage`, if it is one.
+fn two_bone(stage: &Stage) -> Option<&TwoBoneStage> {
+    match stage {
+        Stage::TwoBone(s) => Some(s),
+        _ => None,
+    }
+}
+
+impl LimbBatch {
+    /// The batch for `stack`'s leading independent two-bone stages (see the
+    /// [type docs](LimbBatch)), their goals as the stages hold them now; `None` when fewer than
+    /// [`MIN_BATCHED_LIMBS`] qualify.
+    #[must_use]
+    pub fn try_new(stack: &IkStack) -> Option<Self> {
+        let skeleton = stack.skeleton();
+        let mut written = vec![false; skeleton.len()];
+        let mut stages: Vec<&TwoBoneStage> = Vec::new();
+        for slot in stack.slots() {
+            let Some(s) = two_bone(&slot.stage) else {
+                break;
+            };
+            let bones = s.ik().bones();
+            let mut reads = bones
+                .iter()
+                .copied()
+                .chain(core::iter::successors(skeleton.parent(bones[0]), |&b| {
+                    skeleton.parent(b)
+                }));
+            if reads.any(|b| written.get(b).is_none_or(|&w| w)) {
+                break;
+            }
+            for b in bones {
+                written[b] = true;
+            }
+            stages.push(s);
+        }
+        // Keep the longest prefix the batch accepts (twist bones end the run).
+        while stages.len() >= MIN_BATCHED_LIMBS {
+            match TwoBoneBatch::try_new(stages.iter().map(|s| (skeleton, s.ik()))) {
+                Ok(batch) => return Some(Self::with_batch(stack, batch, &stages)),
+                Err(BatchError::BonesBetween { limb }) => {
+                    stages.truncate(limb);
+                }
+                Err(_) => return None,
+            }
+        }
+        None
+    }
+
+    fn with_batch(stack: &IkStack, batch: TwoBoneBatch, stages: &[&TwoBoneStage]) -> Self {
+        let skeleton = stack.skeleton();
+        let rest = skeleton.rest_pose();
+        let n = stages.len();
+        let mut goals = LaneGoals::new(n);
+        for (i, s) in stages.iter().enumerate() {
+            // (In range by construction.)
+            let _ = goals.set(i, &s.goal);
+        }
+        let limbs: Vec<Limb> = stages
+            .iter()
+            .map(|s| {
+                let bones = s.ik().bones();
+                Limb {
+                    bones,
+                    parent: skeleton.parent(bones[0]),
+                    settings: *s.ik().settings(),
+                    translations: bones.map(|b| rest.translations[b]),
+                    input: [Quat::IDENTITY; 3],
+                }
+            })
+            .collect();
+        let parents_end = limbs
+            .iter()
+            .filter_map(|l| l.parent)
+            .max()
+            .map_or(0, |p| p + 1);
+        Self {
+            batch,
+            limbs,
+            parents_end,
+            goals,
+            poses: LanePoses::new(n),
+            reports: vec![Ok(LimbReport::default()); n],
+            scratch: BatchScratch::new(),
+        }
+    }
+
+    /// Number of batched stages (the stack's first ones).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.limbs.len()
+    }
+
+    /// Whether no stage is batched (never, for a batch [`LimbBatch::try_new`] built).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.limbs.is_empty()
+    }
+
+    /// Writes stage `slot`'s goal for this frame into the batch (call it for each batched
+    /// stage whose goal changed; other slots are ignored). The batch solves toward these
+    /// goals, not the stages' own [`TwoBoneStage::goal`]s.
+    #[inline]
+    pub fn set_goal(&mut self, slot: usize, goal: &LimbGoal) {
+        // (Out of range: ignored, as documented.)
+        let _ = self.goals.set(slot, goal);
+    }
+
+    /// Solves the batched stages of `stack` (its input pose set for this frame, the goals
+    /// written with [`LimbBatch::set_goal`]) and records each one's outcome in its slot, as
+    /// [`IkStack::solve`] would (see the [type docs](LimbBatch)). Returns the first stage left to
+    /// [`IkStack::solve_from`]: [`LimbBatch::len`], or 0 when nothing was solved (the stack no
+    /// longer starts with the batched stages, or one has a warm start on).
+    pub fn solve(&mut self, stack: &mut IkStack) -> usize {
+        let n = self.limbs.len();
+        if stack.slots.len() < n {
+            return 0;
+        }
+        let mut rebuild = false;
+        for (limb, slot) in self.limbs.iter().zip(&stack.slots) {
+            let Some(s) = two_bone(&slot.stage).filter(|s| s.ik().bones() == limb.bones) else {
+                return 0;
+            };
+            if slot.warm_start {
+                return 0;
+            }
+            rebuild |= *s.ik().settings() != limb.settings;
+        }
+        if rebuild {
+            match Self::try_new(stack) {
+                Some(mut b) if b.limbs.len() == n => {
+                    // The goals set this frame stay.
+                    core::mem::swap(&mut b.goals, &mut self.goals);
+                    *self = b;
+                }
+                _ => return 0,
+            }
+        }
+        let IkStack {
+            skeleton,
+            buffer,
+            slots,
+            ..
+        } = stack;
+        // The input into the lanes: each limb's rotations and its root's parent frame, all
+        // read before any limb is written (one forward-kinematics pass over the prefix).
+        let (model, pose) = buffer.model_prefix(skeleton, self.parents_end);
+        for (i, limb) in self.limbs.iter_mut().enumerate() {
+            let parent = match limb.parent {
+                Some(p) => model.get(p).copied().unwrap_or(BoneTransform::IDENTITY),
+                None => BoneTransform::IDENTITY,
+            };
+            let [a, b, c] = limb.bones;
+            let t = [
+                pose.translations[a],
+                pose.translations[b],
+                pose.translations[c],
+            ];
+            if t != limb.translations && self.batch.set_translations(i, t).is_ok() {
+                limb.translations = t;
+            }
+            limb.input = [pose.rotations[a], pose.rotations[b], pose.rotations[c]];
+            // (In range: the lanes were made for these limbs.)
+            let _ = self.poses.set(i, &parent, limb.input);
+        }
+        if self
+            .batch
+            .solve_lanes(
+                &self.goals,
+                &mut self.poses,
+                Some(&mut self.reports),
+                &mut self.scratch,
+            )
+            .is_err()
+        {
+            return 0;
+        }
+        // The results from the lanes into the buffer, stage by stage.
+        let rotations = &mut buffer.pose_unchecked_mut().rotations;
+        let mut touched = usize::MAX;
+        for (i, (limb, slot)) in self.limbs.iter().zip(slots.iter_mut()).enumerate() {
+            if !slot.enabled {
+                slot.outcome = StageOutcome::Disabled;
+                continue;
+            }
+            if !slot.weight.is_finite() {
+                slot.outcome = StageOutcome::Failed(StackError::NonFiniteWeight);
+                continue;
+            }
+            let weight = slot.weight.clamp(0.0, 1.0);
+            let report = match &self.reports[i] {
+                Ok(r) => *r,
+                Err(e) => {
+                    // (The batch left the limb's rotations as they were: nothing to restore.)
+                    slot.outcome = StageOutcome::Failed(StackError::Analytic(e.clone()));
+                    continue;
+                }
+            };
+            if weight > 0.0
+                && let Ok(solved) = self.poses.rotations(i)
+            {
+                for ((&b, &q0), &q) in limb.bones.iter().zip(&limb.input).zip(&solved) {
+                    if q != q0 {
+                        rotations[b] = if weight < 1.0 { q0.slerp(q, weight) } else { q };
+                        touched = touched.min(b);
+                    }
+                }
+            }
+            slot.outcome = StageOutcome::Solved(StageReport::TwoBone(report));
+        }
+        if touched != usize::MAX {
+            buffer.invalidate_from(touched);
+        }
+        n
+    }
+}
