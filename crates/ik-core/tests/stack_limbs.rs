@@ -190,7 +190,8 @@ fn a_limb_batch_solves_like_the_stack() {
                         assert_eq!(ea, eb, "frame {frame} stage {k}");
                         checked[1] += 1;
                     }
-                    (StageOutcome::Disabled, StageOutcome::Disabled) => checked[2] += 1,
+                    (StageOutcome::Disabled, StageOutcome::Disabled)
+                    | (StageOutcome::Faded, StageOutcome::Faded) => checked[2] += 1,
                     _ => panic!("frame {frame} stage {k}: {a:?} vs {b:?}"),
                 }
                 // Where a batched stage keeps its input, it does so bit for bit (stage 0's
@@ -226,7 +227,7 @@ fn a_limb_batch_solves_like_the_stack() {
             }
         }
     }
-    println!("rigs {rigs:?}; solved, failed, disabled, kept, moved: {checked:?}");
+    println!("rigs {rigs:?}; solved, failed, disabled or faded, kept, moved: {checked:?}");
     assert!(
         rigs.len() >= 3 && rigs.contains(&RigConvention::Mixamo),
         "{rigs:?}"

@@ -48,7 +48,7 @@ struct Limb {
 /// ([`StageOutcome::Disabled`], its bones untouched), a non-finite weight fails
 /// ([`StackError::NonFiniteWeight`]), the output is blended with the input by the weight
 /// (shortest-path slerp of the rotations the solve changed; weight 1 keeps the solved
-/// rotations, weight 0 the input), a limb the solver rejects keeps its input and gets
+/// rotations; weight 0 the input: [`StageOutcome::Faded`]), a limb the solver rejects keeps its input and gets
 /// [`StageOutcome::Failed`], a solved one [`StageOutcome::Solved`] with its [`LimbReport`]. The
 /// rotations are the batch's, which match the scalar [`TwoBoneIk`](crate::analytic::TwoBoneIk)
 /// solve's to rounding (see [`crate::analytic::batch`]; the tests hold the two paths to 1e-5
@@ -315,6 +315,12 @@ impl LimbBatch {
                 continue;
             }
             let weight = slot.weight.clamp(0.0, 1.0);
+            if weight == 0.0 {
+                // Faded out, as in the stack's own solve: its bones pass through unchanged
+                // (its lanes were solved with the others; the result is not used).
+                slot.outcome = StageOutcome::Faded;
+                continue;
+            }
             let report = match &self.reports[i] {
                 Ok(r) => *r,
                 Err(e) => {
@@ -323,9 +329,7 @@ impl LimbBatch {
                     continue;
                 }
             };
-            if weight > 0.0
-                && let Ok(solved) = self.poses.rotations(i)
-            {
+            if let Ok(solved) = self.poses.rotations(i) {
                 for ((&b, &q0), &q) in limb.bones.iter().zip(&limb.input).zip(&solved) {
                     if q != q0 {
                         rotations[b] = if weight < 1.0 { q0.slerp(q, weight) } else { q };
