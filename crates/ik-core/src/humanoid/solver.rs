@@ -228,7 +228,7 @@ use super::{
     de_leva_com_ratio, de_leva_fraction,
 };
 use crate::analytic::finish::{
-    LimbChain, LimbTarget, clamp_joint, finish_limb, quat_angle, rotate_in_parent_q,
+    LimbChain, LimbTarget, clamp_joint, finish_limb, quat_angle, refresh, rotate_in_parent_q,
 };
 use crate::jacobian::dense::{DlsBuffers, cholesky, cholesky_solve};
 use crate::limits::JointLimit;
@@ -656,6 +656,9 @@ struct Limb {
     chain: LimbChain,
     /// Rest length upper → lower → end: the limb's reach.
     reach: f32,
+    /// The forward-kinematics bones below `upper` off the limb's path (twist helpers, toes),
+    /// parents first: refreshed after the limb's finish, so the model stays current.
+    subtree: Vec<usize>,
 }
 
 /// Full-body humanoid IK over a [`HumanoidMap`]: see the [module docs](self).
@@ -692,6 +695,9 @@ pub struct FullBodySolver {
     fk_bones: Vec<usize>,
     /// Per bone: whether it is in `fk_bones`.
     in_fk: Vec<bool>,
+    /// The forward-kinematics bones the look-at finish moves (the highest bone it turns and
+    /// everything below it), parents first: refreshed after each turn.
+    look_subtree: Vec<usize>,
     cols: usize,
     rest: Pose,
     /// Tells this solver's joints and limits apart from another's (clones share it: the same
@@ -722,6 +728,10 @@ pub struct FullBodyScratch {
     /// The solver's column count this scratch is sized for (0: not sized yet).
     cols: usize,
     model: Vec<BoneTransform>,
+    /// Whether `model` is the forward kinematics of the pose being solved (see
+    /// `Solve::fk_stale`): set by `Solve::fk`, cleared when an attempt starts and by every
+    /// Jacobian step; the limb and look-at finishes keep it true by refreshing what they move.
+    model_fresh: bool,
     /// The Jacobian, residual, step and work buffers of the shared dense kernel.
     dls: DlsBuffers,
     saturated: Vec<bool>,
@@ -976,6 +986,7 @@ impl FullBodySolver {
                     limits,
                 },
                 reach,
+                subtree: Vec::new(),
             });
         }
         if role_direction(skeleton, &model, map, B::Head).is_none() {
@@ -1016,12 +1027,25 @@ impl FullBodySolver {
                 wanted[a] = true;
             }
         }
-        let fk_bones = (0..n).filter(|&b| wanted[b]).collect();
+        let fk_bones: Vec<usize> = (0..n).filter(|&b| wanted[b]).collect();
         let in_fk = wanted;
+        let below = |top: usize, skip: &[usize]| -> Vec<usize> {
+            fk_bones
+                .iter()
+                .copied()
+                .filter(|&b| skeleton.is_ancestor_or_self(top, b) && !skip.contains(&b))
+                .collect()
+        };
+        for limb in &mut limbs {
+            limb.subtree = below(limb.chain.upper, &limb.chain.path);
+        }
+        let look_top = look_chain[1].or(look_chain[0]).unwrap_or(head);
+        let look_subtree = below(look_top, &[]);
         let mut solver = Self {
             settings: FullBodySettings::default(),
             fk_bones,
             in_fk,
+            look_subtree,
             masses,
             up: frame.up,
             segments,
@@ -1509,6 +1533,16 @@ impl<'a> Solve<'a> {
                 None => local,
             };
         }
+        self.s.model_fresh = true;
+    }
+
+    /// [`Solve::fk`] unless the model is current already (`model_fresh`: the limb and look-at
+    /// finishes refresh what they move with the same arithmetic, parents first, so the model
+    /// they leave is bit for bit what a full pass would compute).
+    fn fk_stale(&mut self, skeleton: &Skeleton, pose: &Pose) {
+        if !self.s.model_fresh {
+            self.fk(skeleton, pose);
+        }
     }
 
     /// Updates which goals give way, from `report` (measured on the output): met goals are
@@ -1639,6 +1673,8 @@ impl<'a> Solve<'a> {
         let mut report = FullBodyReport::default();
         let balance = goals.center_of_mass.enabled && goals.center_of_mass.weight > 0.0;
         self.s.balancing = balance;
+        // The pose may have changed since the last forward kinematics (restarts, the pin).
+        self.s.model_fresh = false;
         self.s.pelvis_pin = self.pin_pelvis(skeleton, pose, goals.get(Effector::Pelvis), balance);
         if s.analytic_limbs {
             // Start the limbs at the right elbow/knee angles: the Jacobian is poor at leaving a
@@ -1682,7 +1718,7 @@ impl<'a> Solve<'a> {
                 }
                 report.limits_hit += self.finish_look_at(skeleton, pose, goals);
             }
-            self.fk(skeleton, pose);
+            self.fk_stale(skeleton, pose);
             report.converged = self.measure(skeleton, pose, goals, &mut report);
             // A foot the finish left unmet brings the feet's rows back for the rest of the
             // attempt: the hips' turn then answers to them again.
@@ -1726,7 +1762,7 @@ impl<'a> Solve<'a> {
                 report.limits_hit += self.finish_limbs(skeleton, pose, goals);
                 report.limits_hit += self.finish_look_at(skeleton, pose, goals);
             }
-            self.fk(skeleton, pose);
+            self.fk_stale(skeleton, pose);
             report.converged = self.measure(skeleton, pose, goals, &mut report);
         }
         report
@@ -2050,7 +2086,7 @@ impl<'a> Solve<'a> {
             && !self.s.relative)
             || !self.s.feet_rows;
         for it in 0..budget {
-            self.fk(skeleton, pose);
+            self.fk_stale(skeleton, pose);
             // Relative goals (see `GoalFrame`) at where their frame bones are now.
             let resolved = self.resolved(skeleton, pose, goals);
             let goals = resolved.as_ref().unwrap_or(goals);
@@ -2409,6 +2445,7 @@ impl<'a> Solve<'a> {
 
     /// Applies `dq` to the pose and clamps every joint to its limit; returns the clamp count.
     fn apply(&mut self, skeleton: &Skeleton, pose: &mut Pose) -> u32 {
+        self.s.model_fresh = false;
         let mut hits = 0;
         for (ji, j) in self.rig.joints.iter().enumerate() {
             let b = j.bone;
@@ -2483,11 +2520,17 @@ impl<'a> Solve<'a> {
 
     /// Turns the head, then the bones above it, then the head again by the shortest arc from
     /// the current face direction to the look-at target, each clamped. Returns the clamp count.
-    fn finish_look_at(&self, skeleton: &Skeleton, pose: &mut Pose, goals: &FullBodyGoals) -> u32 {
+    fn finish_look_at(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goals: &FullBodyGoals,
+    ) -> u32 {
         let g = &goals.look_at;
         if !g.enabled || g.weight <= 0.0 {
             return 0;
         }
+        self.fk_stale(skeleton, pose);
         let mut hits = 0;
         let order = [
             Some(self.rig.head),
@@ -2512,13 +2555,14 @@ impl<'a> Solve<'a> {
             pose.rotations[b] =
                 rotate_in_parent_q(parent_rot, shortest_arc(d, t), pose.rotations[b]);
             hits += clamp_joint(skeleton, pose, limit_of(&self.rig.joints, b), b);
+            refresh(skeleton, pose, &mut self.s.model, &self.rig.look_subtree);
         }
         hits
     }
 
     /// The analytic limb finish (see the module docs). Returns the clamp count.
     fn finish_limbs(&mut self, skeleton: &Skeleton, pose: &mut Pose, goals: &FullBodyGoals) -> u32 {
-        self.fk(skeleton, pose);
+        self.fk_stale(skeleton, pose);
         let mut hits = 0;
         // Goals in model space first, then the relative ones (see `GoalFrame`), each read
         // where its frame bone is once the other limbs are finished: a hand on a prop the
@@ -2550,6 +2594,8 @@ impl<'a> Solve<'a> {
                 &target,
                 self.s.cold,
             );
+            // The finish refreshed its path; the bones hanging off it follow.
+            refresh(skeleton, pose, &mut self.s.model, &limb.subtree);
         }
         hits
     }
