@@ -211,6 +211,20 @@ impl JointLimit {
         if !self.is_valid() {
             return false;
         }
+        self.clamp_valid(rest_rotation, rest_translation, rotation, translation)
+    }
+
+    /// [`JointLimit::clamp`] of a limit known to be valid (the solvers validate their limits
+    /// when they are set up, then clamp every joint they move, every iteration): the same
+    /// result without checking the limit again.
+    pub(crate) fn clamp_valid(
+        &self,
+        rest_rotation: Quat,
+        rest_translation: Vec3,
+        rotation: &mut Quat,
+        translation: &mut Vec3,
+    ) -> bool {
+        debug_assert!(self.is_valid(), "clamp_valid with an invalid limit");
         match *self {
             Self::Free | Self::Locked => false,
             Self::Hinge { axis, min, max } => {
@@ -229,7 +243,7 @@ impl JointLimit {
             }
             Self::SwingTwist(limit) => {
                 let delta = rest_rotation.inverse() * *rotation;
-                // (Validated above.)
+                // (Valid: checked by the caller.)
                 match limit.clamp_delta_valid(delta) {
                     Some(d) => write_rotation(rotation, rest_rotation * d),
                     None => false,

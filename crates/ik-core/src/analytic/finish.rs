@@ -29,7 +29,8 @@ pub(crate) struct LimbChain {
     pub(crate) end: usize,
     /// Bones from `upper` to `end` inclusive, parents first.
     pub(crate) path: Vec<usize>,
-    /// Limits of upper, lower (a [`JointLimit::Hinge`] for step 1), twist and end.
+    /// Limits of upper, lower (a [`JointLimit::Hinge`] for step 1), twist and end; valid
+    /// ([`JointLimit::validate`]): the finish clamps without checking them again.
     pub(crate) limits: [JointLimit; 4],
 }
 
@@ -135,17 +136,17 @@ pub(crate) fn finish_limb(
                 let mut e = ((q * end_parent_model).inverse() * goal.rotation).normalize();
                 let (u0, e0) = (u, e);
                 let (mut t0, mut t1) = (ur.translation, er.translation);
-                ul.clamp(ur.rotation, ur.translation, &mut u, &mut t0);
-                el.clamp(er.rotation, er.translation, &mut e, &mut t1);
+                ul.clamp_valid(ur.rotation, ur.translation, &mut u, &mut t0);
+                el.clamp_valid(er.rotation, er.translation, &mut e, &mut t1);
                 quat_angle(u, u0) + quat_angle(e, e0) + psi.abs() * 1e-3
             };
             // ψ = 0 on the pose itself: the rotations `cost(0.0)` rebuilds (up to rounding)
             // from the model.
             let (mut u, mut ut) = (pose.rotations[upper], pose.translations[upper]);
-            let u_hit = ul.clamp(ur.rotation, ur.translation, &mut u, &mut ut);
+            let u_hit = ul.clamp_valid(ur.rotation, ur.translation, &mut u, &mut ut);
             let e_in = (end_parent_model.inverse() * goal.rotation).normalize();
             let (mut e, mut et) = (e_in, pose.translations[end]);
-            let e_hit = el.clamp(er.rotation, er.translation, &mut e, &mut et);
+            let e_hit = el.clamp_valid(er.rotation, er.translation, &mut e, &mut et);
             let mut best = (
                 quat_angle(u, pose.rotations[upper]) + quat_angle(e, e_in),
                 0.0f32,
@@ -249,7 +250,8 @@ pub(crate) fn refresh(
     }
 }
 
-/// Clamps bone `b` of `pose` to `limit`; 1 when it was outside, else 0.
+/// Clamps bone `b` of `pose` to `limit` (valid, see [`JointLimit::validate`]: it is not
+/// checked again); 1 when it was outside, else 0.
 pub(crate) fn clamp_joint(
     skeleton: &Skeleton,
     pose: &mut Pose,
@@ -258,7 +260,7 @@ pub(crate) fn clamp_joint(
 ) -> u32 {
     let rest = &skeleton.bones()[b].rest;
     let (r, t) = (&mut pose.rotations[b], &mut pose.translations[b]);
-    u32::from(limit.clamp(rest.rotation, rest.translation, r, t))
+    u32::from(limit.clamp_valid(rest.rotation, rest.translation, r, t))
 }
 
 /// `local` turned by the model-space rotation `q` about its own origin (`parent_rot` is the

@@ -1347,7 +1347,7 @@ impl<'a> Solve<'a> {
             }
             let rest = &skeleton.bones()[b].rest;
             let (r, t) = (&mut pose.rotations[b], &mut pose.translations[b]);
-            j.limit.clamp(rest.rotation, rest.translation, r, t);
+            j.limit.clamp_valid(rest.rotation, rest.translation, r, t);
         }
         self.s.start.copy_from(pose);
         self.fk(skeleton, pose);
@@ -2480,7 +2480,7 @@ impl<'a> Solve<'a> {
             }
             let rest = &skeleton.bones()[b].rest;
             let (r, t) = (&mut pose.rotations[b], &mut pose.translations[b]);
-            let hit = j.limit.clamp(rest.rotation, rest.translation, r, t);
+            let hit = j.limit.clamp_valid(rest.rotation, rest.translation, r, t);
             self.s.saturated[ji] = hit;
             hits += u32::from(hit);
         }
