@@ -695,6 +695,8 @@ pub struct FullBodySolver {
     fk_bones: Vec<usize>,
     /// Per bone: whether it is in `fk_bones`.
     in_fk: Vec<bool>,
+    /// The bones of `fk_bones` from the root to the hips, parents first.
+    pelvis_fk: Vec<usize>,
     /// The forward-kinematics bones the look-at finish moves (the highest bone it turns and
     /// everything below it), parents first: refreshed after each turn.
     look_subtree: Vec<usize>,
@@ -1039,6 +1041,11 @@ impl FullBodySolver {
         for limb in &mut limbs {
             limb.subtree = below(limb.chain.upper, &limb.chain.path);
         }
+        let pelvis_fk = fk_bones
+            .iter()
+            .copied()
+            .filter(|&b| skeleton.is_ancestor_or_self(b, effector_bones[Effector::Pelvis as usize]))
+            .collect();
         let look_top = look_chain[1].or(look_chain[0]).unwrap_or(head);
         let look_subtree = below(look_top, &[]);
         let mut solver = Self {
@@ -1046,6 +1053,7 @@ impl FullBodySolver {
             fk_bones,
             in_fk,
             look_subtree,
+            pelvis_fk,
             masses,
             up: frame.up,
             segments,
@@ -1323,6 +1331,8 @@ impl<'a> Solve<'a> {
         }
         self.check_frames(skeleton, goals)?;
         match self.rig.settings.reference {
+            // Only posture following reads the reference.
+            _ if self.rig.settings.posture_gain <= 0.0 => {}
             PostureReference::Input => self.s.reference.copy_from(pose),
             PostureReference::Rest => {
                 for (i, b) in skeleton.bones().iter().enumerate() {
@@ -1350,9 +1360,11 @@ impl<'a> Solve<'a> {
             j.limit.clamp_valid(rest.rotation, rest.translation, r, t);
         }
         self.s.start.copy_from(pose);
-        self.fk(skeleton, pose);
         let mut initial = FullBodyReport::default();
-        initial.converged = self.measure(skeleton, pose, goals, &mut initial);
+        if cold || !self.pelvis_missed(skeleton, pose, goals) {
+            self.fk(skeleton, pose);
+            initial.converged = self.measure(skeleton, pose, goals, &mut initial);
+        }
         initial.cost = self.score(&initial, goals);
         if initial.converged {
             // Already there: bit for bit.
@@ -1534,6 +1546,33 @@ impl<'a> Solve<'a> {
             };
         }
         self.s.model_fresh = true;
+    }
+
+    /// Whether the pelvis goal is missed by `pose` (so the pose meets not every goal): from
+    /// forward kinematics of the hips and their ancestors only, with the arithmetic and the
+    /// test of [`Solve::fk`] and [`Solve::measure`]. A tracking solve then skips measuring the
+    /// incoming pose (a full FK pass and every residual): only its all-met shortcut reads it,
+    /// and in a game the pelvis target moves nearly every frame.
+    fn pelvis_missed(&mut self, skeleton: &Skeleton, pose: &Pose, goals: &FullBodyGoals) -> bool {
+        let g = goals.get(Effector::Pelvis);
+        if !g.enabled || g.frame != GoalFrame::Model {
+            return false;
+        }
+        self.s
+            .model
+            .resize(self.rig.bone_count, BoneTransform::IDENTITY);
+        self.s.model_fresh = false;
+        for &b in &self.rig.pelvis_fk {
+            let local = pose.local_transform(skeleton, b);
+            self.s.model[b] = match skeleton.parent(b) {
+                Some(p) => self.s.model[p].mul_transform(&local),
+                None => local,
+            };
+        }
+        let s = &self.rig.settings;
+        let m = &self.s.model[self.rig.effector_bones[Effector::Pelvis as usize]];
+        (g.wants_position() && m.translation.distance(g.position) > s.position_tolerance)
+            || (g.wants_rotation() && quat_angle(m.rotation, g.rotation) > s.rotation_tolerance)
     }
 
     /// [`Solve::fk`] unless the model is current already (`model_fresh`: the limb and look-at
