@@ -2577,13 +2577,14 @@ impl<'a> Solve<'a> {
             self.rig.look_chain[1],
             Some(self.rig.head),
         ];
+        let mut moved = false;
         for b in order.into_iter().flatten() {
             let head = skeleton.model_transform(pose, self.rig.head);
             let (Some(t), Some(d)) = (
                 (g.target - head.translation).try_normalize(),
                 (head.rotation * self.rig.head_aim).try_normalize(),
             ) else {
-                return hits;
+                break;
             };
             if d.dot(t) > 1.0 - 1e-9 {
                 break;
@@ -2594,6 +2595,10 @@ impl<'a> Solve<'a> {
             pose.rotations[b] =
                 rotate_in_parent_q(parent_rot, shortest_arc(d, t), pose.rotations[b]);
             hits += clamp_joint(skeleton, pose, limit_of(&self.rig.joints, b), b);
+            moved = true;
+        }
+        if moved {
+            // The turns read the head by `model_transform`; the model catches up once.
             refresh(skeleton, pose, &mut self.s.model, &self.rig.look_subtree);
         }
         hits
