@@ -11,6 +11,12 @@
 //! forearm twist handed to an in-line twist bone, then the exact end orientation; every joint
 //! clamped to its limit. The full-body solver ([`crate::humanoid::FullBodySolver`]) runs it
 //! before and after its Jacobian passes.
+//!
+//! Per-frame cost: the clamps that score the unswivelled limb in (2b) are the clamps the upper
+//! and end joints get when the swivel stays (the same inputs bit for bit, so they are reused,
+//! not made twice), and the path is refreshed a second time only when the swivel or the clamp
+//! turned the upper joint; the limits are valid (checked when the solver was set up), so the
+//! clamps do not validate them again.
 
 use glam::{Quat, Vec3};
 

@@ -96,9 +96,29 @@
 //!   Part of the figures above; with a 6D pelvis (two alternating runs, load 9–10): mean
 //!   reach 10.2–10.7 → 9.7–9.9 µs, both 10.2–10.6 → 9.6; p99 reach 44–48 → 38 µs, both
 //!   44–46 → 40 µs; max both 67–70 → 61 µs; control and uneven unchanged; same goals met.
+//! * *The fixed cost of a frame* (what every tracking solve pays, iterations or not).
+//!   Forward kinematics runs only when the model is stale: the limb and look-at finishes
+//!   refresh what they move (the limb's path and the bones hanging off it, the look-at
+//!   chain) with the arithmetic of a full pass, so the model they leave is bit for bit a
+//!   full pass's, and a solve without Jacobian iterations runs two full passes instead of
+//!   four. The incoming pose is measured only when its pelvis goal is met (forward
+//!   kinematics of the hips' ancestors decides; only the all-met shortcut reads that
+//!   measure, and a game's pelvis target moves nearly every frame). The finish reuses the
+//!   clamps that score the unswivelled limb as the joints' own clamps; a limit clamp splits
+//!   swing and twist once, and the limits are validated once, at set-up. Every pose and
+//!   report is the same bits as before (the gameplay scenarios, warm and cold, both pelvis
+//!   modes). Instructions over the control scenario's 3346 tracking solves (callgrind)
+//!   189.6 → 121.0 M; `gameplay` bench, 4 alternating runs at load 5.8–8.0, fastest-of-5
+//!   median: control 6.0 → 4.1–4.2 µs, uneven 6.0 → 4.2 (p99 12.1 → 10.1, max 22.5–25.4 →
+//!   18.8–18.9), reach mean 9.6–10.0 → 7.8–7.9 (p99 38.2–41.2 → 32.6–33.4), both mean
+//!   9.6–10.1 → 7.8–7.9 (p99 40.4–42.3 → 35.9–36.2, max 61–81 → 55.6–63.3); every other
+//!   figure identical. The `bevy_ik` crowd (1000 characters, CPU per frame over all
+//!   threads, 4 alternating runs at load 8–12): walk 15.6–17.0 → 13.5–15.0 ms, gameplay
+//!   goals 28.5–29.9 → 26.0–29.0 ms; `FullBodySolver::solve`'s instructions in a 200-character
+//!   run 354.5 → 230.3 M.
 //!
 //! Where the budget still goes (`IK_GAMEPLAY_PROFILE=1`): a solve without Jacobian
-//! iterations costs about 6 µs (limb and look-at finish, FK, measuring), each iteration about
+//! iterations costs about 4 µs (limb and look-at finish, FK, measuring), each iteration about
 //! 8 µs on a full rig (Jacobian, normal equations, the limit clamps); in the reach and both
 //! scenarios a third of the time is in solves that converge after two or three iterations
 //! (hands reaching past the shoulder's range: the body leans).
