@@ -105,12 +105,17 @@
 //!   kinematics of the hips' ancestors decides; only the all-met shortcut reads that
 //!   measure, and a game's pelvis target moves nearly every frame). The finish reuses the
 //!   clamps that score the unswivelled limb as the joints' own clamps; a limit clamp splits
-//!   swing and twist once, and the limits are validated once, at set-up. Every pose and
-//!   report is the same bits as before (the gameplay scenarios, warm and cold, both pelvis
+//!   swing and twist once, and the limits are validated once, at set-up. All of that leaves
+//!   every pose and report the same bits (the gameplay scenarios, warm and cold, both pelvis
 //!   modes). Instructions over the control scenario's 3346 tracking solves (callgrind)
-//!   189.6 → 121.0 M; `gameplay` bench, 4 alternating runs at load 5.8–8.0, fastest-of-5
-//!   median: control 6.0 → 4.1–4.2 µs, uneven 6.0 → 4.2 (p99 12.1 → 10.1, max 22.5–25.4 →
-//!   18.8–18.9), reach mean 9.6–10.0 → 7.8–7.9 (p99 38.2–41.2 → 32.6–33.4), both mean
+//!   189.6 → 121.0 M; the look-at finish then reads the head from the model (it walked the
+//!   chain from the root for each of its four turns): rounding differs in the last bits
+//!   (products associated the other way), the gameplay bench's goal figures are unchanged
+//!   but one (frames with every feasible goal met, scenario both: 98.51 → 98.54 %), cold
+//!   solves converge as often (1627 of 1680 gameplay goal sets from rest), 121.0 → 113.3 M.
+//!   `gameplay` bench without the look-at change, 4 alternating runs at load 5.8–8.0,
+//!   fastest-of-5 median: control 6.0 → 4.1–4.2 µs, uneven 6.0 → 4.2 (p99 12.1 → 10.1,
+//!   max 22.5–25.4 → 18.8–18.9), reach mean 9.6–10.0 → 7.8–7.9 (p99 38.2–41.2 → 32.6–33.4), both mean
 //!   9.6–10.1 → 7.8–7.9 (p99 40.4–42.3 → 35.9–36.2, max 61–81 → 55.6–63.3); every other
 //!   figure identical. The `bevy_ik` crowd (1000 characters, CPU per frame over all
 //!   threads, 4 alternating runs at load 8–12): walk 15.6–17.0 → 13.5–15.0 ms, gameplay
@@ -2597,9 +2602,8 @@ impl<'a> Solve<'a> {
             self.rig.look_chain[1],
             Some(self.rig.head),
         ];
-        let mut moved = false;
         for b in order.into_iter().flatten() {
-            let head = skeleton.model_transform(pose, self.rig.head);
+            let head = self.s.model[self.rig.head];
             let (Some(t), Some(d)) = (
                 (g.target - head.translation).try_normalize(),
                 (head.rotation * self.rig.head_aim).try_normalize(),
@@ -2609,16 +2613,13 @@ impl<'a> Solve<'a> {
             if d.dot(t) > 1.0 - 1e-9 {
                 break;
             }
-            let parent_rot = skeleton.parent(b).map_or(Quat::IDENTITY, |p| {
-                skeleton.model_transform(pose, p).rotation
-            });
+            let parent_rot = skeleton
+                .parent(b)
+                .map_or(Quat::IDENTITY, |p| self.s.model[p].rotation);
             pose.rotations[b] =
                 rotate_in_parent_q(parent_rot, shortest_arc(d, t), pose.rotations[b]);
             hits += clamp_joint(skeleton, pose, limit_of(&self.rig.joints, b), b);
-            moved = true;
-        }
-        if moved {
-            // The turns read the head by `model_transform`; the model catches up once.
+            // The next turn reads the head from the model.
             refresh(skeleton, pose, &mut self.s.model, &self.rig.look_subtree);
         }
         hits
