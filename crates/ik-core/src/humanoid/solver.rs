@@ -117,10 +117,12 @@
 //!   fastest-of-5 median: control 6.0 → 4.1–4.2 µs, uneven 6.0 → 4.2 (p99 12.1 → 10.1,
 //!   max 22.5–25.4 → 18.8–18.9), reach mean 9.6–10.0 → 7.8–7.9 (p99 38.2–41.2 → 32.6–33.4), both mean
 //!   9.6–10.1 → 7.8–7.9 (p99 40.4–42.3 → 35.9–36.2, max 61–81 → 55.6–63.3); every other
-//!   figure identical. The `bevy_ik` crowd (1000 characters, CPU per frame over all
-//!   threads, 4 alternating runs at load 8–12): walk 15.6–17.0 → 13.5–15.0 ms, gameplay
-//!   goals 28.5–29.9 → 26.0–29.0 ms; `FullBodySolver::solve`'s instructions in a 200-character
-//!   run 354.5 → 230.3 M.
+//!   figure identical. With the look-at change too (4 alternating runs, load 6.0–7.3):
+//!   control median 3.8 µs, uneven p99 9.7, reach p99 31.8–32.5, both p99 35.3–35.5 µs. The
+//!   `bevy_ik` crowd (1000 characters, CPU per frame over all threads, 4 alternating runs at
+//!   load 2.3–4.5): walk 12.7–15.6 → 11.3–13.9 ms (medians 14.8 → 11.7), gameplay goals
+//!   26.2–29.6 → 23.7–25.7 ms (medians 28.1 → 24.9); `FullBodySolver::solve`'s instructions
+//!   in a 200-character run (callgrind, set-up + 30 frames) 354.5 → 216.6 M.
 //!
 //! Where the budget still goes (`IK_GAMEPLAY_PROFILE=1`): a solve without Jacobian
 //! iterations costs about 4 µs (limb and look-at finish, FK, measuring), each iteration about
