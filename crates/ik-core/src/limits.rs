@@ -211,6 +211,20 @@ impl JointLimit {
         if !self.is_valid() {
             return false;
         }
+        self.clamp_valid(rest_rotation, rest_translation, rotation, translation)
+    }
+
+    /// [`JointLimit::clamp`] of a limit known to be valid (the solvers validate their limits
+    /// when they are set up, then clamp every joint they move, every iteration): the same
+    /// result without checking the limit again.
+    pub(crate) fn clamp_valid(
+        &self,
+        rest_rotation: Quat,
+        rest_translation: Vec3,
+        rotation: &mut Quat,
+        translation: &mut Vec3,
+    ) -> bool {
+        debug_assert!(self.is_valid(), "clamp_valid with an invalid limit");
         match *self {
             Self::Free | Self::Locked => false,
             Self::Hinge { axis, min, max } => {
@@ -229,7 +243,8 @@ impl JointLimit {
             }
             Self::SwingTwist(limit) => {
                 let delta = rest_rotation.inverse() * *rotation;
-                match limit.clamp_delta(delta) {
+                // (Valid: checked by the caller.)
+                match limit.clamp_delta_valid(delta) {
                     Some(d) => write_rotation(rotation, rest_rotation * d),
                     None => false,
                 }
@@ -351,12 +366,9 @@ impl SwingTwistLimit {
     /// `swing_axis` and `twist_axis × swing_axis`) and the twist angle in `(−π, π]`.
     #[must_use]
     pub fn decompose(&self, delta: Quat) -> (Vec2, f32) {
-        let s = rotation::swing_vector(delta, self.twist_axis);
+        let (s, twist) = rotation::swing_vector_and_twist(delta, self.twist_axis);
         let second = self.twist_axis.cross(self.swing_axis);
-        (
-            Vec2::new(s.dot(self.swing_axis), s.dot(second)),
-            rotation::twist_angle(delta, self.twist_axis),
-        )
+        (Vec2::new(s.dot(self.swing_axis), s.dot(second)), twist)
     }
 
     /// The rotation with swing components `swing` and twist angle `twist`; inverse of
@@ -394,6 +406,12 @@ impl SwingTwistLimit {
         if self.validate().is_err() {
             return None;
         }
+        self.clamp_delta_valid(delta)
+    }
+
+    /// [`SwingTwistLimit::clamp_delta`] of a limit known to be valid (the check is the
+    /// caller's: [`JointLimit::clamp`] makes it once per call).
+    fn clamp_delta_valid(&self, delta: Quat) -> Option<Quat> {
         let (s, twist) = self.decompose(delta);
         let c = closest_on_ellipse(s, self.swing_half_angles);
         let twist_in = angle_in_range(twist, self.twist_min, self.twist_max, LIMIT_SLACK);
@@ -408,10 +426,8 @@ impl SwingTwistLimit {
 /// The swing's rotation angle and the twist angle about `axis` of a rest-relative rotation
 /// (swing–twist helpers from [`crate::rotation`]).
 fn hinge_parts(delta: Quat, axis: Vec3) -> (f32, f32) {
-    (
-        rotation::swing_vector(delta, axis).length(),
-        rotation::twist_angle(delta, axis),
-    )
+    let (swing, twist) = rotation::swing_vector_and_twist(delta, axis);
+    (swing.length(), twist)
 }
 
 /// Clamps an angle in `(−π, π]` to `[min, max]` (taken around the circle, see

@@ -230,6 +230,32 @@ pub fn swing_vector(q: Quat, axis: Vec3) -> Vec3 {
     to_rotation_vector(swing_twist(q, axis).0)
 }
 
+/// `(swing_vector(q, axis), twist_angle(q, axis))` bit for bit, normalising `q` and `axis` and
+/// splitting off the twist once instead of twice (the joint-limit clamps call it on every
+/// joint they check).
+#[must_use]
+pub(crate) fn swing_vector_and_twist(q: Quat, axis: Vec3) -> (Vec3, f32) {
+    let Some(q) = try_normalize_quat(q) else {
+        return (Vec3::ZERO, 0.0);
+    };
+    let Some(axis) = axis.try_normalize() else {
+        return (to_rotation_vector(q), 0.0);
+    };
+    let Some((w, s)) = twist_components(q, axis) else {
+        return (to_rotation_vector(q), 0.0);
+    };
+    // The swing, as `swing_twist` makes it.
+    let sign = if w < 0.0 { -1.0 } else { 1.0 };
+    let inv_norm = sign / s.hypot(w);
+    let v = axis * (s * inv_norm);
+    let twist = Quat::from_xyzw(v.x, v.y, v.z, w * inv_norm);
+    let swing = to_rotation_vector(q * twist.conjugate());
+    // The twist angle, as `angle_about_axis` makes it.
+    let (w, s) = if w < 0.0 { (-w, -s) } else { (w, s) };
+    let angle = 2.0 * s.atan2(w);
+    (swing, if angle <= -PI { PI } else { angle })
+}
+
 /// The rotation with swing rotation vector `swing` and twist angle `twist` about `axis`:
 /// `from_rotation_vector(swing) * R_axis(twist)`. Inverse of ([`swing_vector`],
 /// [`twist_angle`]) when `swing ⊥ axis`. A zero or non-finite `axis` drops the twist; a
@@ -744,6 +770,44 @@ impl BoneFrame {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn swing_vector_and_twist_is_the_pair_bit_for_bit() {
+        let axes = [
+            Vec3::X,
+            Vec3::new(0.3, -2.0, 0.7),
+            Vec3::ZERO,
+            Vec3::splat(f32::NAN),
+        ];
+        let mut quats = vec![
+            Quat::IDENTITY,
+            Quat::from_xyzw(0.0, 0.0, 0.0, 0.0),
+            Quat::from_xyzw(1.0, 0.0, 0.0, 0.0),
+            Quat::from_xyzw(0.0, 1.0, 0.0, 0.0),
+            -Quat::from_axis_angle(Vec3::X, 3.0),
+        ];
+        let mut state = 0x1234_5678_u32;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            (state as f32 / u32::MAX as f32) * 2.0 - 1.0
+        };
+        for _ in 0..500 {
+            quats.push(Quat::from_xyzw(next(), next(), next(), next()) * 3.0);
+        }
+        for q in quats {
+            for axis in axes {
+                let (swing, twist) = swing_vector_and_twist(q, axis);
+                let (s0, t0) = (swing_vector(q, axis), twist_angle(q, axis));
+                assert_eq!(
+                    (swing.to_array().map(f32::to_bits), twist.to_bits()),
+                    (s0.to_array().map(f32::to_bits), t0.to_bits()),
+                    "{q} {axis}"
+                );
+            }
+        }
+    }
 
     fn close(a: Quat, b: Quat, tol: f32) -> bool {
         rotation_angle_between(a, b) < tol

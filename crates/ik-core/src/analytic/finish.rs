@@ -11,6 +11,12 @@
 //! forearm twist handed to an in-line twist bone, then the exact end orientation; every joint
 //! clamped to its limit. The full-body solver ([`crate::humanoid::FullBodySolver`]) runs it
 //! before and after its Jacobian passes.
+//!
+//! Per-frame cost: the clamps that score the unswivelled limb in (2b) are the clamps the upper
+//! and end joints get when the swivel stays (the same inputs bit for bit, so they are reused,
+//! not made twice), and the path is refreshed a second time only when the swivel or the clamp
+//! turned the upper joint; the limits are valid (checked when the solver was set up), so the
+//! clamps do not validate them again.
 
 use glam::{Quat, Vec3};
 
@@ -29,7 +35,8 @@ pub(crate) struct LimbChain {
     pub(crate) end: usize,
     /// Bones from `upper` to `end` inclusive, parents first.
     pub(crate) path: Vec<usize>,
-    /// Limits of upper, lower (a [`JointLimit::Hinge`] for step 1), twist and end.
+    /// Limits of upper, lower (a [`JointLimit::Hinge`] for step 1), twist and end; valid
+    /// ([`JointLimit::validate`]): the finish clamps without checking them again.
     pub(crate) limits: [JointLimit; 4],
 }
 
@@ -106,6 +113,16 @@ pub(crate) fn finish_limb(
         pose.rotations[upper] = rotate_in_parent_q(parent_rot, q, pose.rotations[upper]);
         refresh(skeleton, pose, model, &limb.path);
     }
+    // `model` is current along the path for this upper joint (refreshed just above, or as
+    // the caller handed it over): unless the swivel or the clamp below turn it, the path
+    // needs no second refresh.
+    let synced = (pose.rotations[upper], pose.translations[upper]);
+    // The clamps of the unswivelled limb (ψ = 0) that step 2b makes to score it: the upper
+    // joint as it is, and the end joint at the exact target orientation under its parent's
+    // model rotation (kept with it). When ψ = 0 stays, they are the clamps the joints get
+    // below: bit for bit the same inputs, so they are reused rather than made twice.
+    let mut upper0: Option<(Quat, Vec3, bool)> = None;
+    let mut end0: Option<(Quat, Quat, Vec3, bool)> = None;
     if goal.use_rotation && goal.use_position {
         // 2b. Swivel the limb about the root–target axis (the end stays put) to the angle where
         // the upper joint and the end joint need the least clamping.
@@ -125,11 +142,21 @@ pub(crate) fn finish_limb(
                 let mut e = ((q * end_parent_model).inverse() * goal.rotation).normalize();
                 let (u0, e0) = (u, e);
                 let (mut t0, mut t1) = (ur.translation, er.translation);
-                ul.clamp(ur.rotation, ur.translation, &mut u, &mut t0);
-                el.clamp(er.rotation, er.translation, &mut e, &mut t1);
+                ul.clamp_valid(ur.rotation, ur.translation, &mut u, &mut t0);
+                el.clamp_valid(er.rotation, er.translation, &mut e, &mut t1);
                 quat_angle(u, u0) + quat_angle(e, e0) + psi.abs() * 1e-3
             };
-            let mut best = (cost(0.0), 0.0f32);
+            // ψ = 0 on the pose itself: the rotations `cost(0.0)` rebuilds (up to rounding)
+            // from the model.
+            let (mut u, mut ut) = (pose.rotations[upper], pose.translations[upper]);
+            let u_hit = ul.clamp_valid(ur.rotation, ur.translation, &mut u, &mut ut);
+            let e_in = (end_parent_model.inverse() * goal.rotation).normalize();
+            let (mut e, mut et) = (e_in, pose.translations[end]);
+            let e_hit = el.clamp_valid(er.rotation, er.translation, &mut e, &mut et);
+            let mut best = (
+                quat_angle(u, pose.rotations[upper]) + quat_angle(e, e_in),
+                0.0f32,
+            );
             let refine = |best: &mut (f32, f32), mut h: f32| {
                 for _ in 0..6 {
                     for psi in [best.1 - h, best.1 + h] {
@@ -162,10 +189,21 @@ pub(crate) fn finish_limb(
                         rotate_in_parent_q(parent_rot, q, pose.rotations[upper]);
                 }
             }
+            if best.1 == 0.0 {
+                upper0 = Some((u, ut, u_hit));
+                end0 = Some((end_parent_model, e, et, e_hit));
+            }
         }
     }
-    hits += clamp_joint(skeleton, pose, limb.limits[0], upper);
-    refresh(skeleton, pose, model, &limb.path);
+    if let Some((u, ut, hit)) = upper0 {
+        (pose.rotations[upper], pose.translations[upper]) = (u, ut);
+        hits += u32::from(hit);
+    } else {
+        hits += clamp_joint(skeleton, pose, limb.limits[0], upper);
+    }
+    if !same_bits(synced, (pose.rotations[upper], pose.translations[upper])) {
+        refresh(skeleton, pose, model, &limb.path);
+    }
     if goal.use_rotation {
         // 3. Forearm twist to the in-line twist bone, then the exact end orientation.
         let end_parent = skeleton.parent(end).unwrap_or(end);
@@ -181,11 +219,25 @@ pub(crate) fn finish_limb(
             refresh(skeleton, pose, model, &limb.path[from_t..]);
         }
         let parent_rot = model[end_parent].rotation;
-        pose.rotations[end] = (parent_rot.inverse() * goal.rotation).normalize();
-        hits += clamp_joint(skeleton, pose, limb.limits[3], end);
+        match end0 {
+            Some((m, e, et, hit)) if same_bits((m, Vec3::ZERO), (parent_rot, Vec3::ZERO)) => {
+                (pose.rotations[end], pose.translations[end]) = (e, et);
+                hits += u32::from(hit);
+            }
+            _ => {
+                pose.rotations[end] = (parent_rot.inverse() * goal.rotation).normalize();
+                hits += clamp_joint(skeleton, pose, limb.limits[3], end);
+            }
+        }
         refresh(skeleton, pose, model, &limb.path[limb.path.len() - 1..]);
     }
     hits
+}
+
+/// Whether two (rotation, translation) pairs are the same bits (no tolerance, `-0.0 ≠ 0.0`).
+fn same_bits(a: (Quat, Vec3), b: (Quat, Vec3)) -> bool {
+    a.0.to_array().map(f32::to_bits) == b.0.to_array().map(f32::to_bits)
+        && a.1.to_array().map(f32::to_bits) == b.1.to_array().map(f32::to_bits)
 }
 
 /// Recomputes `model` along `path` (parents first) from `pose`.
@@ -204,7 +256,8 @@ pub(crate) fn refresh(
     }
 }
 
-/// Clamps bone `b` of `pose` to `limit`; 1 when it was outside, else 0.
+/// Clamps bone `b` of `pose` to `limit` (valid, see [`JointLimit::validate`]: it is not
+/// checked again); 1 when it was outside, else 0.
 pub(crate) fn clamp_joint(
     skeleton: &Skeleton,
     pose: &mut Pose,
@@ -213,7 +266,7 @@ pub(crate) fn clamp_joint(
 ) -> u32 {
     let rest = &skeleton.bones()[b].rest;
     let (r, t) = (&mut pose.rotations[b], &mut pose.translations[b]);
-    u32::from(limit.clamp(rest.rotation, rest.translation, r, t))
+    u32::from(limit.clamp_valid(rest.rotation, rest.translation, r, t))
 }
 
 /// `local` turned by the model-space rotation `q` about its own origin (`parent_rot` is the

@@ -96,9 +96,36 @@
 //!   Part of the figures above; with a 6D pelvis (two alternating runs, load 9–10): mean
 //!   reach 10.2–10.7 → 9.7–9.9 µs, both 10.2–10.6 → 9.6; p99 reach 44–48 → 38 µs, both
 //!   44–46 → 40 µs; max both 67–70 → 61 µs; control and uneven unchanged; same goals met.
+//! * *The fixed cost of a frame* (what every tracking solve pays, iterations or not).
+//!   Forward kinematics runs only when the model is stale: the limb and look-at finishes
+//!   refresh what they move (the limb's path and the bones hanging off it, the look-at
+//!   chain) with the arithmetic of a full pass, so the model they leave is bit for bit a
+//!   full pass's, and a solve without Jacobian iterations runs two full passes instead of
+//!   four. The incoming pose is measured only when its pelvis goal is met (forward
+//!   kinematics of the hips' ancestors decides; only the all-met shortcut reads that
+//!   measure, and a game's pelvis target moves nearly every frame). The finish reuses the
+//!   clamps that score the unswivelled limb as the joints' own clamps; a limit clamp splits
+//!   swing and twist once, and the limits are validated once, at set-up. All of that leaves
+//!   every pose and report the same bits (the gameplay scenarios, warm and cold, both pelvis
+//!   modes). Instructions over the control scenario's 3346 tracking solves (callgrind)
+//!   189.6 → 121.0 M; the look-at finish then reads the head from the model (it walked the
+//!   chain from the root for each of its four turns): rounding differs in the last bits
+//!   (products associated the other way), the gameplay bench's goal figures are unchanged
+//!   but one (frames with every feasible goal met, scenario both: 98.51 → 98.54 %), cold
+//!   solves converge as often (1627 of 1680 gameplay goal sets from rest), 121.0 → 113.3 M.
+//!   `gameplay` bench without the look-at change, 4 alternating runs at load 5.8–8.0,
+//!   fastest-of-5 median: control 6.0 → 4.1–4.2 µs, uneven 6.0 → 4.2 (p99 12.1 → 10.1,
+//!   max 22.5–25.4 → 18.8–18.9), reach mean 9.6–10.0 → 7.8–7.9 (p99 38.2–41.2 → 32.6–33.4), both mean
+//!   9.6–10.1 → 7.8–7.9 (p99 40.4–42.3 → 35.9–36.2, max 61–81 → 55.6–63.3); every other
+//!   figure identical. With the look-at change too (4 alternating runs, load 6.0–7.3):
+//!   control median 3.8 µs, uneven p99 9.7, reach p99 31.8–32.5, both p99 35.3–35.5 µs. The
+//!   `bevy_ik` crowd (1000 characters, CPU per frame over all threads, 4 alternating runs at
+//!   load 2.3–4.5): walk 12.7–15.6 → 11.3–13.9 ms (medians 14.8 → 11.7), gameplay goals
+//!   26.2–29.6 → 23.7–25.7 ms (medians 28.1 → 24.9); `FullBodySolver::solve`'s instructions
+//!   in a 200-character run (callgrind, set-up + 30 frames) 354.5 → 216.6 M.
 //!
 //! Where the budget still goes (`IK_GAMEPLAY_PROFILE=1`): a solve without Jacobian
-//! iterations costs about 6 µs (limb and look-at finish, FK, measuring), each iteration about
+//! iterations costs about 4 µs (limb and look-at finish, FK, measuring), each iteration about
 //! 8 µs on a full rig (Jacobian, normal equations, the limit clamps); in the reach and both
 //! scenarios a third of the time is in solves that converge after two or three iterations
 //! (hands reaching past the shoulder's range: the body leans).
@@ -253,7 +280,7 @@ use super::{
     de_leva_com_ratio, de_leva_fraction,
 };
 use crate::analytic::finish::{
-    LimbChain, LimbTarget, clamp_joint, finish_limb, quat_angle, rotate_in_parent_q,
+    LimbChain, LimbTarget, clamp_joint, finish_limb, quat_angle, refresh, rotate_in_parent_q,
 };
 use crate::jacobian::dense::{DlsBuffers, cholesky, cholesky_solve};
 use crate::limits::JointLimit;
@@ -681,6 +708,9 @@ struct Limb {
     chain: LimbChain,
     /// Rest length upper → lower → end: the limb's reach.
     reach: f32,
+    /// The forward-kinematics bones below `upper` off the limb's path (twist helpers, toes),
+    /// parents first: refreshed after the limb's finish, so the model stays current.
+    subtree: Vec<usize>,
 }
 
 /// Full-body humanoid IK over a [`HumanoidMap`]: see the [module docs](self).
@@ -717,6 +747,11 @@ pub struct FullBodySolver {
     fk_bones: Vec<usize>,
     /// Per bone: whether it is in `fk_bones`.
     in_fk: Vec<bool>,
+    /// The bones of `fk_bones` from the root to the hips, parents first.
+    pelvis_fk: Vec<usize>,
+    /// The forward-kinematics bones the look-at finish moves (the highest bone it turns and
+    /// everything below it), parents first: refreshed after each turn.
+    look_subtree: Vec<usize>,
     cols: usize,
     rest: Pose,
     /// Tells this solver's joints and limits apart from another's (clones share it: the same
@@ -750,6 +785,10 @@ pub struct FullBodyScratch {
     /// The solver's column count this scratch is sized for (0: not sized yet).
     cols: usize,
     model: Vec<BoneTransform>,
+    /// Whether `model` is the forward kinematics of the pose being solved (see
+    /// `Solve::fk_stale`): set by `Solve::fk`, cleared when an attempt starts and by every
+    /// Jacobian step; the limb and look-at finishes keep it true by refreshing what they move.
+    model_fresh: bool,
     /// The Jacobian, residual, step and work buffers of the shared dense kernel.
     dls: DlsBuffers,
     saturated: Vec<bool>,
@@ -1010,6 +1049,7 @@ impl FullBodySolver {
                     limits,
                 },
                 reach,
+                subtree: Vec::new(),
             });
         }
         if role_direction(skeleton, &model, map, B::Head).is_none() {
@@ -1050,12 +1090,31 @@ impl FullBodySolver {
                 wanted[a] = true;
             }
         }
-        let fk_bones = (0..n).filter(|&b| wanted[b]).collect();
+        let fk_bones: Vec<usize> = (0..n).filter(|&b| wanted[b]).collect();
         let in_fk = wanted;
+        let below = |top: usize, skip: &[usize]| -> Vec<usize> {
+            fk_bones
+                .iter()
+                .copied()
+                .filter(|&b| skeleton.is_ancestor_or_self(top, b) && !skip.contains(&b))
+                .collect()
+        };
+        for limb in &mut limbs {
+            limb.subtree = below(limb.chain.upper, &limb.chain.path);
+        }
+        let pelvis_fk = fk_bones
+            .iter()
+            .copied()
+            .filter(|&b| skeleton.is_ancestor_or_self(b, effector_bones[Effector::Pelvis as usize]))
+            .collect();
+        let look_top = look_chain[1].or(look_chain[0]).unwrap_or(head);
+        let look_subtree = below(look_top, &[]);
         let mut solver = Self {
             settings: FullBodySettings::default(),
             fk_bones,
             in_fk,
+            look_subtree,
+            pelvis_fk,
             masses,
             up: frame.up,
             segments,
@@ -1333,6 +1392,8 @@ impl<'a> Solve<'a> {
         }
         self.check_frames(skeleton, goals)?;
         match self.rig.settings.reference {
+            // Only posture following reads the reference.
+            _ if self.rig.settings.posture_gain <= 0.0 => {}
             PostureReference::Input => self.s.reference.copy_from(pose),
             PostureReference::Rest => {
                 for (i, b) in skeleton.bones().iter().enumerate() {
@@ -1357,12 +1418,14 @@ impl<'a> Solve<'a> {
             }
             let rest = &skeleton.bones()[b].rest;
             let (r, t) = (&mut pose.rotations[b], &mut pose.translations[b]);
-            j.limit.clamp(rest.rotation, rest.translation, r, t);
+            j.limit.clamp_valid(rest.rotation, rest.translation, r, t);
         }
         self.s.start.copy_from(pose);
-        self.fk(skeleton, pose);
         let mut initial = FullBodyReport::default();
-        initial.converged = self.measure(skeleton, pose, goals, &mut initial);
+        if cold || !self.pelvis_missed(skeleton, pose, goals) {
+            self.fk(skeleton, pose);
+            initial.converged = self.measure(skeleton, pose, goals, &mut initial);
+        }
         initial.cost = self.score(&initial, goals);
         if initial.converged {
             // Already there: bit for bit.
@@ -1633,6 +1696,43 @@ impl<'a> Solve<'a> {
                 None => local,
             };
         }
+        self.s.model_fresh = true;
+    }
+
+    /// Whether the pelvis goal is missed by `pose` (so the pose meets not every goal): from
+    /// forward kinematics of the hips and their ancestors only, with the arithmetic and the
+    /// test of [`Solve::fk`] and [`Solve::measure`]. A tracking solve then skips measuring the
+    /// incoming pose (a full FK pass and every residual): only its all-met shortcut reads it,
+    /// and in a game the pelvis target moves nearly every frame.
+    fn pelvis_missed(&mut self, skeleton: &Skeleton, pose: &Pose, goals: &FullBodyGoals) -> bool {
+        let g = goals.get(Effector::Pelvis);
+        if !g.enabled || g.frame != GoalFrame::Model {
+            return false;
+        }
+        self.s
+            .model
+            .resize(self.rig.bone_count, BoneTransform::IDENTITY);
+        self.s.model_fresh = false;
+        for &b in &self.rig.pelvis_fk {
+            let local = pose.local_transform(skeleton, b);
+            self.s.model[b] = match skeleton.parent(b) {
+                Some(p) => self.s.model[p].mul_transform(&local),
+                None => local,
+            };
+        }
+        let s = &self.rig.settings;
+        let m = &self.s.model[self.rig.effector_bones[Effector::Pelvis as usize]];
+        (g.wants_position() && m.translation.distance(g.position) > s.position_tolerance)
+            || (g.wants_rotation() && quat_angle(m.rotation, g.rotation) > s.rotation_tolerance)
+    }
+
+    /// [`Solve::fk`] unless the model is current already (`model_fresh`: the limb and look-at
+    /// finishes refresh what they move with the same arithmetic, parents first, so the model
+    /// they leave is bit for bit what a full pass would compute).
+    fn fk_stale(&mut self, skeleton: &Skeleton, pose: &Pose) {
+        if !self.s.model_fresh {
+            self.fk(skeleton, pose);
+        }
     }
 
     /// Updates which goals give way, from `report` (measured on the output): met goals are
@@ -1763,6 +1863,8 @@ impl<'a> Solve<'a> {
         let mut report = FullBodyReport::default();
         let balance = goals.center_of_mass.enabled && goals.center_of_mass.weight > 0.0;
         self.s.balancing = balance;
+        // The pose may have changed since the last forward kinematics (restarts, the pin).
+        self.s.model_fresh = false;
         self.s.pelvis_pin = self.pin_pelvis(skeleton, pose, goals.get(Effector::Pelvis), balance);
         if s.analytic_limbs {
             // Start the limbs at the right elbow/knee angles: the Jacobian is poor at leaving a
@@ -1806,7 +1908,7 @@ impl<'a> Solve<'a> {
                 }
                 report.limits_hit += self.finish_look_at(skeleton, pose, goals);
             }
-            self.fk(skeleton, pose);
+            self.fk_stale(skeleton, pose);
             report.converged = self.measure(skeleton, pose, goals, &mut report);
             // A foot the finish left unmet brings the feet's rows back for the rest of the
             // attempt: the hips' turn then answers to them again.
@@ -1850,7 +1952,7 @@ impl<'a> Solve<'a> {
                 report.limits_hit += self.finish_limbs(skeleton, pose, goals);
                 report.limits_hit += self.finish_look_at(skeleton, pose, goals);
             }
-            self.fk(skeleton, pose);
+            self.fk_stale(skeleton, pose);
             report.converged = self.measure(skeleton, pose, goals, &mut report);
         }
         report
@@ -2174,7 +2276,7 @@ impl<'a> Solve<'a> {
             && !self.s.relative)
             || !self.s.feet_rows;
         for it in 0..budget {
-            self.fk(skeleton, pose);
+            self.fk_stale(skeleton, pose);
             // Relative goals (see `GoalFrame`) at where their frame bones are now.
             let resolved = self.resolved(skeleton, pose, goals);
             let goals = resolved.as_ref().unwrap_or(goals);
@@ -2533,6 +2635,7 @@ impl<'a> Solve<'a> {
 
     /// Applies `dq` to the pose and clamps every joint to its limit; returns the clamp count.
     fn apply(&mut self, skeleton: &Skeleton, pose: &mut Pose) -> u32 {
+        self.s.model_fresh = false;
         let mut hits = 0;
         for (ji, j) in self.rig.joints.iter().enumerate() {
             let b = j.bone;
@@ -2567,7 +2670,7 @@ impl<'a> Solve<'a> {
             }
             let rest = &skeleton.bones()[b].rest;
             let (r, t) = (&mut pose.rotations[b], &mut pose.translations[b]);
-            let hit = j.limit.clamp(rest.rotation, rest.translation, r, t);
+            let hit = j.limit.clamp_valid(rest.rotation, rest.translation, r, t);
             self.s.saturated[ji] = hit;
             hits += u32::from(hit);
         }
@@ -2607,11 +2710,17 @@ impl<'a> Solve<'a> {
 
     /// Turns the head, then the bones above it, then the head again by the shortest arc from
     /// the current face direction to the look-at target, each clamped. Returns the clamp count.
-    fn finish_look_at(&self, skeleton: &Skeleton, pose: &mut Pose, goals: &FullBodyGoals) -> u32 {
+    fn finish_look_at(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goals: &FullBodyGoals,
+    ) -> u32 {
         let g = &goals.look_at;
         if !g.enabled || g.weight <= 0.0 {
             return 0;
         }
+        self.fk_stale(skeleton, pose);
         let mut hits = 0;
         let order = [
             Some(self.rig.head),
@@ -2620,29 +2729,31 @@ impl<'a> Solve<'a> {
             Some(self.rig.head),
         ];
         for b in order.into_iter().flatten() {
-            let head = skeleton.model_transform(pose, self.rig.head);
+            let head = self.s.model[self.rig.head];
             let (Some(t), Some(d)) = (
                 (g.target - head.translation).try_normalize(),
                 (head.rotation * self.rig.head_aim).try_normalize(),
             ) else {
-                return hits;
+                break;
             };
             if d.dot(t) > 1.0 - 1e-9 {
                 break;
             }
-            let parent_rot = skeleton.parent(b).map_or(Quat::IDENTITY, |p| {
-                skeleton.model_transform(pose, p).rotation
-            });
+            let parent_rot = skeleton
+                .parent(b)
+                .map_or(Quat::IDENTITY, |p| self.s.model[p].rotation);
             pose.rotations[b] =
                 rotate_in_parent_q(parent_rot, shortest_arc(d, t), pose.rotations[b]);
             hits += clamp_joint(skeleton, pose, limit_of(&self.rig.joints, b), b);
+            // The next turn reads the head from the model.
+            refresh(skeleton, pose, &mut self.s.model, &self.rig.look_subtree);
         }
         hits
     }
 
     /// The analytic limb finish (see the module docs). Returns the clamp count.
     fn finish_limbs(&mut self, skeleton: &Skeleton, pose: &mut Pose, goals: &FullBodyGoals) -> u32 {
-        self.fk(skeleton, pose);
+        self.fk_stale(skeleton, pose);
         let mut hits = 0;
         // Goals in model space first, then the relative ones (see `GoalFrame`), each read
         // where its frame bone is once the other limbs are finished: a hand on a prop the
@@ -2674,6 +2785,8 @@ impl<'a> Solve<'a> {
                 &target,
                 self.s.cold,
             );
+            // The finish refreshed its path; the bones hanging off it follow.
+            refresh(skeleton, pose, &mut self.s.model, &limb.subtree);
         }
         hits
     }
