@@ -157,6 +157,22 @@
 //! fastest-of-5: feasible goal-frames met reach 99.68 → 99.78 %, both 99.75 → 99.79 %, p99
 //! reach 38 → 33 µs, both unchanged at 40 µs; position-only pelvis unchanged.)
 //!
+//! **Straight limbs are spared before the first step.** Giving way takes two solves; until
+//! then a hand dragged out of reach pulls at full weight, and where another limb is
+//! straight on its target (a T-pose's arms and legs, every target at the limb's full reach)
+//! the trunk's answer costs that limb: with a position-only pelvis goal the hips turn and a
+//! straight leg cannot follow (measured on the straight-limbed test rigs, `bevy_ik`'s
+//! `IkHumanoid::auto()` goals, the left hand dragged 7 cm a frame out of reach: the right
+//! hand 20–46 mm off in frames 2–4, 12–39 mm with its target at 85 % of its reach). So a
+//! tracking solve first measures, on the start pose, which hands' targets lie beyond the
+//! arm's reach from where the shoulder is (1 % margin) and which hands and feet are *tight*
+//! (target at 98–101 % of the limb's reach). A far hand that could turn a joint moving a
+//! tight limb gets, for that solve, no Jacobian columns from the joints that move any other
+//! goal's effector: it reaches with its own arm and clavicle and gives way as before; the
+//! others stay within 1 mm from the first frame (tested on every rig convention and the CC0
+//! characters). Without a tight limb in the way nothing changes (a hard but feasible hand
+//! target is still reached by leaning); the `gameplay` bench's figures are unchanged.
+//!
 //! **Rescue pass.** A tracking attempt that stalls (see *Bounded cost*) with budget left and
 //! a goal unmet that does not give way, missed by more than five tolerances (0.5 mm / 0.3° by
 //! default) but less than the give-way minimum — a goal that should be met, not one on its
@@ -800,6 +816,11 @@ pub struct FullBodyScratch {
     /// With a position-only pelvis pin: whether this attempt's Jacobian passes keep the feet's
     /// rows (see `attempt`).
     feet_rows: bool,
+    /// Per effector: for a hand whose target is beyond its arm's reach from where the
+    /// shoulder is at the start of this tracking solve while a joint it could turn moves a
+    /// tight limb, the bits of the other effectors with goals; the hand's rows leave out the
+    /// joints that move those (see `Solve::spare_tight_limbs`).
+    spare: [u8; 5],
     reference: Pose,
     start: Pose,
     best: Pose,
@@ -854,6 +875,11 @@ const STALL_WINDOW: usize = 3;
 /// The weight factor of a goal that gives way (it must still make progress in what the other
 /// goals leave free; the polish pass undoes the rest).
 const GIVE_WAY_FACTOR: f32 = 0.1;
+/// A hand target farther than this fraction beyond the arm's reach from the shoulder spares
+/// the tight limbs (see `Solve::spare_tight_limbs`).
+const SPARE_STRETCH: f32 = 0.01;
+/// A limb whose target is at least this fraction of its reach from its root is tight.
+const TIGHT_LIMB: f32 = 0.98;
 /// Misses under this many give-way scales never give way.
 const GIVE_WAY_MIN: f32 = 0.2;
 /// The same for the look-at: a head that cannot turn the last degree or two (a rig without a
@@ -1436,6 +1462,7 @@ impl<'a> Solve<'a> {
         }
         // Graceful degradation: goals that proved infeasible give way (tracking only).
         self.s.demoting = !cold && s.give_way_distance.is_finite();
+        self.s.spare = [0; 5];
         if cold {
             self.s.demoted = [false; CHANNELS];
         }
@@ -1501,6 +1528,7 @@ impl<'a> Solve<'a> {
             report.restarts = restarts;
             report
         } else {
+            self.spare_tight_limbs(goals);
             let mut report = self.attempt(skeleton, pose, goals, s.max_iterations);
             report.cost = self.score(&report, goals);
             self.rescue(skeleton, pose, goals, &mut report);
@@ -1838,6 +1866,70 @@ impl<'a> Solve<'a> {
             self.s.demoted[c] = true;
         }
         worst.is_some()
+    }
+
+    /// Graceful degradation before the first step (tracking). A hand whose target lies beyond
+    /// its arm's reach from where the shoulder is now (measured on the start pose,
+    /// `self.s.model`) can only get closer by moving the trunk. Where a joint it could turn
+    /// also moves a *tight* limb — another hand or a foot with its target at 98–101 % of its
+    /// reach, i.e. straight on it (with a position-only pelvis goal, straight legs make the
+    /// hips' turn one such joint; a straight other arm, the spine) —, that limb could only
+    /// follow by moving its root off its target's sphere: a least-squares step trades it by
+    /// weight, a first-order null-space step still stretches it at second order, and a leg's
+    /// finish cannot undo a hip turn. So for this solve the hand's rows get no columns from
+    /// the joints that move any other goal's effector: it reaches as far as its own arm and
+    /// clavicle go (and gives way over the next solves as before), costing no other goal.
+    /// Without a tight limb in the way it keeps the whole body (a hard but feasible target
+    /// is reached by leaning, as before).
+    fn spare_tight_limbs(&mut self, goals: &FullBodyGoals) {
+        if self.s.relative || !self.s.demoting {
+            return;
+        }
+        let stretch = |limb: &Limb| {
+            let g = &goals.effectors[limb.effector];
+            let root = self.s.model[limb.chain.upper].translation;
+            g.position.distance(root) / limb.reach
+        };
+        let (mut tight, mut far) = (0u8, 0u8);
+        for limb in &self.rig.limbs {
+            let k = limb.effector;
+            if !goals.effectors[k].wants_position() {
+                continue;
+            }
+            let x = stretch(limb);
+            if x > 1.0 + SPARE_STRETCH {
+                if k == Effector::LeftHand as usize || k == Effector::RightHand as usize {
+                    far |= 1 << k;
+                }
+            } else if x >= TIGHT_LIMB {
+                tight |= 1 << k;
+            }
+        }
+        if far == 0 || tight == 0 {
+            return;
+        }
+        // The pelvis's floating joint is out of the Jacobian under a 6D pelvis goal.
+        let pelvis = goals.get(Effector::Pelvis);
+        let hips_pinned = pelvis.wants_position() && pelvis.wants_rotation();
+        let mut with_goal = 0u8;
+        for (k, g) in goals.effectors.iter().enumerate() {
+            if g.wants_position() || g.wants_rotation() {
+                with_goal |= 1 << k;
+            }
+        }
+        for k in 0..5 {
+            if far & (1 << k) == 0 {
+                continue;
+            }
+            let coupled = self.rig.joints.iter().any(|j| {
+                j.affects & (1 << k) != 0
+                    && j.affects & tight & !(1 << k) != 0
+                    && !(hips_pinned && matches!(j.dof, Dof::Floating))
+            });
+            if coupled {
+                self.s.spare[k] = with_goal & !(1 << k);
+            }
+        }
     }
 
     /// The weight factor of `channel` in this solve (see
@@ -2467,6 +2559,9 @@ impl<'a> Solve<'a> {
                     let axis = axis * mobility;
                     for k in 0..7 {
                         if (j.affects | anchor) & (1 << k) == 0 {
+                            continue;
+                        }
+                        if k < 5 && (j.affects | anchor) & self.s.spare[k] != 0 {
                             continue;
                         }
                         if k == 5 {
