@@ -509,3 +509,73 @@ fn changing_the_solver_sets_the_humanoid_up_again_in_place() {
     let d = world_pos(&app, bones[12]).distance(cup_goal);
     assert!(d < 1e-4, "right hand {d} from the game's own target");
 }
+
+/// Issue 9's demo check, through the plugin: a hand dragged far out of reach, frame by frame,
+/// costs none of the other goals — the other hand, the planted feet and the pelvis stay on
+/// their targets (measured on the output transforms) — and every frame's solve stays within
+/// its iteration budget, on every naming convention.
+#[test]
+fn a_hand_dragged_far_out_of_reach_keeps_every_other_goal_and_a_bounded_solve() {
+    for (c, convention) in CONVENTIONS.iter().enumerate() {
+        let mut app = app();
+        let character = app
+            .world_mut()
+            .spawn((
+                Transform::from_xyz(2.0 * c as f32, 0.0, 1.0)
+                    .with_rotation(Quat::from_rotation_y(-0.5)),
+                IkHumanoid::auto(),
+            ))
+            .id();
+        let bones = spawn_humanoid(app.world_mut(), character, &convention.names);
+        app.update();
+        let label = convention.label;
+        let targets = app
+            .world()
+            .get::<IkHumanoidTargets>(character)
+            .unwrap()
+            .clone();
+        let budget = IkHumanoid::auto().full_body_settings.max_iterations;
+        let hand_target = targets.left_hand.unwrap();
+        let start = world_pos(&app, hand_target);
+        // Up, out to the side and forward: 3 m away (arms are ~0.55 m) over 40 frames.
+        let away = Vec3::new(1.5, 2.0, 1.6);
+        let held = [
+            (bones[12], targets.right_hand.unwrap(), "right hand"),
+            (bones[15], targets.left_foot.unwrap(), "left foot"),
+            (bones[19], targets.right_foot.unwrap(), "right foot"),
+            (bones[0], targets.pelvis.unwrap(), "pelvis"),
+        ];
+        let mut worst = 0.0f32;
+        for f in 1..=60 {
+            let t = (f as f32 / 40.0).min(1.0);
+            place_target(&mut app, character, hand_target, start + away * t);
+            app.update();
+            let s = status(&app, character);
+            assert!(s.solved, "{label} frame {f}: {s:?}");
+            assert!(
+                s.iterations <= budget,
+                "{label} frame {f}: {} iterations over a budget of {budget}",
+                s.iterations
+            );
+            if f > 2 {
+                for (bone, target, what) in held {
+                    let miss = world_pos(&app, bone).distance(world_pos(&app, target));
+                    worst = worst.max(miss);
+                    assert!(miss < 1e-3, "{label} frame {f}: {what} {miss} m off");
+                }
+            }
+        }
+        // The hand follows as far as it can: toward its target, not left behind.
+        let hand = world_pos(&app, bones[8]);
+        let shoulder = world_pos(&app, bones[6]);
+        let goal = start + away;
+        assert!(
+            (hand - shoulder)
+                .normalize()
+                .dot((goal - shoulder).normalize())
+                > 0.95,
+            "{label}: the arm points at the far target"
+        );
+        assert!(worst < 1e-3, "{label}: {worst}");
+    }
+}
