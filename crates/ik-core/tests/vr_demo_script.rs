@@ -89,7 +89,9 @@ fn run_script(rig: &Rig, start: Start) -> Run {
         origin: Some(Vec3::ZERO),
         ..VrCalibration::default()
     };
-    body.dt = 1.0 / TICKS;
+    // `VR_DT` overrides the frame time (the demo hands the stage the real frame time: 0.25 s
+    // at 4 fps under software rendering, while its script advances 1/30 s per frame).
+    body.dt = std::env::var("VR_DT").map_or(1.0 / TICKS, |v| v.parse().unwrap_or(1.0 / TICKS));
     let frame = body.frame();
     let rest = rig.skeleton.rest_pose();
     let model = rig.skeleton.rest_model_transforms();
