@@ -50,8 +50,12 @@
 //!    (the shift would pull it off), the body shifts by the share of the head's miss that
 //!    leaves the head and that hand equally far off; a hand whose controller is at the end of
 //!    the arm's reach (98–100 % of its length: no reach to spare) gives way entirely once the
-//!    head would otherwise miss by more than 0.72 mm (human scale). No second solve: the
-//!    frame costs one bounded solve and at most two analytic re-seats.
+//!    head would otherwise miss by more than 0.72 mm (human scale). When the head is still
+//!    further off (the solver leaned the trunk toward controllers beyond the arms' reach so
+//!    far that the hips, shifted back, could not reach a planted foot), the analytic pose the
+//!    solver started from comes back, every joint clamped to its limit, unless a foot or a
+//!    hand with reach to spare would move off: the head comes first. No second solve: the
+//!    frame costs one bounded solve and at most two analytic re-seats and that restore.
 //!
 //! Before that, each arm's swivel is chosen so that the arm is within its joint limits (upper
 //! arm, elbow, forearm twist, wrist) when a swivel within this frame's turn allows it, so the
@@ -520,6 +524,9 @@ struct Rig {
     /// The full-body solver's limits of the upper and mid joints (left, right).
     arm_limits: [[JointLimit; 2]; 2],
     neck_limit: JointLimit,
+    /// Every mapped bone with a joint limit in the full-body solver (bone, limit), by bone
+    /// index.
+    limited: Vec<(usize, JointLimit)>,
     /// Per side: an in-line forearm twist bone and its limit.
     twist: [Option<(usize, JointLimit)>; 2],
     hand_limit: [JointLimit; 2],
@@ -595,6 +602,9 @@ pub struct VrBody {
     report: VrReport,
     /// A pose kept while the pelvis correction tries a pass (allocated at set-up).
     saved: crate::pose::Pose,
+    /// The analytic pose handed to the full-body solver (head on its target), kept for
+    /// [`VrBody::head_first`] (allocated at set-up).
+    analytic: crate::pose::Pose,
 }
 
 fn yaw_of(dir: Vec3, frame: &BodyFrame) -> Option<f32> {
@@ -719,6 +729,16 @@ impl VrBody {
             arm_bones: [la_ids, ra_ids],
             arm_length: [la_len, ra_len],
             neck_limit: solver.limits().get(B::Neck),
+            limited: {
+                let mut l: Vec<(usize, JointLimit)> = B::ALL
+                    .iter()
+                    .filter_map(|&r| Some((map.get(r)?, solver.limits().get(r))))
+                    .filter(|&(i, l)| i != hips && !matches!(l, JointLimit::Free))
+                    .collect();
+                l.sort_unstable_by_key(|&(i, _)| i);
+                l.dedup_by_key(|&mut (i, _)| i);
+                l
+            },
             twist: [
                 (B::LeftLowerArmTwist, la_ids),
                 (B::RightLowerArmTwist, ra_ids),
@@ -809,6 +829,7 @@ impl VrBody {
             ground_offset: 0.0,
             report: VrReport::default(),
             saved: skeleton.rest_pose(),
+            analytic: skeleton.rest_pose(),
         };
         // Trackers at the rest pose are in model space; express them in player space.
         body.trackers.head.position = body.rig.origin
@@ -1411,6 +1432,12 @@ impl VrBody {
             g.look_at.enabled = false;
             g.center_of_mass.enabled = false;
         }
+        self.analytic
+            .rotations
+            .copy_from_slice(&buffer.pose().rotations);
+        self.analytic
+            .translations
+            .copy_from_slice(&buffer.pose().translations);
         let pose = buffer.pose_unchecked_mut();
         let fb = if first {
             self.solver.solve_cold(skeleton, pose, &self.goals)
@@ -1463,6 +1490,11 @@ impl VrBody {
                         }
                     }
                 }
+                // When the shift could not bring the head back (the solver leaned the trunk
+                // toward a controller so far that the hips, shifted back, could not reach a
+                // planted foot), the head comes first: back to the analytic pose, where the
+                // head was on its target, if the hands and feet allow it.
+                self.head_first(skeleton, buffer, head_t.position, &feet, &hands);
             }
         }
 
@@ -1627,6 +1659,77 @@ impl VrBody {
             }
         }
         (false, (ok && !feet_moved).then_some(moved))
+    }
+
+    /// The head first: when the head ends up more than [`HEAD_SLACK`] (human scale) off its
+    /// target after the solver and the pelvis correction, goes back to the analytic pose the
+    /// solver started from (the head on its target, or as close as the legs allowed) with
+    /// every joint clamped to its limit (a head turned past its range relative to the neck
+    /// keeps its position, not its whole rotation); kept only if the head is closer, no foot moves, and
+    /// no hand with reach to spare ends up further from its controller (a hand at the end of
+    /// its reach or beyond it gives way, as in [`VrBody::reseat`]).
+    fn head_first(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+        head: Vec3,
+        feet: &[BoneTransform; 2],
+        hands: &[TrackerPose; 2],
+    ) {
+        let slack = HEAD_SLACK * self.rig.leg_length;
+        let miss = |buffer: &mut PoseBuffer, this: &Self| {
+            buffer
+                .model_transform(skeleton, this.rig.head)
+                .translation
+                .distance(head)
+        };
+        let tips = |buffer: &mut PoseBuffer, this: &Self| -> [f32; 4] {
+            let f = [0, 1].map(|s| {
+                buffer
+                    .model_transform(skeleton, this.rig.leg_bones[s][2])
+                    .translation
+                    .distance(feet[s].translation)
+            });
+            let h = [0, 1].map(|s| {
+                buffer
+                    .model_transform(skeleton, this.rig.arm_bones[s][2])
+                    .translation
+                    .distance(hands[s].position)
+            });
+            [f[0], f[1], h[0], h[1]]
+        };
+        let before_miss = miss(buffer, self);
+        if before_miss <= slack {
+            return;
+        }
+        let before = tips(buffer, self);
+        let saved = &mut self.saved;
+        saved.rotations.copy_from_slice(&buffer.pose().rotations);
+        saved
+            .translations
+            .copy_from_slice(&buffer.pose().translations);
+        buffer.set_pose(&self.analytic);
+        for &(bone, limit) in &self.rig.limited {
+            Self::clamp_to_limit(skeleton, buffer, bone, &limit);
+        }
+        let after_miss = miss(buffer, self);
+        let after = tips(buffer, self);
+        let margin = 5e-5 * self.rig.leg_length;
+        let feet_moved = (0..2).any(|k| after[k] > before[k] + margin);
+        let spare_hand_off = (0..2).any(|side| {
+            let shoulder = buffer
+                .model_transform(skeleton, self.rig.arm_bones[side][0])
+                .translation;
+            let d = shoulder.distance(hands[side].position);
+            d < HAND_SPARE_REACH * self.rig.arm_length[side]
+                && after[2 + side] > before[2 + side].max(5.0 * margin) + margin
+        });
+        let within_limits = self
+            .solver
+            .pose_within_limits(skeleton, buffer.pose(), 1e-4);
+        if feet_moved || spare_hand_off || !within_limits || after_miss >= before_miss - margin {
+            buffer.set_pose(&self.saved);
+        }
     }
 
     /// Whether arm `side` (upper arm, elbow, forearm twist bone, hand) is within the
