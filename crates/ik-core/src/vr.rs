@@ -1528,6 +1528,30 @@ impl VrBody {
         })
     }
 
+    /// How far each foot and hand is from its target as posed: left foot, right foot, left
+    /// hand, right hand.
+    fn tip_misses(
+        &self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+        feet: &[BoneTransform; 2],
+        hands: &[TrackerPose; 2],
+    ) -> [f32; 4] {
+        let f = [0, 1].map(|s| {
+            buffer
+                .model_transform(skeleton, self.rig.leg_bones[s][2])
+                .translation
+                .distance(feet[s].translation)
+        });
+        let h = [0, 1].map(|s| {
+            buffer
+                .model_transform(skeleton, self.rig.arm_bones[s][2])
+                .translation
+                .distance(hands[s].position)
+        });
+        [f[0], f[1], h[0], h[1]]
+    }
+
     /// Shifts the whole body by `shift` (the hips' translation) and puts the feet and hands
     /// back on their targets with the analytic limbs, keeping each limb's swivel (the pole at
     /// its mid joint). Undone when a foot would move or a hand within reach would end up
@@ -1544,27 +1568,8 @@ impl VrBody {
         hands: &[TrackerPose; 2],
         hand_slack: Option<[f32; 2]>,
     ) -> (bool, Option<[f32; 2]>) {
-        let tips = |buffer: &mut PoseBuffer, this: &Self| -> [f32; 4] {
-            let f = [0, 1].map(|s| {
-                buffer
-                    .model_transform(skeleton, this.rig.leg_bones[s][2])
-                    .translation
-                    .distance(feet[s].translation)
-            });
-            let h = [0, 1].map(|s| {
-                buffer
-                    .model_transform(skeleton, this.rig.arm_bones[s][2])
-                    .translation
-                    .distance(hands[s].position)
-            });
-            [f[0], f[1], h[0], h[1]]
-        };
-        let before = tips(buffer, self);
-        let saved = &mut self.saved;
-        saved.rotations.copy_from_slice(&buffer.pose().rotations);
-        saved
-            .translations
-            .copy_from_slice(&buffer.pose().translations);
+        let before = self.tip_misses(skeleton, buffer, feet, hands);
+        self.saved.copy_from(buffer.pose());
         let hips = buffer.model_transform(skeleton, self.rig.hips).translation;
         Self::set_model_translation(skeleton, buffer, self.rig.hips, hips + shift);
         let mut ok = true;
@@ -1614,7 +1619,7 @@ impl VrBody {
             Self::clamp_to_limit(skeleton, buffer, upper, &self.rig.leg_limits[side][0]);
             Self::clamp_to_limit(skeleton, buffer, lower, &self.rig.leg_limits[side][1]);
         }
-        let after = tips(buffer, self);
+        let after = self.tip_misses(skeleton, buffer, feet, hands);
         let margin = 5e-5 * self.rig.leg_length;
         // A hand whose controller is at the end of the arm's reach from the shoulder (no reach
         // to spare) may miss more: the head comes first (the trunk leaned for it, but only so
@@ -1683,37 +1688,18 @@ impl VrBody {
                 .translation
                 .distance(head)
         };
-        let tips = |buffer: &mut PoseBuffer, this: &Self| -> [f32; 4] {
-            let f = [0, 1].map(|s| {
-                buffer
-                    .model_transform(skeleton, this.rig.leg_bones[s][2])
-                    .translation
-                    .distance(feet[s].translation)
-            });
-            let h = [0, 1].map(|s| {
-                buffer
-                    .model_transform(skeleton, this.rig.arm_bones[s][2])
-                    .translation
-                    .distance(hands[s].position)
-            });
-            [f[0], f[1], h[0], h[1]]
-        };
         let before_miss = miss(buffer, self);
         if before_miss <= slack {
             return;
         }
-        let before = tips(buffer, self);
-        let saved = &mut self.saved;
-        saved.rotations.copy_from_slice(&buffer.pose().rotations);
-        saved
-            .translations
-            .copy_from_slice(&buffer.pose().translations);
+        let before = self.tip_misses(skeleton, buffer, feet, hands);
+        self.saved.copy_from(buffer.pose());
         buffer.set_pose(&self.analytic);
         for &(bone, limit) in &self.rig.limited {
             Self::clamp_to_limit(skeleton, buffer, bone, &limit);
         }
         let after_miss = miss(buffer, self);
-        let after = tips(buffer, self);
+        let after = self.tip_misses(skeleton, buffer, feet, hands);
         let margin = 5e-5 * self.rig.leg_length;
         let feet_moved = (0..2).any(|k| after[k] > before[k] + margin);
         let spare_hand_off = (0..2).any(|side| {
