@@ -119,15 +119,12 @@ fn each_convention_follows_targets(humanoid: IkHumanoid, tolerance: f32) {
     let full_body = humanoid.solver == IkHumanoidSolver::FullBody;
     for (c, convention) in CONVENTIONS.iter().enumerate() {
         let mut app = app();
-        let character = app
-            .world_mut()
-            .spawn((
-                Transform::from_xyz(2.0 * c as f32, 0.0, 1.0)
-                    .with_rotation(Quat::from_rotation_y(0.3)),
-                humanoid.clone(),
-            ))
-            .id();
-        let bones = spawn_humanoid(app.world_mut(), character, &convention.names);
+        let (character, bones) = spawn_character(
+            &mut app,
+            Transform::from_xyz(2.0 * c as f32, 0.0, 1.0).with_rotation(Quat::from_rotation_y(0.3)),
+            humanoid.clone(),
+            &convention.names,
+        );
         app.update();
         let label = convention.label;
         let s = status(&app, character);
@@ -159,11 +156,7 @@ fn each_convention_follows_targets(humanoid: IkHumanoid, tolerance: f32) {
                 convention.names[index]
             );
         }
-        let targets = app
-            .world()
-            .get::<IkHumanoidTargets>(character)
-            .unwrap()
-            .clone();
+        let targets = humanoid_targets(&app, character);
         if full_body {
             assert!(targets.limbs.is_empty(), "{label}");
             assert!(
@@ -363,6 +356,26 @@ fn full_body_with_a_despawned_target_keeps_its_pose_and_others_still_solve() {
 }
 
 /// The character's stage entities in order.
+/// A humanoid character at `at` with `humanoid` on its root and the bones named `names`.
+fn spawn_character(
+    app: &mut App,
+    at: Transform,
+    humanoid: IkHumanoid,
+    names: &[&str; 21],
+) -> (Entity, Vec<Entity>) {
+    let character = app.world_mut().spawn((at, humanoid)).id();
+    let bones = spawn_humanoid(app.world_mut(), character, names);
+    (character, bones)
+}
+
+/// The targets the humanoid on `character` set up.
+fn humanoid_targets(app: &App, character: Entity) -> IkHumanoidTargets {
+    app.world()
+        .get::<IkHumanoidTargets>(character)
+        .unwrap()
+        .clone()
+}
+
 fn stage_order(app: &App, character: Entity) -> Vec<Entity> {
     app.world()
         .get::<IkStages>(character)
@@ -384,20 +397,14 @@ fn place_target(app: &mut App, character: Entity, target: Entity, goal: Vec3) {
 #[test]
 fn changing_the_solver_sets_the_humanoid_up_again_in_place() {
     let mut app = app();
-    let character = app
-        .world_mut()
-        .spawn((
-            Transform::from_xyz(0.5, 0.0, -1.0).with_rotation(Quat::from_rotation_y(0.4)),
-            IkHumanoid::auto(),
-        ))
-        .id();
-    let bones = spawn_humanoid(app.world_mut(), character, &CONVENTIONS[0].names);
+    let (character, bones) = spawn_character(
+        &mut app,
+        Transform::from_xyz(0.5, 0.0, -1.0).with_rotation(Quat::from_rotation_y(0.4)),
+        IkHumanoid::auto(),
+        &CONVENTIONS[0].names,
+    );
     app.update();
-    let full = app
-        .world()
-        .get::<IkHumanoidTargets>(character)
-        .unwrap()
-        .clone();
+    let full = humanoid_targets(&app, character);
     assert!(full.limbs.is_empty() && full.left_elbow_pole.is_none());
     // The game moves the left hand target, and adds a stage of its own (its own target for
     // the right hand) after the humanoid's.
@@ -432,11 +439,7 @@ fn changing_the_solver_sets_the_humanoid_up_again_in_place() {
         .solver = IkHumanoidSolver::Limbs;
     app.update();
     app.update();
-    let limbs = app
-        .world()
-        .get::<IkHumanoidTargets>(character)
-        .unwrap()
-        .clone();
+    let limbs = humanoid_targets(&app, character);
     assert_eq!(limbs.limbs.len(), 4, "{limbs:?}");
     assert!(limbs.left_elbow_pole.is_some() && limbs.right_knee_pole.is_some());
     // The hand, foot and pelvis targets kept their entities and where the game put them; the
@@ -486,11 +489,7 @@ fn changing_the_solver_sets_the_humanoid_up_again_in_place() {
     }
     app.update();
     app.update();
-    let back = app
-        .world()
-        .get::<IkHumanoidTargets>(character)
-        .unwrap()
-        .clone();
+    let back = humanoid_targets(&app, character);
     assert!(back.limbs.is_empty() && back.left_elbow_pole.is_none());
     for e in limbs.limbs.iter().chain(&limbs.left_elbow_pole) {
         assert!(app.world().get_entity(*e).is_err(), "{e} still there");
@@ -518,22 +517,16 @@ fn changing_the_solver_sets_the_humanoid_up_again_in_place() {
 fn a_hand_dragged_far_out_of_reach_keeps_every_other_goal_and_a_bounded_solve() {
     for (c, convention) in CONVENTIONS.iter().enumerate() {
         let mut app = app();
-        let character = app
-            .world_mut()
-            .spawn((
-                Transform::from_xyz(2.0 * c as f32, 0.0, 1.0)
-                    .with_rotation(Quat::from_rotation_y(-0.5)),
-                IkHumanoid::auto(),
-            ))
-            .id();
-        let bones = spawn_humanoid(app.world_mut(), character, &convention.names);
+        let (character, bones) = spawn_character(
+            &mut app,
+            Transform::from_xyz(2.0 * c as f32, 0.0, 1.0)
+                .with_rotation(Quat::from_rotation_y(-0.5)),
+            IkHumanoid::auto(),
+            &convention.names,
+        );
         app.update();
         let label = convention.label;
-        let targets = app
-            .world()
-            .get::<IkHumanoidTargets>(character)
-            .unwrap()
-            .clone();
+        let targets = humanoid_targets(&app, character);
         let budget = IkHumanoid::auto().full_body_settings.max_iterations;
         let hand_target = targets.left_hand.unwrap();
         let start = world_pos(&app, hand_target);
