@@ -17,7 +17,7 @@ use ik_core::humanoid::{
     random_pose_within_limits, test_rig,
 };
 
-#[path = "support/rng.rs"]
+#[path = "../tests/support/rng.rs"]
 mod rng;
 use rng::Rng;
 

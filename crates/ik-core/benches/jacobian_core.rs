@@ -24,7 +24,7 @@ use ik_core::jacobian::{
 };
 use ik_core::limits::JointLimit;
 
-#[path = "support/rng.rs"]
+#[path = "../tests/support/rng.rs"]
 mod rng;
 use rng::Rng;
 

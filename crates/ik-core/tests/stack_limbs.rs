@@ -16,23 +16,9 @@ use ik_core::humanoid::{
 use ik_core::stack::{IkStack, LimbBatch, Stage, StageOutcome, StageReport, TwoBoneStage};
 use ik_core::{Pose, Skeleton};
 
-/// `SplitMix64` → uniform `f32` in `[0, 1)`.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> f32 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
-    }
-    fn signed(&mut self) -> f32 {
-        2.0 * self.next() - 1.0
-    }
-    fn vec(&mut self) -> Vec3 {
-        Vec3::new(self.signed(), self.signed(), self.signed())
-    }
-}
+#[path = "support/rng.rs"]
+mod rng;
+use rng::Rng;
 
 const LIMBS: [[H; 3]; 5] = [
     [H::LeftUpperArm, H::LeftLowerArm, H::LeftHand],
