@@ -102,30 +102,14 @@ impl SolverSetup {
         self.solver != settings.solver || self.full_body.head != settings.full_body.head
     }
 
-    /// Writes this set-up's fields into `humanoid` (fields the demo sets elsewhere, such as the
-    /// grip, stay), touching it only where they differ.
+    /// Writes this set-up into `humanoid`, keeping the grip the behaviours panel sets (a
+    /// change only where a field differs).
     pub fn apply_to(&self, humanoid: &mut Mut<IkHumanoid>) {
-        let want = self.humanoid();
-        let h: &IkHumanoid = humanoid;
-        let differs = h.solver != want.solver
-            || h.arms != want.arms
-            || h.legs != want.legs
-            || h.poles != want.poles
-            || h.head != want.head
-            || h.weight != want.weight
-            || h.full_body_settings != want.full_body_settings
-            || h.balance != want.balance;
-        if differs {
-            let h = &mut **humanoid;
-            h.solver = want.solver;
-            h.arms = want.arms;
-            h.legs = want.legs;
-            h.poles = want.poles;
-            h.head = want.head;
-            h.weight = want.weight;
-            h.full_body_settings = want.full_body_settings;
-            h.balance = want.balance;
-        }
+        let want = IkHumanoid {
+            grip: humanoid.grip,
+            ..self.humanoid()
+        };
+        humanoid.set_if_neq(want);
     }
 
     /// The humanoid component for this set-up.

@@ -354,9 +354,19 @@ pub(crate) struct Hierarchy<'w, 's> {
 }
 
 impl Hierarchy<'_, '_> {
-    /// The humanoid roles an [`IkHumanoid`] on `character` mapped at set-up.
-    pub(crate) fn humanoid_bones(&self, character: Entity) -> Option<&IkHumanoidBones> {
-        self.humanoid_bones.get(character).ok()
+    /// The humanoid roles an [`IkHumanoid`] on `character` mapped at set-up (tables,
+    /// detached-feet ends) as indices into `entities` (a skeleton's bones).
+    pub(crate) fn humanoid_map(
+        &self,
+        character: Entity,
+        entities: &[Entity],
+    ) -> Option<HumanoidMap> {
+        let bones = self.humanoid_bones.get(character).ok()?;
+        let mut map = HumanoidMap::new();
+        for (role, e) in bones.iter() {
+            map.set(role, entities.iter().position(|&x| x == e));
+        }
+        Some(map)
     }
 
     /// Whether `ancestor` is `e` or above it.
@@ -614,14 +624,7 @@ fn build_stage(
             Ok((stage, StageKind::Rig(data)))
         }
         Desc::FullBody(hum, _) => {
-            // The roles as mapped at set-up (`IkHumanoidBones`), as skeleton indices.
-            let mapped = h.humanoid_bones.get(character).ok().map(|b| {
-                let mut map = HumanoidMap::new();
-                for (role, e) in b.iter() {
-                    map.set(role, entities.iter().position(|&x| x == e));
-                }
-                map
-            });
+            let mapped = h.humanoid_map(character, entities);
             let (stage, data) = humanoid::build_full_body_stage(hum, skeleton, mapped)?;
             Ok((stage, StageKind::FullBody(Box::new(data))))
         }

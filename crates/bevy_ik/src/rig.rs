@@ -421,14 +421,10 @@ fn humanoid_limits(
 ) -> Result<(Vec<Entity>, HumanoidMap, HumanoidLimits), IkError> {
     let (full, full_entities) =
         setup::hierarchy_skeleton(entity, &h.children, &h.names, &h.transforms)?;
-    let set_up = h.humanoid_bones(entity).map(|b| {
-        let mut map = HumanoidMap::new();
-        for (role, e) in b.iter() {
-            map.set(role, full_entities.iter().position(|&x| x == e));
-        }
-        map
-    });
-    let map = match set_up.filter(|m| m.validate(&full).is_ok()) {
+    let map = match h
+        .humanoid_map(entity, &full_entities)
+        .filter(|m| m.validate(&full).is_ok())
+    {
         Some(map) => map,
         None => {
             let (map, report) = HumanoidMap::from_skeleton(&full);
