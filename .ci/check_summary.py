@@ -80,7 +80,9 @@ def main():
     worst = max((r["max"] for r in residuals.values() if finite(r.get("max"))), default=float("nan"))
     print(f"{args.log}: {name}: {s.get('roles_mapped')}/{s.get('roles_total')} roles, "
           f"{s.get('goals_met')}/{s.get('goals')} goals met, largest residual over the run "
-          f"{worst:.3g}, {s.get('mean_solve_us', float('nan')):.0f} µs per solve, {shot}")
+          f"{worst:.3g}, {s.get('mean_solve_us', float('nan')):.0f} µs per solve (max "
+          f"{s.get('max_solve_us', float('nan')):.0f}; the IK system set "
+          f"{s.get('mean_solve_set_us', float('nan')):.0f}), {shot}")
     if problems:
         for p in problems:
             print(f"  {p}", file=sys.stderr)

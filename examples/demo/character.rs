@@ -412,6 +412,8 @@ fn spawn_character(
             setup,
             SceneRoot(scene),
             setup.humanoid(),
+            // The panel's "IK solve" readout: this character's own solve time.
+            IkSolveTime::default(),
         ))
         .observe(start_animation);
 }

@@ -213,6 +213,12 @@ fn panel_contents(
         readouts.frame_ms,
         1000.0 / readouts.frame_ms.max(0.01),
         readouts.solve_micros
+    ))
+    .on_hover_text(format!(
+        "This character's own IK time (IkSolveTime: its gather, stack solve and write plan, \
+         timed in its task), smoothed. The whole IK solve system set took {:.0} µs \
+         (scheduling and the thread pool included).",
+        readouts.solve_set_micros
     ));
     ui.horizontal(|ui| {
         ui.label("Solver:");

@@ -301,6 +301,29 @@ pub struct IkStatus {
     pub unmapped: Vec<String>,
 }
 
+/// Opt-in timing of one character's IK. Insert it on an
+/// [`IkCharacter`](crate::IkCharacter)'s entity (the character root: the entity of its
+/// [`IkHumanoid`](crate::IkHumanoid), or of a one-stage [`IkLimb`]) and the plugin writes, every
+/// frame the character is solved (not while it has [`IkDisabled`]), how long its own work took: reading its pose and targets,
+/// solving its stack and choosing the bones to write, timed inside the task that ran it.
+///
+/// This is the character's own cost, without the rest of [`IkSystems::Solve`](crate::IkSystems)
+/// (scheduling, the other characters solved beside it) — what a per-character readout in a
+/// game's debug panel wants. It is wall time on the thread that ran the task: a thread
+/// preempted mid-solve (a loaded machine) counts the wait. Characters without it are not timed
+/// (two clock reads per character and frame are not free in a crowd).
+#[derive(Component, Debug, Clone, Copy, Default, PartialEq, Reflect)]
+#[reflect(Component, Default, Debug)]
+#[cfg_attr(
+    feature = "serialize",
+    derive(serde::Serialize, serde::Deserialize),
+    reflect(Serialize, Deserialize)
+)]
+pub struct IkSolveTime {
+    /// The last frame's time (zero until the character was solved once).
+    pub last: core::time::Duration,
+}
+
 /// Writes an [`IkLimb`]'s goal for this frame into its stage: target and pole read now (model
 /// space), weights, and the settings when they changed.
 pub(crate) fn gather_limb(

@@ -23,7 +23,7 @@ pub mod vrm;
 pub use balance::{IkBalance, IkCenterOfMass};
 pub use behaviours::{IkAim, IkEasing, IkLookAt, IkReach, IkTwist};
 pub use character::IkCharacter;
-pub use components::{BoneRef, IkDisabled, IkLimb, IkStatus};
+pub use components::{BoneRef, IkDisabled, IkLimb, IkSolveTime, IkStatus};
 #[cfg(feature = "debug-draw")]
 pub use debug_draw::IkDebugDraw;
 pub use error::IkError;
@@ -50,7 +50,7 @@ pub mod prelude {
     pub use crate::balance::{IkBalance, IkCenterOfMass};
     pub use crate::behaviours::{IkAim, IkEasing, IkLookAt, IkReach, IkTwist};
     pub use crate::character::IkCharacter;
-    pub use crate::components::{BoneRef, IkDisabled, IkLimb, IkStatus};
+    pub use crate::components::{BoneRef, IkDisabled, IkLimb, IkSolveTime, IkStatus};
     #[cfg(feature = "debug-draw")]
     pub use crate::debug_draw::IkDebugDraw;
     pub use crate::error::IkError;
@@ -213,6 +213,7 @@ impl Plugin for IkPlugin {
             .register_type::<IkLimb>()
             .register_type::<IkDisabled>()
             .register_type::<IkStatus>()
+            .register_type::<IkSolveTime>()
             .register_type::<IkError>()
             .register_type::<IkStageOf>()
             .register_type::<IkHumanoidMapping>()

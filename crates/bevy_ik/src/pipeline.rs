@@ -21,13 +21,14 @@ use bevy::ecs::resource::Resource;
 use bevy::ecs::system::{Query, Res};
 use bevy::log::warn;
 use bevy::math::Vec3;
+use bevy::platform::time::Instant;
 use bevy::transform::components::Transform;
 use ik_core::stack::{Stage, StageOutcome};
 
 use crate::balance::IkCenterOfMass;
 use crate::character::{Desc, DescItem, IkCharacter, Runtime, StageKind, StageRt, Summary};
 use crate::components::gather_limb;
-use crate::components::{IkDisabled, IkLimb, IkStatus};
+use crate::components::{IkDisabled, IkLimb, IkSolveTime, IkStatus};
 use crate::error::IkError;
 use crate::humanoid::{self, IkHumanoid};
 use crate::limb_batch;
@@ -171,8 +172,17 @@ fn read_input(rt: &mut Runtime, transforms: &Query<&Transform>) -> Result<(), Ik
 /// Per character, in parallel: reads its input pose (one pass over its bones), the model-space
 /// frame and each stage's goals, then solves its stack (the stages in order) and summarises
 /// each stage's outcome — in one pass, while the character's data is in cache.
+#[allow(clippy::type_complexity, reason = "system parameters")]
 pub(crate) fn solve_characters(
-    mut characters: Query<(Entity, &mut IkCharacter, Has<IkDisabled>), Without<IkStageOf>>,
+    mut characters: Query<
+        (
+            Entity,
+            &mut IkCharacter,
+            Has<IkDisabled>,
+            Option<&mut IkSolveTime>,
+        ),
+        Without<IkStageOf>,
+    >,
     descs: Query<DescItem>,
     current: CurrentTransforms,
     settings: Res<IkPipelineSettings>,
@@ -180,18 +190,22 @@ pub(crate) fn solve_characters(
     let batching = settings.batch_limbs.unwrap_or_else(|| {
         let batchable = characters
             .iter()
-            .filter(|(_, c, _)| c.rt.as_ref().is_some_and(|rt| rt.batch.is_some()))
+            .filter(|(_, c, ..)| c.rt.as_ref().is_some_and(|rt| rt.batch.is_some()))
             .count();
         limb_batch::use_batch(batchable)
     });
     characters
         .par_iter_mut()
-        .for_each(|(entity, mut character, disabled)| {
+        .for_each(|(entity, mut character, disabled, timing)| {
             let Some(rt) = character.rt.as_mut() else {
                 return;
             };
+            let started = (timing.is_some() && !disabled).then(Instant::now);
             solve_character(entity, rt, disabled, batching, &descs, &current);
             plan_writes(rt);
+            if let (Some(started), Some(mut timing)) = (started, timing) {
+                timing.last = started.elapsed();
+            }
         });
 }
 

@@ -553,3 +553,35 @@ fn a_user_stage_input_changes_the_pose_every_frame_without_a_rebuild() {
     assert_eq!(stack_id(&app, root), built + 1, "a new key rebuilds once");
     assert!(status(&app, stage).solved);
 }
+
+#[test]
+fn solve_time_is_written_only_for_characters_that_ask_for_it() {
+    let mut app = app();
+    let (timed, _, _) = hips_rig_character(&mut app, Vec3::ZERO);
+    let (untimed, _, _) = hips_rig_character(&mut app, Vec3::new(3.0, 0.0, 0.0));
+    app.world_mut()
+        .entity_mut(timed)
+        .insert(IkSolveTime::default());
+    for _ in 0..3 {
+        app.update();
+    }
+    assert!(status(&app, timed).solved && status(&app, untimed).solved);
+    let last = app.world().get::<IkSolveTime>(timed).unwrap().last;
+    assert!(
+        last > std::time::Duration::ZERO,
+        "a solved character's time is not written: {last:?}"
+    );
+    assert!(
+        app.world().get::<IkSolveTime>(untimed).is_none(),
+        "timing was added to a character that did not ask for it"
+    );
+    // A disabled character is not gathered: its time stays the last solve's.
+    app.world_mut().entity_mut(timed).insert(IkDisabled);
+    app.world_mut().get_mut::<IkSolveTime>(timed).unwrap().last = std::time::Duration::ZERO;
+    app.update();
+    assert_eq!(
+        app.world().get::<IkSolveTime>(timed).unwrap().last,
+        std::time::Duration::ZERO,
+        "a disabled character was timed"
+    );
+}
