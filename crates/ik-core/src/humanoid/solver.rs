@@ -750,6 +750,10 @@ pub struct FullBodySolver {
     /// The joint bones above the head, below the arms, that the look-at finish turns (neck),
     /// nearest first.
     look_chain: [Option<usize>; 2],
+    /// The trunk joints between the hips and the head that also carry an arm (spine, chest,
+    /// upper chest; nearest the head first): the look-at's last resort (see
+    /// `Solve::finish_trunk`).
+    trunk: [Option<usize>; 3],
     head_aim: Vec3,
     /// Rest body up (model space): the normal of the ground plane for the balance goal.
     up: Vec3,
@@ -899,6 +903,9 @@ const RESCUE_MAX_TURN: f32 = 0.25;
 const POLISH_CUTOFF: f32 = 0.5;
 /// Iterations of a tracking solve's budget kept for the polish pass.
 const POLISH_ITERATIONS: u32 = 3;
+/// The most the trunk turns in one tracking solve for the look-at (`Solve::finish_trunk`),
+/// radians (5°).
+const TRUNK_MAX_TURN: f32 = 0.087_266_46;
 
 /// What the pelvis goal pinned before the Jacobian runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -1093,6 +1100,21 @@ impl FullBodySolver {
                 slot += 1;
             }
         }
+        let mut trunk = [None; 3];
+        let mut slot = 0;
+        for b in skeleton.ancestors_inclusive(head).skip(1) {
+            if slot == 3 || Some(b) == map.get(B::Hips) {
+                break;
+            }
+            if !look_chain.contains(&Some(b))
+                && joints
+                    .iter()
+                    .any(|j| j.bone == b && matches!(j.dof, Dof::Ball))
+            {
+                trunk[slot] = Some(b);
+                slot += 1;
+            }
+        }
         let n = skeleton.len();
         let body_height = {
             let p = |b: usize| model[b].translation;
@@ -1150,6 +1172,7 @@ impl FullBodySolver {
             effector_bones,
             head,
             look_chain,
+            trunk,
             head_aim,
             body_height,
             bone_count: n,
@@ -1532,6 +1555,7 @@ impl<'a> Solve<'a> {
             let mut report = self.attempt(skeleton, pose, goals, s.max_iterations);
             report.cost = self.score(&report, goals);
             self.rescue(skeleton, pose, goals, &mut report);
+            self.finish_trunk(skeleton, pose, goals, &mut report);
             report
         };
         if !pose.is_finite() {
@@ -1592,6 +1616,83 @@ impl<'a> Solve<'a> {
             *report = r;
         } else {
             report.iterations += r.iterations;
+            pose.copy_from(&self.s.best);
+            self.fk(skeleton, pose);
+        }
+    }
+
+    /// The look-at's last resort in a tracking solve: when the head (and the neck the look-at
+    /// finish turns) leave the look-at unmet — a rig without a neck, a head at its limit —,
+    /// the trunk joints above the hips ([`FullBodySolver`]'s `trunk`: spine, chest, upper
+    /// chest) turn the rest of the way, shared evenly, at most [`TRUNK_MAX_TURN`] a frame,
+    /// each clamped to its limit; the hands they carry are then finished again onto their
+    /// targets (analytically, as after every pass) and the head re-aimed. Kept only if the
+    /// look-at got closer and every goal met before is still met (measured by forward
+    /// kinematics); else the pose is put back. Not while balancing (the trunk moves the
+    /// centre of mass). The Jacobian gets there too, but only after 150–200 iterations
+    /// (issue 9: the `KayKit` mannequin's look-at 1–5° off).
+    fn finish_trunk(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goals: &FullBodyGoals,
+        report: &mut FullBodyReport,
+    ) {
+        let s = self.rig.settings;
+        let g = &goals.look_at;
+        if report.converged
+            || !s.analytic_limbs
+            || !g.enabled
+            || g.weight <= 0.0
+            || report.look_at <= s.rotation_tolerance
+            || self.s.balancing
+            || !pose.is_finite()
+        {
+            return;
+        }
+        let m = self.rig.trunk.iter().flatten().count();
+        if m == 0 {
+            return;
+        }
+        self.fk_stale(skeleton, pose);
+        let Some((d, t)) = self.look_dirs(goals) else {
+            return;
+        };
+        let q = shortest_arc(d, t);
+        let (axis, angle) = q.to_axis_angle();
+        if !angle.is_finite() || angle < 1e-6 {
+            return;
+        }
+        let step = Quat::from_axis_angle(axis, angle.min(TRUNK_MAX_TURN) / m as f32);
+        self.s.best.copy_from(pose);
+        // Nearest the head first: each turn reads its parent's model rotation from before any
+        // of them (the turns share one axis, so they compose to `m` steps).
+        for b in self.rig.trunk.into_iter().flatten() {
+            let parent_rot = skeleton
+                .parent(b)
+                .map_or(Quat::IDENTITY, |p| self.s.model[p].rotation);
+            pose.rotations[b] = rotate_in_parent_q(parent_rot, step, pose.rotations[b]);
+            let _ = clamp_joint(skeleton, pose, limit_of(&self.rig.joints, b), b);
+        }
+        self.fk(skeleton, pose);
+        let _ = self.finish_limbs(skeleton, pose, goals);
+        let _ = self.finish_look_at(skeleton, pose, goals);
+        self.fk_stale(skeleton, pose);
+        let mut r = *report;
+        r.converged = self.measure(skeleton, pose, goals, &mut r);
+        let (tp, tr) = (s.position_tolerance, s.rotation_tolerance);
+        // No other goal worse: a met one stays met, an unmet one gets no further off (by more
+        // than a hundredth of its tolerance: rounding).
+        let no_worse = |a: f32, b: f32, tol: f32| b <= tol || b <= a + 0.01 * tol;
+        let kept = goals.effectors.iter().enumerate().all(|(k, g)| {
+            let (a, b) = (report.residuals[k], r.residuals[k]);
+            (!g.wants_position() || no_worse(a.position, b.position, tp))
+                && (!g.wants_rotation() || no_worse(a.rotation, b.rotation, tr))
+        }) && no_worse(report.center_of_mass, r.center_of_mass, s.com_tolerance);
+        if kept && r.look_at < report.look_at && pose.is_finite() {
+            r.cost = self.score(&r, goals);
+            *report = r;
+        } else {
             pose.copy_from(&self.s.best);
             self.fk(skeleton, pose);
         }
