@@ -898,6 +898,9 @@ const GIVE_WAY_MIN_LOOK_AT: f32 = 0.25 * GIVE_WAY_MIN;
 const RESCUE_VISIBLE: f32 = 5.0;
 /// The largest turn of a joint from the incoming pose that a rescue pass may leave (radians).
 const RESCUE_MAX_TURN: f32 = 0.25;
+/// Iterations the rescue pass may spend beyond [`FullBodySettings::max_iterations`] on a
+/// hand or foot missed by a little (see `Solve::rescue`).
+const RESCUE_EXTRA: u32 = 12;
 
 /// Goals weakened below this factor sit out the polish pass.
 const POLISH_CUTOFF: f32 = 0.5;
@@ -1600,9 +1603,16 @@ impl<'a> Solve<'a> {
         // With a position-only pelvis pin, the feet's rows back in make every iteration
         // costlier (issue 9: the frame's cost bound comes first).
         let feet = self.s.pelvis_pin == PelvisPin::Position && self.s.feet_rows;
-        if report.converged || budget == 0 || feet || !self.near_miss(goals, report) {
+        if report.converged || feet {
             return;
         }
+        // A hand or foot that should be met gets [`RESCUE_EXTRA`] iterations beyond the
+        // frame's budget; a look-at alone only what the budget left.
+        let budget = match self.near_miss(goals, report) {
+            Some(true) => budget + RESCUE_EXTRA,
+            Some(false) if budget > 0 => budget,
+            _ => return,
+        };
         self.s.best.copy_from(pose);
         self.s.rescue = true;
         let mut r = self.attempt(skeleton, pose, goals, budget);
@@ -1701,7 +1711,7 @@ impl<'a> Solve<'a> {
     /// Whether `report` leaves a goal unmet that takes full part (does not sit out the polish
     /// pass), and every such goal is missed by less than the give-way minimum (see
     /// [`GIVE_WAY_MIN`]): the goals left are ones that should be met.
-    fn near_miss(&self, goals: &FullBodyGoals, report: &FullBodyReport) -> bool {
+    fn near_miss(&self, goals: &FullBodyGoals, report: &FullBodyReport) -> Option<bool> {
         let s = &self.rig.settings;
         let d = if s.give_way_distance > 0.0 {
             s.give_way_distance
@@ -1710,10 +1720,13 @@ impl<'a> Solve<'a> {
         };
         let a = s.give_way_angle;
         let mut any = false;
+        let mut limb = false;
         let mut near = true;
         let mut check = |c: usize, wanted: bool, r: f32, tol: f32, scale: f32| {
             if wanted && r > tol && !self.sits_out(c) {
-                any |= r > RESCUE_VISIBLE * tol;
+                let visible = r > RESCUE_VISIBLE * tol;
+                any |= visible;
+                limb |= visible && c < channel(5, false);
                 near &= r / scale < GIVE_WAY_MIN;
             }
         };
@@ -1740,7 +1753,7 @@ impl<'a> Solve<'a> {
             s.rotation_tolerance,
             a,
         );
-        any && near
+        (any && near).then_some(limb)
     }
 
     /// Records `pose` (this solve's output, within the limits) as the scratch's last output.
