@@ -5,9 +5,11 @@
 //! pole, the finish keeps the incoming swivel as far as it can (frame-to-frame coherence) and
 //! works on clamped joints with any limit: (1) the hinge angle of the lower joint for the exact
 //! root–target distance (the in-range root nearest the current angle), (2) the upper bone
-//! turned by the shortest arc so the end lands on the target, (2b) with an orientation goal,
-//! the limb swivelled about the root–target axis to where the upper and end joints need the
-//! least clamping (near the current swivel; over a full turn only when `global_swivel`), (3)
+//! turned by the shortest arc so the end lands on the target, (2b) the limb swivelled about
+//! the root–target axis to where the upper joint and, with an orientation goal, the end joint
+//! need the least clamping (near the current swivel — within about 28°, or 6° for a
+//! position-only goal, whose hand a clamped shoulder would otherwise leave off its target;
+//! over a full turn only when `global_swivel`), (3)
 //! forearm twist handed to an in-line twist bone, then the exact end orientation; every joint
 //! clamped to its limit. The full-body solver ([`crate::humanoid::FullBodySolver`]) runs it
 //! before and after its Jacobian passes.
@@ -123,9 +125,10 @@ pub(crate) fn finish_limb(
     // below: bit for bit the same inputs, so they are reused rather than made twice.
     let mut upper0: Option<(Quat, Vec3, bool)> = None;
     let mut end0: Option<(Quat, Quat, Vec3, bool)> = None;
-    if goal.use_rotation && goal.use_position {
+    if goal.use_position {
         // 2b. Swivel the limb about the root–target axis (the end stays put) to the angle where
-        // the upper joint and the end joint need the least clamping.
+        // the upper joint and (with an orientation goal) the end joint need the least
+        // clamping.
         let s = model[upper].translation;
         if let Some(axis) = (goal.position - s).try_normalize() {
             let parent_rot = skeleton
@@ -139,12 +142,18 @@ pub(crate) fn finish_limb(
             let cost = |psi: f32| {
                 let q = Quat::from_axis_angle(axis, psi);
                 let mut u = (parent_rot.inverse() * q * upper_model).normalize();
-                let mut e = ((q * end_parent_model).inverse() * goal.rotation).normalize();
-                let (u0, e0) = (u, e);
-                let (mut t0, mut t1) = (ur.translation, er.translation);
+                let u0 = u;
+                let mut t0 = ur.translation;
                 ul.clamp_valid(ur.rotation, ur.translation, &mut u, &mut t0);
-                el.clamp_valid(er.rotation, er.translation, &mut e, &mut t1);
-                quat_angle(u, u0) + quat_angle(e, e0) + psi.abs() * 1e-3
+                let end_cost = if goal.use_rotation {
+                    let mut e = ((q * end_parent_model).inverse() * goal.rotation).normalize();
+                    let (e0, mut t1) = (e, er.translation);
+                    el.clamp_valid(er.rotation, er.translation, &mut e, &mut t1);
+                    quat_angle(e, e0)
+                } else {
+                    0.0
+                };
+                quat_angle(u, u0) + end_cost + psi.abs() * 1e-3
             };
             // ψ = 0 on the pose itself: the rotations `cost(0.0)` rebuilds (up to rounding)
             // from the model.
@@ -152,11 +161,15 @@ pub(crate) fn finish_limb(
             let u_hit = ul.clamp_valid(ur.rotation, ur.translation, &mut u, &mut ut);
             let e_in = (end_parent_model.inverse() * goal.rotation).normalize();
             let (mut e, mut et) = (e_in, pose.translations[end]);
-            let e_hit = el.clamp_valid(er.rotation, er.translation, &mut e, &mut et);
-            let mut best = (
-                quat_angle(u, pose.rotations[upper]) + quat_angle(e, e_in),
-                0.0f32,
-            );
+            // Without an orientation goal the end joint is not set here (nor scored).
+            let e_hit =
+                goal.use_rotation && el.clamp_valid(er.rotation, er.translation, &mut e, &mut et);
+            let end_cost = if goal.use_rotation {
+                quat_angle(e, e_in)
+            } else {
+                0.0
+            };
+            let mut best = (quat_angle(u, pose.rotations[upper]) + end_cost, 0.0f32);
             let refine = |best: &mut (f32, f32), mut h: f32| {
                 for _ in 0..6 {
                     for psi in [best.1 - h, best.1 + h] {
@@ -171,7 +184,10 @@ pub(crate) fn finish_limb(
             if best.0 > 1e-3 {
                 // Near the current swivel first (frame-to-frame coherence), then, in a cold
                 // solve only, everywhere: tracking never jumps to another swivel.
-                refine(&mut best, 0.25);
+                // Without an orientation goal only the upper joint's clamp is scored: the
+                // swivel stays within about 6° of where it is (a position-only hand target
+                // moving along a limit must not swing the elbow round in one frame).
+                refine(&mut best, if goal.use_rotation { 0.25 } else { 0.05 });
                 if best.0 > 1e-3 && global_swivel {
                     let steps = 24;
                     for i in 1..steps {

@@ -474,6 +474,73 @@ pub fn feasible_goals_with_poses(
     (out, poses, restarts)
 }
 
+/// The largest turn of a mapped joint from `a` to `b`, degrees.
+pub fn largest_turn_deg(rig: &Rig, a: &Pose, b: &Pose) -> f32 {
+    rig.map
+        .iter()
+        .map(|(_, j)| a.rotations[j].angle_between(b.rotations[j]).to_degrees())
+        .fold(0.0f32, f32::max)
+}
+
+/// The limit on a coherent tracker's per-frame joint turn (issue 9: no joint turns more than
+/// this in a frame while the goals move less), degrees.
+pub const FLIP_DEG: f32 = 20.0;
+
+/// Which of `misses` (a tracked run over `frames`) are *feasible only by a flip*: the
+/// oracle's pose of the frame (`oracle_poses`, see [`feasible_goals_with_poses`]) turns some
+/// joint more than [`FLIP_DEG`] from the tracker's previous output, and so does — or fails —
+/// a *warm oracle*: a solve from that previous output without restarts, 200 iterations, the
+/// frame's infeasible goals off. Neither search finds a pose within [`FLIP_DEG`] of the
+/// previous frame that meets the goal, so a tracker that must not flip cannot be asked to
+/// (not a proof that no such pose exists: the only poses found are flips). Replays the
+/// tracker ([`track`], default settings) to get each previous output.
+pub fn flip_only_misses(
+    rig: &Rig,
+    frames: &[Frame],
+    feasible: &[GoalMask],
+    oracle_poses: &[Pose],
+    misses: &[Miss],
+) -> Vec<bool> {
+    let mut out = vec![false; misses.len()];
+    if misses.is_empty() {
+        return out;
+    }
+    let mut solver = rig.solver();
+    let _ = run(
+        rig,
+        &mut solver,
+        frames,
+        feasible,
+        false,
+        |s, sk, p, g, f| {
+            for (i, m) in misses.iter().enumerate().filter(|(_, m)| m.frame == f) {
+                if f == 0 || largest_turn_deg(rig, p, &oracle_poses[f]) <= FLIP_DEG {
+                    continue;
+                }
+                let mut only = *g;
+                for (k, on) in feasible[f].iter().enumerate() {
+                    if !on {
+                        if k < 5 {
+                            only.effectors[k].enabled = false;
+                        } else {
+                            only.look_at.enabled = false;
+                        }
+                    }
+                }
+                let (mut warm, mut q) = (s.clone(), p.clone());
+                warm.settings_mut().cold_iterations = 200;
+                warm.settings_mut().max_restarts = 0;
+                let met = warm.solve_cold(sk, &mut q, &only).is_ok()
+                    && goal_error(&measure(rig, &warm, &q, g), m.goal, rig.scale) <= 1.0
+                    && largest_turn_deg(rig, p, &q) <= FLIP_DEG;
+                out[i] = !met;
+            }
+            track(s, sk, p, g, f)
+        },
+    );
+    out
+}
+
 /// A game's per-frame call: cold when the character appears (frame 0), then tracking.
 pub fn track(
     s: &mut FullBodySolver,

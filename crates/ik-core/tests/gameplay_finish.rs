@@ -1,0 +1,148 @@
+//! What the full-body solver's finishing steps add under gameplay goals (issue 9: every
+//! feasible goal met at 1 mm / 1°), on every rig convention and the CC0 characters in
+//! `assets/`: a hand reaching near the edge of its shoulder's range is met (the limb finish
+//! swivels a position-only arm off a shoulder limit, a hand missed by a little gets a rescue
+//! pass), and a look-at just past the head's range is met by turning the trunk while the hands
+//! and feet it carries stay on their targets.
+
+#[path = "support/gameplay.rs"]
+mod gameplay;
+
+use gameplay::{
+    FLIP_DEG, Rig, Scenario, feasible_goals_with_poses, flip_only_misses, largest_turn_deg, rigs,
+    run, scenario_frames, track, walk_pose,
+};
+use ik_core::glam::Quat;
+use ik_core::humanoid::{BodyFrame, HumanoidBone as B};
+
+/// The reach scenario (hands drifting from 30 % to 125 % of the arm's length, the head looking
+/// around) on every rig: of the feasible hand goal-frames (the cold oracle decides), all but
+/// those only a flip meets are met at 1 mm in at least 99.9 % of goal-frames overall, and no
+/// such hand is missed by more than 2 mm. Before the swivel of position-only limbs and the
+/// rescue's extra iterations, the Mixamo-named +X test rig and the `KayKit` mannequin missed
+/// hands by 1–4 mm in 33 of about 6700 hand goal-frames (99.5 %).
+#[test]
+fn feasible_hands_are_met_while_reaching_near_the_edge_of_the_shoulder() {
+    let (mut hands, mut met) = (0usize, 0usize);
+    let mut worst = Vec::new();
+    for (ri, rig) in rigs(true).iter().enumerate() {
+        let frames = scenario_frames(rig, Scenario::Reach, 120, ri as u32 + 1);
+        let (mask, oracle, _) = feasible_goals_with_poses(rig, &frames);
+        let mut solver = rig.solver();
+        let r = run(rig, &mut solver, &frames, &mask, false, track);
+        assert_eq!(r.flips, 0, "{}: {r:?}", rig.name);
+        let flip_only = flip_only_misses(rig, &frames, &mask, &oracle, &r.misses);
+        let hand_frames =
+            mask.iter().filter(|m| m[0]).count() + mask.iter().filter(|m| m[1]).count();
+        let missed: Vec<_> = r
+            .misses
+            .iter()
+            .zip(&flip_only)
+            .filter(|(m, flip)| m.goal < 2 && !**flip)
+            .map(|(m, _)| *m)
+            .collect();
+        hands += hand_frames;
+        met += hand_frames - missed.len();
+        worst.extend(missed.iter().filter(|m| m.error > 2.0).map(|m| {
+            format!(
+                "{} frame {} hand {}: {:.2} mm",
+                rig.name, m.frame, m.goal, m.error
+            )
+        }));
+    }
+    let rate = met as f64 / hands as f64;
+    assert!(
+        worst.is_empty(),
+        "hands missed by more than 2 mm: {worst:?}"
+    );
+    assert!(
+        rate >= 0.999,
+        "feasible hands met {met} of {hands} ({rate})"
+    );
+}
+
+/// A look-at whose target needs the trunk: the start is the walk pose with the head turned
+/// 90° about the body's up axis, clamped to its limit; the look-at aims where the head aims
+/// with the spine and the chest turned 3° further each (so the head alone cannot aim there);
+/// hands, feet and pelvis keep their goals at the start pose, so the arms must take up the
+/// trunk's turn. (The Jacobian meets this one as well; what the test guards is that no
+/// finishing step — the trunk's turn for the look-at among them — costs a hand or a foot.) On every rig — the `KayKit`
+/// mannequin, which has no neck, among them — within [`FRAMES`] frames the look-at is met at 1° while
+/// hands and feet stay within 1 mm of their targets, with no joint turning more than 20° in
+/// a frame.
+#[test]
+fn a_look_at_past_the_head_is_met_by_the_trunk_while_hands_and_feet_stay_met() {
+    let mut failures = Vec::new();
+    for rig in rigs(true) {
+        if let Some(f) = look_past_the_head(&rig) {
+            failures.push(f);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Frames the look-at past the head gets: the trunk's 6° at 5° a frame.
+const FRAMES: usize = 2;
+
+fn look_past_the_head(rig: &Rig) -> Option<String> {
+    let sk = &rig.skeleton;
+    let mut solver = rig.solver();
+    let frame = BodyFrame::from_rest(sk, &rig.map).expect("body frame");
+    let turn = |pose: &mut ik_core::Pose, b: usize, angle: f32| {
+        let model = sk.model_transforms(pose);
+        let parent = sk.parent(b).map_or(Quat::IDENTITY, |p| model[p].rotation);
+        let q = Quat::from_axis_angle(frame.up, angle);
+        pose.rotations[b] = (parent.inverse() * q * parent * pose.rotations[b]).normalize();
+    };
+    // The start: the walk pose with the head turned as far as its limit lets it.
+    let mut start = walk_pose(rig, &solver, 0.3);
+    let head = rig.map.get(B::Head).expect("head");
+    turn(&mut start, head, 90f32.to_radians());
+    let rest = sk.bones()[head].rest;
+    let (mut r, mut t) = (start.rotations[head], start.translations[head]);
+    let _ = solver
+        .limits()
+        .get(B::Head)
+        .clamp(rest.rotation, rest.translation, &mut r, &mut t);
+    (start.rotations[head], start.translations[head]) = (r, t);
+    // The target: the trunk turned 3° further at the spine and at the chest.
+    let mut target = start.clone();
+    for role in [B::Spine, B::Chest] {
+        if let Some(b) = rig.map.get(role) {
+            turn(&mut target, b, 3f32.to_radians());
+        }
+    }
+    if !solver.pose_within_limits(sk, &target, 1e-3) {
+        // A trunk without room for 3° on this rig: nothing to test here.
+        return None;
+    }
+    // Hands, feet and pelvis where they are at the start (the arms take up the trunk's turn),
+    // the look-at where the target pose's head aims.
+    let mut goals = solver.goals_at_pose(sk, &start);
+    goals.look_at = solver.goals_at_pose(sk, &target).look_at;
+    let mut pose = start.clone();
+    let mut prev = pose.clone();
+    let mut last = None;
+    for f in 0..FRAMES {
+        if solver.solve(sk, &mut pose, &goals).is_err() {
+            return Some(format!("{}: solve error", rig.name));
+        }
+        let turn = largest_turn_deg(rig, &prev, &pose);
+        if turn > FLIP_DEG {
+            return Some(format!("{} frame {f}: a joint turned {turn:.1}°", rig.name));
+        }
+        prev.copy_from(&pose);
+        last = Some(gameplay::measure(rig, &solver, &pose, &goals));
+    }
+    let r = last.expect("frames ran");
+    let look = gameplay::goal_error(&r, 5, rig.scale);
+    let others = (0..5)
+        .map(|k| gameplay::goal_error(&r, k, rig.scale))
+        .fold(0.0f32, f32::max);
+    (look > 1.0 || others > 1.0).then(|| {
+        format!(
+            "{}: look-at off {look:.2}°, worst other goal {others:.2} mm|° after {FRAMES} frames",
+            rig.name
+        )
+    })
+}
