@@ -21,8 +21,9 @@
 //! the cost of everything else), `IK_DEFAULT_POOLS` (Bevy's default task pools: one compute
 //! thread on 2 cores), `IK_WAVES` (the earlier motion model, see `move_waves`: T-pose hand
 //! orientations on moved hands, limit-bound wrists), `IK_GAMEPLAY` (gameplay goals on top of the
-//! walk, see `move_gameplay`), `IK_DEBUG`, `IK_MEASURE_SECS` (criterion's measurement time per
-//! mode, default 8), `IK_BATCHED` (adds the four-limb crowd forced one way and the other:
+//! walk, see `move_gameplay`; with `IK_GAMEPLAY_HANDS_6D` the reaching hands keep the walk
+//! cycle's orientation goals: harder than ik-core's scenario), `IK_DEBUG`, `IK_MEASURE_SECS`
+//! (criterion's measurement time per mode, default 8), `IK_BATCHED` (adds the four-limb crowd forced one way and the other:
 //! `limbs_one_by_one` with `IkPlugin::with_batched_limbs(false)`, `limbs_batched` with
 //! `true`, each character's four limbs in one `LimbBatch` call; the `limbs` mode is the
 //! plugin's default rule, batched from 16 characters on),
@@ -38,6 +39,7 @@ use std::time::{Duration, Instant};
 
 use bevy::prelude::*;
 use bevy::transform::TransformSystems;
+use bevy_ik::ik_core::humanoid::Effector;
 use bevy_ik::prelude::*;
 use criterion::{Criterion, criterion_group, criterion_main};
 
@@ -49,7 +51,7 @@ use common::{MIXAMO_NAMES as NAMES, POSITIONS};
 // The walk cycle and its targets, shared with `grounding_crowd.rs`.
 #[path = "walk/mod.rs"]
 mod walk;
-use walk::{CYCLE, Frame, Track, move_targets, walk_cycle};
+use walk::{CYCLE, Frame, Track, WalkCycle, move_targets, walk_cycle};
 
 /// A small deterministic generator (seeded; the same crowd every run).
 struct Lcg(u64);
@@ -85,45 +87,100 @@ fn move_waves(frame: Res<Frame>, mut targets: Query<(&Wave, &mut Transform)>) {
     });
 }
 
-/// Smooth pseudo-noise in about [-1, 1] (three sines with seed-dependent phases).
-fn noise(t: f32, seed: f32) -> f32 {
-    (t * 0.71 + seed).sin() * 0.5
-        + (t * 1.37 + 2.0 * seed).sin() * 0.3
-        + (t * 2.13 + 3.0 * seed).sin() * 0.2
+/// `IK_GAMEPLAY`: a character's seed for its gameplay goals (its index in the crowd).
+#[derive(Component)]
+struct Seed(u32);
+
+/// Smooth pseudo-noise in [-1, 1] (three sines with seed-dependent phases), as ik-core's
+/// `gameplay` bench makes it.
+fn noise(t: f32, seed: u32) -> f32 {
+    let s = seed as f32 * 1.618_034;
+    ((t * 0.71 + s).sin() * 0.5
+        + (t * 1.37 + 2.0 * s).sin() * 0.3
+        + (t * 2.13 + 3.0 * s).sin() * 0.2)
+        .clamp(-1.0, 1.0)
 }
 
-/// `IK_GAMEPLAY`: gameplay goals on top of the walk cycle, as ik-core's `gameplay` bench builds
-/// them: each foot raised or lowered up to ±12 cm and turned to a slope of up to 20°, the pelvis
-/// lowered with the lower foot; each hand pushed from 55 % to 145 % of its walk-cycle distance
-/// from the shoulder (in and out of reach); the look-at target swung up to 150° to either side.
-fn move_gameplay(frame: Res<Frame>, mut targets: Query<(&Track, &mut Transform)>) {
+/// The bench rig's leg length over 0.9 m: model units per "human metre" (as ik-core's
+/// `gameplay` support scales its motion).
+fn rig_scale() -> f32 {
+    let p = |i: usize| Vec3::from(POSITIONS[i].1);
+    (p(13).distance(p(14)) + p(14).distance(p(15))) / 0.9
+}
+
+/// `IK_GAMEPLAY`: ik-core's `gameplay` scenario "both" (`tests/support/gameplay.rs`) on top of
+/// the walk cycle, each character with its own seed: each foot raised or lowered up to ±12 cm
+/// and turned to a slope of up to 20°, the pelvis lowered with the lower foot; each hand
+/// reaching (position only: the hands' orientation goals are switched off on the full-body
+/// stage) for a point that drifts from 30 % to 125 % of the arm's length from the walk pose's
+/// upper arm, in directions up to 46° to the side and ±29° up and down of forward; the
+/// look-at target swung up to 150° to either side and ±30° up and down, 2 m from the walk
+/// pose's head. The body frame of the bench rig: left +X, up +Y, forward +Z.
+fn move_gameplay(
+    frame: Res<Frame>,
+    cycle: Res<WalkCycle>,
+    mut targets: Query<(&Track, &Seed, &mut Transform)>,
+) {
     let t = frame.0 as f32 / 60.0;
-    targets.par_iter_mut().for_each(|(track, mut tr)| {
-        let seed = track.phase as f32 * 0.37;
-        let lift = |k: f32| 0.12 * noise(t * 1.3, seed + k);
-        match track.slot {
-            2 | 3 => {
-                let k = track.slot as f32;
-                tr.translation.y += lift(k);
-                let slope = 20f32.to_radians() * noise(t * 0.9, seed + k + 5.0);
-                let dir = 0.7 * t + seed + k;
-                let axis = Vec3::new(dir.cos(), 0.0, dir.sin());
-                tr.rotation = Quat::from_axis_angle(axis, slope) * tr.rotation;
+    let s = rig_scale();
+    let p = |i: usize| Vec3::from(POSITIONS[i].1);
+    let arm = p(6).distance(p(7)) + p(7).distance(p(8));
+    let (left, up, forward) = (Vec3::X, Vec3::Y, Vec3::Z);
+    let lift = |seed: u32, k: u32| 0.12 * s * noise(t * 1.3, seed * 7 + k);
+    targets
+        .par_iter_mut()
+        .for_each(|(track, &Seed(seed), mut tr)| {
+            let anchors = cycle.anchors(frame.0 + track.phase);
+            match track.slot {
+                2 | 3 => {
+                    let k = track.slot as u32 - 2;
+                    tr.translation += up * lift(seed, k);
+                    let slope = 20f32.to_radians() * noise(t * 0.9, seed * 11 + k + 3);
+                    let dir = 0.7 * t + seed as f32 + k as f32;
+                    let axis = (left * dir.cos() + forward * dir.sin()).normalize();
+                    tr.rotation = (Quat::from_axis_angle(axis, slope) * tr.rotation).normalize();
+                }
+                4 => tr.translation += up * lift(seed, 0).min(lift(seed, 1)).min(0.0),
+                0 | 1 => {
+                    let k = track.slot as u32;
+                    let side = if k == 0 { left } else { -left };
+                    let a = 0.8 * noise(t * 0.6, seed * 13 + k);
+                    let b = 0.5 * noise(t * 0.5, seed * 17 + k);
+                    let dir = (forward * a.cos() * b.cos() + side * a.sin().abs() + up * b.sin())
+                        .normalize();
+                    let r = 0.775 + 0.475 * noise(t * 0.8, seed * 19 + k);
+                    tr.translation = anchors[k as usize] + dir * arm * r;
+                }
+                5 => {
+                    let yaw = 150f32.to_radians() * noise(t * 0.35, seed * 23);
+                    let pitch = 30f32.to_radians() * noise(t * 0.5, seed * 29);
+                    let dir = Quat::from_axis_angle(up, yaw)
+                        * Quat::from_axis_angle(left, pitch)
+                        * forward;
+                    tr.translation = anchors[2] + dir * 2.0 * s;
+                }
+                _ => {}
             }
-            4 => tr.translation.y += lift(2.0).min(lift(3.0)).min(0.0),
-            0 | 1 => {
-                let shoulder = Vec3::from(POSITIONS[if track.slot == 0 { 6 } else { 10 }].1);
-                let r = 1.0 + 0.45 * noise(t * 0.8, seed + 7.0 + track.slot as f32);
-                tr.translation = shoulder + (tr.translation - shoulder) * r;
+        });
+}
+
+/// `IK_GAMEPLAY`: the hands reach with position-only goals (as in ik-core's scenario): their
+/// orientation goals are switched off on every full-body stage (the gather writes targets,
+/// not weights, so this holds until a set-up rebuilds the stage).
+fn hands_position_only(app: &mut App) {
+    let mut q = app.world_mut().query::<&mut IkCharacter>();
+    for mut character in q.iter_mut(app.world_mut()) {
+        let Some(stack) = character.stack_mut() else {
+            continue;
+        };
+        for slot in stack.slots_mut() {
+            if let Some(fb) = slot.stage.as_full_body_mut() {
+                for hand in [Effector::LeftHand, Effector::RightHand] {
+                    fb.goals.get_mut(hand).rotation_weight = 0.0;
+                }
             }
-            5 => {
-                let head = Vec3::from(POSITIONS[4].1);
-                let yaw = 150f32.to_radians() * noise(t * 0.35, seed + 11.0);
-                tr.translation = head + Quat::from_rotation_y(yaw) * (tr.translation - head);
-            }
-            _ => {}
         }
-    });
+    }
 }
 
 fn spawn_character(world: &mut World, at: Vec3, humanoid: IkHumanoid) {
@@ -196,7 +253,7 @@ fn crowd(n: usize, humanoid: &IkHumanoid, batched: Option<bool>) -> App {
     if std::env::var("IK_GAMEPLAY").is_ok() {
         app.add_systems(Update, move_gameplay.after(move_targets));
     }
-    for t in targets {
+    for (index, t) in targets.into_iter().enumerate() {
         if waves {
             for (e, offset, amplitude) in [
                 (t.left_hand, Vec3::new(-0.25, -0.2, 0.15), 0.08),
@@ -229,10 +286,15 @@ fn crowd(n: usize, humanoid: &IkHumanoid, batched: Option<bool>) -> App {
         .enumerate()
         {
             let Some(e) = e else { continue };
-            app.world_mut().entity_mut(e).insert(Track { slot, phase });
+            app.world_mut()
+                .entity_mut(e)
+                .insert((Track { slot, phase }, Seed(index as u32 + 1)));
         }
     }
     app.update();
+    if std::env::var("IK_GAMEPLAY").is_ok() && std::env::var("IK_GAMEPLAY_HANDS_6D").is_err() {
+        hands_position_only(&mut app);
+    }
     if std::env::var("IK_PHASES").is_ok() {
         time_phases(&mut app);
     }

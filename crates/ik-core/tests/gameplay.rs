@@ -99,6 +99,63 @@ fn a_position_only_pelvis_goal_keeps_the_feet_and_the_feasible_goals() {
     );
 }
 
+/// Reaching hands that keep an orientation goal (the walk pose's hand orientation wherever the
+/// target drifts, as `bevy_ik`'s `IkHumanoid` hand targets carry one), with its position-only
+/// pelvis goal: on every rig the reach and both scenarios stay coherent (no flip, no frozen
+/// frame). Not yet every feasible goal: measured 95.5 % of feasible goal-frames met, the
+/// hands 91.1 % (the Mixamo-named test rigs' hands about half the frames, up to 6 cm off,
+/// while the cold oracle meets them); the floor here is 95 % / 90 %, so a change that loses
+/// more fails (issue 9 asks for 100 %).
+#[test]
+fn reaching_hands_with_orientation_goals_stay_coherent() {
+    let mut report = Vec::new();
+    let (mut feasible, mut met) = (0usize, 0usize);
+    let (mut turned, mut turned_met) = (0usize, 0usize);
+    let (mut flips, mut frozen) = (0usize, 0usize);
+    for (ri, rig) in rigs(true).iter().enumerate() {
+        for scenario in [Scenario::Reach, Scenario::Both] {
+            let mut frames = scenario_frames(rig, scenario, 120, ri as u32 + 1);
+            for f in &mut frames {
+                f.goals.get_mut(Effector::Pelvis).rotation_weight = 0.0;
+                for hand in [Effector::LeftHand, Effector::RightHand] {
+                    f.goals.get_mut(hand).rotation_weight = 1.0;
+                }
+            }
+            let mask = feasible_goals(rig, &frames);
+            let mut solver = rig.solver();
+            let r = run(rig, &mut solver, &frames, &mask, false, track);
+            assert_eq!(r.errors + r.non_finite, 0, "{} {scenario:?}", rig.name);
+            flips += r.flips;
+            frozen += r.frozen;
+            let hands: usize = mask
+                .iter()
+                .map(|m| usize::from(m[0]) + usize::from(m[1]))
+                .sum();
+            let hands_missed = r.misses.iter().filter(|m| m.goal < 2).count();
+            turned += hands;
+            turned_met += hands - hands_missed;
+            feasible += r.feasible;
+            met += r.feasible_met;
+            report.push(format!(
+                "{} {scenario:?}: feasible met {}/{}, hands missed {hands_missed}/{hands}, worst miss {:.1}, flips {}",
+                rig.name, r.feasible_met, r.feasible, r.worst_feasible_miss, r.flips
+            ));
+        }
+    }
+    let rate = met as f64 / feasible as f64;
+    let hands_rate = turned_met as f64 / turned as f64;
+    println!(
+        "feasible goals met {rate}, hands {hands_rate}, flips {flips}, frozen {frozen}:\n{}",
+        report.join("\n")
+    );
+    assert_eq!(flips + frozen, 0, "{}", report.join("\n"));
+    assert!(
+        rate >= 0.95 && hands_rate >= 0.90,
+        "feasible goals met {rate}, hands {hands_rate}:\n{}",
+        report.join("\n")
+    );
+}
+
 /// The body's left, forward and up, and the arm's reach and shoulder position at rest.
 fn arm(rig: &Rig, left: bool) -> (Vec3, f32) {
     let rest = rig.skeleton.rest_model_transforms();

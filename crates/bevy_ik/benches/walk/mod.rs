@@ -15,9 +15,19 @@ use super::common::{MIXAMO_NAMES as NAMES, POSITIONS};
 pub const CYCLE: usize = 60;
 
 /// Target transforms (character frame) for every frame of the walk cycle: left hand, right
-/// hand, left foot, right foot, pelvis, look-at point.
+/// hand, left foot, right foot, pelvis, look-at point; and where the walk pose has the left and
+/// right upper arms and the head (character frame), for goals made relative to them.
 #[derive(Resource)]
-pub struct WalkCycle(Vec<[Transform; 6]>);
+pub struct WalkCycle(Vec<[Transform; 6]>, Vec<[Vec3; 3]>);
+
+impl WalkCycle {
+    /// The left upper arm's, the right upper arm's and the head's positions in the walk pose
+    /// of frame `f` of the cycle.
+    #[allow(dead_code, reason = "used by the crowd bench, not the grounding one")]
+    pub fn anchors(&self, f: usize) -> [Vec3; 3] {
+        self.1[f % CYCLE]
+    }
+}
 
 /// Which of a character's six targets this is (index into a [`WalkCycle`] frame) and the
 /// character's phase in the cycle.
@@ -83,6 +93,7 @@ pub fn walk_cycle() -> WalkCycle {
         HumanoidBone::LeftLowerLeg,
         HumanoidBone::RightLowerLeg,
     ];
+    let mut anchors = Vec::with_capacity(CYCLE);
     let frames = (0..CYCLE)
         .map(|f| {
             let a = f as f32 / CYCLE as f32 * std::f32::consts::TAU;
@@ -109,6 +120,8 @@ pub fn walk_cycle() -> WalkCycle {
                 solver.pose_within_limits(&skeleton, &pose, 1e-4),
                 "walk-cycle frame {f} is within the limits"
             );
+            let model = skeleton.model_transforms(&pose);
+            anchors.push([6, 10, 4].map(|b| model[b].translation));
             let goals = solver.goals_at_pose(&skeleton, &pose);
             let t = |g: usize| {
                 let e = &goals.effectors[g];
@@ -124,5 +137,5 @@ pub fn walk_cycle() -> WalkCycle {
             ]
         })
         .collect();
-    WalkCycle(frames)
+    WalkCycle(frames, anchors)
 }
