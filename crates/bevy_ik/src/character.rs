@@ -12,14 +12,15 @@
 //! unchanged. Weights, targets, poles, tolerances, iteration budgets and flags are per-frame
 //! parameters, read every frame by the pipeline (see [`IkPlugin`](crate::IkPlugin)).
 
-use bevy::ecs::change_detection::{DetectChanges, Ref};
+use bevy::ecs::change_detection::{DetectChanges, DetectChangesMut, Mut, Ref};
 use bevy::ecs::component::Component;
 use bevy::ecs::entity::Entity;
 use bevy::ecs::hierarchy::{ChildOf, Children};
 use bevy::ecs::lifecycle::RemovedComponents;
 use bevy::ecs::name::Name;
-use bevy::ecs::query::{Changed, Has, Or};
-use bevy::ecs::system::{Query, Res, SystemParam};
+use bevy::ecs::query::{Added, Changed, Has, Or};
+use bevy::ecs::resource::Resource;
+use bevy::ecs::system::{Query, Res, ResMut, SystemParam};
 use bevy::math::{Quat, Vec3};
 use bevy::transform::components::Transform;
 use ik_core::analytic::{LimbGoal, TwoBoneIk};
@@ -672,30 +673,58 @@ pub(crate) fn set_up_characters(
     mut statuses: Query<&mut IkStatus>,
     rescan: Res<IkRescan>,
     h: Hierarchy,
+    (mut gone, mut batchable): (RemovedComponents<IkCharacter>, ResMut<BatchableCharacters>),
 ) {
+    // The characters to look at: those whose descriptions changed (marked dirty), new ones
+    // and those whose stage list changed — unless something was removed or bones may have
+    // appeared, when every character is looked at. A frame where nothing changed touches no
+    // character (in a crowd each one is a cache miss).
+    let mut visit: Vec<Entity> = Vec::new();
     for (e, of) in &changed {
         let c = of.map_or(e, |o| o.0);
         if let Ok((_, mut ch, ..)) = characters.get_mut(c) {
             ch.dirty = true;
+            visit.push(c);
+        }
+        if c != e {
+            // A stage entity that was a character before is reset below.
+            visit.push(e);
         }
     }
+    // New characters and changed stage lists: only the change ticks are read.
+    let mut new =
+        characters.transmute_lens_filtered::<Entity, Or<(Added<IkCharacter>, Changed<IkStages>)>>();
+    visit.extend(new.query().iter());
     let any_removed = removed.0.read().count()
         + removed.1.read().count()
         + removed.2.read().count()
         + removed.3.read().count()
         + removed.4.read().count()
         > 0;
-    for (entity, mut ch, list, is_stage) in &mut characters {
+    let characters_gone = gone.read().count() > 0;
+    let every = any_removed || rescan.0;
+    if !every {
+        visit.sort_unstable();
+        visit.dedup();
+    }
+    let mut rebuilt = false;
+    let mut set_up = |(entity, mut ch, list, is_stage): (
+        Entity,
+        Mut<IkCharacter>,
+        Option<Ref<IkStages>>,
+        bool,
+    )| {
         if is_stage {
             // A stage of another character: not a character itself.
             if ch.rt.is_some() || !ch.keys.is_empty() {
                 *ch = IkCharacter::default();
+                rebuilt = true;
             }
-            continue;
+            return;
         }
         let list_changed = list.as_ref().is_some_and(DetectChanges::is_changed);
         if !(ch.dirty || !ch.seen || list_changed || any_removed || (ch.incomplete && rescan.0)) {
-            continue;
+            return;
         }
         ch.dirty = false;
         ch.seen = true;
@@ -708,11 +737,37 @@ pub(crate) fn set_up_characters(
             })
             .collect::<Vec<_>>();
         if order == ch.keys && !ch.incomplete {
-            continue;
+            return;
         }
         rebuild(entity, &mut ch, order, &descs, &mut statuses, &h);
+        rebuilt = true;
+    };
+    if every {
+        characters.iter_mut().for_each(&mut set_up);
+    } else {
+        for &c in &visit {
+            if let Ok(item) = characters.get_mut(c) {
+                set_up(item);
+            }
+        }
+    }
+    // The limb-batching rule's count (see `limb_batch::use_batch`), recounted only when a
+    // character was built, reset or despawned.
+    if rebuilt || characters_gone || every {
+        let count = characters
+            .iter()
+            .filter(|(_, c, _, is_stage)| {
+                !is_stage && c.rt.as_ref().is_some_and(|rt| rt.batch.is_some())
+            })
+            .count();
+        batchable.set_if_neq(BatchableCharacters(count));
     }
 }
+
+/// How many characters have a limb batch (kept by [`set_up_characters`]; read by the pipeline's
+/// batching rule instead of a pass over every character each frame).
+#[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BatchableCharacters(pub(crate) usize);
 
 fn rebuild(
     character: Entity,

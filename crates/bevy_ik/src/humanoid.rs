@@ -514,7 +514,19 @@ pub(crate) fn map_humanoids(
     transforms: Query<&Transform>,
     tags: Query<&IkHumanoidBone>,
 ) {
-    for (entity, humanoid, mut cache, mut status, old, stages) in &mut humanoids {
+    // Only a changed humanoid can need set-up, unless bones may have appeared: the others
+    // are not touched (in a crowd each one is a cache miss every frame).
+    let visit: Vec<Entity> = if rescan.0 {
+        humanoids.iter().map(|item| item.0).collect()
+    } else {
+        let mut lens = humanoids.transmute_lens_filtered::<Entity, Changed<IkHumanoid>>();
+        lens.query().iter().collect()
+    };
+    for e in visit {
+        let Ok((entity, humanoid, mut cache, mut status, old, stages)) = humanoids.get_mut(e)
+        else {
+            continue;
+        };
         let key = SetUpKey::of(&humanoid);
         // Set up again, in place, when what set-up builds changed (see the module docs).
         let restructure = cache.done && humanoid.is_changed() && cache.built != Some(key);

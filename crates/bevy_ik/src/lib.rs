@@ -206,6 +206,7 @@ impl Plugin for IkPlugin {
                 .in_set(IkSystems::Prepare)
                 .after(setup::SetupSystems),
         );
+        app.init_resource::<character::BatchableCharacters>();
         app.insert_resource(pipeline::IkPipelineSettings {
             batch_limbs: self.batch_limbs,
         });

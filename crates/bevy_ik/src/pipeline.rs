@@ -26,7 +26,9 @@ use bevy::transform::components::Transform;
 use ik_core::stack::{Stage, StageOutcome};
 
 use crate::balance::IkCenterOfMass;
-use crate::character::{Desc, DescItem, IkCharacter, Runtime, StageKind, StageRt, Summary};
+use crate::character::{
+    BatchableCharacters, Desc, DescItem, IkCharacter, Runtime, StageKind, StageRt, Summary,
+};
 use crate::components::gather_limb;
 use crate::components::{IkDisabled, IkLimb, IkSolveTime, IkStatus};
 use crate::error::IkError;
@@ -186,14 +188,11 @@ pub(crate) fn solve_characters(
     descs: Query<DescItem>,
     current: CurrentTransforms,
     settings: Res<IkPipelineSettings>,
+    batchable: Res<BatchableCharacters>,
 ) {
-    let batching = settings.batch_limbs.unwrap_or_else(|| {
-        let batchable = characters
-            .iter()
-            .filter(|(_, c, ..)| c.rt.as_ref().is_some_and(|rt| rt.batch.is_some()))
-            .count();
-        limb_batch::use_batch(batchable)
-    });
+    let batching = settings
+        .batch_limbs
+        .unwrap_or_else(|| limb_batch::use_batch(batchable.0));
     characters
         .par_iter_mut()
         .for_each(|(entity, mut character, disabled, timing)| {
