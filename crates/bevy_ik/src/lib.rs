@@ -108,7 +108,8 @@ pub enum IkSystems {
 ///   sync_humanoid_stage_weights the humanoid's weight into its limbs, when it changed
 ///   set_up_characters           only where a stage description changed structurally:
 ///                               resolve bones (entity, Name, role), build the character's
-///                               skeleton and ik-core stack
+///                               skeleton and ik-core stack (a frame where nothing changed
+///                               reads change ticks only, no character)
 ///   clear_rescan
 ///   IkStageInput systems        one per registered input type (`IkStageInputPlugin`):
 ///                               per-frame data from stage entities into the built stages
@@ -119,7 +120,8 @@ pub enum IkSystems {
 ///                               settings; then the stack's stages in order, each blended
 ///                               by its weight (a crowd's leading analytic limbs four per
 ///                               SIMD vector, see `IkPlugin::with_batched_limbs`); which
-///                               bones to write is decided here
+///                               bones to write is decided here; a character with
+///                               `IkSolveTime` gets this task's time
 /// IkSystems::Writeback          (the two side by side: both only read the characters)
 ///   write_bone_transforms       the only Transform writer: each character's changed bones
 ///                               (set_if_neq), input restored where IK stopped writing
