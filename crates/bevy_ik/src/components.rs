@@ -302,7 +302,7 @@ pub struct IkStatus {
 }
 
 /// Opt-in timing of one character's IK. Insert it on an
-/// [`IkCharacter`](crate::IkCharacter)'s entity (the character root: the entity of its
+/// [`IkCharacter`]'s entity (the character root: the entity of its
 /// [`IkHumanoid`](crate::IkHumanoid), or of a one-stage [`IkLimb`]) and the plugin writes, every
 /// frame the character is solved (not while it has [`IkDisabled`]), how long its own work took: reading its pose and targets,
 /// solving its stack and choosing the bones to write, timed inside the task that ran it.
