@@ -91,15 +91,10 @@ fn move_waves(frame: Res<Frame>, mut targets: Query<(&Wave, &mut Transform)>) {
 #[derive(Component)]
 struct Seed(u32);
 
-/// Smooth pseudo-noise in [-1, 1] (three sines with seed-dependent phases), as ik-core's
-/// `gameplay` bench makes it.
-fn noise(t: f32, seed: u32) -> f32 {
-    let s = seed as f32 * 1.618_034;
-    ((t * 0.71 + s).sin() * 0.5
-        + (t * 1.37 + 2.0 * s).sin() * 0.3
-        + (t * 2.13 + 3.0 * s).sin() * 0.2)
-        .clamp(-1.0, 1.0)
-}
+// ik-core's gameplay scenarios' goal motion (the same file its tests and bench use).
+#[path = "../../ik-core/tests/support/gameplay_motion.rs"]
+mod gameplay_motion;
+use gameplay_motion::{look_offset, reach_offset, uneven_foot};
 
 /// The bench rig's leg length over 0.9 m: model units per "human metre" (as ik-core's
 /// `gameplay` support scales its motion).
@@ -126,7 +121,8 @@ fn move_gameplay(
     let p = |i: usize| Vec3::from(POSITIONS[i].1);
     let arm = p(6).distance(p(7)) + p(7).distance(p(8));
     let (left, up, forward) = (Vec3::X, Vec3::Y, Vec3::Z);
-    let lift = |seed: u32, k: u32| 0.12 * s * noise(t * 1.3, seed * 7 + k);
+    let axes = (left, up, forward);
+    let lift = |seed: u32, k: u32| uneven_foot(t, seed, k, left, forward, s).0;
     targets
         .par_iter_mut()
         .for_each(|(track, &Seed(seed), mut tr)| {
@@ -134,31 +130,16 @@ fn move_gameplay(
             match track.slot {
                 2 | 3 => {
                     let k = track.slot as u32 - 2;
-                    tr.translation += up * lift(seed, k);
-                    let slope = 20f32.to_radians() * noise(t * 0.9, seed * 11 + k + 3);
-                    let dir = 0.7 * t + seed as f32 + k as f32;
-                    let axis = (left * dir.cos() + forward * dir.sin()).normalize();
-                    tr.rotation = (Quat::from_axis_angle(axis, slope) * tr.rotation).normalize();
+                    let (h, slope) = uneven_foot(t, seed, k, left, forward, s);
+                    tr.translation += up * h;
+                    tr.rotation = (slope * tr.rotation).normalize();
                 }
                 4 => tr.translation += up * lift(seed, 0).min(lift(seed, 1)).min(0.0),
                 0 | 1 => {
                     let k = track.slot as u32;
-                    let side = if k == 0 { left } else { -left };
-                    let a = 0.8 * noise(t * 0.6, seed * 13 + k);
-                    let b = 0.5 * noise(t * 0.5, seed * 17 + k);
-                    let dir = (forward * a.cos() * b.cos() + side * a.sin().abs() + up * b.sin())
-                        .normalize();
-                    let r = 0.775 + 0.475 * noise(t * 0.8, seed * 19 + k);
-                    tr.translation = anchors[k as usize] + dir * arm * r;
+                    tr.translation = anchors[k as usize] + reach_offset(t, seed, k, axes, arm);
                 }
-                5 => {
-                    let yaw = 150f32.to_radians() * noise(t * 0.35, seed * 23);
-                    let pitch = 30f32.to_radians() * noise(t * 0.5, seed * 29);
-                    let dir = Quat::from_axis_angle(up, yaw)
-                        * Quat::from_axis_angle(left, pitch)
-                        * forward;
-                    tr.translation = anchors[2] + dir * 2.0 * s;
-                }
+                5 => tr.translation = anchors[2] + look_offset(t, seed, axes, s),
                 _ => {}
             }
         });

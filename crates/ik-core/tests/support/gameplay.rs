@@ -110,14 +110,10 @@ impl Scenario {
     pub const ALL: [Self; 4] = [Self::Control, Self::Uneven, Self::Reach, Self::Both];
 }
 
-/// Smooth pseudo-noise in [-1, 1]: a sum of three sines with seed-dependent phases.
-fn noise(t: f32, seed: u32) -> f32 {
-    let s = seed as f32 * 1.618_034;
-    ((t * 0.71 + s).sin() * 0.5
-        + (t * 1.37 + 2.0 * s).sin() * 0.3
-        + (t * 2.13 + 3.0 * s).sin() * 0.2)
-        .clamp(-1.0, 1.0)
-}
+// The scenarios' goal motion, shared with bevy_ik's crowd bench.
+#[path = "gameplay_motion.rs"]
+mod motion;
+use motion::{look_offset, reach_offset, uneven_foot};
 
 /// Rotates bone `b` by the model-space rotation `d` in its rest configuration: the local
 /// rotation that turns the bone by `d` about its origin when its parents are at rest (and
@@ -268,6 +264,7 @@ pub fn scenario_frames(rig: &Rig, scenario: Scenario, frames: usize, seed: u32) 
     let mut out = Vec::with_capacity(frames);
     let uneven = matches!(scenario, Scenario::Uneven | Scenario::Both);
     let reach = matches!(scenario, Scenario::Reach | Scenario::Both);
+    let axes = (frame.left, frame.up, frame.forward);
     for f in 0..frames {
         let t = f as f32 / 60.0;
         let pose = walk_pose(rig, &solver, t * 0.9);
@@ -276,13 +273,10 @@ pub fn scenario_frames(rig: &Rig, scenario: Scenario, frames: usize, seed: u32) 
         if uneven {
             let mut lowest = 0.0f32;
             for (k, e) in [(0u32, Effector::LeftFoot), (1, Effector::RightFoot)] {
-                let h = 0.12 * s * noise(t * 1.3, seed * 7 + k);
-                let slope = 20f32.to_radians() * noise(t * 0.9, seed * 11 + k + 3);
-                let dir = 0.7 * t + seed as f32 + k as f32;
-                let axis = (frame.left * dir.cos() + frame.forward * dir.sin()).normalize();
+                let (h, slope) = uneven_foot(t, seed, k, frame.left, frame.forward, s);
                 let g = goals.get_mut(e);
                 g.position += frame.up * h;
-                g.rotation = (Quat::from_axis_angle(axis, slope) * g.rotation).normalize();
+                g.rotation = (slope * g.rotation).normalize();
                 lowest = lowest.min(h);
             }
             goals.get_mut(Effector::Pelvis).position += frame.up * lowest;
@@ -306,24 +300,12 @@ pub fn scenario_frames(rig: &Rig, scenario: Scenario, frames: usize, seed: u32) 
                 let rest = rig.skeleton.rest_model_transforms();
                 let arm = rest[u].translation.distance(rest[l].translation)
                     + rest[l].translation.distance(rest[h].translation);
-                let side = if k == 0 { frame.left } else { -frame.left };
-                let a = 0.8 * noise(t * 0.6, seed * 13 + k);
-                let b = 0.5 * noise(t * 0.5, seed * 17 + k);
-                let dir =
-                    (frame.forward * a.cos() * b.cos() + side * a.sin().abs() + frame.up * b.sin())
-                        .normalize();
-                let r = 0.775 + 0.475 * noise(t * 0.8, seed * 19 + k);
                 let g = goals.get_mut(e);
-                g.position = model[u].translation + dir * arm * r;
+                g.position = model[u].translation + reach_offset(t, seed, k, axes, arm);
                 g.rotation_weight = 0.0;
             }
             let head = model[solver.head_bone()];
-            let yaw = 150f32.to_radians() * noise(t * 0.35, seed * 23);
-            let pitch = 30f32.to_radians() * noise(t * 0.5, seed * 29);
-            let dir = Quat::from_axis_angle(frame.up, yaw)
-                * Quat::from_axis_angle(frame.left, pitch)
-                * frame.forward;
-            goals.look_at.target = head.translation + dir * 2.0 * s;
+            goals.look_at.target = head.translation + look_offset(t, seed, axes, s);
         }
         if std::env::var("IK_GAMEPLAY_PELVIS_POSITION").is_ok() {
             // As bevy_ik's `IkHumanoid` sets it: the pelvis follows its target's position only.
