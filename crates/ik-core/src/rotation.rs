@@ -170,16 +170,24 @@ pub fn angle_about_axis(q: Quat, axis: Vec3) -> f32 {
     let (Some(axis), Some(q)) = (axis.try_normalize(), try_normalize_quat(q)) else {
         return 0.0;
     };
-    match twist_components(q, axis) {
-        Some((w, s)) => {
-            // Pick the w ≥ 0 representative so q and −q give bit-identical results; the
-            // angle is then in [−π, π] and −π is reported as π.
-            let (w, s) = if w < 0.0 { (-w, -s) } else { (w, s) };
-            let angle = 2.0 * s.atan2(w);
-            if angle <= -PI { PI } else { angle }
-        }
-        None => 0.0,
-    }
+    twist_components(q, axis).map_or(0.0, |(w, s)| twist_angle_of(w, s))
+}
+
+/// The twist angle from [`twist_components`] `(w, s)`, in `(−π, π]`.
+fn twist_angle_of(w: f32, s: f32) -> f32 {
+    // Pick the w ≥ 0 representative so q and −q give bit-identical results; the angle is then
+    // in [−π, π] and −π is reported as π.
+    let (w, s) = if w < 0.0 { (-w, -s) } else { (w, s) };
+    let angle = 2.0 * s.atan2(w);
+    if angle <= -PI { PI } else { angle }
+}
+
+/// The twist rotation (`w ≥ 0`) about the unit `axis` from [`twist_components`] `(w, s)`.
+fn twist_of(axis: Vec3, w: f32, s: f32) -> Quat {
+    let sign = if w < 0.0 { -1.0 } else { 1.0 };
+    let inv_norm = sign / s.hypot(w);
+    let v = axis * (s * inv_norm);
+    Quat::from_xyzw(v.x, v.y, v.z, w * inv_norm)
 }
 
 /// The twist angle of `q` about `axis`: the same as [`angle_about_axis`], named for use next to
@@ -208,10 +216,7 @@ pub fn swing_twist(q: Quat, axis: Vec3) -> (Quat, Quat) {
     let Some((w, s)) = twist_components(q, axis) else {
         return (q, Quat::IDENTITY);
     };
-    let sign = if w < 0.0 { -1.0 } else { 1.0 };
-    let inv_norm = sign / s.hypot(w);
-    let v = axis * (s * inv_norm);
-    let twist = Quat::from_xyzw(v.x, v.y, v.z, w * inv_norm);
+    let twist = twist_of(axis, w, s);
     (q * twist.conjugate(), twist)
 }
 
@@ -244,16 +249,8 @@ pub(crate) fn swing_vector_and_twist(q: Quat, axis: Vec3) -> (Vec3, f32) {
     let Some((w, s)) = twist_components(q, axis) else {
         return (to_rotation_vector(q), 0.0);
     };
-    // The swing, as `swing_twist` makes it.
-    let sign = if w < 0.0 { -1.0 } else { 1.0 };
-    let inv_norm = sign / s.hypot(w);
-    let v = axis * (s * inv_norm);
-    let twist = Quat::from_xyzw(v.x, v.y, v.z, w * inv_norm);
-    let swing = to_rotation_vector(q * twist.conjugate());
-    // The twist angle, as `angle_about_axis` makes it.
-    let (w, s) = if w < 0.0 { (-w, -s) } else { (w, s) };
-    let angle = 2.0 * s.atan2(w);
-    (swing, if angle <= -PI { PI } else { angle })
+    let swing = to_rotation_vector(q * twist_of(axis, w, s).conjugate());
+    (swing, twist_angle_of(w, s))
 }
 
 /// The rotation with swing rotation vector `swing` and twist angle `twist` about `axis`:
