@@ -32,7 +32,8 @@
 //! the frame: `Update`, the plugin's `Prepare`, `Solve` and `Writeback` sets, transform
 //! propagation; timing systems between the sets, so the frame is a little slower), `IK_MODES`
 //! (a comma-separated list of the modes to run, e.g. `limbs,limbs_batched`: instruction counts
-//! of one mode without the others).
+//! of one mode without the others), `IK_TASK_TIMES` (each character's own task time, see
+//! `print_task_times`: quantiles that a loaded machine does not move much).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -384,6 +385,42 @@ fn cpu_per_frame(app: &mut App, frames: u32) -> Option<Duration> {
     Some(Duration::from_nanos(cpu_ns()? - start) / frames)
 }
 
+/// `IK_TASK_TIMES`: each character's own task time ([`IkSolveTime`]: gather, solve, choosing
+/// the bones to write), over 60 frames — quantiles over every character and frame. Robust to a
+/// loaded machine in a way frame times are not: a task preempted by another process is one
+/// sample of 60,000, not the frame's time.
+fn print_task_times(app: &mut App, label: &str) {
+    let characters: Vec<Entity> = app
+        .world_mut()
+        .query_filtered::<Entity, (With<IkCharacter>, Without<IkStageOf>)>()
+        .iter(app.world())
+        .collect();
+    for &e in &characters {
+        app.world_mut().entity_mut(e).insert(IkSolveTime::default());
+    }
+    for _ in 0..3 {
+        app.update();
+    }
+    let mut times = Vec::with_capacity(characters.len() * 60);
+    for _ in 0..60 {
+        app.update();
+        let mut q = app.world_mut().query::<&IkSolveTime>();
+        times.extend(q.iter(app.world()).map(|t| t.last.as_nanos() as u64));
+    }
+    for &e in &characters {
+        app.world_mut().entity_mut(e).remove::<IkSolveTime>();
+    }
+    times.sort_unstable();
+    let q = |p: f64| times[((times.len() - 1) as f64 * p) as usize];
+    println!(
+        "task {label}: per character and frame p10 {} ns, median {} ns, p90 {} ns ({} samples)",
+        q(0.1),
+        q(0.5),
+        q(0.9),
+        times.len()
+    );
+}
+
 /// Median wall time of one frame over `frames` frames.
 fn median_frame(app: &mut App, frames: usize) -> Duration {
     let mut times: Vec<Duration> = (0..frames)
@@ -467,6 +504,9 @@ fn bench_crowd(c: &mut Criterion) {
                 "cpu {label}/{n}: {:.3} ms of CPU per frame (all threads, 120 frames)",
                 cpu.as_secs_f64() * 1e3
             );
+        }
+        if std::env::var("IK_TASK_TIMES").is_ok() {
+            print_task_times(&mut app, &format!("{label}/{n}"));
         }
         // Report how well the crowd is tracking.
         let mut q = app.world_mut().query::<&IkStatus>();

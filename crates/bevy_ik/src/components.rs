@@ -339,9 +339,15 @@ pub(crate) fn gather_limb(
         None => None,
         Some(p) => Some(read_target(helper, model, p, true)?.position),
     };
-    stage
-        .set_settings(limb.settings())
-        .map_err(|e| IkError::InvalidSettings(e.to_string()))?;
+    let settings = limb.settings();
+    if let StageKind::Limb { settings: s, .. } = kind
+        && *s != settings
+    {
+        stage
+            .set_settings(settings)
+            .map_err(|e| IkError::InvalidSettings(e.to_string()))?;
+        *s = settings;
+    }
     let rotation_weight = finite_weight(limb.rotation_weight);
     let mut goal = LimbGoal::new(target.position).with_weights(
         1.0,

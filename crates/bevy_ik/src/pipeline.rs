@@ -22,6 +22,7 @@ use bevy::ecs::system::{Query, Res};
 use bevy::log::warn;
 use bevy::math::Vec3;
 use bevy::platform::time::Instant;
+use bevy::tasks::ComputeTaskPool;
 use bevy::transform::components::Transform;
 use ik_core::stack::{Stage, StageOutcome};
 
@@ -152,21 +153,31 @@ fn gather(
 
 /// Reads the bones' local transforms into the remembered input pose (see the module docs).
 fn read_input(rt: &mut Runtime, transforms: &Query<&Transform>) -> Result<(), IkError> {
-    for i in rt.first..rt.entities.len() {
-        let e = rt.entities[i];
+    let Runtime {
+        entities,
+        first,
+        written,
+        input,
+        stack,
+        ..
+    } = rt;
+    // Last frame's output, which is what the plugin wrote (see `Runtime::written`).
+    let last = stack.pose();
+    for i in *first..entities.len() {
+        let e = entities[i];
         let t = transforms
             .get(e)
             .map_err(|_| IkError::MissingBoneEntity(e))?;
         if !(t.translation.is_finite() && t.rotation.is_finite()) {
             return Err(IkError::NonFinitePose);
         }
-        if rt.written[i] == Some((t.rotation, t.translation)) {
+        if written[i] && last.rotations[i] == t.rotation && last.translations[i] == t.translation {
             // Nothing rewrote the bone since the plugin did: keep the remembered input.
             continue;
         }
-        rt.written[i] = None;
-        rt.input.rotations[i] = t.rotation;
-        rt.input.translations[i] = t.translation;
+        written[i] = false;
+        input.rotations[i] = t.rotation;
+        input.translations[i] = t.translation;
     }
     Ok(())
 }
@@ -174,6 +185,14 @@ fn read_input(rt: &mut Runtime, transforms: &Query<&Transform>) -> Result<(), Ik
 /// Per character, in parallel: reads its input pose (one pass over its bones), the model-space
 /// frame and each stage's goals, then solves its stack (the stages in order) and summarises
 /// each stage's outcome — in one pass, while the character's data is in cache.
+///
+/// # Prefetching the next character
+///
+/// In a crowd every character's runtime state (pose buffer, stage slots, the batch's lanes: a
+/// few dozen heap blocks) is cold in cache each frame; read as the solve needs it, one cache
+/// miss waits for the one before. So the characters are split into chunks, one task a chunk,
+/// and while a task solves one character it asks the CPU for the next one's state
+/// ([`Runtime::prefetch`], a hint): its misses overlap with this character's work.
 #[allow(clippy::type_complexity, reason = "system parameters")]
 pub(crate) fn solve_characters(
     mut characters: Query<
@@ -193,20 +212,49 @@ pub(crate) fn solve_characters(
     let batching = settings
         .batch_limbs
         .unwrap_or_else(|| limb_batch::use_batch(batchable.0));
-    characters
-        .par_iter_mut()
-        .for_each(|(entity, mut character, disabled, timing)| {
-            let Some(rt) = character.rt.as_mut() else {
-                return;
-            };
-            let started = (timing.is_some() && !disabled).then(Instant::now);
-            solve_character(entity, rt, disabled, batching, &descs, &current);
-            plan_writes(rt);
-            if let (Some(started), Some(mut timing)) = (started, timing) {
-                timing.last = started.elapsed();
-            }
-        });
+    let prefetch = std::env::var_os("IK_NO_PREFETCH").is_none();
+    let mut items: Vec<_> = characters
+        .iter_mut()
+        .filter(|(_, c, ..)| c.rt.is_some())
+        .collect();
+    let pool = ComputeTaskPool::get();
+    // A few chunks a thread, for balance (characters differ in cost).
+    let chunk = items
+        .len()
+        .div_ceil(pool.thread_num().max(1) * 4)
+        .max(MIN_CHUNK);
+    let (descs, current) = (&descs, &current);
+    pool.scope(|scope| {
+        for chunk in items.chunks_mut(chunk) {
+            scope.spawn(async move {
+                for j in 0..chunk.len() {
+                    let (this, rest) = chunk[j..].split_first_mut().expect("in range");
+                    if prefetch {
+                        if j == 0 {
+                            this.1.rt.as_ref().map(Runtime::prefetch);
+                        }
+                        if let Some(next) = rest.first() {
+                            next.1.rt.as_ref().map(Runtime::prefetch);
+                        }
+                    }
+                    let (entity, character, disabled, timing) = this;
+                    let Some(rt) = character.rt.as_mut() else {
+                        continue;
+                    };
+                    let started = (timing.is_some() && !*disabled).then(Instant::now);
+                    solve_character(*entity, rt, *disabled, batching, descs, current);
+                    plan_writes(rt);
+                    if let (Some(started), Some(timing)) = (started, timing) {
+                        timing.last = started.elapsed();
+                    }
+                }
+            });
+        }
+    });
 }
+
+/// The fewest characters a task of [`solve_characters`] takes.
+const MIN_CHUNK: usize = 8;
 
 fn solve_character(
     entity: Entity,
@@ -252,11 +300,11 @@ fn plan_writes(rt: &mut Runtime) {
             (input_q, input_t)
         };
         let changed = q != input_q || t != input_t;
-        if !changed && rt.written[i].is_none() {
+        if !changed && !rt.written[i] {
             continue;
         }
         rt.to_write.push(i);
-        rt.written[i] = changed.then_some((q, t));
+        rt.written[i] = changed;
     }
 }
 

@@ -126,6 +126,72 @@ fn weight_half_stays_half_over_60_frames_without_animation() {
     }
 }
 
+/// The input the plugin remembers for the bones it wrote (so weights do not creep without
+/// animation) carries over when a structural change rebuilds the character's stack.
+#[test]
+fn weight_half_stays_half_across_a_rebuild() {
+    let mut app = app();
+    let mut arms = Vec::new();
+    let mut limbs = Vec::new();
+    for (i, weight) in [1.0, 0.5].into_iter().enumerate() {
+        let arm = spawn_arm(
+            app.world_mut(),
+            Transform::from_xyz(3.0 * i as f32, 0.0, 0.0),
+        );
+        let target = app
+            .world_mut()
+            .spawn((Transform::from_xyz(0.3, 1.2, 0.25), ChildOf(arm.character)))
+            .id();
+        let limb = app
+            .world_mut()
+            .spawn(
+                IkLimb::new(arm.upper, arm.lower, arm.hand)
+                    .with_target(target)
+                    .with_weight(weight),
+            )
+            .id();
+        arms.push(arm);
+        limbs.push(limb);
+    }
+    let rest = [rest_upper().rotation, rest_lower().rotation];
+    let rot = |app: &App, e: Entity| app.world().get::<Transform>(e).unwrap().rotation;
+    let check = |app: &App, frame: usize| {
+        let (full, half) = (arms[0], arms[1]);
+        for (k, (f, h)) in [(full.upper, half.upper), (full.lower, half.lower)]
+            .into_iter()
+            .enumerate()
+        {
+            let whole = rest[k].angle_between(rot(app, f));
+            assert!(whole > 0.05, "the full-weight limb moved");
+            let ratio = rest[k].angle_between(rot(app, h)) / whole;
+            assert!(
+                (ratio - 0.5).abs() < 1e-3,
+                "frame {frame}, bone {k}: {ratio:.4} of the full IK rotation"
+            );
+        }
+    };
+    for frame in 0..10 {
+        app.update();
+        check(&app, frame);
+    }
+    // A structural change: the half-weight limb names its tip instead (the same bone).
+    let built = stack_id(&app, limbs[1]);
+    {
+        let mut limb = app.world_mut().get_mut::<IkLimb>(limbs[1]).unwrap();
+        limb.tip = BoneRef::Name("hand".into());
+        limb.hierarchy = Some(arms[1].character);
+    }
+    for frame in 10..30 {
+        app.update();
+        check(&app, frame);
+    }
+    assert_ne!(
+        stack_id(&app, limbs[1]),
+        built,
+        "the change rebuilt the stack"
+    );
+}
+
 #[test]
 fn the_plugin_has_no_ambiguous_system_pairs() {
     let mut app = app();
