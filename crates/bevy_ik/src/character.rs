@@ -209,30 +209,6 @@ pub(crate) struct Runtime {
 }
 
 impl Runtime {
-    /// Asks the CPU to bring everything the character's solve reads into cache at once (see
-    /// [`ik_core::prefetch`]): in a crowd it is cold every frame.
-    #[inline]
-    pub(crate) fn prefetch(&self) {
-        use ik_core::prefetch::{prefetch, prefetch_slice};
-        prefetch(self);
-        prefetch_slice(&self.entities);
-        for st in &self.stages {
-            prefetch(&st.entity);
-            prefetch(&st.kind);
-            prefetch(&st.summary);
-            prefetch(&st.frame_error);
-            prefetch_slice(&st.residuals);
-        }
-        prefetch_slice(&self.input.rotations);
-        prefetch_slice(&self.input.translations);
-        prefetch_slice(&self.written);
-        prefetch_slice(&self.to_write);
-        self.stack.prefetch();
-        if let Some(batch) = &self.batch {
-            batch.prefetch();
-        }
-    }
-
     fn index_of(&self, e: Entity) -> Option<usize> {
         self.entities.iter().position(|&x| x == e)
     }
@@ -247,19 +223,30 @@ impl Runtime {
     }
 }
 
+/// Per-stage residuals (inline up to four: a limb has one).
+pub(crate) type Residuals = smallvec::SmallVec<[f32; 4]>;
+
 /// Per-stage state of a character.
+///
+/// `repr(C)`, what is read every frame first: in a crowd each record is cold in cache every
+/// frame, and the status pass ([`publish_ik_status`](crate::pipeline)) then reads the first
+/// two cache lines of it (entity, slot, summary, residuals, errors), not five.
+#[repr(C)]
 pub(crate) struct StageRt {
     pub(crate) entity: Entity,
-    pub(crate) kind: StageKind,
     /// Index in the stack; `None` when set-up failed.
     pub(crate) slot: Option<usize>,
-    pub(crate) setup_error: Option<IkError>,
-    /// This frame's problem (a target is missing, the solver rejected the input).
-    pub(crate) frame_error: Option<IkError>,
     /// The last solve's summary (`None`: not solved this frame).
     pub(crate) summary: Option<Summary>,
     /// Per-goal residuals of the last solve.
-    pub(crate) residuals: Vec<f32>,
+    pub(crate) residuals: Residuals,
+    /// This frame's problem (a target is missing, the solver rejected the input).
+    pub(crate) frame_error: Option<IkError>,
+    pub(crate) setup_error: Option<IkError>,
+    pub(crate) kind: StageKind,
+    /// Full body with balance on, last solve: the centre of mass and support point (model
+    /// space), up.
+    pub(crate) center_of_mass: Option<(Vec3, Vec3, Vec3)>,
     pub(crate) warned: Vec<IkError>,
 }
 
@@ -271,8 +258,6 @@ pub(crate) struct Summary {
     pub(crate) position_residual: f32,
     pub(crate) rotation_residual: f32,
     pub(crate) center_of_mass_residual: f32,
-    /// Full body with balance on: the centre of mass and support point (model space), up.
-    pub(crate) center_of_mass: Option<(Vec3, Vec3, Vec3)>,
 }
 
 /// What a stage is, with the per-kind data the pipeline needs.
@@ -926,7 +911,8 @@ fn rebuild(
             setup_error: None,
             frame_error: None,
             summary: None,
-            residuals: Vec::new(),
+            residuals: Residuals::new(),
+            center_of_mass: None,
             warned: warned_before,
         };
         match built {

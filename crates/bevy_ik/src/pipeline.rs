@@ -14,6 +14,7 @@
 //! pre-modifier pose every frame for the same reason). A bone whose output equals its input is
 //! not written; one that was written last frame but not this frame gets its input back.
 
+use bevy::ecs::batching::BatchingStrategy;
 use bevy::ecs::change_detection::{DetectChangesMut, Mut};
 use bevy::ecs::entity::Entity;
 use bevy::ecs::query::{Has, Or, With, Without};
@@ -22,7 +23,6 @@ use bevy::ecs::system::{Query, Res};
 use bevy::log::warn;
 use bevy::math::Vec3;
 use bevy::platform::time::Instant;
-use bevy::tasks::ComputeTaskPool;
 use bevy::transform::components::Transform;
 use ik_core::stack::{Stage, StageOutcome};
 
@@ -185,14 +185,6 @@ fn read_input(rt: &mut Runtime, transforms: &Query<&Transform>) -> Result<(), Ik
 /// Per character, in parallel: reads its input pose (one pass over its bones), the model-space
 /// frame and each stage's goals, then solves its stack (the stages in order) and summarises
 /// each stage's outcome — in one pass, while the character's data is in cache.
-///
-/// # Prefetching the next character
-///
-/// In a crowd every character's runtime state (pose buffer, stage slots, the batch's lanes: a
-/// few dozen heap blocks) is cold in cache each frame; read as the solve needs it, one cache
-/// miss waits for the one before. So the characters are split into chunks, one task a chunk,
-/// and while a task solves one character it asks the CPU for the next one's state
-/// ([`Runtime::prefetch`], a hint): its misses overlap with this character's work.
 #[allow(clippy::type_complexity, reason = "system parameters")]
 pub(crate) fn solve_characters(
     mut characters: Query<
@@ -212,49 +204,28 @@ pub(crate) fn solve_characters(
     let batching = settings
         .batch_limbs
         .unwrap_or_else(|| limb_batch::use_batch(batchable.0));
-    let prefetch = std::env::var_os("IK_NO_PREFETCH").is_none();
-    let mut items: Vec<_> = characters
-        .iter_mut()
-        .filter(|(_, c, ..)| c.rt.is_some())
-        .collect();
-    let pool = ComputeTaskPool::get();
-    // A few chunks a thread, for balance (characters differ in cost).
-    let chunk = items
-        .len()
-        .div_ceil(pool.thread_num().max(1) * 4)
-        .max(MIN_CHUNK);
-    let (descs, current) = (&descs, &current);
-    pool.scope(|scope| {
-        for chunk in items.chunks_mut(chunk) {
-            scope.spawn(async move {
-                for j in 0..chunk.len() {
-                    let (this, rest) = chunk[j..].split_first_mut().expect("in range");
-                    if prefetch {
-                        if j == 0 {
-                            this.1.rt.as_ref().map(Runtime::prefetch);
-                        }
-                        if let Some(next) = rest.first() {
-                            next.1.rt.as_ref().map(Runtime::prefetch);
-                        }
-                    }
-                    let (entity, character, disabled, timing) = this;
-                    let Some(rt) = character.rt.as_mut() else {
-                        continue;
-                    };
-                    let started = (timing.is_some() && !*disabled).then(Instant::now);
-                    solve_character(*entity, rt, *disabled, batching, descs, current);
-                    plan_writes(rt);
-                    if let (Some(started), Some(timing)) = (started, timing) {
-                        timing.last = started.elapsed();
-                    }
-                }
-            });
-        }
-    });
+    characters
+        .par_iter_mut()
+        .batching_strategy(balanced())
+        .for_each(|(entity, mut character, disabled, timing)| {
+            let Some(rt) = character.rt.as_mut() else {
+                return;
+            };
+            let started = (timing.is_some() && !disabled).then(Instant::now);
+            solve_character(entity, rt, disabled, batching, &descs, &current);
+            plan_writes(rt);
+            if let (Some(started), Some(mut timing)) = (started, timing) {
+                timing.last = started.elapsed();
+            }
+        });
 }
 
-/// The fewest characters a task of [`solve_characters`] takes.
-const MIN_CHUNK: usize = 8;
+/// A few batches a thread (Bevy's default is one): a thread that starts late, or is
+/// interrupted, then leaves the others batches to take instead of the frame waiting for its
+/// half of the characters.
+fn balanced() -> BatchingStrategy {
+    BatchingStrategy::new().batches_per_thread(4)
+}
 
 fn solve_character(
     entity: Entity,
@@ -342,9 +313,9 @@ fn summarise(rt: &mut Runtime) {
             position_residual: report.position_residual(),
             rotation_residual: report.angle_residual(),
             center_of_mass_residual: 0.0,
-            center_of_mass: None,
         };
         st.residuals.clear();
+        st.center_of_mass = None;
         match (&mut st.kind, &mut slot.stage) {
             (
                 StageKind::Limb {
@@ -376,7 +347,7 @@ fn summarise(rt: &mut Runtime) {
                         .center_of_mass(skeleton, buffer.pose())
                         .filter(|c| c.is_finite())
                 {
-                    summary.center_of_mass = Some((c, goal.target, data.up));
+                    st.center_of_mass = Some((c, goal.target, data.up));
                 }
             }
             _ => st.residuals.push(summary.position_residual),
@@ -439,6 +410,7 @@ pub(crate) fn publish_ik_status(
 ) {
     stages
         .par_iter_mut()
+        .batching_strategy(balanced())
         .for_each(|(entity, mut status, of, com)| {
             let character = of.map_or(entity, |o| o.0);
             let Ok((ch, disabled)) = characters.get(character) else {
@@ -458,7 +430,7 @@ pub(crate) fn publish_ik_status(
                 (Some(summary), None) => {
                     publish_summary(&mut status, summary, &st.residuals);
                     if let Some(mut com) = com {
-                        publish_com(&mut com, summary.center_of_mass);
+                        publish_com(&mut com, st.center_of_mass);
                     }
                 }
                 (_, Some(err)) => {

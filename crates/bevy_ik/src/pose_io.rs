@@ -54,8 +54,9 @@ pub(crate) enum TargetProblem {
 #[derive(SystemParam)]
 pub(crate) struct CurrentTransforms<'w, 's> {
     pub(crate) helper: TransformHelper<'w, 's>,
-    pub(crate) parents: Query<'w, 's, &'static ChildOf>,
     pub(crate) transforms: Query<'w, 's, &'static Transform>,
+    /// A target's local transform and parent in one lookup.
+    pub(crate) locals: Query<'w, 's, (&'static Transform, Option<&'static ChildOf>)>,
 }
 
 /// Reads target and pole entities for one character: [`CurrentTransforms`] and the
@@ -80,12 +81,9 @@ pub(crate) fn target_in_model_space(
 ) -> Result<ModelTarget, TargetProblem> {
     let q = reader.queries;
     if let Some(frame) = reader.frame
-        && q.parents.get(entity).is_ok_and(|p| p.parent() == frame)
+        && let Ok((t, Some(parent))) = q.locals.get(entity)
+        && parent.parent() == frame
     {
-        let t = q
-            .transforms
-            .get(entity)
-            .map_err(|_| TargetProblem::Missing)?;
         let rotation = t.rotation.normalize();
         if !(t.translation.is_finite() && rotation.is_finite() && t.scale.is_finite()) {
             return Err(TargetProblem::NonFinite);

@@ -501,7 +501,11 @@ pub(crate) fn gather(
 }
 
 /// Per-goal residuals of the last solve, in goal order.
-pub(crate) fn residuals(data: &RigStage, stage: &JacobianStage, out: &mut Vec<f32>) {
+pub(crate) fn residuals(
+    data: &RigStage,
+    stage: &JacobianStage,
+    out: &mut crate::character::Residuals,
+) {
     out.clear();
     let residuals = stage.scratch().residuals();
     out.extend(data.goal_tasks.iter().map(|g| {

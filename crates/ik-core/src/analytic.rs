@@ -622,19 +622,6 @@ fn reach(l1: f32, l2: f32, cos: f32) -> f32 {
 }
 
 impl TwoBoneIk {
-    /// Prefetch hint for the solver's per-solve data (see [`crate::prefetch`]).
-    #[inline]
-    pub(crate) fn prefetch(&self) {
-        use crate::prefetch::prefetch;
-        prefetch(&self.root);
-        prefetch(&self.rest_lengths);
-        prefetch(&self.root_rest_model_rotation);
-        prefetch(&self.settings);
-        prefetch(&self.cos_flex_max);
-    }
-}
-
-impl TwoBoneIk {
     /// A limb from bone indices with default [`LimbSettings`].
     ///
     /// `mid` must descend from `root` and `tip` from `mid`; bones between them are held rigid.

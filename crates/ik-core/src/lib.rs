@@ -10,7 +10,6 @@ pub mod humanoid;
 pub mod jacobian;
 pub mod limits;
 pub mod pose;
-pub mod prefetch;
 pub mod rotation;
 pub mod skeleton;
 pub mod stack;

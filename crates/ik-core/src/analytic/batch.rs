@@ -807,33 +807,6 @@ pub struct TwoBoneBatch {
 }
 
 impl TwoBoneBatch {
-    /// Prefetch hint for the per-solve rest data (see [`crate::prefetch`]).
-    #[inline]
-    pub(crate) fn prefetch(&self) {
-        use crate::prefetch::prefetch;
-        for b in &self.rest {
-            prefetch(&b.t_root);
-            prefetch(&b.t_mid);
-            prefetch(&b.t_tip);
-            prefetch(&b.root_scale);
-            prefetch(&b.mid_scale);
-            prefetch(&b.bend);
-            prefetch(&b.cos_flex_min);
-            prefetch(&b.soft_reach);
-            let g = &b.geo;
-            prefetch(&g.t_root);
-            prefetch(&g.u1);
-            prefetch(&g.u2);
-            prefetch(&g.ua);
-            prefetch(&g.h);
-            prefetch(&g.side);
-            prefetch(&g.min_dist);
-            prefetch(&g.l_sq);
-        }
-    }
-}
-
-impl TwoBoneBatch {
     /// A batch of the given limbs, each with the skeleton it was built on.
     ///
     /// # Errors
@@ -1554,19 +1527,6 @@ pub struct LaneGoals {
 }
 
 impl LaneGoals {
-    /// Prefetch hint (see [`crate::prefetch`]).
-    #[inline]
-    pub(crate) fn prefetch(&self) {
-        use crate::prefetch::{prefetch, prefetch_slice};
-        for b in &self.blocks {
-            prefetch(&b.target);
-            prefetch(&b.pole);
-            prefetch(&b.o);
-            prefetch(&b.on_path);
-        }
-        prefetch_slice(&self.goals);
-    }
-
     /// Goals for `len` limbs (each `LimbGoal::new(Vec3::ZERO)` until set).
     #[must_use]
     pub fn new(len: usize) -> Self {
@@ -1661,21 +1621,6 @@ pub struct LanePoses {
 }
 
 impl LanePoses {
-    /// Prefetch hint (see [`crate::prefetch`]).
-    #[inline]
-    pub(crate) fn prefetch(&self) {
-        use crate::prefetch::{prefetch, prefetch_slice};
-        for b in &self.blocks {
-            prefetch(&b.pt);
-            prefetch(&b.qp);
-            prefetch(&b.ps);
-            for r in &b.rot {
-                prefetch(r);
-            }
-        }
-        prefetch_slice(&self.failed);
-    }
-
     /// Poses for `len` limbs: identity parents and rotations until set.
     #[must_use]
     pub fn new(len: usize) -> Self {

@@ -37,16 +37,6 @@ pub struct PoseBuffer {
 const NO_PARENT: u32 = u32::MAX;
 
 impl PoseBuffer {
-    /// Prefetch hint for the buffer's pose, model transforms and links (see
-    /// [`crate::prefetch`]).
-    #[inline]
-    pub fn prefetch(&self) {
-        crate::prefetch::prefetch_slice(&self.pose.rotations);
-        crate::prefetch::prefetch_slice(&self.pose.translations);
-        crate::prefetch::prefetch_slice(&self.model);
-        crate::prefetch::prefetch_slice(&self.links);
-    }
-
     /// A buffer holding `skeleton`'s rest pose (model transforms not yet computed).
     #[must_use]
     pub fn new(skeleton: &Skeleton) -> Self {

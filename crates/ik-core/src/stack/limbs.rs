@@ -134,18 +134,6 @@ fn two_bone(stage: &Stage) -> Option<&TwoBoneStage> {
 }
 
 impl LimbBatch {
-    /// Asks the CPU to bring the batch's per-frame state into cache (its lanes, limbs and
-    /// reports), like [`IkStack::prefetch`]. A hint: it changes nothing.
-    #[inline]
-    pub fn prefetch(&self) {
-        use crate::prefetch::prefetch_slice;
-        prefetch_slice(&self.limbs);
-        prefetch_slice(&self.reports);
-        self.goals.prefetch();
-        self.poses.prefetch();
-        self.batch.prefetch();
-    }
-
     /// The batch for `stack`'s leading independent two-bone stages (see the
     /// [type docs](LimbBatch)), their goals as the stages hold them now; `None` when fewer than
     /// [`MIN_BATCHED_LIMBS`] qualify.

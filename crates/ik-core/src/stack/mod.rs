@@ -195,24 +195,6 @@ pub struct IkStack {
 }
 
 impl IkStack {
-    /// Asks the CPU to bring the stack's per-frame state into cache — the pose buffer and
-    /// each stage slot's goal, weight and outcome — so that a crowd's solve does not wait for
-    /// one cache miss after another (see [`crate::prefetch`]). A hint: it changes nothing.
-    #[inline]
-    pub fn prefetch(&self) {
-        use crate::prefetch::prefetch;
-        self.buffer.prefetch();
-        for slot in &self.slots {
-            prefetch(&slot.weight);
-            prefetch(&slot.outcome);
-            if let Stage::TwoBone(s) = &slot.stage {
-                s.prefetch();
-            } else {
-                prefetch(&slot.stage);
-            }
-        }
-    }
-
     /// An empty stack on `skeleton`, its buffer at the rest pose.
     #[must_use]
     pub fn new(skeleton: Skeleton) -> Self {

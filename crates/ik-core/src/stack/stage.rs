@@ -171,14 +171,6 @@ pub struct TwoBoneStage {
 }
 
 impl TwoBoneStage {
-    /// Prefetch hint for the stage's goal and solver (see [`crate::prefetch`]).
-    #[inline]
-    pub(crate) fn prefetch(&self) {
-        crate::prefetch::prefetch(&self.goal);
-        crate::prefetch::prefetch(&self.bones);
-        self.ik.prefetch();
-    }
-
     /// A stage for `ik` (built on `skeleton`), aiming at `goal`.
     #[must_use]
     pub fn new(skeleton: &Skeleton, ik: TwoBoneIk, goal: LimbGoal) -> Self {
