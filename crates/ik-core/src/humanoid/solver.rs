@@ -691,9 +691,11 @@ impl Dof {
     }
 }
 
-/// The Jacobian rows (ascending) of the effectors in `affects`.
-fn joint_rows(affects: u8, row_of: &[[usize; 2]; 7]) -> ([usize; MAX_ROWS], usize) {
-    let mut idx = [0usize; MAX_ROWS];
+/// The first rows of the 3-row blocks (ascending) of the effectors in `affects`: a joint's
+/// Jacobian rows (rows come in blocks of three: a position, a rotation, the look-at, the
+/// centre of mass).
+fn joint_blocks(affects: u8, row_of: &[[usize; 2]; 7]) -> ([usize; MAX_BLOCKS], usize) {
+    let mut blocks = [0usize; MAX_BLOCKS];
     let mut n = 0;
     for (k, rows) in row_of.iter().enumerate() {
         if affects & (1 << k) == 0 {
@@ -701,12 +703,12 @@ fn joint_rows(affects: u8, row_of: &[[usize; 2]; 7]) -> ([usize; MAX_ROWS], usiz
         }
         for &base in rows {
             if base != usize::MAX {
-                idx[n..n + 3].copy_from_slice(&[base, base + 1, base + 2]);
-                n += 3;
+                blocks[n] = base;
+                n += 1;
             }
         }
     }
-    (idx, n)
+    (blocks, n)
 }
 
 /// A mass segment: `role`'s mass sits at `local_point` in `bone`'s frame.
@@ -869,6 +871,8 @@ struct Solve<'a> {
 }
 
 const MAX_ROWS: usize = 5 * 6 + 3 + 3;
+/// Row blocks (3 rows each) at most.
+const MAX_BLOCKS: usize = MAX_ROWS / 3;
 
 /// Goal channels: position and rotation of each effector, the look-at, the centre of mass.
 const CHANNELS: usize = 12;
@@ -2684,10 +2688,11 @@ impl<'a> Solve<'a> {
                     }
                     let col = j.col + c;
                     let axis = axis * mobility;
-                    for k in 0..7 {
-                        if (j.affects | anchor) & (1 << k) == 0 {
-                            continue;
-                        }
+                    // The effectors below the joint (or its frame), in ascending order.
+                    let mut below = j.affects | anchor;
+                    while below != 0 {
+                        let k = below.trailing_zeros() as usize;
+                        below &= below - 1;
                         if k < 5 && (j.affects | anchor) & self.s.spare[k] != 0 {
                             continue;
                         }
@@ -2781,17 +2786,28 @@ impl<'a> Solve<'a> {
                 if self.s.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
                     continue;
                 }
-                let (idx, nr) = joint_rows(j.affects | self.s.anchor_affects[ji], &row_of);
+                let (blocks, nb) = joint_blocks(j.affects | self.s.anchor_affects[ji], &row_of);
+                let blocks = &blocks[..nb];
                 for c in j.col..j.col + j.dof.count() {
-                    let mut vals = [0.0f32; MAX_ROWS];
-                    for (v, &r) in vals.iter_mut().zip(&idx[..nr]) {
-                        *v = jac[r * cols + c];
+                    let mut vals = [Vec3::ZERO; MAX_BLOCKS];
+                    for (v, &b) in vals.iter_mut().zip(blocks) {
+                        *v = Vec3::new(
+                            jac[b * cols + c],
+                            jac[(b + 1) * cols + c],
+                            jac[(b + 2) * cols + c],
+                        );
                     }
-                    for p in 0..nr {
-                        let vp = vals[p];
-                        let row = &mut a[idx[p] * rows..];
-                        for q in 0..=p {
-                            row[idx[q]] += vp * vals[q];
+                    // 3 × 3 blocks of the lower triangle (a diagonal block whole: the upper
+                    // triangle is never read), each entry summed over the columns in the
+                    // same order as row by row: the same bits.
+                    for (p, (&bp, &vp)) in blocks.iter().zip(&vals).enumerate() {
+                        for (&bq, &vq) in blocks[..=p].iter().zip(&vals) {
+                            for (i, vpi) in vp.to_array().into_iter().enumerate() {
+                                let at = (bp + i) * rows + bq;
+                                let e = &mut a[at..at + 3];
+                                let sum = Vec3::from_slice(e) + vq * vpi;
+                                sum.write_to_slice(e);
+                            }
                         }
                     }
                 }
@@ -2809,12 +2825,17 @@ impl<'a> Solve<'a> {
                 if self.s.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
                     continue;
                 }
-                let (idx, nr) = joint_rows(j.affects | self.s.anchor_affects[ji], &row_of);
+                let (blocks, nb) = joint_blocks(j.affects | self.s.anchor_affects[ji], &row_of);
+                let y = &self.s.dls.y;
                 for c in j.col..j.col + j.dof.count() {
-                    self.s.dls.dq[c] = idx[..nr]
-                        .iter()
-                        .map(|&r| jac[r * cols + c] * self.s.dls.y[r])
-                        .sum();
+                    // Jᵀ y over the joint's rows in ascending order, from −0 as `Sum` adds.
+                    let mut sum = -0.0f32;
+                    for &b in &blocks[..nb] {
+                        sum += jac[b * cols + c] * y[b];
+                        sum += jac[(b + 1) * cols + c] * y[b + 1];
+                        sum += jac[(b + 2) * cols + c] * y[b + 2];
+                    }
+                    self.s.dls.dq[c] = sum;
                 }
             }
             for (ji, j) in self.rig.joints.iter().enumerate() {
