@@ -697,11 +697,11 @@ impl Dof {
 fn joint_blocks(affects: u8, row_of: &[[usize; 2]; 7]) -> ([usize; MAX_BLOCKS], usize) {
     let mut blocks = [0usize; MAX_BLOCKS];
     let mut n = 0;
-    for (k, rows) in row_of.iter().enumerate() {
-        if affects & (1 << k) == 0 {
-            continue;
-        }
-        for &base in rows {
+    let mut bits = affects & 0x7f;
+    while bits != 0 {
+        let k = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        for &base in &row_of[k] {
             if base != usize::MAX {
                 blocks[n] = base;
                 n += 1;
@@ -709,6 +709,12 @@ fn joint_blocks(affects: u8, row_of: &[[usize; 2]; 7]) -> ([usize; MAX_BLOCKS], 
         }
     }
     (blocks, n)
+}
+
+/// Where block row `p`'s pairs start in a packed lower triangle of blocks (`pair_base(n)`:
+/// the pairs of `n` block rows).
+const fn pair_base(p: usize) -> usize {
+    p * (p + 1) / 2
 }
 
 /// A mass segment: `role`'s mass sits at `local_point` in `bone`'s frame.
@@ -849,6 +855,8 @@ pub struct FullBodyScratch {
     last: Pose,
     last_of: u64,
     segment_pos: Vec<Vec3>,
+    /// `J Jᵀ` as a packed lower triangle of 3 × 3 blocks (see `pair_base`).
+    pairs: Vec<[Vec3; 3]>,
 }
 
 impl FullBodyScratch {
@@ -1231,6 +1239,7 @@ impl FullBodySolver {
         s.last = self.rest.clone();
         s.last_of = 0;
         s.segment_pos = vec![Vec3::ZERO; self.segments.len()];
+        s.pairs = vec![[Vec3::ZERO; 3]; pair_base(MAX_BLOCKS)];
         s.reset();
     }
 
@@ -2782,12 +2791,24 @@ impl<'a> Solve<'a> {
             // order, so each joint's row list is ascending).
             let a = &mut self.s.dls.a[..rows * rows];
             a.fill(0.0);
+            // The lower triangle of 3 × 3 blocks, block pair (p ≥ q) at `pair_base(p) + q`,
+            // each block as its three rows.
+            let nb = rows / 3;
+            let pairs = &mut self.s.pairs[..pair_base(nb)];
+            pairs.fill([Vec3::ZERO; 3]);
+            // A joint's row blocks, kept while the next joint moves the same effectors (joints
+            // come in chains that do). `u8::MAX` is no mask (they use 7 bits).
+            let mut memo = (u8::MAX, [0usize; MAX_BLOCKS], 0usize);
             for (ji, j) in self.rig.joints.iter().enumerate() {
                 if self.s.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
                     continue;
                 }
-                let (blocks, nb) = joint_blocks(j.affects | self.s.anchor_affects[ji], &row_of);
-                let blocks = &blocks[..nb];
+                let mask = j.affects | self.s.anchor_affects[ji];
+                if memo.0 != mask {
+                    let (b, n) = joint_blocks(mask, &row_of);
+                    memo = (mask, b, n);
+                }
+                let blocks = &memo.1[..memo.2];
                 for c in j.col..j.col + j.dof.count() {
                     let mut vals = [Vec3::ZERO; MAX_BLOCKS];
                     for (v, &b) in vals.iter_mut().zip(blocks) {
@@ -2800,15 +2821,26 @@ impl<'a> Solve<'a> {
                     // 3 × 3 blocks of the lower triangle (a diagonal block whole: the upper
                     // triangle is never read), each entry summed over the columns in the
                     // same order as row by row: the same bits.
-                    for (p, (&bp, &vp)) in blocks.iter().zip(&vals).enumerate() {
-                        for (&bq, &vq) in blocks[..=p].iter().zip(&vals) {
-                            for (i, vpi) in vp.to_array().into_iter().enumerate() {
-                                let at = (bp + i) * rows + bq;
-                                let e = &mut a[at..at + 3];
-                                let sum = Vec3::from_slice(e) + vq * vpi;
-                                sum.write_to_slice(e);
+                    for (&bp, &vp) in blocks.iter().zip(&vals) {
+                        let row = pair_base(bp / 3);
+                        for (&bq, &vq) in blocks.iter().zip(&vals) {
+                            if bq > bp {
+                                break;
                             }
+                            let e = &mut pairs[row + bq / 3];
+                            e[0] += vq * vp.x;
+                            e[1] += vq * vp.y;
+                            e[2] += vq * vp.z;
                         }
+                    }
+                }
+            }
+            // Into the row-major lower triangle the factorisation reads.
+            for p in 0..rows / 3 {
+                for q in 0..=p {
+                    for (i, r) in pairs[pair_base(p) + q].iter().enumerate() {
+                        let at = (3 * p + i) * rows + 3 * q;
+                        r.write_to_slice(&mut a[at..at + 3]);
                     }
                 }
             }
@@ -2825,12 +2857,17 @@ impl<'a> Solve<'a> {
                 if self.s.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
                     continue;
                 }
-                let (blocks, nb) = joint_blocks(j.affects | self.s.anchor_affects[ji], &row_of);
+                let mask = j.affects | self.s.anchor_affects[ji];
+                if memo.0 != mask {
+                    let (b, n) = joint_blocks(mask, &row_of);
+                    memo = (mask, b, n);
+                }
+                let blocks = &memo.1[..memo.2];
                 let y = &self.s.dls.y;
                 for c in j.col..j.col + j.dof.count() {
                     // Jᵀ y over the joint's rows in ascending order, from −0 as `Sum` adds.
                     let mut sum = -0.0f32;
-                    for &b in &blocks[..nb] {
+                    for &b in blocks {
                         sum += jac[b * cols + c] * y[b];
                         sum += jac[(b + 1) * cols + c] * y[b + 1];
                         sum += jac[(b + 2) * cols + c] * y[b + 2];
