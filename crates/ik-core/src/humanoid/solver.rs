@@ -126,11 +126,40 @@
 //!   26.2–29.6 → 23.7–25.7 ms (medians 28.1 → 24.9); `FullBodySolver::solve`'s instructions
 //!   in a 200-character run (callgrind, set-up + 30 frames) 354.5 → 216.6 M.
 //!
+//! * *The arithmetic of a step and a clamp* (every pose and report the same bits: checked
+//!   on a hash of every tracking output of the gameplay scenarios, both pelvis modes).
+//!   A limit clamp first asks whether the rotation is *surely inside* — bounds on the
+//!   swing and twist angles from the quaternion's components, no arc tangent (see
+//!   [`crate::limits`]) — and splits swing and twist only when it is not (9 clamps in 10
+//!   are decided so). The Jacobian step works in 3-row blocks (a position, a rotation, the
+//!   look-at): `J Jᵀ` is accumulated into a packed lower triangle of 3 × 3 blocks and
+//!   `Jᵀ y` a block at a time, each sum over the columns in the same order as before; the
+//!   Cholesky factorisation runs over row slices. Instructions in `solve` (callgrind, scenario
+//!   both, position-only pelvis, 14 rigs × 119 tracking frames): 133.2 M → 124.8 M (clamps)
+//!   → 105.2 M (step). `gameplay` bench, fastest of 5, two alternating runs each against
+//!   the previous release at load 2.4–2.7, goal figures identical: 6D pelvis — control
+//!   median 3.9–4.0 → 3.3–3.6 µs, reach mean 8.1–8.4 → 7.0 µs (p99 34.0–37.4 → 30.2–30.3,
+//!   max 116–118 → 105), both mean 8.2–8.5 → 7.2 µs (p99 38.2–39.6 → 37.5–37.7, max
+//!   122–125 → 111); position-only pelvis — uneven p99 48.2–48.4 → 38.8–38.9 µs (max
+//!   96 → 80), reach p99 36.7–37.1 → 33.2–33.3 (max 58 → 49), both mean 8.3–8.4 → 7.2 µs
+//!   (p99 47.7–48.5 → 44.0–44.1, max 82–83 → 74). The `bevy_ik` gameplay crowd: `solve`'s
+//!   instructions (100 characters, set-up + 30 frames) 490.6 M → 364.9 M (158 k → 118 k per
+//!   tracking solve); CPU per frame with 1000 characters (three alternating runs, load
+//!   2.2–2.9) 16.3–17.9 ms → 15.1–16.2 ms (medians 17.4 → 15.2).
+//!
 //! Where the budget still goes (`IK_GAMEPLAY_PROFILE=1`): a solve without Jacobian
-//! iterations costs about 4 µs (limb and look-at finish, FK, measuring), each iteration about
-//! 8 µs on a full rig (Jacobian, normal equations, the limit clamps); in the reach and both
-//! scenarios a third of the time is in solves that converge after two or three iterations
-//! (hands reaching past the shoulder's range: the body leans).
+//! iterations costs about 3.3 µs (limb and look-at finish, FK, measuring; scenarios reach and
+//! both, 6D pelvis), each iteration with the finish round around it about 4–7 µs on a full
+//! rig with 9 rows (two iterations 12 µs, three 19 µs), more with the feet's rows back (21 rows: the
+//! normal equations and their factorisation grow with the square and cube of the rows); in
+//! the reach and both scenarios a third of the time is in solves that converge after two or
+//! three iterations (hands reaching past the shoulder's range: the body leans). In the
+//! `bevy_ik` gameplay crowd (position-only pelvis) a third of the steady-state iterations
+//! have the feet's rows back and they cost most of the Jacobian time. Bringing back only the
+//! unmet foot's rows (the met foot's leg following the hips by its finish) cut the crowd's
+//! `solve` instructions by another 8 % and met more feasible goals in the `gameplay` bench,
+//! but turned the `KayKit` mannequin's arm more than 20° in two frames with orientation
+//! goals on the hands (the `gameplay` test of those): not done.
 //!
 //! **Temporal coherence.** No restarts, no perturbed starts and no global search in tracking:
 //! each limb's swivel is only refined near where it is (a cold solve also searches the full
