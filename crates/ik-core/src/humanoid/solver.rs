@@ -126,11 +126,40 @@
 //!   26.2–29.6 → 23.7–25.7 ms (medians 28.1 → 24.9); `FullBodySolver::solve`'s instructions
 //!   in a 200-character run (callgrind, set-up + 30 frames) 354.5 → 216.6 M.
 //!
+//! * *The arithmetic of a step and a clamp* (every pose and report the same bits: checked
+//!   on a hash of every tracking output of the gameplay scenarios, both pelvis modes).
+//!   A limit clamp first asks whether the rotation is *surely inside* — bounds on the
+//!   swing and twist angles from the quaternion's components, no arc tangent (see
+//!   [`crate::limits`]) — and splits swing and twist only when it is not (9 clamps in 10
+//!   are decided so). The Jacobian step works in 3-row blocks (a position, a rotation, the
+//!   look-at): `J Jᵀ` is accumulated into a packed lower triangle of 3 × 3 blocks and
+//!   `Jᵀ y` a block at a time, each sum over the columns in the same order as before; the
+//!   Cholesky factorisation runs over row slices. Instructions in `solve` (callgrind, scenario
+//!   both, position-only pelvis, 14 rigs × 119 tracking frames): 133.2 M → 124.8 M (clamps)
+//!   → 105.2 M (step). `gameplay` bench, fastest of 5, two alternating runs each against
+//!   the previous release at load 2.4–2.7, goal figures identical: 6D pelvis — control
+//!   median 3.9–4.0 → 3.3–3.6 µs, reach mean 8.1–8.4 → 7.0 µs (p99 34.0–37.4 → 30.2–30.3,
+//!   max 116–118 → 105), both mean 8.2–8.5 → 7.2 µs (p99 38.2–39.6 → 37.5–37.7, max
+//!   122–125 → 111); position-only pelvis — uneven p99 48.2–48.4 → 38.8–38.9 µs (max
+//!   96 → 80), reach p99 36.7–37.1 → 33.2–33.3 (max 58 → 49), both mean 8.3–8.4 → 7.2 µs
+//!   (p99 47.7–48.5 → 44.0–44.1, max 82–83 → 74). The `bevy_ik` gameplay crowd: `solve`'s
+//!   instructions (100 characters, set-up + 30 frames) 490.6 M → 364.9 M (158 k → 118 k per
+//!   tracking solve); CPU per frame with 1000 characters (three alternating runs, load
+//!   2.2–2.9) 16.3–17.9 ms → 15.1–16.2 ms (medians 17.4 → 15.2).
+//!
 //! Where the budget still goes (`IK_GAMEPLAY_PROFILE=1`): a solve without Jacobian
-//! iterations costs about 4 µs (limb and look-at finish, FK, measuring), each iteration about
-//! 8 µs on a full rig (Jacobian, normal equations, the limit clamps); in the reach and both
-//! scenarios a third of the time is in solves that converge after two or three iterations
-//! (hands reaching past the shoulder's range: the body leans).
+//! iterations costs about 3.3 µs (limb and look-at finish, FK, measuring; scenarios reach and
+//! both, 6D pelvis), each iteration with the finish round around it about 4–7 µs on a full
+//! rig with 9 rows (two iterations 12 µs, three 19 µs), more with the feet's rows back (21 rows: the
+//! normal equations and their factorisation grow with the square and cube of the rows); in
+//! the reach and both scenarios a third of the time is in solves that converge after two or
+//! three iterations (hands reaching past the shoulder's range: the body leans). In the
+//! `bevy_ik` gameplay crowd (position-only pelvis) a third of the steady-state iterations
+//! have the feet's rows back and they cost most of the Jacobian time. Bringing back only the
+//! unmet foot's rows (the met foot's leg following the hips by its finish) cut the crowd's
+//! `solve` instructions by another 8 % and met more feasible goals in the `gameplay` bench,
+//! but turned the `KayKit` mannequin's arm more than 20° in two frames with orientation
+//! goals on the hands (the `gameplay` test of those): not done.
 //!
 //! **Temporal coherence.** No restarts, no perturbed starts and no global search in tracking:
 //! each limb's swivel is only refined near where it is (a cold solve also searches the full
@@ -691,22 +720,30 @@ impl Dof {
     }
 }
 
-/// The Jacobian rows (ascending) of the effectors in `affects`.
-fn joint_rows(affects: u8, row_of: &[[usize; 2]; 7]) -> ([usize; MAX_ROWS], usize) {
-    let mut idx = [0usize; MAX_ROWS];
+/// The first rows of the 3-row blocks (ascending) of the effectors in `affects`: a joint's
+/// Jacobian rows (rows come in blocks of three: a position, a rotation, the look-at, the
+/// centre of mass).
+fn joint_blocks(affects: u8, row_of: &[[usize; 2]; 7]) -> ([usize; MAX_BLOCKS], usize) {
+    let mut blocks = [0usize; MAX_BLOCKS];
     let mut n = 0;
-    for (k, rows) in row_of.iter().enumerate() {
-        if affects & (1 << k) == 0 {
-            continue;
-        }
-        for &base in rows {
+    let mut bits = affects & 0x7f;
+    while bits != 0 {
+        let k = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        for &base in &row_of[k] {
             if base != usize::MAX {
-                idx[n..n + 3].copy_from_slice(&[base, base + 1, base + 2]);
-                n += 3;
+                blocks[n] = base;
+                n += 1;
             }
         }
     }
-    (idx, n)
+    (blocks, n)
+}
+
+/// Where block row `p`'s pairs start in a packed lower triangle of blocks (`pair_base(n)`:
+/// the pairs of `n` block rows).
+const fn pair_base(p: usize) -> usize {
+    p * (p + 1) / 2
 }
 
 /// A mass segment: `role`'s mass sits at `local_point` in `bone`'s frame.
@@ -847,6 +884,8 @@ pub struct FullBodyScratch {
     last: Pose,
     last_of: u64,
     segment_pos: Vec<Vec3>,
+    /// `J Jᵀ` as a packed lower triangle of 3 × 3 blocks (see `pair_base`).
+    pairs: Vec<[Vec3; 3]>,
 }
 
 impl FullBodyScratch {
@@ -869,6 +908,8 @@ struct Solve<'a> {
 }
 
 const MAX_ROWS: usize = 5 * 6 + 3 + 3;
+/// Row blocks (3 rows each) at most.
+const MAX_BLOCKS: usize = MAX_ROWS / 3;
 
 /// Goal channels: position and rotation of each effector, the look-at, the centre of mass.
 const CHANNELS: usize = 12;
@@ -1227,6 +1268,7 @@ impl FullBodySolver {
         s.last = self.rest.clone();
         s.last_of = 0;
         s.segment_pos = vec![Vec3::ZERO; self.segments.len()];
+        s.pairs = vec![[Vec3::ZERO; 3]; pair_base(MAX_BLOCKS)];
         s.reset();
     }
 
@@ -2684,10 +2726,11 @@ impl<'a> Solve<'a> {
                     }
                     let col = j.col + c;
                     let axis = axis * mobility;
-                    for k in 0..7 {
-                        if (j.affects | anchor) & (1 << k) == 0 {
-                            continue;
-                        }
+                    // The effectors below the joint (or its frame), in ascending order.
+                    let mut below = j.affects | anchor;
+                    while below != 0 {
+                        let k = below.trailing_zeros() as usize;
+                        below &= below - 1;
                         if k < 5 && (j.affects | anchor) & self.s.spare[k] != 0 {
                             continue;
                         }
@@ -2777,22 +2820,56 @@ impl<'a> Solve<'a> {
             // order, so each joint's row list is ascending).
             let a = &mut self.s.dls.a[..rows * rows];
             a.fill(0.0);
+            // The lower triangle of 3 × 3 blocks, block pair (p ≥ q) at `pair_base(p) + q`,
+            // each block as its three rows.
+            let nb = rows / 3;
+            let pairs = &mut self.s.pairs[..pair_base(nb)];
+            pairs.fill([Vec3::ZERO; 3]);
+            // A joint's row blocks, kept while the next joint moves the same effectors (joints
+            // come in chains that do). `u8::MAX` is no mask (they use 7 bits).
+            let mut memo = (u8::MAX, [0usize; MAX_BLOCKS], 0usize);
             for (ji, j) in self.rig.joints.iter().enumerate() {
                 if self.s.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
                     continue;
                 }
-                let (idx, nr) = joint_rows(j.affects | self.s.anchor_affects[ji], &row_of);
+                let mask = j.affects | self.s.anchor_affects[ji];
+                if memo.0 != mask {
+                    let (b, n) = joint_blocks(mask, &row_of);
+                    memo = (mask, b, n);
+                }
+                let blocks = &memo.1[..memo.2];
                 for c in j.col..j.col + j.dof.count() {
-                    let mut vals = [0.0f32; MAX_ROWS];
-                    for (v, &r) in vals.iter_mut().zip(&idx[..nr]) {
-                        *v = jac[r * cols + c];
+                    let mut vals = [Vec3::ZERO; MAX_BLOCKS];
+                    for (v, &b) in vals.iter_mut().zip(blocks) {
+                        *v = Vec3::new(
+                            jac[b * cols + c],
+                            jac[(b + 1) * cols + c],
+                            jac[(b + 2) * cols + c],
+                        );
                     }
-                    for p in 0..nr {
-                        let vp = vals[p];
-                        let row = &mut a[idx[p] * rows..];
-                        for q in 0..=p {
-                            row[idx[q]] += vp * vals[q];
+                    // 3 × 3 blocks of the lower triangle (a diagonal block whole: the upper
+                    // triangle is never read), each entry summed over the columns in the
+                    // same order as row by row: the same bits.
+                    for (&bp, &vp) in blocks.iter().zip(&vals) {
+                        let row = pair_base(bp / 3);
+                        for (&bq, &vq) in blocks.iter().zip(&vals) {
+                            if bq > bp {
+                                break;
+                            }
+                            let e = &mut pairs[row + bq / 3];
+                            e[0] += vq * vp.x;
+                            e[1] += vq * vp.y;
+                            e[2] += vq * vp.z;
                         }
+                    }
+                }
+            }
+            // Into the row-major lower triangle the factorisation reads.
+            for p in 0..rows / 3 {
+                for q in 0..=p {
+                    for (i, r) in pairs[pair_base(p) + q].iter().enumerate() {
+                        let at = (3 * p + i) * rows + 3 * q;
+                        r.write_to_slice(&mut a[at..at + 3]);
                     }
                 }
             }
@@ -2809,12 +2886,22 @@ impl<'a> Solve<'a> {
                 if self.s.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
                     continue;
                 }
-                let (idx, nr) = joint_rows(j.affects | self.s.anchor_affects[ji], &row_of);
+                let mask = j.affects | self.s.anchor_affects[ji];
+                if memo.0 != mask {
+                    let (b, n) = joint_blocks(mask, &row_of);
+                    memo = (mask, b, n);
+                }
+                let blocks = &memo.1[..memo.2];
+                let y = &self.s.dls.y;
                 for c in j.col..j.col + j.dof.count() {
-                    self.s.dls.dq[c] = idx[..nr]
-                        .iter()
-                        .map(|&r| jac[r * cols + c] * self.s.dls.y[r])
-                        .sum();
+                    // Jᵀ y over the joint's rows in ascending order, from −0 as `Sum` adds.
+                    let mut sum = -0.0f32;
+                    for &b in blocks {
+                        sum += jac[b * cols + c] * y[b];
+                        sum += jac[(b + 1) * cols + c] * y[b + 1];
+                        sum += jac[(b + 2) * cols + c] * y[b + 2];
+                    }
+                    self.s.dls.dq[c] = sum;
                 }
             }
             for (ji, j) in self.rig.joints.iter().enumerate() {

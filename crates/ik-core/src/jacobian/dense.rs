@@ -206,22 +206,28 @@ impl DlsBuffers {
 /// In-place Cholesky factorisation (lower triangle) of the `n × n` row-major `a`; `false` when
 /// `a` is not (numerically) positive definite.
 pub(crate) fn cholesky(a: &mut [f32], n: usize) -> bool {
+    // Row slices instead of indices (no bounds check per product); every sum in the same
+    // order as the textbook loops, so the same bits.
+    let a = &mut a[..n * n];
     for j in 0..n {
-        let mut d = a[j * n + j];
-        for k in 0..j {
-            d -= a[j * n + k] * a[j * n + k];
+        let (upper, lower) = a.split_at_mut((j + 1) * n);
+        let row_j = &mut upper[j * n..];
+        let mut d = row_j[j];
+        for &x in &row_j[..j] {
+            d -= x * x;
         }
         if d.is_nan() || d <= 0.0 || !d.is_finite() {
             return false;
         }
         let d = d.sqrt();
-        a[j * n + j] = d;
-        for i in j + 1..n {
-            let mut s = a[i * n + j];
-            for k in 0..j {
-                s -= a[i * n + k] * a[j * n + k];
+        row_j[j] = d;
+        let l_j = &row_j[..j];
+        for row_i in lower.chunks_exact_mut(n) {
+            let mut s = row_i[j];
+            for (&x, &y) in row_i[..j].iter().zip(l_j) {
+                s -= x * y;
             }
-            a[i * n + j] = s / d;
+            row_i[j] = s / d;
         }
     }
     true
@@ -229,17 +235,21 @@ pub(crate) fn cholesky(a: &mut [f32], n: usize) -> bool {
 
 /// Solves `L Lᵀ x = b` in place with the factor from [`cholesky`].
 pub(crate) fn cholesky_solve(a: &[f32], n: usize, b: &mut [f32]) {
+    let (a, b) = (&a[..n * n], &mut b[..n]);
     for i in 0..n {
+        let row = &a[i * n..=i * n + i];
         let mut s = b[i];
-        for k in 0..i {
-            s -= a[i * n + k] * b[k];
+        for (&x, &y) in row[..i].iter().zip(&b[..i]) {
+            s -= x * y;
         }
-        b[i] = s / a[i * n + i];
+        b[i] = s / row[i];
     }
     for i in (0..n).rev() {
         let mut s = b[i];
-        for k in i + 1..n {
-            s -= a[k * n + i] * b[k];
+        // Column i below the diagonal.
+        let below = a.get((i + 1) * n + i..).unwrap_or_default();
+        for (&x, &y) in below.iter().step_by(n).zip(&b[i + 1..]) {
+            s -= x * y;
         }
         b[i] = s / a[i * n + i];
     }
