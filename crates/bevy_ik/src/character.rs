@@ -206,6 +206,9 @@ pub(crate) struct Runtime {
     pub(crate) batch: Option<LimbBatch>,
     /// How many stages the last solve ran through `batch`.
     pub(crate) batched_now: usize,
+    /// Disabled, and the last pass restored every bone the plugin had written and reset the
+    /// stages' per-frame state: the pipeline skips the character until it is enabled again.
+    pub(crate) idle: bool,
 }
 
 impl Runtime {
@@ -946,6 +949,7 @@ fn rebuild(
     ch.rt = Some(Runtime {
         batch,
         batched_now: 0,
+        idle: false,
         first: usize::from(frame.is_some()),
         frame,
         entities,

@@ -225,12 +225,18 @@ pub(crate) fn solve_characters(
         .par_iter_mut()
         .batching_strategy(balanced())
         .for_each(|(entity, mut character, disabled, timing)| {
+            // A character switched off whose last pass left nothing to undo costs nothing (a
+            // crowd's far characters, say): not even a change tick.
+            if disabled && character.rt.as_ref().is_some_and(|rt| rt.idle) {
+                return;
+            }
             let Some(rt) = character.rt.as_mut() else {
                 return;
             };
             let started = (timing.is_some() && !disabled).then(Instant::now);
             solve_character(entity, rt, disabled, batching, &descs, &current);
             plan_writes(rt);
+            rt.idle = disabled && rt.to_write.is_empty();
             if let (Some(started), Some(mut timing)) = (started, timing) {
                 timing.last = started.elapsed();
             }
@@ -433,13 +439,13 @@ pub(crate) fn publish_ik_status(
             let Ok((ch, disabled)) = characters.get(character) else {
                 return;
             };
-            let Some(rt) = ch.rt.as_ref() else {
+            let Some(rt) = ch.rt.as_ref().filter(|_| !disabled) else {
                 return;
             };
             let Some(st) = rt.stages.iter().find(|s| s.entity == entity) else {
                 return;
             };
-            if disabled || st.setup_error.is_some() {
+            if st.setup_error.is_some() {
                 return;
             }
             let frame_error = rt.frame_error.as_ref().or(st.frame_error.as_ref());

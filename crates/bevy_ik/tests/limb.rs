@@ -332,3 +332,65 @@ fn disabled_limb_is_left_alone() {
     app.update();
     assert!(status(&app, limb).solved);
 }
+
+/// Switching a limb off gives its bones their input back once, then the plugin leaves the
+/// character alone (no write, no change tick) until it is switched on again.
+#[test]
+fn a_disabled_limb_is_restored_once_then_costs_nothing() {
+    let mut app = app();
+    let arm = spawn_arm(app.world_mut(), Transform::default());
+    let target = spawn_target(&mut app, Vec3::new(0.5, 1.0, 0.5));
+    let limb = app
+        .world_mut()
+        .spawn(IkLimb::new(arm.upper, arm.lower, arm.hand).with_target(target))
+        .id();
+    app.update();
+    let rot = |app: &App, e: Entity| app.world().get::<Transform>(e).unwrap().rotation;
+    assert_ne!(
+        rot(&app, arm.upper),
+        rest_upper().rotation,
+        "the limb solved"
+    );
+    app.world_mut().entity_mut(limb).insert(IkDisabled);
+    app.update();
+    assert_eq!(
+        rot(&app, arm.upper),
+        rest_upper().rotation,
+        "input given back"
+    );
+    assert_eq!(
+        rot(&app, arm.lower),
+        rest_lower().rotation,
+        "input given back"
+    );
+    app.update();
+    let ticks = |app: &App| {
+        (
+            app.world()
+                .entity(arm.upper)
+                .get_ref::<Transform>()
+                .unwrap()
+                .last_changed(),
+            app.world()
+                .entity(limb)
+                .get_ref::<IkCharacter>()
+                .unwrap()
+                .last_changed(),
+        )
+    };
+    let before = ticks(&app);
+    // Animation moves the bone while IK is off: it stays as animated.
+    let animated = Quat::from_rotation_z(0.3) * rest_upper().rotation;
+    app.update();
+    assert_eq!(ticks(&app), before, "nothing written while off");
+    app.world_mut()
+        .get_mut::<Transform>(arm.upper)
+        .unwrap()
+        .rotation = animated;
+    app.update();
+    assert_eq!(rot(&app, arm.upper), animated);
+    app.world_mut().entity_mut(limb).remove::<IkDisabled>();
+    app.update();
+    assert!(status(&app, limb).solved);
+    assert_ne!(rot(&app, arm.upper), animated, "solving again");
+}
