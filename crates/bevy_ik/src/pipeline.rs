@@ -26,7 +26,9 @@
 //! settings compared in its per-stage record, not in the stage's cold solver; a target's
 //! local transform and parent read in one lookup; the per-stage records laid out with what the
 //! status pass reads first and the residuals inline; a few batches a thread for the parallel
-//! passes, so a thread that starts late does not hold the frame. Tried and not kept: asking
+//! passes, so a thread that starts late does not hold the frame; a character switched off
+//! ([`IkDisabled`]) whose bones already have their input back is skipped outright (a crowd's
+//! far characters cost nothing). Tried and not kept: asking
 //! the CPU to prefetch the next character's state (its heap blocks and its bones' and targets'
 //! components) while one is solved — in alternating runs the hints cost more than the overlap
 //! won.
