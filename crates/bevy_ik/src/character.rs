@@ -219,10 +219,7 @@ impl Runtime {
     /// The input (pre-IK) local transform of `e` if the plugin wrote it last frame.
     fn remembered(&self, e: Entity) -> Option<(Quat, Vec3)> {
         let i = self.index_of(e)?;
-        if !self.written[i] {
-            return None;
-        }
-        Some((self.input.rotations[i], self.input.translations[i]))
+        self.written[i].then(|| (self.input.rotations[i], self.input.translations[i]))
     }
 }
 

@@ -85,54 +85,10 @@ fn a_limb_below_a_stage_that_moves_the_hips_meets_its_target() {
     assert!((d - PUSH.length()).abs() < 1e-4, "hips moved {d}");
 }
 
-#[test]
-fn weight_half_stays_half_over_60_frames_without_animation() {
-    let mut app = app();
-    let mut arms = Vec::new();
-    for (i, weight) in [1.0, 0.5].into_iter().enumerate() {
-        let arm = spawn_arm(
-            app.world_mut(),
-            Transform::from_xyz(3.0 * i as f32, 0.0, 0.0),
-        );
-        let target = app
-            .world_mut()
-            .spawn((Transform::from_xyz(0.3, 1.2, 0.25), ChildOf(arm.character)))
-            .id();
-        app.world_mut().spawn(
-            IkLimb::new(arm.upper, arm.lower, arm.hand)
-                .with_target(target)
-                .with_weight(weight),
-        );
-        arms.push(arm);
-    }
-    let rest = [rest_upper().rotation, rest_lower().rotation];
-    let rot = |app: &App, e: Entity| app.world().get::<Transform>(e).unwrap().rotation;
-    for frame in 0..60 {
-        app.update();
-        let (full, half) = (arms[0], arms[1]);
-        for (k, (f, h)) in [(full.upper, half.upper), (full.lower, half.lower)]
-            .into_iter()
-            .enumerate()
-        {
-            let whole = rest[k].angle_between(rot(&app, f));
-            assert!(whole > 0.05, "the full-weight limb moved");
-            let part = rest[k].angle_between(rot(&app, h));
-            let ratio = part / whole;
-            assert!(
-                (ratio - 0.5).abs() < 1e-3,
-                "frame {frame}, bone {k}: {ratio:.4} of the full IK rotation"
-            );
-        }
-    }
-}
-
-/// The input the plugin remembers for the bones it wrote (so weights do not creep without
-/// animation) carries over when a structural change rebuilds the character's stack.
-#[test]
-fn weight_half_stays_half_across_a_rebuild() {
-    let mut app = app();
-    let mut arms = Vec::new();
-    let mut limbs = Vec::new();
+/// Two arms reaching for the same local target, the first at weight 1 and the second at 0.5;
+/// returns the arms and their limb (character) entities.
+fn full_and_half_arms(app: &mut App) -> (Vec<Arm>, Vec<Entity>) {
+    let (mut arms, mut limbs) = (Vec::new(), Vec::new());
     for (i, weight) in [1.0, 0.5].into_iter().enumerate() {
         let arm = spawn_arm(
             app.world_mut(),
@@ -153,26 +109,47 @@ fn weight_half_stays_half_across_a_rebuild() {
         arms.push(arm);
         limbs.push(limb);
     }
+    (arms, limbs)
+}
+
+/// The half-weight arm's bones turned half of the full-weight arm's IK rotation.
+fn assert_half_of_full(app: &App, arms: &[Arm], frame: usize) {
     let rest = [rest_upper().rotation, rest_lower().rotation];
-    let rot = |app: &App, e: Entity| app.world().get::<Transform>(e).unwrap().rotation;
-    let check = |app: &App, frame: usize| {
-        let (full, half) = (arms[0], arms[1]);
-        for (k, (f, h)) in [(full.upper, half.upper), (full.lower, half.lower)]
-            .into_iter()
-            .enumerate()
-        {
-            let whole = rest[k].angle_between(rot(app, f));
-            assert!(whole > 0.05, "the full-weight limb moved");
-            let ratio = rest[k].angle_between(rot(app, h)) / whole;
-            assert!(
-                (ratio - 0.5).abs() < 1e-3,
-                "frame {frame}, bone {k}: {ratio:.4} of the full IK rotation"
-            );
-        }
-    };
+    let rot = |e: Entity| app.world().get::<Transform>(e).unwrap().rotation;
+    let (full, half) = (arms[0], arms[1]);
+    for (k, (f, h)) in [(full.upper, half.upper), (full.lower, half.lower)]
+        .into_iter()
+        .enumerate()
+    {
+        let whole = rest[k].angle_between(rot(f));
+        assert!(whole > 0.05, "the full-weight limb moved");
+        let ratio = rest[k].angle_between(rot(h)) / whole;
+        assert!(
+            (ratio - 0.5).abs() < 1e-3,
+            "frame {frame}, bone {k}: {ratio:.4} of the full IK rotation"
+        );
+    }
+}
+
+#[test]
+fn weight_half_stays_half_over_60_frames_without_animation() {
+    let mut app = app();
+    let (arms, _) = full_and_half_arms(&mut app);
+    for frame in 0..60 {
+        app.update();
+        assert_half_of_full(&app, &arms, frame);
+    }
+}
+
+/// The input the plugin remembers for the bones it wrote (so weights do not creep without
+/// animation) carries over when a structural change rebuilds the character's stack.
+#[test]
+fn weight_half_stays_half_across_a_rebuild() {
+    let mut app = app();
+    let (arms, limbs) = full_and_half_arms(&mut app);
     for frame in 0..10 {
         app.update();
-        check(&app, frame);
+        assert_half_of_full(&app, &arms, frame);
     }
     // A structural change: the half-weight limb names its tip instead (the same bone).
     let built = stack_id(&app, limbs[1]);
@@ -183,7 +160,7 @@ fn weight_half_stays_half_across_a_rebuild() {
     }
     for frame in 10..30 {
         app.update();
-        check(&app, frame);
+        assert_half_of_full(&app, &arms, frame);
     }
     assert_ne!(
         stack_id(&app, limbs[1]),
