@@ -12,6 +12,11 @@
 //! entities of them carrying the device-to-bone offsets). Put it on the character root (a
 //! one-stage character) or on a stage entity with [`IkStageOf`](crate::IkStageOf).
 //!
+//! Up: the floor is level in the character's model space, +Y up (Bevy's and glTF's
+//! convention; [`VrBody::with_up`]), not tilted with the rest pose's posture — a rest pose
+//! leaning 4.8° (the UAL mannequin) made the body climb as the head walked and miss it by
+//! 76 mm (test `tests/vr_gltf.rs`).
+//!
 //! Ground: [`IkVrBody::ground_height`] raises the feet's landing plane (flat). A grounding
 //! stage can hand the `VrBody` a [`GroundProbe`](ik_core::vr::GroundProbe) instead, through
 //! [`IkCharacter::custom_stage_mut::<VrBody>`](crate::IkCharacter::custom_stage_mut) (its
@@ -128,7 +133,8 @@ pub(crate) fn add_vr_stages(
         let roles: Vec<BoneRef> = ROLES.iter().map(|&r| BoneRef::Role(r)).collect();
         let stage = IkCustom::new(roles, |skeleton, _bones| {
             let (map, _) = HumanoidMap::from_skeleton(skeleton);
-            VrBody::new(skeleton, &map).map_err(|e| e.to_string())
+            // The character's model space is Bevy's (and glTF's): +Y is up.
+            VrBody::with_up(skeleton, &map, Vec3::Y).map_err(|e| e.to_string())
         })
         .with_key(())
         .with_weight(vr.weight);

@@ -607,6 +607,25 @@ pub struct VrBody {
     analytic: crate::pose::Pose,
 }
 
+/// `frame` with its up direction turned to `up` (left and forward turned with it); `frame` as
+/// it is when `up` is degenerate or more than 45° from `frame.up`.
+fn level_frame(frame: BodyFrame, up: Vec3) -> BodyFrame {
+    let Some(up) = up.try_normalize() else {
+        return frame;
+    };
+    if up.dot(frame.up) < core::f32::consts::FRAC_1_SQRT_2 {
+        return frame;
+    }
+    let Some(left) = (frame.left - up * frame.left.dot(up)).try_normalize() else {
+        return frame;
+    };
+    BodyFrame {
+        up,
+        left,
+        forward: left.cross(up),
+    }
+}
+
 fn yaw_of(dir: Vec3, frame: &BodyFrame) -> Option<f32> {
     let (x, y) = (dir.dot(frame.forward), dir.dot(frame.left));
     (x * x + y * y > 1e-8).then(|| y.atan2(x))
@@ -638,6 +657,26 @@ impl VrBody {
     /// arms, legs) or the full-body solver rejects it; [`VrError::Analytic`] for a
     /// degenerate limb.
     pub fn new(skeleton: &Skeleton, map: &HumanoidMap) -> Result<Self, VrError> {
+        Self::build(skeleton, map, None)
+    }
+
+    /// [`VrBody::new`] with the floor's normal given in model space (`up`, any length): the
+    /// direction the body stands along, its head height measured along, and the one its
+    /// walking plane is level to. [`VrBody::new`] estimates it from the rest pose as the
+    /// hips-to-head direction ([`BodyFrame`]), which tilts with the rest posture: a head 4.8°
+    /// ahead of the hips (the UAL mannequin) made walking over level ground climb, and the
+    /// head missed its tracker by 76 mm after 0.9 m. A host that knows which way is up (Bevy,
+    /// glTF: the character's +Y) should say so. An `up` that is not finite, is zero, or is
+    /// more than 45° from the rest pose's hips-to-head direction is not a floor under that
+    /// body: the estimate is kept.
+    ///
+    /// # Errors
+    /// As [`VrBody::new`].
+    pub fn with_up(skeleton: &Skeleton, map: &HumanoidMap, up: Vec3) -> Result<Self, VrError> {
+        Self::build(skeleton, map, Some(up))
+    }
+
+    fn build(skeleton: &Skeleton, map: &HumanoidMap, up: Option<Vec3>) -> Result<Self, VrError> {
         let mut solver = FullBodySolver::new(skeleton, map)?;
         // The tracking budget per frame: the analytic pose is within the limits on most frames
         // (the solver returns at once); where a controller is out of reach the solver cannot
@@ -645,6 +684,7 @@ impl VrBody {
         // frames (`benches/vr_body.rs` prints their iterations).
         solver.settings_mut().max_iterations = VR_SOLVER_ITERATIONS;
         let frame = BodyFrame::from_rest(skeleton, map)?;
+        let frame = up.map_or(frame, |up| level_frame(frame, up));
         let model = skeleton.rest_model_transforms();
         let bone = |r: B| map.get(r).ok_or(HumanoidError::MissingBone(r));
         let hips = bone(B::Hips)?;
