@@ -219,7 +219,10 @@
 //! stands. It is not tried when a position-only pelvis pin has brought the feet's rows back
 //! (each iteration then costs about twice as much; measured with the extra iterations there:
 //! every non-flip feasible goal met, but p99 64–73 µs and max 153–252 µs, over issue 9's
-//! bounds). Measured (6D pelvis, fastest-of-5, alternating runs against the previous
+//! bounds; a rescue there with only what the frame's budget left and only the feet's and
+//! pelvis's rows, for a foot only: every non-flip feasible goal met, position-only uneven
+//! 99.94 → 99.98 %, both 99.95 → 99.97 %, but p99 54 / 66 µs — still over). Measured (6D
+//! pelvis, fastest-of-5, alternating runs against the previous
 //! release; see the crate README): feasible goal-frames met reach 99.92 → 99.97 %, both
 //! 99.89 → 99.93 %; p99 reach 34 µs, both 38 µs, max 121–125 µs.
 //!
