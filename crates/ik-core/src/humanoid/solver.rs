@@ -2804,7 +2804,8 @@ impl<'a> Solve<'a> {
                     rows,
                     self.rig.cols,
                     &row_level[..rows],
-                    lambda2,
+                    |_| lambda2,
+                    None,
                     s.posture_gain > 0.0,
                 );
                 for (ji, j) in self.rig.joints.iter().enumerate() {

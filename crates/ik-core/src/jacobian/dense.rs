@@ -63,6 +63,10 @@ pub(crate) struct DlsBuffers {
     pub(crate) jhat: Vec<f32>,
     /// `(Ĵ Ĵᵀ + ε I)⁻¹ Ĵ` of the current level.
     pub(crate) w: Vec<f32>,
+    /// The posture term as added to `dq` by [`DlsBuffers::prioritized_step`] (`z` projected).
+    pub(crate) pz: Vec<f32>,
+    /// The current level's `Ĵ Ĵᵀ + ε I`, factorised in place (the projector).
+    proj: Vec<f32>,
     /// Row selection of the current level.
     sel: Vec<usize>,
     /// Column work vector (`max_rows`).
@@ -86,24 +90,32 @@ impl DlsBuffers {
             null: vec![0.0; cols * cols],
             jhat: vec![0.0; max_rows * cols],
             w: vec![0.0; max_rows * cols],
+            pz: vec![0.0; cols],
+            proj: vec![0.0; max_rows * max_rows],
             sel: vec![0; max_rows],
             col: vec![0.0; max_rows],
         }
     }
 
-    /// The step for tasks on several priority levels (`row_level[r]`, 0 first) into `dq`:
-    /// recursive null-space projection, each level damped by `lambda2`, the projectors nearly
-    /// undamped; with `posture`, `z` is added in the last null space. Returns `false` (with
-    /// the levels solved so far in `dq`) when a level's normal matrix is not positive
-    /// definite.
-    pub(crate) fn prioritized_step(
+    /// The prioritised step into `dq` for the tasks on several priority levels
+    /// (`row_level[r]`, lowest value first): recursive null-space projection (Siciliano–Slotine),
+    /// level `l` damped by `damping(l)` (its `λ²`), the projectors nearly undamped. With
+    /// `first_gram`, the caller fills the lower triangle of the first level's `J Jᵀ` (`m × m`,
+    /// row-major, from `jac`) — it knows the sparsity — and that level is not multiplied by the
+    /// (identity) projector. With `posture`, `z` is projected into the null space of every
+    /// level into `pz` and added to `dq`. A level's projector is only formed when a later
+    /// level or the posture term needs it. Returns `false` (with the levels solved so far in
+    /// `dq`) when a level's normal matrix is not positive definite.
+    pub(crate) fn prioritized_step<L: Copy + Ord>(
         &mut self,
         rows: usize,
         n: usize,
-        row_level: &[u8],
-        lambda2: f32,
+        row_level: &[L],
+        damping: impl Fn(L) -> f32,
+        first_gram: Option<&dyn Fn(&[f32], &mut [f32])>,
         posture: bool,
     ) -> bool {
+        let row_level = &row_level[..rows];
         let jac = &self.jac[..rows * n];
         let null = &mut self.null[..n * n];
         null.fill(0.0);
@@ -111,7 +123,16 @@ impl DlsBuffers {
             null[i * n + i] = 1.0;
         }
         self.dq.fill(0.0);
-        let mut level = row_level.iter().copied().min().unwrap_or(0);
+        let Some(mut level) = row_level.iter().copied().min() else {
+            if posture {
+                self.pz[..n].copy_from_slice(&self.z[..n]);
+                for (d, p) in self.dq.iter_mut().zip(&self.pz[..n]) {
+                    *d += p;
+                }
+            }
+            return true;
+        };
+        let mut first = true;
         loop {
             let mut m = 0;
             for (r, &l) in row_level.iter().enumerate() {
@@ -121,27 +142,45 @@ impl DlsBuffers {
                 }
             }
             let sel = &self.sel[..m];
+            let next = row_level.iter().copied().filter(|&l| l > level).min();
+            let lambda2 = damping(level);
             // Ĵ = J_L N, residual r = e_L − J_L dq.
             let jhat = &mut self.jhat[..m * n];
+            let fast = first && first_gram.is_some();
             for (i, &r) in sel.iter().enumerate() {
                 let jr = &jac[r * n..(r + 1) * n];
-                for c in 0..n {
-                    jhat[i * n + c] = (0..n).map(|k| jr[k] * null[k * n + c]).sum();
+                if fast {
+                    // N = I: Ĵ = J_L.
+                    jhat[i * n..(i + 1) * n].copy_from_slice(jr);
+                } else {
+                    for c in 0..n {
+                        jhat[i * n + c] = (0..n).map(|k| jr[k] * null[k * n + c]).sum();
+                    }
                 }
                 self.y[i] = self.e[r] - jr.iter().zip(&self.dq).map(|(a, b)| a * b).sum::<f32>();
             }
             let a = &mut self.a[..m * m];
-            let gram = |a: &mut [f32], damping: f32| {
-                for p in 0..m {
-                    for q in 0..=p {
-                        let v: f32 = (0..n).map(|c| jhat[p * n + c] * jhat[q * n + c]).sum();
-                        a[p * m + q] = v;
-                        a[q * m + p] = v;
+            match first_gram {
+                Some(fill) if fast => fill(jac, a),
+                _ => {
+                    // Ĵ Ĵᵀ, both triangles.
+                    for p in 0..m {
+                        for q in 0..=p {
+                            let v: f32 = (0..n).map(|c| jhat[p * n + c] * jhat[q * n + c]).sum();
+                            a[p * m + q] = v;
+                            a[q * m + p] = v;
+                        }
                     }
-                    a[p * m + p] += damping;
                 }
-            };
-            gram(a, lambda2);
+            }
+            let project = next.is_some() || posture;
+            let p = &mut self.proj[..m * m];
+            if project {
+                p.copy_from_slice(a);
+            }
+            for i in 0..m {
+                a[i * m + i] += lambda2;
+            }
             if !cholesky(a, m) {
                 return false;
             }
@@ -149,39 +188,42 @@ impl DlsBuffers {
             for c in 0..n {
                 self.dq[c] += (0..m).map(|i| jhat[i * n + c] * self.y[i]).sum::<f32>();
             }
-            // N ← N − Ĵᵀ (Ĵ Ĵᵀ + ε I)⁻¹ Ĵ with a tiny ε.
-            gram(a, PROJECTOR_DAMPING);
-            if !cholesky(a, m) {
-                gram(a, lambda2);
-                if !cholesky(a, m) {
-                    return false;
-                }
-            }
-            let w = &mut self.w[..m * n];
-            w.copy_from_slice(jhat);
-            let col = &mut self.col[..m];
-            for c in 0..n {
+            first = false;
+            if project {
+                // N ← N − Ĵᵀ (Ĵ Ĵᵀ + ε I)⁻¹ Ĵ with a tiny ε (the level's damped factor when
+                // that is not positive definite).
                 for i in 0..m {
-                    col[i] = w[i * n + c];
+                    p[i * m + i] += PROJECTOR_DAMPING;
                 }
-                cholesky_solve(a, m, col);
-                for i in 0..m {
-                    w[i * n + c] = col[i];
-                }
-            }
-            for k in 0..n {
+                let factor: &[f32] = if cholesky(p, m) { p } else { a };
+                let w = &mut self.w[..m * n];
+                w.copy_from_slice(jhat);
+                let col = &mut self.col[..m];
                 for c in 0..n {
-                    null[k * n + c] -= (0..m).map(|i| jhat[i * n + k] * w[i * n + c]).sum::<f32>();
+                    for i in 0..m {
+                        col[i] = w[i * n + c];
+                    }
+                    cholesky_solve(factor, m, col);
+                    for i in 0..m {
+                        w[i * n + c] = col[i];
+                    }
+                }
+                for k in 0..n {
+                    for c in 0..n {
+                        null[k * n + c] -=
+                            (0..m).map(|i| jhat[i * n + k] * w[i * n + c]).sum::<f32>();
+                    }
                 }
             }
-            match row_level.iter().copied().filter(|&l| l > level).min() {
-                Some(next) => level = next,
+            match next {
+                Some(l) => level = l,
                 None => break,
             }
         }
         if posture {
             for k in 0..n {
-                self.dq[k] += (0..n).map(|c| null[k * n + c] * self.z[c]).sum::<f32>();
+                self.pz[k] = (0..n).map(|c| null[k * n + c] * self.z[c]).sum::<f32>();
+                self.dq[k] += self.pz[k];
             }
         }
         true
@@ -280,7 +322,7 @@ mod tests {
         let mut d = DlsBuffers::new(2, 2);
         d.jac[..4].copy_from_slice(&[1.0, 1.0, 1.0, 0.0]);
         d.e[..2].copy_from_slice(&[1.0, 3.0]);
-        assert!(d.prioritized_step(2, 2, &[0, 1], 1e-8, false));
+        assert!(d.prioritized_step(2, 2, &[0u8, 1], |_| 1e-8, None, false));
         let (x0, x1) = (d.dq[0], d.dq[1]);
         assert!((x0 + x1 - 1.0).abs() < 1e-3, "level 0: {x0} + {x1}");
         assert!((x0 - 3.0).abs() < 1e-2, "level 1 in the null space: {x0}");

@@ -94,7 +94,6 @@ pub(crate) mod dense;
 mod solve;
 
 use glam::{Quat, Vec3};
-use nalgebra::{Cholesky, DMatrix, DVector, Dyn};
 use thiserror::Error;
 
 use crate::limits::JointLimit;
@@ -676,15 +675,9 @@ pub struct SolveReport {
 #[derive(Clone, Debug)]
 pub struct JacobianScratch {
     pub(crate) model: Vec<BoneTransform>,
-    pub(crate) jt: DMatrix<f64>,
-    pub(crate) jhat: DMatrix<f64>,
-    pub(crate) e: DVector<f64>,
-    pub(crate) r: DVector<f64>,
-    pub(crate) tmp: DMatrix<f64>,
-    pub(crate) chol: Vec<Cholesky<f64, Dyn>>,
-    pub(crate) chol_proj: Vec<Cholesky<f64, Dyn>>,
-    pub(crate) dq: DVector<f64>,
-    pub(crate) z: DVector<f64>,
+    /// The shared dense kernel's buffers: `J` (row-major, `rows × dof`), `e`, `dq`, the
+    /// posture pull `z`, the factorisations and projectors.
+    pub(crate) dls: dense::DlsBuffers,
     pub(crate) col_ang: Vec<Vec3>,
     pub(crate) col_lin: Vec<Vec3>,
     pub(crate) col_pivot: Vec<Vec3>,
@@ -774,6 +767,8 @@ pub struct JacobianSolver {
     pub(crate) task_joints: Vec<usize>,
     /// `(first row, rows)` of each level, highest priority first.
     pub(crate) levels: Vec<(usize, usize)>,
+    /// The level of each row (levels are contiguous row ranges, in order).
+    pub(crate) row_level: Vec<usize>,
     pub(crate) level_tasks: Vec<Vec<usize>>,
     /// For every pair `(a, b)`, `b ≤ a`, of tasks of a level (level-local indices, pair index
     /// `a(a+1)/2 + b`), the column ranges both tasks depend on: the sparsity of `J Jᵀ`.
@@ -983,6 +978,11 @@ impl JacobianSolver {
             tasks,
             layout,
             task_joints,
+            row_level: levels
+                .iter()
+                .enumerate()
+                .flat_map(|(k, &(_, mk))| core::iter::repeat_n(k, mk))
+                .collect(),
             levels,
             level_tasks,
             pair_ranges,
@@ -1074,28 +1074,11 @@ impl JacobianSolver {
     #[must_use]
     pub fn scratch(&self) -> JacobianScratch {
         let (n, m) = (self.dof, self.rows);
-        let max_level = self.levels.iter().map(|l| l.1).max().unwrap_or(0);
         let nj = self.joints.len();
         let nt = self.tasks.len();
         JacobianScratch {
             model: vec![BoneTransform::IDENTITY; self.bone_count],
-            jt: DMatrix::zeros(n, m),
-            jhat: DMatrix::zeros(n, m),
-            e: DVector::zeros(m),
-            r: DVector::zeros(m),
-            tmp: DMatrix::zeros(max_level, max_level),
-            chol: self
-                .levels
-                .iter()
-                .map(|l| Cholesky::pack_dirty(DMatrix::zeros(l.1, l.1)))
-                .collect(),
-            chol_proj: self
-                .levels
-                .iter()
-                .map(|l| Cholesky::pack_dirty(DMatrix::zeros(l.1, l.1)))
-                .collect(),
-            dq: DVector::zeros(n),
-            z: DVector::zeros(n),
+            dls: dense::DlsBuffers::new(m, n),
             col_ang: vec![Vec3::ZERO; n],
             col_lin: vec![Vec3::ZERO; n],
             col_pivot: vec![Vec3::ZERO; n],
