@@ -2804,7 +2804,7 @@ impl<'a> Solve<'a> {
                     rows,
                     self.rig.cols,
                     &row_level[..rows],
-                    |_| lambda2,
+                    |_| Some(lambda2),
                     None,
                     s.posture_gain > 0.0,
                 );

