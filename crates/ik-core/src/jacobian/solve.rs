@@ -4,6 +4,7 @@
 
 use glam::{Quat, Vec2, Vec3};
 
+use super::dense::dot;
 use super::{
     Goals, JacobianError, JacobianScratch, JacobianSolver, JointKind, PostureReference,
     SolveReport, TaskKind,
@@ -1021,24 +1022,6 @@ impl JacobianSolver {
             }
         }
     }
-}
-
-/// Dot product with four accumulators (lets the compiler use SIMD lanes).
-#[inline]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 4];
-    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
-    let (ta, tb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for i in 0..4 {
-            acc[i] += x[i] * y[i];
-        }
-    }
-    let mut sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    for (x, y) in ta.iter().zip(tb) {
-        sum += x * y;
-    }
-    sum
 }
 
 /// The ground-plane point the centre of mass should move to: the support point, or the
