@@ -85,10 +85,14 @@
 //! default, in no test or bench) the last level's projector is now applied implicitly and the
 //! hash differs (192 instead of 185 of 240 converged). `tests/gameplay.rs` and every
 //! `full_body` test pass unchanged. On the 7-DOF arm (`arm_vs_k`, same run, alternating, load
-//! 1.7–2.4) the two are level within this machine's noise: 11.0 – 16.7 µs per target before,
-//! 11.1 – 13.2 µs now, success 99.95 % before, 100.00 % now (`k`: 80.25 %); `k` is 13.8 –
-//! 18.5× slower than the port in its runs; `tests/jacobian_arm.rs`: 99.93 % at 0.1 mm / 1 mrad
-//! (unchanged).
+//! 1.6–2.4) the two are level within this machine's noise: 11.0 – 16.7 µs per target before,
+//! 11.1 – 13.2 µs now (one more run 21.7 µs: a single solve stalled 4.1 ms, median 8.3 µs as
+//! in the others), success 99.95 % before, 100.00 % now (`k`: 80.25 %); `k` is 13.6 – 18.5×
+//! slower than the port in its runs (10.3× in the stalled one); `tests/jacobian_arm.rs`:
+//! 99.93 % at 0.1 mm / 1 mrad (unchanged). Two more `jacobian_core` runs each at load
+//! 0.8 – 1.4 agree: `JacobianSolver` cold 12.30 / 12.39 µs per iteration before, 10.07 /
+//! 14.03 now (the second in a busy spell: the unchanged full-body row read 12.79 there),
+//! medians 131.3 / 131.5 vs 105.0 / 107.9 µs, criterion 160.1 / 184.9 vs 128.8 / 129.0 µs.
 //!
 //! What is shared lives once: this kernel for every dense DLS step, joint limits
 //! ([`crate::limits::JointLimit::clamp`]), the rotation-vector step ([`crate::rotation`]) and
