@@ -7,7 +7,9 @@
 //! head look-at; the pelvis free) on the 1.8 m Mixamo-named test rig. Printed per core: success at
 //! 0.1 mm / 0.06°, mean iterations and microseconds per iteration, cold (256 goal sets from
 //! random in-limit poses, solved from rest with up to 64 iterations) and warm (a smooth
-//! trajectory, one solve per frame from the previous result).
+//! trajectory, one solve per frame from the previous result). Then `JacobianSolver` once more
+//! with a posture task toward the rest pose (gain 0.5) added: the null-space posture path of
+//! the shared kernel (a solve converges only once the posture term has settled).
 
 use core::hint::black_box;
 use std::time::Instant;
@@ -20,7 +22,7 @@ use ik_core::humanoid::{
     RigConvention, random_pose_within_limits, test_rig,
 };
 use ik_core::jacobian::{
-    Goals, JacobianScratch, JacobianSolver, JointSpec, SolverSettings, TaskSpec,
+    Goals, JacobianScratch, JacobianSolver, JointSpec, PostureReference, SolverSettings, TaskSpec,
 };
 use ik_core::limits::JointLimit;
 
@@ -34,6 +36,8 @@ struct Setup {
     jac: JacobianSolver,
     goals: Goals,
     scratch: JacobianScratch,
+    /// The same solver, goals and scratch with a posture task (toward rest) added.
+    with_posture: (JacobianSolver, Goals, JacobianScratch),
     cold: Vec<FullBodyGoals>,
     warm: Vec<FullBodyGoals>,
 }
@@ -80,6 +84,16 @@ fn setup() -> Setup {
         tasks.push(TaskSpec::orientation(b));
     }
     tasks.push(TaskSpec::look_at(head, full.head_aim_axis()));
+    let mut posture_tasks = tasks.clone();
+    posture_tasks.push(TaskSpec::posture(PostureReference::Rest, 0.5));
+    let jac_p = JacobianSolver::try_new(
+        &skeleton,
+        joints.clone(),
+        posture_tasks,
+        SolverSettings::default(),
+    )
+    .expect("valid");
+    let with_posture = (jac_p.clone(), jac_p.goals(), jac_p.scratch());
     let jac = JacobianSolver::try_new(&skeleton, joints, tasks, SolverSettings::default())
         .expect("valid");
     let goals = jac.goals();
@@ -111,6 +125,7 @@ fn setup() -> Setup {
         jac,
         goals,
         scratch,
+        with_posture,
         cold,
         warm,
     }
@@ -121,6 +136,13 @@ fn setup() -> Setup {
 fn free_pelvis(mut g: FullBodyGoals) -> FullBodyGoals {
     g.get_mut(Effector::Pelvis).enabled = false;
     g
+}
+
+/// Swaps the solver (goals, scratch) with and without the posture task.
+fn swap_posture(s: &mut Setup) {
+    core::mem::swap(&mut s.jac, &mut s.with_posture.0);
+    core::mem::swap(&mut s.goals, &mut s.with_posture.1);
+    core::mem::swap(&mut s.scratch, &mut s.with_posture.2);
 }
 
 /// Copies full-body goals into the Jacobian solver's task goals (same order as the tasks).
@@ -214,6 +236,21 @@ fn bench(c: &mut Criterion) {
             per_iter[1] / per_iter[0]
         );
     }
+    swap_posture(&mut s);
+    for warm in [false, true] {
+        let _ = pass(&mut s, true, warm);
+        let (ok, it, us_it, med) = pass(&mut s, true, warm);
+        eprintln!(
+            "JacobianSolver + posture {}: success {:.1} %, mean iterations {:.1}, {:.2} µs per \
+             iteration, median {:.1} µs per solve",
+            if warm { "warm" } else { "cold" },
+            ok * 100.0,
+            it,
+            us_it,
+            med
+        );
+    }
+    swap_posture(&mut s);
     let mut group = c.benchmark_group("jacobian_core");
     let rest = s.skeleton.rest_pose();
     for jacobian in [false, true] {

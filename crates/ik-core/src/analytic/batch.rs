@@ -135,8 +135,8 @@
 //! rotations transposed back. `wide` rather than glam's `Vec4` (which the scalar solve uses as
 //! *one* vector per limb, across x, y, z): a lane-per-limb layout needs lane-wise square roots,
 //! reciprocal square roots, selects on comparison masks and `exp` (soft reach), and glam's
-//! `Vec4` has no lane-wise square root; `wide` is already in this crate's tree
-//! (nalgebra → simba), so it costs no build time. `f32x4` rather than `f32x8`: the default
+//! `Vec4` has no lane-wise square root; `wide` was already in this crate's tree
+//! (nalgebra → simba) when it was chosen (nalgebra has since left ik-core's dependencies). `f32x4` rather than `f32x8`: the default
 //! x86-64 target has SSE2 and no AVX, where `wide`'s `f32x8` is two `f32x4`, i.e. two blocks
 //! interleaved; measured slower (≈ 55 against ≈ 41 ns per limb: more spills, and the branches
 //! over rare cases taken in more blocks).

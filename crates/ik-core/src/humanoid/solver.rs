@@ -316,9 +316,10 @@
 //! detection, give-way, restarts) over pieces that live once in the crate: the dense `f32`
 //! damped-least-squares kernel (Cholesky, the prioritised null-space step, the null-space
 //! posture term) in `jacobian::dense`, the analytic limb finish in `analytic::finish`, joint
-//! limits in [`crate::limits`] and rotation vectors in [`crate::rotation`]. Why
-//! [`JacobianSolver`](crate::jacobian::JacobianSolver) keeps its own `f64` Levenberg–Marquardt
-//! step rule is measured in `jacobian::dense`'s module docs.
+//! limits in [`crate::limits`] and rotation vectors in [`crate::rotation`].
+//! [`JacobianSolver`](crate::jacobian::JacobianSolver) is the other orchestration on the same
+//! kernel (Levenberg–Marquardt: per-level damping, accept/reject, correction step, limit
+//! active set); the same-run numbers of both are in `jacobian::dense`'s module docs.
 //!
 //! The solver is immutable set-up; a [`FullBodyScratch`] (one per character) holds every work
 //! buffer and the frame-to-frame give-way state: [`FullBodySolver::solve_with`] /
@@ -2804,7 +2805,8 @@ impl<'a> Solve<'a> {
                     rows,
                     self.rig.cols,
                     &row_level[..rows],
-                    lambda2,
+                    |_| Some(lambda2),
+                    None,
                     s.posture_gain > 0.0,
                 );
                 for (ji, j) in self.rig.joints.iter().enumerate() {

@@ -1,45 +1,102 @@
-//! The dense `f32` damped-least-squares kernel of the full-body solver
-//! ([`crate::humanoid::FullBodySolver`]): Cholesky on row-major `rows × rows` normal matrices,
-//! the prioritised step by recursive null-space projection (Siciliano–Slotine) and the
-//! null-space posture term, on caller-owned buffers ([`DlsBuffers`], sized once: no
-//! allocation per step).
+//! The one dense `f32` damped-least-squares kernel of ik-core: Cholesky on row-major
+//! `rows × rows` normal matrices, the prioritised step by recursive null-space projection
+//! (Siciliano–Slotine) with a damping per level, and the null-space posture term, on
+//! caller-owned buffers ([`DlsBuffers`], sized once: no allocation per step). Both Jacobian
+//! solvers of the crate are orchestration on top of it.
 //!
-//! # Why two step rules (issue 10's "one Jacobian core", measured)
+//! # One kernel, two orchestrations (issue 10's "one Jacobian core", measured)
 //!
-//! [`JacobianSolver`](super::JacobianSolver) (`solve.rs`) runs a Levenberg–Marquardt loop in
-//! `f64` (`nalgebra`): adaptive damping, a step kept only if the merit of every priority level
-//! does not get worse (else the pose is restored and the damping grows), a correction step for
-//! second-order drift, and a limit active set that removes each saturated joint's outward
-//! normal from its columns. This kernel is the full-body solver's: one damping per iteration
-//! (`λ² (1 + |e|)`), every step taken, the block-sparse first level assembled by the caller
-//! (rows laid out per effector, so each joint's row list is known), clamped joints scaled
-//! down (a soft active set), `f32` throughout.
+//! * [`crate::humanoid::FullBodySolver`]: one damping per iteration (`λ² (1 + |e|)`), every
+//!   step taken, the block-sparse single-level `J Jᵀ` assembled by the caller in 3 × 3 blocks
+//!   (rows laid out per effector) and factorised here, [`DlsBuffers::prioritized_step`] when
+//!   goals sit on several priority levels, clamped joints scaled down (a soft active set).
+//! * [`JacobianSolver`](super::JacobianSolver) (`solve.rs`): Levenberg–Marquardt
+//!   orchestration — level `k` damped by `μ (λ_min² + c · ½|eₖ|²)`, a step kept only if no
+//!   priority level's merit gets worse (else the pose is restored and `μ` grows), a correction
+//!   step for second-order drift, a limit active set that removes each saturated joint's
+//!   outward normal from its columns — around [`DlsBuffers::prioritized_step`] for every
+//!   step: its first solved level's `J Jᵀ` filled by the caller from the task sparsity (the
+//!   column ranges each pair of tasks shares), inactive tasks' rows left out (`damping` →
+//!   `None`), the projected posture term returned in [`DlsBuffers::pz`] for the settle test.
+//!   The merit, the accept/reject rule and `μ` stay `f64` scalars; the linear algebra is `f32`.
+//!
+//! Both go through [`DlsBuffers::prioritized_step`]'s one recursion. The projector `N`
+//! (dof × dof) is formed only between levels; the last level's is applied to the posture
+//! pull alone (`z − Ĵᵀ (Ĵ Ĵᵀ + ε I)⁻¹ Ĵ z`, rows × dof instead of dof² × rows), so a single
+//! level with posture — the common `JacobianSolver` set-up — never builds `N`. A step on
+//! implicit projectors for every level (`J Ĵⱼᵀ` products, the `f64` solver's way) was tried
+//! and dropped: it matches this recursion to `1e-4` relative per step, but the full-body
+//! solver's cold solves over two priority levels are chaotic at that scale — in
+//! `tests/full_body.rs`'s "hand first" case, the step scaled by `1 − 1e-6` leaves the hand
+//! 0.47 m short where `1` and `1 + 1e-6` reach it within 23 µm, and the implicit step failed
+//! that test — so the full-body path keeps its exact arithmetic and the test its assertion.
+//!
+//! Until this change `JacobianSolver` ran its own `f64` step on `nalgebra` (`DMatrix`,
+//! `Cholesky`, `gemv`/`gemm`), kept because its contract — residuals never increase from
+//! step to step, level by level — was thought to need `f64` normal equations. It does not: the
+//! contract comes from the accept/reject rule, which judges merits evaluated by forward
+//! kinematics (already `f32`), not the linear solve; an `f32` step that is slightly off is a
+//! slightly worse step, rejected or accepted like any other. Every test kept its tolerance and
+//! passes (`jacobian_proptest` with CI's seed, the posture and priority tests, the arm). The
+//! projectors' regularisation is this kernel's `ε = 1e-6` (normalised units) instead of `1e-9`
+//! in `f64`, which `f32` cannot resolve next to entries of order 1.
 //!
 //! Same run, same problem — `cargo bench -p ik-core --bench jacobian_core`: the 55-DOF
 //! Mixamo-named test rig, every humanoid joint above a hand, foot or head with the same
-//! anatomical limits, hands and feet 6D plus the head look-at (32 rows), the pelvis free; the
-//! full-body solver with its analytic limbs, restarts and give-way off so only this kernel
-//! iterates; 2-core machine under a load average of 6 from other builds:
+//! anatomical limits, hands and feet 6D plus the head look-at (32 rows, the pelvis goal off),
+//! the full-body solver with its analytic limbs, restarts and give-way off so only the kernel
+//! iterates. The bench binaries of commit 5e2274a (`JacobianSolver` on `f64` `nalgebra`) and
+//! of this port, run alternately twice each on the 2-core machine at a load average of 1.7–1.9
+//! (other builds); each cell gives both runs:
 //!
-//! | | cold success | cold µs / iteration | cold median | warm success | warm µs / iteration | warm median |
-//! |---|---|---|---|---|---|---|
-//! | this kernel (`f32` DLS) | 69.1 % | 24.6 | 119 µs | 100 % | 15.2 | 25.2 µs |
-//! | `JacobianSolver` (`f64` LM) | 52.0 % | 26.1 | 144 µs | 98.5 % | 26.4 | 26.1 µs |
+//! | | cold success | cold iterations | cold µs / iteration | cold median | warm success | warm µs / iteration | warm median | criterion, cold mean |
+//! |---|---|---|---|---|---|---|---|---|
+//! | `JacobianSolver`, `f64` `nalgebra` step (before) | 52.0 % | 12.8 | 12.22 / 12.20 | 130.4 / 130.2 µs | 98.5 % | 11.31 / 11.26 | 22.5 / 22.5 µs | 168.7 / 156.0 µs |
+//! | `JacobianSolver` on this kernel (now) | 52.0 % | 12.8 | 10.09 / 10.06 | 106.0 / 107.0 µs | 99.8 % | 8.86 / 8.84 | 17.7 / 17.7 µs | 128.4 / 137.2 µs |
+//! | full-body solver on this kernel (unchanged code; all four runs) | 69.1 % | 13.8 | 9.4 – 12.2 | 90 – 100 µs | 100 % | 7.9 – 8.9 | 16.2 – 18.2 µs | 131 – 149 µs |
 //!
 //! (cold: 256 goal sets from random in-limit poses, from rest, up to 64 iterations, stall
-//! detection on in both; warm: 480 frames of a smooth trajectory.) So this kernel is the
-//! faster one — 1.06× per iteration cold, 1.7× warm — and the full-body solver runs on it.
-//! `JacobianSolver` was *not* moved onto it: its contract is that residuals never increase
-//! from step to step, level by level (the accept/reject rule and the `f64` normal equations,
-//! which square the condition number of a stretched limb), and its proptests, the posture
-//! tests and the 7-DOF arm's lead over `k` (`arm_vs_k`) rest on that contract; this kernel
-//! takes every step. Porting the accept/reject rule onto `f32` buffers is the remaining work
-//! for one core; until then the two step rules stay, each behind its own same-run bench
-//! (`full_body`, `gameplay`, `jacobian_core`; `arm_vs_k`).
+//! detection on; warm: 480 frames of a smooth trajectory; criterion: the mean cold solve.) The
+//! gate of the port — no loss of cold success, at most 10 % more time — is met with room:
+//! the same cold success — the same 133 of 256 goal sets, checked set by set with a per-set
+//! dump of the bench (not committed; 4 of them differ in iteration count) — warm success up, 0.82× the time per iteration
+//! cold and 0.78× warm, 0.76 – 0.88× the criterion mean. The full-body row shows this
+//! machine's noise (its code did not change). Where the time goes: the rows of inactive tasks
+//! leave the step (here the pelvis goal is off: 26 of 32 rows are solved, so the Cholesky
+//! factorisation costs about `(26/32)³ ≈ 0.54` of the full one), `f32` halves the memory
+//! traffic, and the first level needs neither a projection nor a residual product (`Δq = 0`
+//! there); with all 32 rows active an earlier build of the port measured 8.7 % *more* time
+//! than `nalgebra` (13.75 vs 12.66 µs per iteration, criterion 175 vs 159 µs).
 //!
-//! What is shared now lives once: joint limits ([`crate::limits::JointLimit::clamp`]), the
-//! rotation-vector step ([`crate::rotation`]), the analytic limb finish
-//! (`crate::analytic::finish`) and this kernel for every dense `f32` DLS step.
+//! With a posture task toward rest (gain 0.5) added — the bench's last two lines; the
+//! "before" figures from the same bench code built on 5e2274a, alternating, load 1.8–2.9:
+//! cold success 18.8 % before, 17.6 % now (48 and 45 of 256 goal sets), 21.5 / 21.5 vs
+//! 17.1 / 18.1 µs per iteration, median 473 / 472 vs 375 / 379 µs; warm success 49.8 % before,
+//! 54.8 % now, 26.2 / 28.6 vs 22.2 / 21.1 µs per iteration. A solve with posture converges
+//! only once the posture term has settled (below `posture_tolerance`). Set by set, 11 of the
+//! 256 cold goal sets change outcome, both ways (4 gained, 7 lost, at different iteration
+//! counts): trajectories that part at round-off, not a failure mode of `f32`; the projector
+//! regularisation does not decide it either (17.6 % with `ε` from `1e-8` to `1e-5`).
+//!
+//! The full-body solver's outputs are bit-identical where its arithmetic did not change: a
+//! hash of 240 full-body solves per configuration (cold and warm, a random goal set each,
+//! Mixamo test rig) is equal before and after with one priority level (posture on and off) and
+//! with three levels without posture; with three levels *and* posture following (off by
+//! default, in no test or bench) the last level's projector is now applied implicitly and the
+//! hash differs (192 instead of 185 of 240 converged). `tests/gameplay.rs` and every
+//! `full_body` test pass unchanged. On the 7-DOF arm (`arm_vs_k`, same run, alternating, load
+//! 1.6–2.4) the two are level within this machine's noise: 11.0 – 16.7 µs per target before,
+//! 11.1 – 13.2 µs now (one more run 21.7 µs: a single solve stalled 4.1 ms, median 8.3 µs as
+//! in the others), success 99.95 % before, 100.00 % now (`k`: 80.25 %); `k` is 13.6 – 18.5×
+//! slower than the port in its runs (10.3× in the stalled one); `tests/jacobian_arm.rs`:
+//! 99.93 % at 0.1 mm / 1 mrad (unchanged). Two more `jacobian_core` runs each at load
+//! 0.8 – 1.4 agree: `JacobianSolver` cold 12.30 / 12.39 µs per iteration before, 10.07 /
+//! 14.03 now (the second in a busy spell: the unchanged full-body row read 12.79 there),
+//! medians 131.3 / 131.5 vs 105.0 / 107.9 µs, criterion 160.1 / 184.9 vs 128.8 / 129.0 µs.
+//!
+//! What is shared lives once: this kernel for every dense DLS step, joint limits
+//! ([`crate::limits::JointLimit::clamp`]), the rotation-vector step ([`crate::rotation`]) and
+//! the analytic limb finish (`crate::analytic::finish`).
 
 /// Work buffers of the dense kernel, sized for at most `max_rows` task rows and `cols`
 /// columns.
@@ -63,6 +120,10 @@ pub(crate) struct DlsBuffers {
     pub(crate) jhat: Vec<f32>,
     /// `(Ĵ Ĵᵀ + ε I)⁻¹ Ĵ` of the current level.
     pub(crate) w: Vec<f32>,
+    /// The posture term as added to `dq` by [`DlsBuffers::prioritized_step`] (`z` projected).
+    pub(crate) pz: Vec<f32>,
+    /// The current level's `Ĵ Ĵᵀ + ε I`, factorised in place (the projector).
+    proj: Vec<f32>,
     /// Row selection of the current level.
     sel: Vec<usize>,
     /// Column work vector (`max_rows`).
@@ -86,32 +147,59 @@ impl DlsBuffers {
             null: vec![0.0; cols * cols],
             jhat: vec![0.0; max_rows * cols],
             w: vec![0.0; max_rows * cols],
+            pz: vec![0.0; cols],
+            proj: vec![0.0; max_rows * max_rows],
             sel: vec![0; max_rows],
             col: vec![0.0; max_rows],
         }
     }
 
-    /// The step for tasks on several priority levels (`row_level[r]`, 0 first) into `dq`:
-    /// recursive null-space projection, each level damped by `lambda2`, the projectors nearly
-    /// undamped; with `posture`, `z` is added in the last null space. Returns `false` (with
-    /// the levels solved so far in `dq`) when a level's normal matrix is not positive
-    /// definite.
-    pub(crate) fn prioritized_step(
+    /// The prioritised step into `dq` for the tasks on several priority levels
+    /// (`row_level[r]`, lowest value first): recursive null-space projection (Siciliano–Slotine),
+    /// level `l` damped by `damping(l)` (its `λ²`; `None` leaves the rows of `l` out: a
+    /// disabled task), the projectors nearly undamped. With `first_gram`, the caller fills the
+    /// lower triangle of the first solved level's `J Jᵀ` (`m × m`, row-major, from `jac`, its
+    /// rows in ascending order) — it knows the sparsity — and that level is not multiplied by the
+    /// (identity) projector. With `posture`, `z` is projected into the null space of every
+    /// level into `pz` and added to `dq`. The projector `N` is only formed between levels; the
+    /// last level's is applied to `z` alone. Returns `false` (with the levels solved so far in
+    /// `dq`) when a level's normal matrix is not positive definite.
+    pub(crate) fn prioritized_step<L: Copy + Ord>(
         &mut self,
         rows: usize,
         n: usize,
-        row_level: &[u8],
-        lambda2: f32,
+        row_level: &[L],
+        damping: impl Fn(L) -> Option<f32>,
+        first_gram: Option<&dyn Fn(&[f32], L, &mut [f32], usize)>,
         posture: bool,
     ) -> bool {
+        let row_level = &row_level[..rows];
         let jac = &self.jac[..rows * n];
         let null = &mut self.null[..n * n];
-        null.fill(0.0);
-        for i in 0..n {
-            null[i * n + i] = 1.0;
+        let reset = |null: &mut [f32]| {
+            null.fill(0.0);
+            for i in 0..n {
+                null[i * n + i] = 1.0;
+            }
+        };
+        if first_gram.is_none() {
+            // Every level is multiplied by `N` (`I` for the first).
+            reset(null);
         }
         self.dq.fill(0.0);
-        let mut level = row_level.iter().copied().min().unwrap_or(0);
+        let solved = |l: &L| damping(*l).is_some();
+        let Some(mut level) = row_level.iter().filter(|l| solved(l)).copied().min() else {
+            if posture {
+                self.pz[..n].copy_from_slice(&self.z[..n]);
+                for (d, p) in self.dq.iter_mut().zip(&self.pz[..n]) {
+                    *d += p;
+                }
+            }
+            return true;
+        };
+        let mut first = true;
+        // `null` is still the identity (no level has been projected out).
+        let mut identity = true;
         loop {
             let mut m = 0;
             for (r, &l) in row_level.iter().enumerate() {
@@ -121,69 +209,132 @@ impl DlsBuffers {
                 }
             }
             let sel = &self.sel[..m];
+            let next = row_level
+                .iter()
+                .filter(|&&l| l > level && solved(&l))
+                .copied()
+                .min();
+            let lambda2 = damping(level).unwrap_or(0.0);
             // Ĵ = J_L N, residual r = e_L − J_L dq.
             let jhat = &mut self.jhat[..m * n];
+            let fast = first && first_gram.is_some();
             for (i, &r) in sel.iter().enumerate() {
                 let jr = &jac[r * n..(r + 1) * n];
+                if fast {
+                    // N = I and dq = 0: Ĵ = J_L, r = e_L.
+                    jhat[i * n..(i + 1) * n].copy_from_slice(jr);
+                    self.y[i] = self.e[r];
+                    continue;
+                }
                 for c in 0..n {
                     jhat[i * n + c] = (0..n).map(|k| jr[k] * null[k * n + c]).sum();
                 }
                 self.y[i] = self.e[r] - jr.iter().zip(&self.dq).map(|(a, b)| a * b).sum::<f32>();
             }
             let a = &mut self.a[..m * m];
-            let gram = |a: &mut [f32], damping: f32| {
-                for p in 0..m {
-                    for q in 0..=p {
-                        let v: f32 = (0..n).map(|c| jhat[p * n + c] * jhat[q * n + c]).sum();
-                        a[p * m + q] = v;
-                        a[q * m + p] = v;
+            match first_gram {
+                Some(fill) if fast => fill(jac, level, a, m),
+                _ => {
+                    // Ĵ Ĵᵀ, both triangles.
+                    for p in 0..m {
+                        for q in 0..=p {
+                            let v: f32 = (0..n).map(|c| jhat[p * n + c] * jhat[q * n + c]).sum();
+                            a[p * m + q] = v;
+                            a[q * m + p] = v;
+                        }
                     }
-                    a[p * m + p] += damping;
                 }
-            };
-            gram(a, lambda2);
+            }
+            let project = next.is_some() || posture;
+            let p = &mut self.proj[..m * m];
+            if project {
+                p.copy_from_slice(a);
+            }
+            for i in 0..m {
+                a[i * m + i] += lambda2;
+            }
             if !cholesky(a, m) {
                 return false;
             }
             cholesky_solve(a, m, &mut self.y[..m]);
-            for c in 0..n {
-                self.dq[c] += (0..m).map(|i| jhat[i * n + c] * self.y[i]).sum::<f32>();
-            }
-            // N ← N − Ĵᵀ (Ĵ Ĵᵀ + ε I)⁻¹ Ĵ with a tiny ε.
-            gram(a, PROJECTOR_DAMPING);
-            if !cholesky(a, m) {
-                gram(a, lambda2);
-                if !cholesky(a, m) {
-                    return false;
+            if fast {
+                // dq = Ĵᵀ y row by row (independent lanes: vectorises).
+                for (i, &yi) in self.y[..m].iter().enumerate() {
+                    for (d, &v) in self.dq[..n].iter_mut().zip(&jhat[i * n..(i + 1) * n]) {
+                        *d += v * yi;
+                    }
                 }
-            }
-            let w = &mut self.w[..m * n];
-            w.copy_from_slice(jhat);
-            let col = &mut self.col[..m];
-            for c in 0..n {
-                for i in 0..m {
-                    col[i] = w[i * n + c];
-                }
-                cholesky_solve(a, m, col);
-                for i in 0..m {
-                    w[i * n + c] = col[i];
-                }
-            }
-            for k in 0..n {
+            } else {
                 for c in 0..n {
-                    null[k * n + c] -= (0..m).map(|i| jhat[i * n + k] * w[i * n + c]).sum::<f32>();
+                    self.dq[c] += (0..m).map(|i| jhat[i * n + c] * self.y[i]).sum::<f32>();
                 }
             }
-            match row_level.iter().copied().filter(|&l| l > level).min() {
-                Some(next) => level = next,
+            first = false;
+            if project {
+                // The projector uses Ĵ Ĵᵀ + ε I with a tiny ε (the level's damped factor when
+                // that is not positive definite).
+                for i in 0..m {
+                    p[i * m + i] += PROJECTOR_DAMPING;
+                }
+                let factor: &[f32] = if cholesky(p, m) { p } else { a };
+                if next.is_none() {
+                    // Only the posture term needs this level's projector: apply it to `z`
+                    // alone, `pz = N z − Ĵᵀ (Ĵ Ĵᵀ + ε I)⁻¹ Ĵ z`, instead of forming
+                    // `N ← N − Ĵᵀ (Ĵ Ĵᵀ + ε I)⁻¹ Ĵ` (dof² × rows: most of a step with posture
+                    // on a large rig).
+                    let (z, pz) = (&self.z[..n], &mut self.pz[..n]);
+                    if identity {
+                        pz.copy_from_slice(z);
+                    } else {
+                        for k in 0..n {
+                            pz[k] = (0..n).map(|c| null[k * n + c] * z[c]).sum::<f32>();
+                        }
+                    }
+                    let col = &mut self.col[..m];
+                    for (i, c) in col.iter_mut().enumerate() {
+                        *c = dot(&jhat[i * n..(i + 1) * n], z);
+                    }
+                    cholesky_solve(factor, m, col);
+                    for (i, &c) in col.iter().enumerate() {
+                        for (x, &v) in pz.iter_mut().zip(&jhat[i * n..(i + 1) * n]) {
+                            *x -= c * v;
+                        }
+                    }
+                    for (d, &x) in self.dq[..n].iter_mut().zip(pz.iter()) {
+                        *d += x;
+                    }
+                    return true;
+                }
+                // N ← N − Ĵᵀ (Ĵ Ĵᵀ + ε I)⁻¹ Ĵ.
+                if identity && first_gram.is_some() {
+                    reset(null);
+                }
+                identity = false;
+                let w = &mut self.w[..m * n];
+                w.copy_from_slice(jhat);
+                let col = &mut self.col[..m];
+                for c in 0..n {
+                    for i in 0..m {
+                        col[i] = w[i * n + c];
+                    }
+                    cholesky_solve(factor, m, col);
+                    for i in 0..m {
+                        w[i * n + c] = col[i];
+                    }
+                }
+                for k in 0..n {
+                    for c in 0..n {
+                        null[k * n + c] -=
+                            (0..m).map(|i| jhat[i * n + k] * w[i * n + c]).sum::<f32>();
+                    }
+                }
+            }
+            match next {
+                Some(l) => level = l,
                 None => break,
             }
         }
-        if posture {
-            for k in 0..n {
-                self.dq[k] += (0..n).map(|c| null[k * n + c] * self.z[c]).sum::<f32>();
-            }
-        }
+        // (With `posture` the last level returned above.)
         true
     }
 
@@ -255,9 +406,129 @@ pub(crate) fn cholesky_solve(a: &[f32], n: usize, b: &mut [f32]) {
     }
 }
 
+/// Dot product with four accumulators (lets the compiler use SIMD lanes).
+#[inline]
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0.0f32; 4];
+    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
+    let (ta, tb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for i in 0..4 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    let mut sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for (x, y) in ta.iter().zip(tb) {
+        sum += x * y;
+    }
+    sum
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The textbook recursion with the projector formed at every level, for comparison.
+    fn reference_step(
+        d: &DlsBuffers,
+        rows: usize,
+        n: usize,
+        levels: &[u8],
+        posture: bool,
+    ) -> Vec<f32> {
+        let mut null = vec![0.0f32; n * n];
+        for i in 0..n {
+            null[i * n + i] = 1.0;
+        }
+        let mut dq = vec![0.0f32; n];
+        let mut order: Vec<u8> = levels[..rows].to_vec();
+        order.sort_unstable();
+        order.dedup();
+        for lv in order {
+            let sel: Vec<usize> = (0..rows).filter(|&r| levels[r] == lv).collect();
+            let m = sel.len();
+            let mut jh = vec![0.0f32; m * n];
+            let mut y = vec![0.0f32; m];
+            for (i, &r) in sel.iter().enumerate() {
+                for c in 0..n {
+                    jh[i * n + c] = (0..n).map(|k| d.jac[r * n + k] * null[k * n + c]).sum();
+                }
+                y[i] = d.e[r] - (0..n).map(|k| d.jac[r * n + k] * dq[k]).sum::<f32>();
+            }
+            let gram = |eps: f32| {
+                let mut a = vec![0.0f32; m * m];
+                for p in 0..m {
+                    for q in 0..m {
+                        a[p * m + q] = (0..n).map(|c| jh[p * n + c] * jh[q * n + c]).sum();
+                    }
+                    a[p * m + p] += eps;
+                }
+                assert!(cholesky(&mut a, m));
+                a
+            };
+            cholesky_solve(&gram(1e-3), m, &mut y);
+            for c in 0..n {
+                dq[c] += (0..m).map(|i| jh[i * n + c] * y[i]).sum::<f32>();
+            }
+            let b = gram(PROJECTOR_DAMPING);
+            let mut w = jh.clone();
+            for c in 0..n {
+                let mut col: Vec<f32> = (0..m).map(|i| w[i * n + c]).collect();
+                cholesky_solve(&b, m, &mut col);
+                for i in 0..m {
+                    w[i * n + c] = col[i];
+                }
+            }
+            for k in 0..n {
+                for c in 0..n {
+                    null[k * n + c] -= (0..m).map(|i| jh[i * n + k] * w[i * n + c]).sum::<f32>();
+                }
+            }
+        }
+        if posture {
+            for k in 0..n {
+                dq[k] += (0..n).map(|c| null[k * n + c] * d.z[c]).sum::<f32>();
+            }
+        }
+        dq
+    }
+
+    #[test]
+    fn the_step_matches_the_textbook_recursion() {
+        let (n, rows) = (9usize, 7usize);
+        let mut seed = 12345u64;
+        let mut rnd = || {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        };
+        let levels = [0u8, 0, 1, 1, 1, 2, 2];
+        let mut d = DlsBuffers::new(rows, n);
+        for v in d.jac.iter_mut().chain(&mut d.e).chain(&mut d.z) {
+            *v = rnd();
+        }
+        let gram = |jac: &[f32], _: u8, a: &mut [f32], m: usize| {
+            for p in 0..m {
+                for q in 0..=p {
+                    a[p * m + q] = dot(&jac[p * n..(p + 1) * n], &jac[q * n..(q + 1) * n]);
+                }
+            }
+        };
+        for posture in [false, true] {
+            for count in [2, rows] {
+                let want = reference_step(&d, count, n, &levels, posture);
+                for sparse in [false, true] {
+                    let fill: Option<&dyn Fn(&[f32], u8, &mut [f32], usize)> =
+                        if sparse { Some(&gram) } else { None };
+                    assert!(d.prioritized_step(count, n, &levels, |_| Some(1e-3), fill, posture));
+                    for (got, want) in d.dq[..n].iter().zip(&want) {
+                        assert!((got - want).abs() < 1e-4, "{:?} vs {want:?}", &d.dq[..n]);
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn cholesky_solves_a_symmetric_positive_definite_system() {
@@ -280,7 +551,7 @@ mod tests {
         let mut d = DlsBuffers::new(2, 2);
         d.jac[..4].copy_from_slice(&[1.0, 1.0, 1.0, 0.0]);
         d.e[..2].copy_from_slice(&[1.0, 3.0]);
-        assert!(d.prioritized_step(2, 2, &[0, 1], 1e-8, false));
+        assert!(d.prioritized_step(2, 2, &[0u8, 1], |_| Some(1e-8), None, false));
         let (x0, x1) = (d.dq[0], d.dq[1]);
         assert!((x0 + x1 - 1.0).abs() < 1e-3, "level 0: {x0} + {x1}");
         assert!((x0 - 3.0).abs() < 1e-2, "level 1 in the null space: {x0}");

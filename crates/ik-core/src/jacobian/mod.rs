@@ -39,8 +39,10 @@
 //! Ĵₖ = Jₖ Pₖ₋₁,   Δq ← Δq + Ĵₖᵀ (Ĵₖ Ĵₖᵀ + λₖ² I)⁻¹ (eₖ − Jₖ Δq),   Pₖ = Pₖ₋₁ − Ĵₖᵀ (Ĵₖ Ĵₖᵀ + ε I)⁻¹ Ĵₖ
 //! ```
 //!
-//! Only rows×rows systems are factorised (Cholesky); `P` is never formed — it is applied as
-//! `v − Σ Ĵⱼᵀ (Ĵⱼ Ĵⱼᵀ + ε I)⁻¹ Ĵⱼ v`. The step uses the adaptive damping
+//! Only rows×rows systems are factorised (Cholesky); `P` (dof × dof) is formed only between
+//! levels (a single level never builds it: the posture term applies the last level's
+//! projector to `z` alone as `z − Ĵᵀ (Ĵ Ĵᵀ + ε I)⁻¹ Ĵ z`), and the first level, with `P₀ = I`
+//! and `Δq = 0`, is solved directly. The step uses the adaptive damping
 //! `λₖ² = μ (λ_min² + c · ½|eₖ|²)` (Levenberg–Marquardt after Sugihara), bounded below so a
 //! stretched arm stays finite; the projectors use a tiny fixed `ε` instead, because a damped
 //! projector leaks lower-priority motion into higher-priority rows to first order.
@@ -68,20 +70,18 @@
 //!
 //! # Dense algebra and performance
 //!
-//! `nalgebra` 0.34 `DMatrix<f64>` buffers preallocated in the scratch: `Jᵀ` is stored
-//! column-major so each task row is one contiguous column; residuals and steps use
-//! `gemv`/`gemv_tr`, later levels' projections `gemm`/`gemm_tr`, the factorisations
-//! `Cholesky::new_unchecked` in place (moved out of and back into the scratch). Kinematics stay
-//! in `f32` glam; the linear algebra runs in `f64` because the normal equations square the
-//! condition number.
-//!
-//! One hand kernel replaces `nalgebra` where it measured ≥ 2× faster: the first level's
-//! `J Jᵀ`, which is sparse (a task row is non-zero only in the columns of the joints above its
-//! bone; set-up records, for each pair of tasks, the column ranges they share) and symmetric
-//! (Cholesky reads the lower triangle only). Measured on a 57-DOF, 29-row humanoid-shaped rig
-//! (hands and feet 6D, look-at, pelvis position), 20 000 cold solves, `perf` samples in the
-//! kernel: 1 031 for this kernel against 3 536 for `gemm_tr` (3.4×); whole cold solve 99 µs
-//! against 173 µs in the same criterion run.
+//! The step runs on the crate's one dense `f32` damped-least-squares kernel
+//! (`jacobian::dense`, shared with [`crate::humanoid::FullBodySolver`]): `J` row-major in
+//! the scratch, Cholesky on the rows × rows normal matrices, the prioritised step with a
+//! damping per level, the null-space projectors and the projected posture term. This solver's part is the
+//! orchestration — the damping factor, the accept/reject rule on `f64` merits, the correction
+//! step and the active set — and the first solved level's `J Jᵀ`, which it fills from the task
+//! sparsity (a task row is non-zero only in the columns of the joints above its bone; set-up
+//! records, for each pair of tasks, the column ranges they share; the lower triangle only) over
+//! the rows of the active tasks (a disabled task's rows leave the step). Kinematics are `f32`
+//! glam as before. Until the port the step was `f64` on `nalgebra` (`DMatrix`, `Cholesky`,
+//! `gemv`/`gemm`); the `f32` kernel keeps every test at its tolerance and is faster in the same
+//! bench run — the numbers are in `jacobian::dense`'s module docs.
 //!
 //! # Hybrid use
 //!
@@ -94,7 +94,6 @@ pub(crate) mod dense;
 mod solve;
 
 use glam::{Quat, Vec3};
-use nalgebra::{Cholesky, DMatrix, DVector, Dyn};
 use thiserror::Error;
 
 use crate::limits::JointLimit;
@@ -676,15 +675,13 @@ pub struct SolveReport {
 #[derive(Clone, Debug)]
 pub struct JacobianScratch {
     pub(crate) model: Vec<BoneTransform>,
-    pub(crate) jt: DMatrix<f64>,
-    pub(crate) jhat: DMatrix<f64>,
-    pub(crate) e: DVector<f64>,
-    pub(crate) r: DVector<f64>,
-    pub(crate) tmp: DMatrix<f64>,
-    pub(crate) chol: Vec<Cholesky<f64, Dyn>>,
-    pub(crate) chol_proj: Vec<Cholesky<f64, Dyn>>,
-    pub(crate) dq: DVector<f64>,
-    pub(crate) z: DVector<f64>,
+    /// The shared dense kernel's buffers: `J` (row-major, `rows × dof`), `e`, `dq`, the
+    /// posture pull `z`, the factorisations and projectors.
+    pub(crate) dls: dense::DlsBuffers,
+    /// The level of each row in this iteration (`usize::MAX`: an inactive task, left out).
+    pub(crate) row_level: Vec<usize>,
+    /// Each active task's first row among the active rows of its level.
+    pub(crate) task_pos: Vec<usize>,
     pub(crate) col_ang: Vec<Vec3>,
     pub(crate) col_lin: Vec<Vec3>,
     pub(crate) col_pivot: Vec<Vec3>,
@@ -1074,28 +1071,13 @@ impl JacobianSolver {
     #[must_use]
     pub fn scratch(&self) -> JacobianScratch {
         let (n, m) = (self.dof, self.rows);
-        let max_level = self.levels.iter().map(|l| l.1).max().unwrap_or(0);
         let nj = self.joints.len();
         let nt = self.tasks.len();
         JacobianScratch {
             model: vec![BoneTransform::IDENTITY; self.bone_count],
-            jt: DMatrix::zeros(n, m),
-            jhat: DMatrix::zeros(n, m),
-            e: DVector::zeros(m),
-            r: DVector::zeros(m),
-            tmp: DMatrix::zeros(max_level, max_level),
-            chol: self
-                .levels
-                .iter()
-                .map(|l| Cholesky::pack_dirty(DMatrix::zeros(l.1, l.1)))
-                .collect(),
-            chol_proj: self
-                .levels
-                .iter()
-                .map(|l| Cholesky::pack_dirty(DMatrix::zeros(l.1, l.1)))
-                .collect(),
-            dq: DVector::zeros(n),
-            z: DVector::zeros(n),
+            dls: dense::DlsBuffers::new(m, n),
+            row_level: vec![0; m],
+            task_pos: vec![0; nt],
             col_ang: vec![Vec3::ZERO; n],
             col_lin: vec![Vec3::ZERO; n],
             col_pivot: vec![Vec3::ZERO; n],

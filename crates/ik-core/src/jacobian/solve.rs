@@ -3,8 +3,8 @@
 //! null-space posture term and the joint-limit active set.
 
 use glam::{Quat, Vec2, Vec3};
-use nalgebra::{Cholesky, DMatrix};
 
+use super::dense::dot;
 use super::{
     Goals, JacobianError, JacobianScratch, JacobianSolver, JointKind, PostureReference,
     SolveReport, TaskKind,
@@ -16,9 +16,9 @@ use crate::skeleton::{MAX_COORDINATE, Skeleton};
 /// Damping growth beyond which a solve counts as stalled.
 const MAX_MU: f64 = 1e10;
 
-/// Damping of the null-space projectors (normalised units): small enough that a projector
-/// is exact to about 1e-5 in any direction the task can move by more than 0.3 %.
-const PROJECTOR_DAMPING: f64 = 1e-9;
+/// The level of a row of an inactive task (disabled, zero weight, or a look-at / centre of
+/// mass with nothing to do): left out of the step.
+const INACTIVE: usize = usize::MAX;
 
 /// Relative merit decrease below which an iteration counts as no progress.
 const STALL_PROGRESS: f64 = 1e-3;
@@ -92,7 +92,9 @@ impl JacobianSolver {
                         correcting = true;
                         self.build_jacobian(goals, s);
                         self.update_active_set(goals, s);
-                        self.solve_levels(mu, s, k + 1, false);
+                        // A level that is not positive definite leaves the levels before
+                        // it in `dq` (zero at worst): the step is judged as usual.
+                        let _ = self.solve_levels(mu, s, k + 1, false);
                         self.clamp_step(s);
                         self.apply_step(pose, goals, s, false);
                         continue;
@@ -152,10 +154,12 @@ impl JacobianSolver {
             }
             self.build_jacobian(goals, s);
             self.update_active_set(goals, s);
-            self.solve_levels(mu, s, self.levels.len(), self.posture.is_some());
-            let posture_step = self.add_posture(pose, goals, mu, s);
-            if !s.dq.iter().all(|v| v.is_finite()) {
-                // Cannot happen with λ² > 0 and finite inputs; never let it reach the pose.
+            let posture = self.posture_pull(pose, goals, mu, s);
+            let solved = self.solve_levels(mu, s, self.levels.len(), posture);
+            let posture_step = if posture { self.posture_step(s) } else { 0.0 };
+            if !solved || !s.dls.dq.iter().all(|v| v.is_finite()) {
+                // Cannot happen with λ² > 0 and finite inputs (short of `f32` round-off on
+                // a nearly singular level); never let it reach the pose.
                 mu *= 4.0;
                 rejected += 1;
                 iterations += 1;
@@ -266,7 +270,7 @@ impl JacobianSolver {
         let shape = (self.dof, self.rows, self.joints.len(), self.tasks.len());
         if scratch.shape != shape
             || scratch.model.len() != self.bone_count
-            || scratch.chol.len() != self.levels.len()
+            || scratch.merit.len() != self.levels.len()
         {
             *scratch = self.scratch();
         }
@@ -380,7 +384,7 @@ impl JacobianSolver {
             s.residuals[t] = 0.0;
             s.task_active[t] = false;
             for i in 0..l.rows {
-                s.e[l.row + i] = 0.0;
+                s.dls.e[l.row + i] = 0.0;
             }
             if !on {
                 continue;
@@ -403,7 +407,7 @@ impl JacobianSolver {
                         if ch[k] > 0.0 {
                             sq += d[k] * d[k];
                         }
-                        s.e[row] = f64::from(w * ch[k] * d[k] * inv_len);
+                        s.dls.e[row] = w * ch[k] * d[k] * inv_len;
                         row += 1;
                     }
                 }
@@ -417,7 +421,7 @@ impl JacobianSolver {
                         if ch[k] > 0.0 {
                             sq += d[k] * d[k];
                         }
-                        s.e[row] = f64::from(w * ch[k] * d[k]);
+                        s.dls.e[row] = w * ch[k] * d[k];
                         row += 1;
                     }
                 }
@@ -447,8 +451,8 @@ impl JacobianSolver {
                         s.task_u[t] = u / r;
                         s.task_active[t] = true;
                         sq = angle * angle;
-                        s.e[row] = f64::from(w * ch[0] * b1.dot(rot));
-                        s.e[row + 1] = f64::from(w * ch[1] * b2.dot(rot));
+                        s.dls.e[row] = w * ch[0] * b1.dot(rot);
+                        s.dls.e[row + 1] = w * ch[1] * b2.dot(rot);
                     }
                 }
                 TaskKind::CenterOfMass { masses, .. } => {
@@ -465,8 +469,8 @@ impl JacobianSolver {
                         s.task_active[t] = true;
                     }
                     sq = dx * dx + dy * dy;
-                    s.e[row] = f64::from(w * ch[0] * dx * inv_len);
-                    s.e[row + 1] = f64::from(w * ch[1] * dy * inv_len);
+                    s.dls.e[row] = w * ch[0] * dx * inv_len;
+                    s.dls.e[row + 1] = w * ch[1] * dy * inv_len;
                 }
                 TaskKind::Posture { .. } => {
                     s.residuals[t] = self.posture_residual(pose, goals, s);
@@ -485,7 +489,8 @@ impl JacobianSolver {
             s.merit[l.level] += rel * rel;
             let mut energy = 0.0;
             for i in 0..l.rows {
-                energy += s.e[l.row + i] * s.e[l.row + i];
+                let e = f64::from(s.dls.e[l.row + i]);
+                energy += e * e;
             }
             s.level_energy[l.level] += 0.5 * energy;
         }
@@ -562,9 +567,9 @@ impl JacobianSolver {
     fn build_jacobian(&self, goals: &Goals, s: &mut JacobianScratch) {
         let len = self.length_scale;
         let inv_len = len.recip();
-        // Slice fill: a memset (nalgebra's element-wise `fill` was most of this function).
-        s.jt.as_mut_slice().fill(0.0);
         let n = self.dof;
+        s.dls.jac[..self.rows * n].fill(0.0);
+        s.row_level.fill(INACTIVE);
         for (j, spec) in self.joints.iter().enumerate() {
             let c0 = self.col_start[j];
             if self.col_start[j + 1] == c0 {
@@ -603,6 +608,7 @@ impl JacobianSolver {
             if l.rows == 0 || !g.enabled || g.weight <= 0.0 || !s.task_active[t] {
                 continue;
             }
+            s.row_level[l.row..l.row + l.rows].fill(l.level);
             let w = g.weight;
             let ch = g.channel_weights.to_array();
             let joints = &self.task_joints[l.joints.0..l.joints.1];
@@ -617,8 +623,7 @@ impl JacobianSolver {
                             let mut row = l.row;
                             for k in 0..3 {
                                 if mask[k] {
-                                    s.jt.as_mut_slice()[row * n + c] =
-                                        f64::from(w * ch[k] * v[k] * inv_len);
+                                    s.dls.jac[row * n + c] = w * ch[k] * v[k] * inv_len;
                                     row += 1;
                                 }
                             }
@@ -633,7 +638,7 @@ impl JacobianSolver {
                             let mut row = l.row;
                             for k in 0..3 {
                                 if mask[k] {
-                                    s.jt.as_mut_slice()[row * n + c] = f64::from(w * ch[k] * v[k]);
+                                    s.dls.jac[row * n + c] = w * ch[k] * v[k];
                                     row += 1;
                                 }
                             }
@@ -648,9 +653,8 @@ impl JacobianSolver {
                         for c in self.col_start[j]..self.col_start[j + 1] {
                             let vel = s.col_lin[c] + s.col_ang[c].cross(p - s.col_pivot[c]);
                             let v = s.col_ang[c] + u.cross(vel);
-                            s.jt.as_mut_slice()[l.row * n + c] = f64::from(w * ch[0] * b1.dot(v));
-                            s.jt.as_mut_slice()[(l.row + 1) * n + c] =
-                                f64::from(w * ch[1] * b2.dot(v));
+                            s.dls.jac[l.row * n + c] = w * ch[0] * b1.dot(v);
+                            s.dls.jac[(l.row + 1) * n + c] = w * ch[1] * b2.dot(v);
                         }
                     }
                 }
@@ -679,14 +683,24 @@ impl JacobianSolver {
                             let v = (s.col_lin[c] * mass
                                 + s.col_ang[c].cross(moment - s.col_pivot[c] * mass))
                                 * inv_m;
-                            s.jt.as_mut_slice()[l.row * n + c] =
-                                f64::from(w * ch[0] * l.plane[0].dot(v) * inv_len);
-                            s.jt.as_mut_slice()[(l.row + 1) * n + c] =
-                                f64::from(w * ch[1] * l.plane[1].dot(v) * inv_len);
+                            s.dls.jac[l.row * n + c] = w * ch[0] * l.plane[0].dot(v) * inv_len;
+                            s.dls.jac[(l.row + 1) * n + c] =
+                                w * ch[1] * l.plane[1].dot(v) * inv_len;
                         }
                     }
                 }
                 TaskKind::Posture { .. } => {}
+            }
+        }
+        // Each active task's first row among its level's active rows (the kernel's order).
+        for (k, members) in self.level_tasks.iter().enumerate() {
+            let mut pos = 0;
+            for &t in members {
+                let l = &self.layout[t];
+                if s.row_level[l.row] == k {
+                    s.task_pos[t] = pos;
+                    pos += l.rows;
+                }
             }
         }
     }
@@ -705,43 +719,40 @@ impl JacobianSolver {
     /// is projected out of its columns, so it can still slide along the limit (a ball joint
     /// keeps two of its three DOF on the cone). Run-time locked joints lose their columns.
     fn update_active_set(&self, goals: &Goals, s: &mut JacobianScratch) {
-        let m = self.rows;
+        let (m, n) = (self.rows, self.dof);
+        let jac = &mut s.dls.jac[..m * n];
+        let e = &s.dls.e[..m];
         for j in 0..self.joints.len() {
             let (c0, c1) = (self.col_start[j], self.col_start[j + 1]);
             if c0 == c1 {
                 continue;
             }
             if goals.joints_locked[j] {
-                for c in c0..c1 {
-                    for row in 0..m {
-                        s.jt[(c, row)] = 0.0;
-                    }
+                for row in 0..m {
+                    jac[row * n + c0..row * n + c1].fill(0.0);
                 }
                 continue;
             }
             if !s.saturated[j] {
                 continue;
             }
-            let n = s.normal[j];
+            let normal = &s.normal[j][..c1 - c0];
+            // Jⱼᵀe against the normal, row by row (each row's columns are contiguous).
             let mut outward = 0.0f64;
-            for c in c0..c1 {
-                let mut acc = 0.0f64;
-                for row in 0..m {
-                    acc += s.jt[(c, row)] * s.e[row];
-                }
-                outward += acc * f64::from(n[c - c0]);
+            for row in 0..m {
+                let cols = &jac[row * n + c0..row * n + c1];
+                let dot: f32 = cols.iter().zip(normal).map(|(a, b)| a * b).sum();
+                outward += f64::from(dot) * f64::from(e[row]);
             }
             if outward <= 0.0 {
                 s.saturated[j] = false;
                 continue;
             }
             for row in 0..m {
-                let mut dot = 0.0f64;
-                for c in c0..c1 {
-                    dot += s.jt[(c, row)] * f64::from(n[c - c0]);
-                }
-                for c in c0..c1 {
-                    s.jt[(c, row)] -= dot * f64::from(n[c - c0]);
+                let cols = &mut jac[row * n + c0..row * n + c1];
+                let dot: f32 = cols.iter().zip(normal).map(|(a, b)| a * b).sum();
+                for (v, b) in cols.iter_mut().zip(normal) {
+                    *v -= dot * b;
                 }
             }
         }
@@ -772,65 +783,29 @@ impl JacobianSolver {
         }
     }
 
-    /// The prioritised damped least-squares step of the first `count` levels into `s.dq`.
-    fn solve_levels(&self, mu: f64, s: &mut JacobianScratch, count: usize, with_posture: bool) {
-        s.dq.as_mut_slice().fill(0.0);
+    /// The prioritised damped least-squares step of the first `count` levels into `s.dls.dq`,
+    /// on the shared dense kernel ([`DlsBuffers::prioritized_step`](super::dense::DlsBuffers::prioritized_step)): level `k` damped by
+    /// `λₖ² = μ (λ_min² + c · ½|eₖ|²)`, the first level's `J Jᵀ` from its sparsity
+    /// ([`Self::level_normal_matrix`]), with `posture` the pull `s.dls.z` projected into
+    /// the null space of every level. `false` when a level's normal matrix is not positive
+    /// definite (the levels before it are in `dq`).
+    fn solve_levels(&self, mu: f64, s: &mut JacobianScratch, count: usize, posture: bool) -> bool {
+        let rows = self.levels[..count].last().map_or(0, |&(r0, mk)| r0 + mk);
         let min_d = f64::from(self.settings.min_damping);
         let err_d = f64::from(self.settings.error_damping);
-        for (k, &(r0, mk)) in self.levels[..count].iter().enumerate() {
-            // Level 0 reads `Jᵀ` directly; its copy in `Ĵᵀ` is only needed by the projections
-            // of later levels and of the posture term.
-            let need_jhat = k > 0 || self.levels.len() > 1 || with_posture;
-            if need_jhat {
-                let n = self.dof;
-                s.jhat.as_mut_slice()[r0 * n..(r0 + mk) * n]
-                    .copy_from_slice(&s.jt.as_slice()[r0 * n..(r0 + mk) * n]);
-            }
-            for (i, &(q0, mi)) in self.levels[..k].iter().enumerate() {
-                let mut t = s.tmp.view_mut((0, 0), (mi, mk));
-                t.gemm_tr(1.0, &s.jhat.columns(q0, mi), &s.jt.columns(r0, mk), 0.0);
-                s.chol_proj[i].solve_mut(&mut t);
-                let (prev, mut cur) = s.jhat.columns_range_pair_mut(q0..q0 + mi, r0..r0 + mk);
-                cur.gemm(-1.0, &prev, &t, 1.0);
-            }
-            let chol =
-                core::mem::replace(&mut s.chol[k], Cholesky::pack_dirty(DMatrix::zeros(0, 0)));
-            let mut a = chol.unpack_dirty();
-            if k == 0 {
-                // The first level is not projected: exploit the sparsity of J (a task only
-                // depends on the joints above its bone) and fill the lower triangle only.
-                self.first_level_normal_matrix(s.jt.as_slice(), &mut a);
-            } else {
-                let jh = s.jhat.columns(r0, mk);
-                a.gemm_tr(1.0, &jh, &jh, 0.0);
-            }
-            if k + 1 < self.levels.len() || with_posture {
-                // The null-space projector of this level, nearly undamped: a damped projector
-                // leaks lower-level motion into this level's rows to first order.
-                let proj = core::mem::replace(
-                    &mut s.chol_proj[k],
-                    Cholesky::pack_dirty(DMatrix::zeros(0, 0)),
-                );
-                let mut p = proj.unpack_dirty();
-                p.as_mut_slice().copy_from_slice(a.as_slice());
-                for i in 0..mk {
-                    p[(i, i)] += PROJECTOR_DAMPING;
-                }
-                s.chol_proj[k] = Cholesky::new_unchecked(p);
-            }
-            let lambda2 = mu * (min_d + err_d * s.level_energy[k]);
-            for i in 0..mk {
-                a[(i, i)] += lambda2;
-            }
-            let chol = Cholesky::new_unchecked(a);
-            let mut r = s.r.rows_mut(0, mk);
-            r.copy_from(&s.e.rows(r0, mk));
-            r.gemv_tr(-1.0, &s.jt.columns(r0, mk), &s.dq, 1.0);
-            chol.solve_mut(&mut r);
-            let source = if need_jhat { &s.jhat } else { &s.jt };
-            s.dq.gemv(1.0, &source.columns(r0, mk), &r, 1.0);
-            s.chol[k] = chol;
-        }
+        let energy = &s.level_energy;
+        let (row_level, pos) = (&s.row_level, &s.task_pos);
+        let gram = |jac: &[f32], k: usize, a: &mut [f32], m: usize| {
+            self.level_normal_matrix(k, jac, row_level, pos, a, m);
+        };
+        s.dls.prioritized_step(
+            rows,
+            self.dof,
+            &row_level[..rows],
+            |k| (k != INACTIVE).then(|| (mu * (min_d + err_d * energy[k])) as f32),
+            Some(&gram),
+            posture,
+        )
     }
 
     /// Difference from joint `j` to its posture reference in DOF coordinates (radians;
@@ -884,51 +859,71 @@ impl JacobianSolver {
         worst
     }
 
-    /// Lower triangle of `J₀ J₀ᵀ` for the first level, from `Jᵀ` (column-major, one task row
-    /// per column of length `dof`), summing only over the columns both rows depend on.
-    fn first_level_normal_matrix(&self, jt: &[f64], a: &mut DMatrix<f64>) {
+    /// Lower triangle of `Jₖ Jₖᵀ` over level `k`'s active rows (`m × m`, row-major, a task's
+    /// rows from `pos[task]` on), from the row-major `J` (one task row of length `dof` per
+    /// row), summing only over the columns both rows depend on. Used for the first level the
+    /// kernel solves, which is not projected.
+    fn level_normal_matrix(
+        &self,
+        k: usize,
+        jac: &[f32],
+        row_level: &[usize],
+        pos: &[usize],
+        a: &mut [f32],
+        m: usize,
+    ) {
         let n = self.dof;
-        let r0 = self.levels[0].0;
-        let members = &self.level_tasks[0];
-        let mut pair = 0;
+        let members = &self.level_tasks[k];
+        let mut pair: usize = self.level_tasks[..k]
+            .iter()
+            .map(|t| t.len() * (t.len() + 1) / 2)
+            .sum();
         for (ia, &ta) in members.iter().enumerate() {
             let la = &self.layout[ta];
+            let active_a = row_level[la.row] == k;
             for &tb in &members[..=ia] {
                 let lb = &self.layout[tb];
                 let ranges = &self.pair_ranges[pair];
                 pair += 1;
-                for ra in la.row..la.row + la.rows {
-                    let rb_end = if ta == tb { ra + 1 } else { lb.row + lb.rows };
-                    for rb in lb.row..rb_end {
+                if !active_a || row_level[lb.row] != k {
+                    continue;
+                }
+                for i in 0..la.rows {
+                    let ra = la.row + i;
+                    let at = (pos[ta] + i) * m + pos[tb];
+                    let rb_end = if ta == tb { i + 1 } else { lb.rows };
+                    for (k, rb) in (lb.row..lb.row + rb_end).enumerate() {
                         let mut sum = 0.0;
                         for &(c0, c1) in ranges {
-                            sum +=
-                                dot(&jt[ra * n + c0..ra * n + c1], &jt[rb * n + c0..rb * n + c1]);
+                            sum += dot(
+                                &jac[ra * n + c0..ra * n + c1],
+                                &jac[rb * n + c0..rb * n + c1],
+                            );
                         }
-                        a[(ra - r0, rb - r0)] = sum;
+                        a[at + k] = sum;
                     }
                 }
             }
         }
     }
 
-    /// Adds the projected posture term to `s.dq`; returns the largest joint motion it causes
-    /// (radians / length-scale fractions) and stores the posture residual.
-    fn add_posture(&self, pose: &Pose, goals: &Goals, mu: f64, s: &mut JacobianScratch) -> f32 {
-        let Some(p) = self.posture else { return 0.0 };
+    /// The posture pull toward the reference into `s.dls.z` (per column, before the
+    /// projection); `false` when the posture task is off.
+    fn posture_pull(&self, pose: &Pose, goals: &Goals, mu: f64, s: &mut JacobianScratch) -> bool {
+        let Some(p) = self.posture else { return false };
         let TaskKind::Posture {
             joint_weights,
             gain,
             ..
         } = &self.tasks[p].kind
         else {
-            return 0.0;
+            return false;
         };
         let g = &goals.tasks[p];
         if !g.enabled || g.weight <= 0.0 {
-            return 0.0;
+            return false;
         }
-        s.z.as_mut_slice().fill(0.0);
+        s.dls.z.fill(0.0);
         let mut diff = [0.0f32; 6];
         for j in 0..self.joints.len() {
             let c0 = self.col_start[j];
@@ -937,42 +932,39 @@ impl JacobianSolver {
             }
             let n = self.posture_diff(j, pose, s, &mut diff);
             let wj = joint_weights.get(j).copied().unwrap_or(1.0) * gain * g.weight.min(1.0);
-            let k = f64::from(wj / self.col_scale[j]) / mu;
+            let k = (f64::from(wj / self.col_scale[j]) / mu) as f32;
             for (i, d) in diff[..n].iter().enumerate() {
-                s.z[c0 + i] = k * f64::from(*d);
+                s.dls.z[c0 + i] = k * d;
             }
         }
-        for (i, &(q0, mi)) in self.levels.iter().enumerate() {
-            let mut r = s.r.rows_mut(0, mi);
-            r.gemv_tr(1.0, &s.jhat.columns(q0, mi), &s.z, 0.0);
-            s.chol_proj[i].solve_mut(&mut r);
-            s.z.gemv(-1.0, &s.jhat.columns(q0, mi), &r, 1.0);
-        }
+        true
+    }
+
+    /// The largest joint motion (radians / length-scale fractions) the projected posture term
+    /// of the last step causes.
+    fn posture_step(&self, s: &JacobianScratch) -> f32 {
         let mut step = 0.0f32;
-        for (j, _) in self.joints.iter().enumerate() {
+        for j in 0..self.joints.len() {
             let (c0, c1) = (self.col_start[j], self.col_start[j + 1]);
-            let mut sq = 0.0f64;
-            for c in c0..c1 {
-                sq += s.z[c] * s.z[c];
-            }
-            step = step.max(sq.sqrt() as f32 * self.col_scale[j]);
+            let sq: f32 = s.dls.pz[c0..c1].iter().map(|v| v * v).sum();
+            step = step.max(sq.sqrt() * self.col_scale[j]);
         }
-        s.dq += &s.z;
         step
     }
 
     fn clamp_step(&self, s: &mut JacobianScratch) {
-        let mut ratio = 1.0f64;
-        let max_a = f64::from(self.settings.max_step_angle);
-        let max_t = f64::from(self.settings.max_step_translation);
+        let mut ratio = 1.0f32;
+        let max_a = self.settings.max_step_angle;
+        let max_t = self.settings.max_step_translation;
+        let dq = &mut s.dls.dq;
         for (j, spec) in self.joints.iter().enumerate() {
             let c0 = self.col_start[j];
             if self.col_start[j + 1] == c0 {
                 continue;
             }
-            let sc = f64::from(self.col_scale[j]);
+            let sc = self.col_scale[j];
             let norm =
-                |a: usize, n: usize| (a..a + n).map(|c| s.dq[c] * s.dq[c]).sum::<f64>().sqrt() * sc;
+                |a: usize, n: usize| dq[a..a + n].iter().map(|v| v * v).sum::<f32>().sqrt() * sc;
             let (rot, tr) = match spec.kind {
                 JointKind::Hinge { .. } => (norm(c0, 1), 0.0),
                 JointKind::Ball => (norm(c0, 3), 0.0),
@@ -983,11 +975,13 @@ impl JacobianSolver {
             ratio = ratio.max(rot / max_a).max(tr / max_t);
         }
         if ratio > 1.0 {
-            s.dq /= ratio;
+            for v in dq.iter_mut() {
+                *v /= ratio;
+            }
         }
     }
 
-    /// Applies `s.dq` and clamps every moved joint; `save` keeps the previous pose for a
+    /// Applies `s.dls.dq` and clamps every moved joint; `save` keeps the previous pose for a
     /// rejection (a correction step keeps the pose saved before the step it corrects).
     fn apply_step(&self, pose: &mut Pose, goals: &Goals, s: &mut JacobianScratch, save: bool) {
         if save {
@@ -1008,9 +1002,9 @@ impl JacobianSolver {
                 continue;
             }
             let mut d = [0.0f32; 6];
-            let sc = f64::from(self.col_scale[j]);
+            let sc = self.col_scale[j];
             for c in c0..c1 {
-                d[c - c0] = (s.dq[c] * sc) as f32;
+                d[c - c0] = s.dls.dq[c] * sc;
             }
             if d.iter().all(|&x| x == 0.0) {
                 continue;
@@ -1028,24 +1022,6 @@ impl JacobianSolver {
             }
         }
     }
-}
-
-/// Dot product with four accumulators (lets the compiler use SIMD lanes).
-#[inline]
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    let mut acc = [0.0f64; 4];
-    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
-    let (ta, tb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for i in 0..4 {
-            acc[i] += x[i] * y[i];
-        }
-    }
-    let mut sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    for (x, y) in ta.iter().zip(tb) {
-        sum += x * y;
-    }
-    sum
 }
 
 /// The ground-plane point the centre of mass should move to: the support point, or the
