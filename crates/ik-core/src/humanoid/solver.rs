@@ -807,6 +807,9 @@ pub struct FullBodySolver {
     /// upper chest; nearest the head first): the look-at's last resort (see
     /// `Solve::finish_trunk`).
     trunk: [Option<usize>; 3],
+    /// The forward-kinematics path from the highest trunk joint down to the head, parents
+    /// first (`Solve::finish_trunk` refreshes the head's model along it after each turn).
+    aim_path: Vec<usize>,
     head_aim: Vec3,
     /// Rest body up (model space): the normal of the ground plane for the balance goal.
     up: Vec3,
@@ -855,6 +858,16 @@ pub struct FullBodyScratch {
     /// A tracking solve's rescue pass (see `Solve::rescue`): no stall rule, the goals that
     /// give way left out.
     rescue: bool,
+    /// In a rescue pass: the goal channels whose rows it keeps (bit `c` for [`channel`] `c`;
+    /// 0: every goal's), see `Solve::rescue`.
+    rescue_rows: u16,
+    /// Whether this tracking solve's trunk finish (`Solve::finish_trunk`) brought the look-at
+    /// within [`RESCUE_VISIBLE`] tolerances: the next solve leaves it to the finish (it gives
+    /// way in the Jacobian).
+    trunk_met: bool,
+    /// Whether the last tracking solve handed the look-at over to the trunk's finish (see
+    /// `trunk_met`).
+    look_handed: bool,
     /// The solver's column count this scratch is sized for (0: not sized yet).
     cols: usize,
     model: Vec<BoneTransform>,
@@ -901,6 +914,7 @@ impl FullBodyScratch {
     pub fn reset(&mut self) {
         self.demoted = [false; CHANNELS];
         self.missed = [0.0; CHANNELS];
+        self.look_handed = false;
     }
 }
 
@@ -953,8 +967,11 @@ const GIVE_WAY_MIN_LOOK_AT: f32 = 0.25 * GIVE_WAY_MIN;
 /// A rescue pass is for a goal missed by more than this many tolerances (1 mm / 0.6° by
 /// default): a smaller miss is left to the next frames.
 const RESCUE_VISIBLE: f32 = 5.0;
+/// The same under a position-only pelvis pin with the feet's rows back (each iteration
+/// costs about twice as much): 1 mm / 0.57° by default.
+const RESCUE_VISIBLE_FEET: f32 = 10.0;
 /// The largest turn of a joint from the incoming pose that a rescue pass may leave (radians).
-const RESCUE_MAX_TURN: f32 = 0.25;
+const RESCUE_MAX_TURN: f32 = 0.33;
 /// Iterations the rescue pass may spend beyond [`FullBodySettings::max_iterations`] on a
 /// hand or foot missed by a little (see `Solve::rescue`).
 const RESCUE_EXTRA: u32 = 12;
@@ -966,6 +983,17 @@ const POLISH_ITERATIONS: u32 = 3;
 /// The most the trunk turns in one tracking solve for the look-at (`Solve::finish_trunk`),
 /// radians (5°).
 const TRUNK_MAX_TURN: f32 = 0.087_266_46;
+/// Sweeps of the look-at's trunk finish over the aim chain (`Solve::finish_trunk`).
+const TRUNK_SWEEPS: usize = 4;
+/// A look-at missed by at most this much (radians) gets the whole descent of the trunk's
+/// finish (`Solve::finish_trunk`).
+const TRUNK_NEAR: f32 = 2.0 * TRUNK_MAX_TURN;
+/// The least fraction of the aim's error a sweep of the trunk's finish must take off for
+/// the next sweep to run (`Solve::finish_trunk`).
+const TRUNK_PROGRESS: f32 = 0.05;
+/// The fraction of an arm's reach a trunk turn for the look-at may take a shoulder from its
+/// hand's target (`Solve::finish_trunk`).
+const TRUNK_REACH: f32 = 0.995;
 
 /// What the pelvis goal pinned before the Jacobian runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -1175,6 +1203,20 @@ impl FullBodySolver {
                 slot += 1;
             }
         }
+        let aim_top = trunk
+            .iter()
+            .rev()
+            .chain(look_chain.iter().rev())
+            .flatten()
+            .copied()
+            .next()
+            .unwrap_or(head);
+        let mut aim_path: Vec<usize> = skeleton
+            .ancestors_inclusive(head)
+            .take_while(|&b| b != aim_top)
+            .chain([aim_top])
+            .collect();
+        aim_path.reverse();
         let n = skeleton.len();
         let body_height = {
             let p = |b: usize| model[b].translation;
@@ -1233,6 +1275,7 @@ impl FullBodySolver {
             head,
             look_chain,
             trunk,
+            aim_path,
             head_aim,
             body_height,
             bone_count: n,
@@ -1540,6 +1583,7 @@ impl<'a> Solve<'a> {
         if initial.converged {
             // Already there: bit for bit.
             self.s.demoted = [false; CHANNELS];
+            self.s.look_handed = false;
             self.s.missed = [0.0; CHANNELS];
             self.remember(pose);
             return Ok(initial);
@@ -1547,6 +1591,7 @@ impl<'a> Solve<'a> {
         // Graceful degradation: goals that proved infeasible give way (tracking only).
         self.s.demoting = !cold && s.give_way_distance.is_finite();
         self.s.spare = [0; 5];
+        self.s.trunk_met = false;
         if cold {
             self.s.demoted = [false; CHANNELS];
         }
@@ -1627,11 +1672,22 @@ impl<'a> Solve<'a> {
             report.cost = self.score(&report, goals);
         }
         self.give_way(skeleton, pose, goals, &report, true);
+        // A look-at the trunk's finish brought within a few tolerances is left to the
+        // finish in the next solve (it gives way in the Jacobian): at full weight the Jacobian
+        // would spend the frame's whole budget on what the finish does in a few turns.
+        // A look-at handed over that the finish no longer keeps that close is back at full
+        // weight.
+        if self.s.trunk_met || self.s.look_handed {
+            self.s.demoted[channel(5, false)] = self.s.trunk_met;
+        }
+        self.s.look_handed = self.s.trunk_met;
         for (k, g) in report.giving_way.iter_mut().enumerate() {
             *g = if k < 5 {
                 self.s.demoted[channel(k, false)] || self.s.demoted[channel(k, true)]
             } else {
+                // (A look-at the trunk's finish met is not reported as giving way.)
                 self.s.demoted[channel(k, false)]
+                    && !(k == 5 && report.look_at <= s.rotation_tolerance)
             };
         }
         self.remember(pose);
@@ -1645,7 +1701,10 @@ impl<'a> Solve<'a> {
     /// ([`FullBodySettings::max_iterations`]), without the stall rule and with the goals that
     /// give way left out (as in the polish pass). Kept only if better (see `better`) and no
     /// joint turned more than [`RESCUE_MAX_TURN`] from the incoming pose (temporal coherence);
-    /// else the attempt's result stands.
+    /// else the attempt's result stands. Under a position-only pelvis pin with the feet's rows
+    /// back (each iteration about twice as costly) only for a foot missed by more than
+    /// [`RESCUE_VISIBLE_FEET`] tolerances with no other goal missed by as much, and with only
+    /// that foot's rows and the hands' position rows (`rescue_rows`).
     fn rescue(
         &mut self,
         skeleton: &Skeleton,
@@ -1659,22 +1718,57 @@ impl<'a> Solve<'a> {
             .max_iterations
             .saturating_sub(report.iterations);
         // With a position-only pelvis pin, the feet's rows back in make every iteration
-        // costlier (issue 9: the frame's cost bound comes first).
+        // costlier (issue 9: the frame's cost bound comes first): see `rows` below.
         let feet = self.s.pelvis_pin == PelvisPin::Position && self.s.feet_rows;
-        if report.converged || feet {
+        if report.converged {
             return;
         }
         // A hand or foot that should be met gets [`RESCUE_EXTRA`] iterations beyond the
         // frame's budget; a look-at alone only what the budget left.
         let budget = match self.near_miss(goals, report) {
             Some(true) => budget + RESCUE_EXTRA,
-            Some(false) if budget > 0 => budget,
+            Some(false) if budget > 0 && !feet => budget,
             _ => return,
         };
+        let mut rows = 0u16;
+        if feet {
+            // Only for a foot missed by more than `RESCUE_VISIBLE_FEET` tolerances, no other
+            // goal missed by as much; only that foot's rows and the hands' positions (the
+            // hips' turn must not take a shoulder where its arm cannot follow; the hands'
+            // rotations, the other foot and the head are finished analytically after each
+            // pass, and the rescue is kept only if better). Measured with the
+            // `gameplay` bench, position-only pelvis: with every row, p99 64–73 µs; with the
+            // foot's rows alone, two Vrm/+Y frames lost a hand by 7–8 mm (rescue rejected).
+            let s = &self.rig.settings;
+            for (k, (r, g)) in report.residuals.iter().zip(&goals.effectors).enumerate() {
+                for (rotation, wanted, r, tol) in [
+                    (false, g.wants_position(), r.position, s.position_tolerance),
+                    (true, g.wants_rotation(), r.rotation, s.rotation_tolerance),
+                ] {
+                    let c = channel(k, rotation);
+                    if wanted && r > tol && !self.sits_out(c) {
+                        if r <= RESCUE_VISIBLE_FEET * tol {
+                            continue;
+                        }
+                        if k != Effector::LeftFoot as usize && k != Effector::RightFoot as usize {
+                            return;
+                        }
+                        rows |= 0b11 << channel(k, false);
+                    }
+                }
+            }
+            if rows == 0 {
+                return;
+            }
+            rows |= 1 << channel(Effector::LeftHand as usize, false);
+            rows |= 1 << channel(Effector::RightHand as usize, false);
+        }
         self.s.best.copy_from(pose);
         self.s.rescue = true;
+        self.s.rescue_rows = rows;
         let mut r = self.attempt(skeleton, pose, goals, budget);
         self.s.rescue = false;
+        self.s.rescue_rows = 0;
         r.cost = self.score(&r, goals);
         let coherent = self.rig.joints.iter().all(|j| {
             pose.rotations[j.bone].angle_between(self.s.start.rotations[j.bone]) <= RESCUE_MAX_TURN
@@ -1691,14 +1785,23 @@ impl<'a> Solve<'a> {
 
     /// The look-at's last resort in a tracking solve: when the head (and the neck the look-at
     /// finish turns) leave the look-at unmet — a rig without a neck, a head at its limit —,
-    /// the trunk joints above the hips ([`FullBodySolver`]'s `trunk`: spine, chest, upper
-    /// chest) turn the rest of the way, shared evenly, at most [`TRUNK_MAX_TURN`] a frame,
-    /// each clamped to its limit; the hands they carry are then finished again onto their
-    /// targets (analytically, as after every pass) and the head re-aimed. Kept only if the
-    /// look-at got closer and every goal met before is still met (measured by forward
-    /// kinematics); else the pose is put back. Not while balancing (the trunk moves the
-    /// centre of mass). The Jacobian gets there too, but only after 150–200 iterations
-    /// (issue 9: the `KayKit` mannequin's look-at 1–5° off).
+    /// a few sweeps of cyclic coordinate descent over the aim chain (head, neck, then the
+    /// trunk joints above the hips, [`FullBodySolver`]'s `trunk`: spine, chest, upper chest;
+    /// nearest the head first) turn the head toward the target: each joint by the shortest
+    /// arc, clamped to its own limit, or — where the limit takes that turn back — about its
+    /// own axes one at a time and (a trunk joint) about the axes through it and the hands'
+    /// targets, so the turn slides along the limits (see `Solve::aim_turn`: each turn kept only
+    /// if the head aims closer and no shoulder ends out of its arm's reach from its hand's
+    /// target; a trunk joint at most [`TRUNK_MAX_TURN`] from where it came into the solve).
+    /// [`TRUNK_SWEEPS`] sweeps at most, fewer when one takes off less than
+    /// [`TRUNK_PROGRESS`] of the aim's error; one sweep of shortest arcs alone when the look-at
+    /// is missed by more than [`TRUNK_NEAR`]. The hands the trunk carries are then finished
+    /// again onto their targets (analytically, as after every pass) and the head re-aimed.
+    /// Kept only if the look-at got closer and no other goal got worse (a met goal stays met,
+    /// an unmet one no further off; measured by forward kinematics); else the pose is put
+    /// back. Not while balancing (the trunk moves the centre of mass). The Jacobian gets
+    /// there too, but only after 100–200 iterations along the limits (issue 9: the `KayKit`
+    /// mannequin's look-at 1–5° off).
     fn finish_trunk(
         &mut self,
         skeleton: &Skeleton,
@@ -1723,24 +1826,109 @@ impl<'a> Solve<'a> {
             return;
         }
         self.fk_stale(skeleton, pose);
-        let Some((d, t)) = self.look_dirs(goals) else {
-            return;
-        };
-        let q = shortest_arc(d, t);
-        let (axis, angle) = q.to_axis_angle();
-        if !angle.is_finite() || angle < 1e-6 {
+        if self.look_dirs(goals).is_none() {
             return;
         }
-        let step = Quat::from_axis_angle(axis, angle.min(TRUNK_MAX_TURN) / m as f32);
         self.s.best.copy_from(pose);
-        // Nearest the head first: each turn reads its parent's model rotation from before any
-        // of them (the turns share one axis, so they compose to `m` steps).
-        for b in self.rig.trunk.into_iter().flatten() {
-            let parent_rot = skeleton
-                .parent(b)
-                .map_or(Quat::IDENTITY, |p| self.s.model[p].rotation);
-            pose.rotations[b] = rotate_in_parent_q(parent_rot, step, pose.rotations[b]);
-            let _ = clamp_joint(skeleton, pose, limit_of(&self.rig.joints, b), b);
+        // The hands the trunk carries: a trunk turn must not take a shoulder further from its
+        // hand's target than the arm reaches (or than it is, when it is further already), or
+        // the hand's finish could not follow. Per hand: shoulder, target, allowed distance.
+        let mut hands = [None; 2];
+        for limb in &self.rig.limbs {
+            let k = limb.effector;
+            let g = &goals.effectors[k];
+            if k > 1 || !g.wants_position() || g.frame != GoalFrame::Model {
+                continue;
+            }
+            let shoulder = self.s.model[limb.chain.upper].translation;
+            let allowed = (TRUNK_REACH * limb.reach).max(shoulder.distance(g.position));
+            hands[k] = Some((limb.chain.upper, shoulder, g.position, allowed));
+        }
+        // A look-at missed by more than the trunk can make up in a frame gets one sweep of
+        // shortest arcs (the trunk turns toward it as far as its limits let it); a near one
+        // the whole descent.
+        let near = report.look_at <= TRUNK_NEAR;
+        let sweeps = if near { TRUNK_SWEEPS } else { 1 };
+        let mut err = report.look_at;
+        // Per joint of the aim chain: the turns (bit 0 the shortest arc, then the axes) not
+        // kept in an earlier sweep.
+        let mut failed = [0u8; 6];
+        'sweeps: for _ in 0..sweeps {
+            // A sweep that turned nothing ends the descent (every joint at a limit or bound).
+            let mut moved = false;
+            for (i, b) in [Some(self.rig.head)]
+                .into_iter()
+                .chain(self.rig.look_chain)
+                .chain(self.rig.trunk)
+                .enumerate()
+            {
+                let Some(b) = b else { continue };
+                let trunk = i > 2;
+                let Some((d, t)) = self.look_dirs(goals) else {
+                    break 'sweeps;
+                };
+                if d.dot(t) > 1.0 - 1e-12 {
+                    break 'sweeps;
+                }
+                // (A turn not kept once is not tried again in this finish.)
+                if failed[i] & 1 == 0 {
+                    if self.aim_turn(
+                        skeleton,
+                        pose,
+                        goals,
+                        b,
+                        trunk,
+                        shortest_arc(d, t),
+                        &mut hands,
+                    ) {
+                        moved = true;
+                        continue;
+                    }
+                    failed[i] |= 1;
+                }
+                if !near {
+                    continue;
+                }
+                // The shortest arc ran into a limit (or took a hand out of reach): turn about
+                // the joint's own axes one at a time, and about the axes through the joint
+                // and the hands' targets (a shoulder keeps its distance), each as far as it
+                // takes the aim toward the target: the turn slides along the limits.
+                let frame = self.s.model[b].rotation;
+                let origin = self.s.model[b].translation;
+                let axes = [
+                    Some(frame * Vec3::X),
+                    Some(frame * Vec3::Y),
+                    Some(frame * Vec3::Z),
+                    hands[0].and_then(|h| (h.2 - origin).try_normalize()),
+                    hands[1].and_then(|h| (h.2 - origin).try_normalize()),
+                ];
+                for (a, u) in axes.into_iter().take(if trunk { 5 } else { 3 }).enumerate() {
+                    let bit = 2 << a;
+                    let Some(u) = u.filter(|_| failed[i] & bit == 0) else {
+                        continue;
+                    };
+                    let Some((d, t)) = self.look_dirs(goals) else {
+                        break 'sweeps;
+                    };
+                    let (dp, tp) = (d - u * u.dot(d), t - u * u.dot(t));
+                    let q = Quat::from_axis_angle(u, u.dot(dp.cross(tp)).atan2(dp.dot(tp)));
+                    if self.aim_turn(skeleton, pose, goals, b, trunk, q, &mut hands) {
+                        moved = true;
+                    } else {
+                        failed[i] |= bit;
+                    }
+                }
+            }
+            // A sweep that took off less than [`TRUNK_PROGRESS`] of the aim's error ends the
+            // descent: the chain is sliding along its limits toward an aim it cannot reach.
+            let Some((d, t)) = self.look_dirs(goals) else {
+                break;
+            };
+            let left = vec_angle(d, t);
+            if !moved || left > (1.0 - TRUNK_PROGRESS) * err {
+                break;
+            }
+            err = left;
         }
         self.fk(skeleton, pose);
         let _ = self.finish_limbs(skeleton, pose, goals);
@@ -1759,11 +1947,85 @@ impl<'a> Solve<'a> {
         }) && no_worse(report.center_of_mass, r.center_of_mass, s.com_tolerance);
         if kept && r.look_at < report.look_at && pose.is_finite() {
             r.cost = self.score(&r, goals);
+            self.s.trunk_met = r.look_at <= RESCUE_VISIBLE * tr;
             *report = r;
         } else {
             pose.copy_from(&self.s.best);
             self.fk(skeleton, pose);
         }
+    }
+
+    /// One turn of `Solve::finish_trunk`'s descent: joint `b` turned by the model-space
+    /// rotation `q` about its origin, clamped to its limit and (a trunk joint) to
+    /// [`TRUNK_MAX_TURN`] from where it came into the solve; kept only if the head then aims
+    /// closer to the look-at target and (a trunk joint) no carried hand's shoulder ends
+    /// further from its target than allowed (`hands`: shoulder bone, shoulder position,
+    /// target, allowed distance; the positions follow a kept turn). The head's model is
+    /// refreshed after a kept turn. Whether it was kept.
+    fn aim_turn(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goals: &FullBodyGoals,
+        b: usize,
+        trunk: bool,
+        q: Quat,
+        hands: &mut [Option<(usize, Vec3, Vec3, f32)>; 2],
+    ) -> bool {
+        let Some((d, t)) = self.look_dirs(goals) else {
+            return false;
+        };
+        let parent_rot = skeleton
+            .parent(b)
+            .map_or(Quat::IDENTITY, |p| self.s.model[p].rotation);
+        let old = pose.rotations[b];
+        let limit = limit_of(&self.rig.joints, b);
+        pose.rotations[b] = rotate_in_parent_q(parent_rot, q, old);
+        let _ = clamp_joint(skeleton, pose, limit, b);
+        if trunk {
+            let from = self.s.start.rotations[b];
+            let a = pose.rotations[b].angle_between(from);
+            if a > TRUNK_MAX_TURN {
+                pose.rotations[b] = from.slerp(pose.rotations[b], TRUNK_MAX_TURN / a);
+                let _ = clamp_joint(skeleton, pose, limit, b);
+            }
+        }
+        // What is left of the turn, in model space.
+        let applied = parent_rot * pose.rotations[b] * old.inverse() * parent_rot.inverse();
+        let origin = self.s.model[b].translation;
+        let moved = |p: Vec3| origin + applied * (p - origin);
+        let carried = |h: &(usize, Vec3, Vec3, f32)| trunk && skeleton.is_ancestor_or_self(b, h.0);
+        let out = hands
+            .iter()
+            .flatten()
+            .any(|h| carried(h) && moved(h.1).distance(h.2) > h.3);
+        // A clamped turn can aim further off than before.
+        let head = moved(self.s.model[self.rig.head].translation);
+        let aimed = (goals.look_at.target - head)
+            .try_normalize()
+            .map_or(-1.0, |t2| (applied * d).dot(t2));
+        if out || aimed <= d.dot(t) {
+            pose.rotations[b] = old;
+            return false;
+        }
+        for h in hands.iter_mut().flatten() {
+            if carried(h) {
+                h.1 = moved(h.1);
+            }
+        }
+        let from = self
+            .rig
+            .aim_path
+            .iter()
+            .position(|&p| p == b)
+            .unwrap_or(self.rig.aim_path.len());
+        refresh(
+            skeleton,
+            pose,
+            &mut self.s.model,
+            &self.rig.aim_path[from..],
+        );
+        true
     }
 
     /// Whether `report` leaves a goal unmet that takes full part (does not sit out the polish
@@ -2510,7 +2772,11 @@ impl<'a> Solve<'a> {
         let mut wr = [0.0f32; 5];
         // In a polish pass the goals that gave way are left out entirely.
         let factor = |c: usize| {
-            if (polish || self.s.rescue) && self.sits_out(c) {
+            if ((polish || self.s.rescue) && self.sits_out(c))
+                || (self.s.rescue
+                    && self.s.rescue_rows != 0
+                    && (c >= channel(5, false) || self.s.rescue_rows & (1 << c) == 0))
+            {
                 0.0
             } else {
                 self.demotion(c)
