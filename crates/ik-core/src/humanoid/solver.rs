@@ -732,7 +732,9 @@ pub struct FullBodyReport {
     pub restarts: u32,
     /// The goals judged infeasible, which give way from the next solve on (see
     /// [`FullBodySettings::give_way_distance`]): indexed like [`Effector::ALL`], then the
-    /// look-at (5) and the centre of mass (6).
+    /// look-at (5) and the centre of mass (6). The look-at also gives way in the Jacobian
+    /// while the trunk's finish keeps it within a few tolerances (see the [module
+    /// docs](self), *The trunk for the look-at*); a met look-at is not listed.
     pub giving_way: [bool; 7],
 }
 
@@ -1708,10 +1710,12 @@ impl<'a> Solve<'a> {
         // would spend the frame's whole budget on what the finish does in a few turns.
         // A look-at handed over that the finish no longer keeps that close is back at full
         // weight.
-        if self.s.trunk_met || self.s.look_handed {
-            self.s.demoted[channel(5, false)] = self.s.trunk_met;
+        // (Not where goals never give way: `give_way_distance` infinite.)
+        let handed = self.s.trunk_met && self.s.demoting;
+        if handed || self.s.look_handed {
+            self.s.demoted[channel(5, false)] = handed;
         }
-        self.s.look_handed = self.s.trunk_met;
+        self.s.look_handed = handed;
         for (k, g) in report.giving_way.iter_mut().enumerate() {
             *g = if k < 5 {
                 self.s.demoted[channel(k, false)] || self.s.demoted[channel(k, true)]
