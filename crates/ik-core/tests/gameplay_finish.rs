@@ -3,7 +3,10 @@
 //! `assets/`: a hand reaching near the edge of its shoulder's range is met (the limb finish
 //! swivels a position-only arm off a shoulder limit, a hand missed by a little gets a rescue
 //! pass), and a look-at just past the head's range is met by turning the trunk while the hands
-//! and feet it carries stay on their targets.
+//! and feet it carries stay on their targets. Then the goal-frames the `gameplay` bench once
+//! missed although they were feasible without a flip: the `KayKit` mannequin's look-at along
+//! the limits of its trunk, a Mixamo/+X hand the rescue meets with a turn of 16.7°, and a
+//! Vrm/+Y foot under a position-only pelvis goal.
 
 #[path = "support/gameplay.rs"]
 mod gameplay;
@@ -13,7 +16,7 @@ use gameplay::{
     run, scenario_frames, track, walk_pose,
 };
 use ik_core::glam::Quat;
-use ik_core::humanoid::{BodyFrame, HumanoidBone as B};
+use ik_core::humanoid::{BodyFrame, Effector, HumanoidBone as B};
 
 /// The reach scenario (hands drifting from 30 % to 125 % of the arm's length, the head looking
 /// around) on every rig: of the feasible hand goal-frames (the cold oracle decides), all but
@@ -145,4 +148,87 @@ fn look_past_the_head(rig: &Rig) -> Option<String> {
             rig.name
         )
     })
+}
+
+/// Runs `scenario` (240 frames, as the `gameplay` bench: the same seed) on the rig named
+/// `name`, with a 6D pelvis goal or, with `pelvis_position`, a position-only one (as
+/// `bevy_ik`'s `IkHumanoid` sets it), and returns a line per feasible goal-frame missed that
+/// is not feasible only by a flip (see `flip_only_misses`), and per frame in which a joint
+/// turned more than 20°.
+fn coherent_misses(name: &str, scenario: Scenario, pelvis_position: bool) -> Vec<String> {
+    let all = rigs(true);
+    let (ri, rig) = all
+        .iter()
+        .enumerate()
+        .find(|(_, r)| r.name == name)
+        .expect("rig is bundled");
+    let mut frames = scenario_frames(rig, scenario, 240, ri as u32 + 1);
+    if pelvis_position {
+        for f in &mut frames {
+            f.goals.get_mut(Effector::Pelvis).rotation_weight = 0.0;
+        }
+    }
+    let (mask, oracle, _) = feasible_goals_with_poses(rig, &frames);
+    let mut solver = rig.solver();
+    let r = run(rig, &mut solver, &frames, &mask, false, track);
+    let flip_only = flip_only_misses(rig, &frames, &mask, &oracle, &r.misses);
+    let mut out: Vec<String> = r
+        .misses
+        .iter()
+        .zip(&flip_only)
+        .filter(|(_, flip)| !**flip)
+        .map(|(m, _)| {
+            format!(
+                "{name} {scenario:?} frame {} goal {}: off {:.2} mm|°",
+                m.frame, m.goal, m.error
+            )
+        })
+        .collect();
+    if r.flips > 0 {
+        out.push(format!(
+            "{name} {scenario:?}: {} flips (largest turn {:.1}°)",
+            r.flips, r.largest_turn_deg
+        ));
+    }
+    out
+}
+
+/// The `KayKit` mannequin has no neck: a look-at past the head's range needs the chest and
+/// spine, and along the reach and both scenarios they are at their limits too, so the aim has
+/// to slide along the limits (the warm oracle took 100–200 Jacobian iterations). Every
+/// feasible goal-frame that is not feasible only by a flip is met at 1 mm / 1°, 6D pelvis,
+/// with no joint turning more than 20° in a frame. Before the trunk's finish slid along the
+/// limits (cyclic coordinate descent) the look-at was missed by 1.1–2.8° in frames 156–160
+/// of the reach scenario and 146–152 of both.
+#[test]
+fn a_look_at_along_the_limits_of_a_trunk_without_a_neck_is_met() {
+    let mut misses = Vec::new();
+    for scenario in [Scenario::Reach, Scenario::Both] {
+        misses.extend(coherent_misses("kaykit_mannequin.glb", scenario, false));
+    }
+    assert!(misses.is_empty(), "{}", misses.join("\n"));
+}
+
+/// A hand near the edge of the Mixamo-named +X test rig's shoulder range (reach scenario,
+/// frame 31) that the budget and the rescue left 1.75 mm off: the rescue met it with a joint
+/// turning 16.7° in the frame, which its old coherence bound (14.3°) refused; the bound is
+/// now just under the 20° of a flip. Every feasible goal-frame that is not feasible only by a
+/// flip is met, no flips.
+#[test]
+fn a_hand_the_rescue_meets_within_the_flip_bound_is_met() {
+    let misses = coherent_misses("Mixamo/PlusX", Scenario::Reach, false);
+    assert!(misses.is_empty(), "{}", misses.join("\n"));
+}
+
+/// Under a position-only pelvis goal (the hips turn; the feet's rows are back in the
+/// Jacobian once a foot is missed) the Vrm-named +Y test rig's right foot was left 1.1–1.6°
+/// off in frames 198–204 of the uneven and both scenarios (the rescue was skipped there for
+/// its cost). Every feasible goal-frame that is not feasible only by a flip is met, no flips.
+#[test]
+fn a_foot_under_a_position_only_pelvis_is_rescued() {
+    let mut misses = Vec::new();
+    for scenario in [Scenario::Uneven, Scenario::Both] {
+        misses.extend(coherent_misses("Vrm/PlusY", scenario, true));
+    }
+    assert!(misses.is_empty(), "{}", misses.join("\n"));
 }
