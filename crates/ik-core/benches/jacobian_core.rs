@@ -83,7 +83,10 @@ fn setup() -> Setup {
         tasks.push(TaskSpec::position(b, Vec3::ZERO));
         tasks.push(TaskSpec::orientation(b));
     }
-    tasks.push(TaskSpec::look_at(head, full.head_aim_axis()));
+    // `IK_LEVELS=1`: the look-at on a second priority level (as the demo's Jacobian rig puts
+    // the head): the prioritised step with a null-space projection.
+    let look_level = u8::from(std::env::var("IK_LEVELS").is_ok());
+    tasks.push(TaskSpec::look_at(head, full.head_aim_axis()).at_level(look_level));
     let mut posture_tasks = tasks.clone();
     posture_tasks.push(TaskSpec::posture(PostureReference::Rest, 0.5));
     let jac_p = JacobianSolver::try_new(

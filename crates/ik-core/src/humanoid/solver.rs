@@ -3123,7 +3123,7 @@ impl<'a> Solve<'a> {
             let lambda2 = s.damping * s.damping * (1.0 + err_norm);
             let first = row_level[0];
             if row_level[..rows].iter().any(|&l| l != first) {
-                let solved = self.s.dls.prioritized_step(
+                let solved = self.s.dls.prioritized_step_formed(
                     rows,
                     self.rig.cols,
                     &row_level[..rows],

@@ -8,7 +8,7 @@
 //!
 //! * [`crate::humanoid::FullBodySolver`]: one damping per iteration (`λ² (1 + |e|)`), every
 //!   step taken, the block-sparse single-level `J Jᵀ` assembled by the caller in 3 × 3 blocks
-//!   (rows laid out per effector) and factorised here, [`DlsBuffers::prioritized_step`] when
+//!   (rows laid out per effector) and factorised here, [`DlsBuffers::prioritized_step_formed`] when
 //!   goals sit on several priority levels, clamped joints scaled down (a soft active set).
 //! * [`JacobianSolver`](super::JacobianSolver) (`solve.rs`): Levenberg–Marquardt
 //!   orchestration — level `k` damped by `μ (λ_min² + c · ½|eₖ|²)`, a step kept only if no
@@ -20,16 +20,26 @@
 //!   `None`), the projected posture term returned in [`DlsBuffers::pz`] for the settle test.
 //!   The merit, the accept/reject rule and `μ` stay `f64` scalars; the linear algebra is `f32`.
 //!
-//! Both go through [`DlsBuffers::prioritized_step`]'s one recursion. The projector `N`
-//! (dof × dof) is formed only between levels; the last level's is applied to the posture
-//! pull alone (`z − Ĵᵀ (Ĵ Ĵᵀ + ε I)⁻¹ Ĵ z`, rows × dof instead of dof² × rows), so a single
-//! level with posture — the common `JacobianSolver` set-up — never builds `N`. A step on
-//! implicit projectors for every level (`J Ĵⱼᵀ` products, the `f64` solver's way) was tried
-//! and dropped: it matches this recursion to `1e-4` relative per step, but the full-body
-//! solver's cold solves over two priority levels are chaotic at that scale — in
-//! `tests/full_body.rs`'s "hand first" case, the step scaled by `1 − 1e-6` leaves the hand
-//! 0.47 m short where `1` and `1 + 1e-6` reach it within 23 µm, and the implicit step failed
-//! that test — so the full-body path keeps its exact arithmetic and the test its assertion.
+//! The recursion comes in two forms over the same buffers, Cholesky and posture term.
+//! [`DlsBuffers::prioritized_step`] (`JacobianSolver`, every step) never forms the
+//! null-space projector `N` (dof × dof): each solved level keeps its projected rows `Ĵᵢ` and
+//! the factor of `Ĵᵢ Ĵᵢᵀ + ε I`, and a later level's rows and the posture pull are projected
+//! level after level (`x ← x − Ĵᵢᵀ (Ĵᵢ Ĵᵢᵀ + ε I)⁻¹ Ĵᵢ x`: rows² × dof work, the `f64`
+//! solver's way). [`DlsBuffers::prioritized_step_formed`] (the full-body solver, only when
+//! its goals sit on several priority levels) forms `N` between levels (dof² × rows) and
+//! keeps its exact arithmetic: moved onto the implicit form, the full-body solver's cold
+//! solves over two priority levels are chaotic at that scale — in `tests/full_body.rs`'s
+//! "hand first" case, the formed step scaled by `1 − 1e-6` leaves the hand 0.47 m short
+//! where `1` and `1 + 1e-6` reach it within 23 µm, and the implicit step fails that test —
+//! so that path and the test stay as they are until that cold solve is made robust. Both
+//! forms match the textbook recursion to `1e-4` (unit test). `JacobianSolver` first ran on
+//! the formed form too: with the head's look-at on a second priority level (as the demo's
+//! Jacobian rig puts it; bench `IK_LEVELS=1`) that cost 82.6 / 101.2 µs per iteration cold
+//! against 20.3 / 18.4 for the `nalgebra` step (alternating, load 0.8); on the implicit form,
+//! alternating with the `nalgebra` build at load 1.3: cold 13.0 / 12.9 µs per iteration
+//! against 16.8 / 16.8, success 53.5 % against 53.1 %, warm 11.9 / 11.7 against 15.9 / 15.9
+//! µs per iteration, warm success 97.1 % against 98.1 % (5 of 480 frames); one level,
+//! the same runs: cold 10.5 / 10.6 against 12.3 / 12.5 µs per iteration.
 //!
 //! Until this change `JacobianSolver` ran its own `f64` step on `nalgebra` (`DMatrix`,
 //! `Cholesky`, `gemv`/`gemm`), kept because its contract — residuals never increase from
@@ -114,16 +124,19 @@ pub(crate) struct DlsBuffers {
     pub(crate) dq: Vec<f32>,
     /// The posture pull (per column), projected into the null space of the tasks.
     pub(crate) z: Vec<f32>,
-    /// The null-space projector `N` (`cols × cols`) of the prioritised step.
-    pub(crate) null: Vec<f32>,
-    /// `Ĵ = J_L N` of the current level.
+    /// `Ĵ = J_L N` of every level solved so far, row-major, level after level.
     pub(crate) jhat: Vec<f32>,
-    /// `(Ĵ Ĵᵀ + ε I)⁻¹ Ĵ` of the current level.
-    pub(crate) w: Vec<f32>,
+    /// The null-space projector `N` (`cols × cols`) of [`DlsBuffers::prioritized_step_formed`].
+    null: Vec<f32>,
+    /// `(Ĵ Ĵᵀ + ε I)⁻¹ Ĵ` of the current level ([`DlsBuffers::prioritized_step_formed`]).
+    w: Vec<f32>,
     /// The posture term as added to `dq` by [`DlsBuffers::prioritized_step`] (`z` projected).
     pub(crate) pz: Vec<f32>,
-    /// The current level's `Ĵ Ĵᵀ + ε I`, factorised in place (the projector).
+    /// Each solved level's `Ĵ Ĵᵀ + ε I`, factorised in place (its projector), level after
+    /// level.
     proj: Vec<f32>,
+    /// The solved levels of a step: first row in `jhat`, rows, offset of the factor in `proj`.
+    levels: Vec<(usize, usize, usize)>,
     /// Row selection of the current level.
     sel: Vec<usize>,
     /// Column work vector (`max_rows`).
@@ -144,11 +157,12 @@ impl DlsBuffers {
             y: vec![0.0; max_rows],
             dq: vec![0.0; cols],
             z: vec![0.0; cols],
-            null: vec![0.0; cols * cols],
             jhat: vec![0.0; max_rows * cols],
+            null: vec![0.0; cols * cols],
             w: vec![0.0; max_rows * cols],
             pz: vec![0.0; cols],
             proj: vec![0.0; max_rows * max_rows],
+            levels: vec![(0, 0, 0); max_rows],
             sel: vec![0; max_rows],
             col: vec![0.0; max_rows],
         }
@@ -159,12 +173,155 @@ impl DlsBuffers {
     /// level `l` damped by `damping(l)` (its `λ²`; `None` leaves the rows of `l` out: a
     /// disabled task), the projectors nearly undamped. With `first_gram`, the caller fills the
     /// lower triangle of the first solved level's `J Jᵀ` (`m × m`, row-major, from `jac`, its
-    /// rows in ascending order) — it knows the sparsity — and that level is not multiplied by the
-    /// (identity) projector. With `posture`, `z` is projected into the null space of every
-    /// level into `pz` and added to `dq`. The projector `N` is only formed between levels; the
-    /// last level's is applied to `z` alone. Returns `false` (with the levels solved so far in
-    /// `dq`) when a level's normal matrix is not positive definite.
+    /// rows in ascending order) — it knows the sparsity. With `posture`, `z` is projected into
+    /// the null space of every level into `pz` and added to `dq`. Returns `false` (with the
+    /// levels solved so far in `dq`) when a level's normal matrix is not positive definite.
+    ///
+    /// The null-space projector `N` (`cols × cols`) is never formed: each solved level keeps
+    /// its projected rows `Ĵ_i` and the factor of `Ĵ_i Ĵ_iᵀ + ε I`, and a later level's rows
+    /// (and the posture pull) are projected by `x ← x − Ĵ_iᵀ (Ĵ_i Ĵ_iᵀ + ε I)⁻¹ Ĵ_i x`, one
+    /// solved level after the other — `rows × rows × cols` work instead of `rows × cols²`
+    /// (on the 55-DOF humanoid with the look-at on a second level: a step 4–5× cheaper than
+    /// with `N` formed).
     pub(crate) fn prioritized_step<L: Copy + Ord>(
+        &mut self,
+        rows: usize,
+        n: usize,
+        row_level: &[L],
+        damping: impl Fn(L) -> Option<f32>,
+        first_gram: Option<&dyn Fn(&[f32], L, &mut [f32], usize)>,
+        posture: bool,
+    ) -> bool {
+        let row_level = &row_level[..rows];
+        let jac = &self.jac[..rows * n];
+        self.dq[..n].fill(0.0);
+        let solved = |l: &L| damping(*l).is_some();
+        let Some(mut level) = row_level.iter().filter(|l| solved(l)).copied().min() else {
+            if posture {
+                self.pz[..n].copy_from_slice(&self.z[..n]);
+                for (d, p) in self.dq.iter_mut().zip(&self.pz[..n]) {
+                    *d += p;
+                }
+            }
+            return true;
+        };
+        // The solved levels: (first row in `jhat`, rows, offset of the projector's factor in
+        // `proj`).
+        let mut done = 0usize;
+        let (mut row0, mut f0) = (0usize, 0usize);
+        loop {
+            let mut m = 0;
+            for (r, &l) in row_level.iter().enumerate() {
+                if l == level {
+                    self.sel[m] = r;
+                    m += 1;
+                }
+            }
+            let next = row_level
+                .iter()
+                .filter(|&&l| l > level && solved(&l))
+                .copied()
+                .min();
+            let lambda2 = damping(level).unwrap_or(0.0);
+            let first = done == 0;
+            // Ĵ = J_L N (the earlier levels projected out of each row), r = e_L − J_L dq.
+            let (prev, cur) = self.jhat.split_at_mut(row0 * n);
+            let jh = &mut cur[..m * n];
+            for (i, &r) in self.sel[..m].iter().enumerate() {
+                let jr = &jac[r * n..(r + 1) * n];
+                let row = &mut jh[i * n..(i + 1) * n];
+                row.copy_from_slice(jr);
+                if first {
+                    self.y[i] = self.e[r];
+                    continue;
+                }
+                self.y[i] = self.e[r] - dot(jr, &self.dq[..n]);
+                for &(p0, mp, fp) in &self.levels[..done] {
+                    project_out(
+                        &prev[p0 * n..(p0 + mp) * n],
+                        &self.proj[fp..fp + mp * mp],
+                        &mut self.col[..mp],
+                        row,
+                    );
+                }
+            }
+            let a = &mut self.a[..m * m];
+            match first_gram {
+                Some(fill) if first => fill(jac, level, a, m),
+                _ => {
+                    // Ĵ Ĵᵀ, lower triangle.
+                    for p in 0..m {
+                        for q in 0..=p {
+                            a[p * m + q] = dot(&jh[p * n..(p + 1) * n], &jh[q * n..(q + 1) * n]);
+                        }
+                    }
+                }
+            }
+            let project = next.is_some() || posture;
+            if project {
+                self.proj[f0..f0 + m * m].copy_from_slice(a);
+            }
+            for i in 0..m {
+                a[i * m + i] += lambda2;
+            }
+            if !cholesky(a, m) {
+                return false;
+            }
+            cholesky_solve(a, m, &mut self.y[..m]);
+            // dq += Ĵᵀ y, row by row (independent lanes: vectorises).
+            for (i, &yi) in self.y[..m].iter().enumerate() {
+                for (d, &v) in self.dq[..n].iter_mut().zip(&jh[i * n..(i + 1) * n]) {
+                    *d += v * yi;
+                }
+            }
+            if !project {
+                break;
+            }
+            // The projector uses Ĵ Ĵᵀ + ε I with a tiny ε (the level's damped factor when
+            // that is not positive definite).
+            let p = &mut self.proj[f0..f0 + m * m];
+            for i in 0..m {
+                p[i * m + i] += PROJECTOR_DAMPING;
+            }
+            if !cholesky(p, m) {
+                p.copy_from_slice(a);
+            }
+            self.levels[done] = (row0, m, f0);
+            done += 1;
+            row0 += m;
+            f0 += m * m;
+            match next {
+                Some(l) => level = l,
+                None => break,
+            }
+        }
+        if posture {
+            // pz = N z, one solved level after the other.
+            let pz = &mut self.pz[..n];
+            pz.copy_from_slice(&self.z[..n]);
+            for &(p0, mp, fp) in &self.levels[..done] {
+                project_out(
+                    &self.jhat[p0 * n..(p0 + mp) * n],
+                    &self.proj[fp..fp + mp * mp],
+                    &mut self.col[..mp],
+                    pz,
+                );
+            }
+            for (d, &x) in self.dq[..n].iter_mut().zip(pz.iter()) {
+                *d += x;
+            }
+        }
+        true
+    }
+
+    /// [`DlsBuffers::prioritized_step`] with the null-space projector `N` (`cols × cols`)
+    /// formed between levels (`rows × cols²` work a level): the full-body solver's
+    /// several-level path (goals on several priority levels), kept bit for bit. Moved onto
+    /// the implicit projection, its cold solves give the same goals met everywhere but in
+    /// `tests/full_body.rs`' `priorities_decide_which_goal_gives_way`, whose outcome flips
+    /// with rounding (the formed step scaled by 1 − 10⁻⁶ fails it too: the hand 0.47 m short
+    /// instead of 23 µm); that cold solve's sensitivity is what to fix before this path goes.
+    pub(crate) fn prioritized_step_formed<L: Copy + Ord>(
         &mut self,
         rows: usize,
         n: usize,
@@ -408,6 +565,22 @@ pub(crate) fn cholesky_solve(a: &[f32], n: usize, b: &mut [f32]) {
 
 /// Dot product with four accumulators (lets the compiler use SIMD lanes).
 #[inline]
+/// `x ← x − Ĵᵀ (Ĵ Ĵᵀ + ε I)⁻¹ Ĵ x`: `x` with the row space of a solved level taken out
+/// (`jh` its `m × n` projected rows, `factor` the Cholesky factor of `Ĵ Ĵᵀ + ε I`, `col` an
+/// `m`-vector of work space).
+fn project_out(jh: &[f32], factor: &[f32], col: &mut [f32], x: &mut [f32]) {
+    let (m, n) = (col.len(), x.len());
+    for (i, c) in col.iter_mut().enumerate() {
+        *c = dot(&jh[i * n..(i + 1) * n], x);
+    }
+    cholesky_solve(factor, m, col);
+    for (i, &c) in col.iter().enumerate() {
+        for (v, &j) in x.iter_mut().zip(&jh[i * n..(i + 1) * n]) {
+            *v -= c * j;
+        }
+    }
+}
+
 pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0.0f32; 4];
     let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
@@ -521,9 +694,23 @@ mod tests {
                 for sparse in [false, true] {
                     let fill: Option<&dyn Fn(&[f32], u8, &mut [f32], usize)> =
                         if sparse { Some(&gram) } else { None };
-                    assert!(d.prioritized_step(count, n, &levels, |_| Some(1e-3), fill, posture));
-                    for (got, want) in d.dq[..n].iter().zip(&want) {
-                        assert!((got - want).abs() < 1e-4, "{:?} vs {want:?}", &d.dq[..n]);
+                    for formed in [false, true] {
+                        let ok = if formed {
+                            d.prioritized_step_formed(
+                                count,
+                                n,
+                                &levels,
+                                |_| Some(1e-3),
+                                fill,
+                                posture,
+                            )
+                        } else {
+                            d.prioritized_step(count, n, &levels, |_| Some(1e-3), fill, posture)
+                        };
+                        assert!(ok);
+                        for (got, want) in d.dq[..n].iter().zip(&want) {
+                            assert!((got - want).abs() < 1e-4, "{:?} vs {want:?}", &d.dq[..n]);
+                        }
                     }
                 }
             }
