@@ -3127,8 +3127,7 @@ impl<'a> Solve<'a> {
                     rows,
                     self.rig.cols,
                     &row_level[..rows],
-                    |_| Some(lambda2),
-                    None,
+                    lambda2,
                     s.posture_gain > 0.0,
                 );
                 for (ji, j) in self.rig.joints.iter().enumerate() {

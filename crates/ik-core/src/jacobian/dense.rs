@@ -197,12 +197,7 @@ impl DlsBuffers {
         self.dq[..n].fill(0.0);
         let solved = |l: &L| damping(*l).is_some();
         let Some(mut level) = row_level.iter().filter(|l| solved(l)).copied().min() else {
-            if posture {
-                self.pz[..n].copy_from_slice(&self.z[..n]);
-                for (d, p) in self.dq.iter_mut().zip(&self.pz[..n]) {
-                    *d += p;
-                }
-            }
+            self.add_unprojected_posture(n, posture);
             return true;
         };
         // The solved levels: (first row in `jhat`, rows, offset of the projector's factor in
@@ -210,18 +205,8 @@ impl DlsBuffers {
         let mut done = 0usize;
         let (mut row0, mut f0) = (0usize, 0usize);
         loop {
-            let mut m = 0;
-            for (r, &l) in row_level.iter().enumerate() {
-                if l == level {
-                    self.sel[m] = r;
-                    m += 1;
-                }
-            }
-            let next = row_level
-                .iter()
-                .filter(|&&l| l > level && solved(&l))
-                .copied()
-                .min();
+            let m = select_level(&mut self.sel, row_level, level);
+            let next = next_level(row_level, level, solved);
             let lambda2 = damping(level).unwrap_or(0.0);
             let first = done == 0;
             // Ĵ = J_L N (the earlier levels projected out of each row), r = e_L − J_L dq.
@@ -315,91 +300,55 @@ impl DlsBuffers {
     }
 
     /// [`DlsBuffers::prioritized_step`] with the null-space projector `N` (`cols × cols`)
-    /// formed between levels (`rows × cols²` work a level): the full-body solver's
-    /// several-level path (goals on several priority levels), kept bit for bit. Moved onto
-    /// the implicit projection, its cold solves give the same goals met everywhere but in
-    /// `tests/full_body.rs`' `priorities_decide_which_goal_gives_way`, whose outcome flips
-    /// with rounding (the formed step scaled by 1 − 10⁻⁶ fails it too: the hand 0.47 m short
-    /// instead of 23 µm); that cold solve's sensitivity is what to fix before this path goes.
+    /// formed between levels (`rows × cols²` work a level), every level solved and damped by
+    /// `lambda2`: the full-body solver's several-level path (goals on several priority
+    /// levels), kept bit for bit. Moved onto the implicit projection, its cold solves give the
+    /// same goals met everywhere but in `tests/full_body.rs`'
+    /// `priorities_decide_which_goal_gives_way`, whose outcome flips with rounding (the formed
+    /// step scaled by 1 − 10⁻⁶ fails it too: the hand 0.47 m short instead of 23 µm); that
+    /// cold solve's sensitivity is what to fix before this path goes.
     pub(crate) fn prioritized_step_formed<L: Copy + Ord>(
         &mut self,
         rows: usize,
         n: usize,
         row_level: &[L],
-        damping: impl Fn(L) -> Option<f32>,
-        first_gram: Option<&dyn Fn(&[f32], L, &mut [f32], usize)>,
+        lambda2: f32,
         posture: bool,
     ) -> bool {
         let row_level = &row_level[..rows];
         let jac = &self.jac[..rows * n];
         let null = &mut self.null[..n * n];
-        let reset = |null: &mut [f32]| {
-            null.fill(0.0);
-            for i in 0..n {
-                null[i * n + i] = 1.0;
-            }
-        };
-        if first_gram.is_none() {
-            // Every level is multiplied by `N` (`I` for the first).
-            reset(null);
+        null.fill(0.0);
+        for i in 0..n {
+            null[i * n + i] = 1.0;
         }
         self.dq.fill(0.0);
-        let solved = |l: &L| damping(*l).is_some();
-        let Some(mut level) = row_level.iter().filter(|l| solved(l)).copied().min() else {
-            if posture {
-                self.pz[..n].copy_from_slice(&self.z[..n]);
-                for (d, p) in self.dq.iter_mut().zip(&self.pz[..n]) {
-                    *d += p;
-                }
-            }
+        let Some(mut level) = row_level.iter().copied().min() else {
+            self.add_unprojected_posture(n, posture);
             return true;
         };
-        let mut first = true;
         // `null` is still the identity (no level has been projected out).
         let mut identity = true;
         loop {
-            let mut m = 0;
-            for (r, &l) in row_level.iter().enumerate() {
-                if l == level {
-                    self.sel[m] = r;
-                    m += 1;
-                }
-            }
+            let m = select_level(&mut self.sel, row_level, level);
             let sel = &self.sel[..m];
-            let next = row_level
-                .iter()
-                .filter(|&&l| l > level && solved(&l))
-                .copied()
-                .min();
-            let lambda2 = damping(level).unwrap_or(0.0);
+            let next = next_level(row_level, level, |_| true);
             // Ĵ = J_L N, residual r = e_L − J_L dq.
             let jhat = &mut self.jhat[..m * n];
-            let fast = first && first_gram.is_some();
             for (i, &r) in sel.iter().enumerate() {
                 let jr = &jac[r * n..(r + 1) * n];
-                if fast {
-                    // N = I and dq = 0: Ĵ = J_L, r = e_L.
-                    jhat[i * n..(i + 1) * n].copy_from_slice(jr);
-                    self.y[i] = self.e[r];
-                    continue;
-                }
                 for c in 0..n {
                     jhat[i * n + c] = (0..n).map(|k| jr[k] * null[k * n + c]).sum();
                 }
                 self.y[i] = self.e[r] - jr.iter().zip(&self.dq).map(|(a, b)| a * b).sum::<f32>();
             }
+            // Ĵ Ĵᵀ, both triangles.
             let a = &mut self.a[..m * m];
-            match first_gram {
-                Some(fill) if fast => fill(jac, level, a, m),
-                _ => {
-                    // Ĵ Ĵᵀ, both triangles.
-                    for p in 0..m {
-                        for q in 0..=p {
-                            let v: f32 = (0..n).map(|c| jhat[p * n + c] * jhat[q * n + c]).sum();
-                            a[p * m + q] = v;
-                            a[q * m + p] = v;
-                        }
-                    }
+            for p in 0..m {
+                for q in 0..=p {
+                    let v: f32 = (0..n).map(|c| jhat[p * n + c] * jhat[q * n + c]).sum();
+                    a[p * m + q] = v;
+                    a[q * m + p] = v;
                 }
             }
             let project = next.is_some() || posture;
@@ -414,19 +363,9 @@ impl DlsBuffers {
                 return false;
             }
             cholesky_solve(a, m, &mut self.y[..m]);
-            if fast {
-                // dq = Ĵᵀ y row by row (independent lanes: vectorises).
-                for (i, &yi) in self.y[..m].iter().enumerate() {
-                    for (d, &v) in self.dq[..n].iter_mut().zip(&jhat[i * n..(i + 1) * n]) {
-                        *d += v * yi;
-                    }
-                }
-            } else {
-                for c in 0..n {
-                    self.dq[c] += (0..m).map(|i| jhat[i * n + c] * self.y[i]).sum::<f32>();
-                }
+            for c in 0..n {
+                self.dq[c] += (0..m).map(|i| jhat[i * n + c] * self.y[i]).sum::<f32>();
             }
-            first = false;
             if project {
                 // The projector uses Ĵ Ĵᵀ + ε I with a tiny ε (the level's damped factor when
                 // that is not positive definite).
@@ -437,8 +376,7 @@ impl DlsBuffers {
                 if next.is_none() {
                     // Only the posture term needs this level's projector: apply it to `z`
                     // alone, `pz = N z − Ĵᵀ (Ĵ Ĵᵀ + ε I)⁻¹ Ĵ z`, instead of forming
-                    // `N ← N − Ĵᵀ (Ĵ Ĵᵀ + ε I)⁻¹ Ĵ` (dof² × rows: most of a step with posture
-                    // on a large rig).
+                    // `N ← N − Ĵᵀ (Ĵ Ĵᵀ + ε I)⁻¹ Ĵ`.
                     let (z, pz) = (&self.z[..n], &mut self.pz[..n]);
                     if identity {
                         pz.copy_from_slice(z);
@@ -463,9 +401,6 @@ impl DlsBuffers {
                     return true;
                 }
                 // N ← N − Ĵᵀ (Ĵ Ĵᵀ + ε I)⁻¹ Ĵ.
-                if identity && first_gram.is_some() {
-                    reset(null);
-                }
                 identity = false;
                 let w = &mut self.w[..m * n];
                 w.copy_from_slice(jhat);
@@ -491,8 +426,18 @@ impl DlsBuffers {
                 None => break,
             }
         }
-        // (With `posture` the last level returned above.)
         true
+    }
+
+    /// With `posture` and no level to solve: the posture pull as it is, `pz = z`, added to
+    /// `dq`.
+    fn add_unprojected_posture(&mut self, n: usize, posture: bool) {
+        if posture {
+            self.pz[..n].copy_from_slice(&self.z[..n]);
+            for (d, p) in self.dq.iter_mut().zip(&self.pz[..n]) {
+                *d += p;
+            }
+        }
     }
 
     /// Adds the posture pull `z` in the null space of the single-level step:
@@ -565,6 +510,27 @@ pub(crate) fn cholesky_solve(a: &[f32], n: usize, b: &mut [f32]) {
 
 /// Dot product with four accumulators (lets the compiler use SIMD lanes).
 #[inline]
+/// The rows on `level` into `sel` (ascending); returns how many.
+fn select_level<L: Copy + PartialEq>(sel: &mut [usize], row_level: &[L], level: L) -> usize {
+    let mut m = 0;
+    for (r, &l) in row_level.iter().enumerate() {
+        if l == level {
+            sel[m] = r;
+            m += 1;
+        }
+    }
+    m
+}
+
+/// The next level after `level` that `solved` keeps, if any.
+fn next_level<L: Copy + Ord>(row_level: &[L], level: L, solved: impl Fn(&L) -> bool) -> Option<L> {
+    row_level
+        .iter()
+        .filter(|&&l| l > level && solved(&l))
+        .copied()
+        .min()
+}
+
 /// `x ← x − Ĵᵀ (Ĵ Ĵᵀ + ε I)⁻¹ Ĵ x`: `x` with the row space of a solved level taken out
 /// (`jh` its `m × n` projected rows, `factor` the Cholesky factor of `Ĵ Ĵᵀ + ε I`, `col` an
 /// `m`-vector of work space).
@@ -694,16 +660,10 @@ mod tests {
                 for sparse in [false, true] {
                     let fill: Option<&dyn Fn(&[f32], u8, &mut [f32], usize)> =
                         if sparse { Some(&gram) } else { None };
-                    for formed in [false, true] {
+                    // (The formed step has no caller-filled first level.)
+                    for formed in [false, true].into_iter().filter(|f| !(*f && sparse)) {
                         let ok = if formed {
-                            d.prioritized_step_formed(
-                                count,
-                                n,
-                                &levels,
-                                |_| Some(1e-3),
-                                fill,
-                                posture,
-                            )
+                            d.prioritized_step_formed(count, n, &levels, 1e-3, posture)
                         } else {
                             d.prioritized_step(count, n, &levels, |_| Some(1e-3), fill, posture)
                         };

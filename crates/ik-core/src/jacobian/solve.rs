@@ -740,9 +740,8 @@ impl JacobianSolver {
             // Jⱼᵀe against the normal, row by row (each row's columns are contiguous).
             let mut outward = 0.0f64;
             for row in 0..m {
-                let cols = &jac[row * n + c0..row * n + c1];
-                let dot: f32 = cols.iter().zip(normal).map(|(a, b)| a * b).sum();
-                outward += f64::from(dot) * f64::from(e[row]);
+                outward +=
+                    f64::from(dot(&jac[row * n + c0..row * n + c1], normal)) * f64::from(e[row]);
             }
             if outward <= 0.0 {
                 s.saturated[j] = false;
@@ -750,9 +749,9 @@ impl JacobianSolver {
             }
             for row in 0..m {
                 let cols = &mut jac[row * n + c0..row * n + c1];
-                let dot: f32 = cols.iter().zip(normal).map(|(a, b)| a * b).sum();
+                let along = dot(cols, normal);
                 for (v, b) in cols.iter_mut().zip(normal) {
-                    *v -= dot * b;
+                    *v -= along * b;
                 }
             }
         }
@@ -892,7 +891,7 @@ impl JacobianSolver {
                     let ra = la.row + i;
                     let at = (pos[ta] + i) * m + pos[tb];
                     let rb_end = if ta == tb { i + 1 } else { lb.rows };
-                    for (k, rb) in (lb.row..lb.row + rb_end).enumerate() {
+                    for (jb, rb) in (lb.row..lb.row + rb_end).enumerate() {
                         let mut sum = 0.0;
                         for &(c0, c1) in ranges {
                             sum += dot(
@@ -900,7 +899,7 @@ impl JacobianSolver {
                                 &jac[rb * n + c0..rb * n + c1],
                             );
                         }
-                        a[at + k] = sum;
+                        a[at + jb] = sum;
                     }
                 }
             }
