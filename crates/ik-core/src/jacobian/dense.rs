@@ -33,8 +33,8 @@
 //! where `1` and `1 + 1e-6` reach it within 23 µm, and the implicit step fails that test —
 //! so that path and the test stay as they are until that cold solve is made robust. Both
 //! forms match the textbook recursion to `1e-4` (unit test). `JacobianSolver` first ran on
-//! the formed form too: with the head's look-at on a second priority level (as the demo's
-//! Jacobian rig puts it; bench `IK_LEVELS=1`) that cost 82.6 / 101.2 µs per iteration cold
+//! the formed form too: with the head's look-at on a second priority level (bench
+//! `IK_LEVELS=1`; the demo's Jacobian rig uses four: feet, pelvis, hands, head) that cost 82.6 / 101.2 µs per iteration cold
 //! against 20.3 / 18.4 for the `nalgebra` step (alternating, load 0.8); on the implicit form,
 //! alternating with the `nalgebra` build at load 1.3: cold 13.0 / 12.9 µs per iteration
 //! against 16.8 / 16.8, success 53.5 % against 53.1 %, warm 11.9 / 11.7 against 15.9 / 15.9
