@@ -223,14 +223,17 @@ impl Default for RigUi {
             joint_limits: true,
             pelvis_translates: true,
             head_look_at: true,
+            // Feet first (planted flat), then the pelvis (upright), then the hands, then the
+            // head: the humanoid order of the full-body solver. On one level a hand dragged out
+            // of reach traded the feet and pelvis for itself by weight (the Quaternius worker
+            // leaned over, feet 105–160 mm and the pelvis 485 mm off).
             goals: [
-                // Hands reach, feet stay planted flat, the pelvis keeps upright.
-                goal(0, false),
-                goal(0, false),
+                goal(2, false),
+                goal(2, false),
                 goal(0, true),
                 goal(0, true),
                 goal(1, true),
-                goal(1, false),
+                goal(3, false),
             ],
         }
     }
