@@ -1830,7 +1830,12 @@ impl<'a> Solve<'a> {
         let coherent = self.rig.joints.iter().all(|j| {
             pose.rotations[j.bone].angle_between(self.s.start.rotations[j.bone]) <= max_turn
         });
-        if coherent && pose.is_finite() && self.better(&r, report, goals) {
+        // Better level by level is not enough: with a goal on its way to giving way still at
+        // full weight (the first solves of a hand dragged out of reach), a rescue that turned
+        // the trunk toward it scored better by the summed residual while the other hand, met
+        // before, ended 233 mm off (the demo, Quaternius worker). A rescue costs no goal.
+        let kept = coherent && self.no_met_goal_lost(goals, report, &r);
+        if kept && pose.is_finite() && self.better(&r, report, goals) {
             r.iterations += report.iterations;
             *report = r;
         } else {
@@ -1993,15 +1998,8 @@ impl<'a> Solve<'a> {
         self.fk_stale(skeleton, pose);
         let mut r = *report;
         r.converged = self.measure(skeleton, pose, goals, &mut r);
-        let (tp, tr) = (s.position_tolerance, s.rotation_tolerance);
-        // No other goal worse: a met one stays met, an unmet one gets no further off (by more
-        // than a hundredth of its tolerance: rounding).
-        let no_worse = |a: f32, b: f32, tol: f32| b <= tol || b <= a + 0.01 * tol;
-        let kept = goals.effectors.iter().enumerate().all(|(k, g)| {
-            let (a, b) = (report.residuals[k], r.residuals[k]);
-            (!g.wants_position() || no_worse(a.position, b.position, tp))
-                && (!g.wants_rotation() || no_worse(a.rotation, b.rotation, tr))
-        }) && no_worse(report.center_of_mass, r.center_of_mass, s.com_tolerance);
+        let tr = s.rotation_tolerance;
+        let kept = self.no_goal_worse(goals, report, &r);
         if kept && r.look_at < report.look_at && pose.is_finite() {
             r.cost = self.score(&r, goals);
             self.s.trunk_met = r.look_at <= RESCUE_VISIBLE * tr;
@@ -2083,6 +2081,43 @@ impl<'a> Solve<'a> {
             &self.rig.aim_path[from..],
         );
         true
+    }
+
+    /// Whether no hand, foot, pelvis or centre-of-mass goal is worse in `after` than in
+    /// `before`: a met one stays met, an unmet one gets no further off (by more than a
+    /// hundredth of its tolerance: rounding). The look-at is the caller's to judge.
+    fn no_goal_worse(
+        &self,
+        goals: &FullBodyGoals,
+        before: &FullBodyReport,
+        after: &FullBodyReport,
+    ) -> bool {
+        let s = &self.rig.settings;
+        let (tp, tr) = (s.position_tolerance, s.rotation_tolerance);
+        let no_worse = |a: f32, b: f32, tol: f32| b <= tol || b <= a + 0.01 * tol;
+        goals.effectors.iter().enumerate().all(|(k, g)| {
+            let (a, b) = (before.residuals[k], after.residuals[k]);
+            (!g.wants_position() || no_worse(a.position, b.position, tp))
+                && (!g.wants_rotation() || no_worse(a.rotation, b.rotation, tr))
+        }) && no_worse(before.center_of_mass, after.center_of_mass, s.com_tolerance)
+    }
+
+    /// Whether every hand, foot, pelvis and centre-of-mass goal met in `before` is still met
+    /// in `after` (a rescue's rule: it may trade unmet goals by level, never a met one).
+    fn no_met_goal_lost(
+        &self,
+        goals: &FullBodyGoals,
+        before: &FullBodyReport,
+        after: &FullBodyReport,
+    ) -> bool {
+        let s = &self.rig.settings;
+        let (tp, tr) = (s.position_tolerance, s.rotation_tolerance);
+        let kept = |a: f32, b: f32, tol: f32| a > tol || b <= tol;
+        goals.effectors.iter().enumerate().all(|(k, g)| {
+            let (a, b) = (before.residuals[k], after.residuals[k]);
+            (!g.wants_position() || kept(a.position, b.position, tp))
+                && (!g.wants_rotation() || kept(a.rotation, b.rotation, tr))
+        }) && kept(before.center_of_mass, after.center_of_mass, s.com_tolerance)
     }
 
     /// Whether `report` leaves a goal unmet that takes full part (does not sit out the polish
