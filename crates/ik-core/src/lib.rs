@@ -4,6 +4,7 @@
 
 pub mod analytic;
 pub mod behaviours;
+pub mod chain;
 pub mod error;
 pub mod grounding;
 pub mod humanoid;
@@ -12,7 +13,10 @@ pub mod limits;
 pub mod pose;
 pub mod rotation;
 pub mod skeleton;
+pub mod spline;
+pub mod spring;
 pub mod stack;
+pub mod velocity;
 pub mod vr;
 
 pub use error::*;
