@@ -796,6 +796,62 @@ fn collide(shape: &Shape, hit: f32, p: Vec3) -> Vec3 {
     }
 }
 
+/// Where `p`, on the sphere of radius `length` around `origin`, penetrates `shape` (beyond
+/// round-off), the nearest point of that sphere on the shape's surface (widened by `hit`): the
+/// circle where the two surfaces meet, on the side of `p`. Unchanged when no such circle
+/// exists (the bone cannot leave the shape) or `p` is clear.
+fn settle(shape: &Shape, hit: f32, origin: Vec3, length: f32, p: Vec3) -> Vec3 {
+    /// Allowed overlap before settling: f32 round-off of the projections.
+    const SLACK: f32 = 1e-6;
+    // (centre, radius, whether the tail must stay outside)
+    let (c, r, outside) = match *shape {
+        Shape::Sphere(c, r) => (c, r + hit, true),
+        Shape::Capsule(a, b, r) => (closest_on_segment(a, b, p), r + hit, true),
+        Shape::InsideSphere(c, r) => (c, (r - hit).max(0.0), false),
+        Shape::InsideCapsule(a, b, r) => (closest_on_segment(a, b, p), (r - hit).max(0.0), false),
+        Shape::Plane(q, n) => {
+            let s = (q - origin).dot(n) + hit;
+            if (p - origin).dot(n) >= s - SLACK || s.abs() > length {
+                return p;
+            }
+            let centre = origin + n * s;
+            let rad = (length * length - s * s).max(0.0).sqrt();
+            let w = (p - centre) - n * (p - centre).dot(n);
+            let w = w
+                .try_normalize()
+                .unwrap_or_else(|| n.any_orthonormal_vector());
+            return centre + w * rad;
+        }
+    };
+    let d = p.distance(c);
+    let bad = if outside {
+        d < r - SLACK
+    } else {
+        d > r + SLACK
+    };
+    if !bad {
+        return p;
+    }
+    let to_c = c - origin;
+    let dist = to_c.length();
+    if dist <= 1e-9 {
+        return p;
+    }
+    let u = to_c / dist;
+    // The circle: along u at `a` from the origin, radius `h`.
+    let a = (length * length - r * r + dist * dist) / (2.0 * dist);
+    let h2 = length * length - a * a;
+    if !(h2 >= 0.0) {
+        return p;
+    }
+    let v = p - origin;
+    let w = v - u * v.dot(u);
+    let w = w
+        .try_normalize()
+        .unwrap_or_else(|| u.any_orthonormal_vector());
+    origin + u * a + w * h2.sqrt()
+}
+
 /// `origin + (p − origin)` scaled to `length`; `fallback` (a point at that length) when `p`
 /// sits on the origin.
 #[inline]
@@ -949,21 +1005,30 @@ impl CustomStage for SpringBoneStage {
                     let length = animated.length();
                     let dir = animated / length;
                     let p = &mut chain.particles[k];
-                    if first {
-                        p.tail = origin + animated;
-                        p.previous = p.tail;
-                    } else if step {
-                        let keep = (1.0 - j.drag).powf(h / h0);
-                        let force = dir * j.stiffness + world_rot_inv * j.gravity;
-                        let mut next = p.tail + (p.tail - p.previous) * keep + force * accel;
-                        next = keep_length(origin, next, length, origin + animated);
+                    if first || step {
+                        // First solve: the tail at the animated pose, at rest (then out of
+                        // the colliders); else one Verlet step.
+                        let mut next = if first {
+                            origin + animated
+                        } else {
+                            let keep = (1.0 - j.drag).powf(h / h0);
+                            let force = dir * j.stiffness + world_rot_inv * j.gravity;
+                            let next = p.tail + (p.tail - p.previous) * keep + force * accel;
+                            keep_length(origin, next, length, origin + animated)
+                        };
+                        let hit = j.hit_radius * max_scale(&m);
                         for _ in 0..passes {
                             for s in &self.resolved {
-                                next = collide(s, j.hit_radius * max_scale(&m), next);
+                                next = collide(s, hit, next);
                             }
                             next = keep_length(origin, next, length, origin + animated);
                         }
-                        p.previous = p.tail;
+                        // A tail the passes left in a collider goes to the nearest point of
+                        // the bone's sphere that is out of it (where the two surfaces meet).
+                        for s in &self.resolved {
+                            next = settle(s, hit, origin, length, next);
+                        }
+                        p.previous = if first { next } else { p.tail };
                         p.tail = next;
                     }
                     // Point the bone at its tail (shortest arc from the animated direction).
