@@ -32,6 +32,10 @@ use crate::stack::{CustomReport, CustomStage, PoseBuffer, StackError};
 /// sampled every 11°, a chord error under 0.5 % of the bone's length.
 pub const SAMPLES_PER_BONE: usize = 8;
 
+/// Relative slack on a squared chord length: f32 round-off of a joint lying exactly on a
+/// sample (the curve's end).
+const CHORD_SLACK: f32 = 1e-5;
+
 /// Errors of a spline IK.
 #[derive(Debug, Clone, PartialEq, Error)]
 #[non_exhaustive]
@@ -212,11 +216,16 @@ impl SplineIk {
             let u = k as f32 / (count - 1) as f32;
             self.samples.push(goal.eval(segments, u));
         }
+        // Over the turned bones (all but the tip, which follows its parent).
         let twist = |i: usize| {
-            let f = i as f32 / (n - 1) as f32;
+            let f = if n > 2 {
+                i as f32 / (n - 2) as f32
+            } else {
+                0.0
+            };
             goal.twist_start + (goal.twist_end - goal.twist_start) * f
         };
-        let (t0, t1) = (twist(0), twist(n - 1));
+        let (t0, t1) = (twist(0), twist(n - 2));
         if !(t0.is_finite() && t1.is_finite()) {
             return Err(SplineError::BadPoints);
         }
@@ -267,11 +276,13 @@ fn chord_point(samples: &[Vec3], segment: &mut usize, origin: Vec3, length: f32)
     let r2 = length * length;
     while *segment + 1 < samples.len() {
         let (a, b) = (samples[*segment], samples[*segment + 1]);
-        if (b - origin).length_squared() >= r2 {
+        // (The relative slack takes a chord ending exactly on a sample despite round-off.)
+        if (b - origin).length_squared() >= r2 * (1.0 - CHORD_SLACK) {
             // The sphere's exit on a→b: |a + s(b−a) − o|² = r², the larger root in [0, 1].
-            if let Some(s) = sphere_exit(a, b, origin, r2) {
-                return (a + (b - a) * s, false);
-            }
+            return match sphere_exit(a, b, origin, r2) {
+                Some(s) => (a + (b - a) * s, false),
+                None => (b, false),
+            };
         }
         *segment += 1;
     }
@@ -307,7 +318,7 @@ fn sphere_exit(a: Vec3, b: Vec3, o: Vec3, r2: f32) -> Option<f32> {
         return None;
     }
     let s = (-qb + disc.sqrt()) / (2.0 * qa);
-    (s >= 0.0 && s <= 1.0 + 1e-6).then_some(s.min(1.0))
+    (s >= 0.0).then_some(s.min(1.0))
 }
 
 fn distance_to_polyline(samples: &[Vec3], p: Vec3) -> f32 {
