@@ -32,7 +32,11 @@ fn rig() -> Skeleton {
             } else {
                 (first + i - 1, Vec3::NEG_Y * LENGTH)
             };
-            bones.push(Bone::new(format!("c{c}_{i}"), Some(parent), BoneTransform::from_translation(t)));
+            bones.push(Bone::new(
+                format!("c{c}_{i}"),
+                Some(parent),
+                BoneTransform::from_translation(t),
+            ));
         }
     }
     Skeleton::try_new(bones).unwrap()
@@ -45,10 +49,20 @@ fn chain_root(c: usize) -> usize {
 fn springs(c: &mut Criterion) {
     let s = rig();
     let colliders = [
-        ColliderDesc { bone: Some(0), shape: ColliderShape::Sphere { offset: Vec3::new(0.0, -0.3, 0.0), radius: 0.25 } },
         ColliderDesc {
             bone: Some(0),
-            shape: ColliderShape::Capsule { offset: Vec3::new(-0.4, -0.5, 0.0), tail: Vec3::new(0.4, -0.5, 0.0), radius: 0.08 },
+            shape: ColliderShape::Sphere {
+                offset: Vec3::new(0.0, -0.3, 0.0),
+                radius: 0.25,
+            },
+        },
+        ColliderDesc {
+            bone: Some(0),
+            shape: ColliderShape::Capsule {
+                offset: Vec3::new(-0.4, -0.5, 0.0),
+                tail: Vec3::new(0.4, -0.5, 0.0),
+                radius: 0.08,
+            },
         },
     ];
     let chains: Vec<SpringChainDesc> = (0..CHAINS)
@@ -81,7 +95,12 @@ fn springs(c: &mut Criterion) {
             let t = k as f32 / 60.0;
             input.rotations[0] = Quat::from_rotation_y(0.8 * (3.0 * t).sin());
             stack.set_input(&input).unwrap();
-            let st = stack.slot_mut(slot).unwrap().stage.as_custom_mut::<SpringBoneStage>().unwrap();
+            let st = stack
+                .slot_mut(slot)
+                .unwrap()
+                .stage
+                .as_custom_mut::<SpringBoneStage>()
+                .unwrap();
             st.dt = 1.0 / 60.0;
             st.model_to_world = BoneTransform::from_translation(Vec3::new(t.sin(), 0.0, t.cos()));
             black_box(stack.solve());
@@ -96,14 +115,27 @@ fn iks(c: &mut Criterion) {
     g.throughput(Throughput::Elements(CHAINS as u64));
     for method in [ChainMethod::Fabrik, ChainMethod::Ccd] {
         let mut stack = IkStack::new(s.clone());
-        let settings = ChainSettings { method, max_iterations: 10, tolerance: Some(1e-3) };
+        let settings = ChainSettings {
+            method,
+            max_iterations: 10,
+            tolerance: Some(1e-3),
+        };
         let mut slots = Vec::new();
         for k in 0..CHAINS {
             let chain = s.chain(chain_root(k), chain_root(k) + BONES - 1).unwrap();
             let ik = ChainIk::try_new(&s, &chain, &[], settings).unwrap();
-            slots.push(stack.push(Stage::custom(ChainIkStage::new(ik, ChainGoal::new(Vec3::ZERO)))).unwrap());
+            slots.push(
+                stack
+                    .push(Stage::custom(ChainIkStage::new(
+                        ik,
+                        ChainGoal::new(Vec3::ZERO),
+                    )))
+                    .unwrap(),
+            );
         }
-        let roots: Vec<Vec3> = (0..CHAINS).map(|k| stack.model_transform(chain_root(k)).translation).collect();
+        let roots: Vec<Vec3> = (0..CHAINS)
+            .map(|k| stack.model_transform(chain_root(k)).translation)
+            .collect();
         let input = s.rest_pose();
         let mut f = 0u32;
         let name = format!("{method:?}_6_bones_moving_target").to_lowercase();
@@ -114,9 +146,16 @@ fn iks(c: &mut Criterion) {
                 stack.set_input(&input).unwrap();
                 for (k, &slot) in slots.iter().enumerate() {
                     // A target on a circle 60 % of the reach below the chain's root.
-                    let target = roots[k]
-                        + Vec3::new(0.2 * (2.0 * t).cos(), -0.3, 0.2 * (2.0 * t).sin());
-                    stack.slot_mut(slot).unwrap().stage.as_custom_mut::<ChainIkStage>().unwrap().goal.target = target;
+                    let target =
+                        roots[k] + Vec3::new(0.2 * (2.0 * t).cos(), -0.3, 0.2 * (2.0 * t).sin());
+                    stack
+                        .slot_mut(slot)
+                        .unwrap()
+                        .stage
+                        .as_custom_mut::<ChainIkStage>()
+                        .unwrap()
+                        .goal
+                        .target = target;
                 }
                 black_box(stack.solve());
             });

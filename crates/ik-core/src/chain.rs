@@ -340,9 +340,9 @@ impl ChainIk {
     /// Forward kinematics of the chain from bone `from` on, under `parent`.
     fn fk(&self, pose: &Pose, parent: &BoneTransform, from: usize, model: &mut [BoneTransform]) {
         let mut up = if from == 0 { *parent } else { model[from - 1] };
-        for i in from..model.len() {
-            model[i] = up.mul_transform(&self.local(pose, i));
-            up = model[i];
+        for (i, m) in model.iter_mut().enumerate().skip(from) {
+            *m = up.mul_transform(&self.local(pose, i));
+            up = *m;
         }
     }
 

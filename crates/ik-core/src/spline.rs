@@ -87,7 +87,7 @@ impl SplineGoal {
         }
         match self.kind {
             CurveKind::CatmullRom if n >= 2 => Some(n - 1),
-            CurveKind::Bezier if n >= 4 && (n - 1) % 3 == 0 => Some((n - 1) / 3),
+            CurveKind::Bezier if n >= 4 && (n - 1).is_multiple_of(3) => Some((n - 1) / 3),
             _ => None,
         }
     }

@@ -180,7 +180,7 @@ pub struct SpringJointDesc {
 }
 
 impl Default for SpringJointDesc {
-    /// VRMC_springBone 1.0's defaults: hit radius 0, stiffness 1, gravity power 0, gravity
+    /// `VRMC_springBone` 1.0's defaults: hit radius 0, stiffness 1, gravity power 0, gravity
     /// direction −Y, drag 0.5.
     fn default() -> Self {
         Self {
@@ -199,7 +199,7 @@ impl Default for SpringJointDesc {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum SpringTail {
     /// The last listed joint is only the tail of the one before: it is not simulated and its
-    /// parameters are unused (VRMC_springBone 1.0, where the chain's last joint is its end).
+    /// parameters are unused (`VRMC_springBone` 1.0, where the chain's last joint is its end).
     LastJoint,
     /// The last joint is simulated too, toward a virtual tail `length` model units past it,
     /// continuing the rest direction from its parent to it (VRM 0.x and three-vrm: a leaf
@@ -358,11 +358,11 @@ impl SpringSettings {
             return Err(SpringError::InvalidSetting("max_substep"));
         }
         if let Some(d) = self.teleport_distance
-            && !(d > 0.0)
+            && (d.is_nan() || d <= 0.0)
         {
             return Err(SpringError::InvalidSetting("teleport_distance"));
         }
-        if !(self.teleport_angle > 0.0) {
+        if self.teleport_angle.is_nan() || self.teleport_angle <= 0.0 {
             return Err(SpringError::InvalidSetting("teleport_angle"));
         }
         if self.collision_passes == 0 {
@@ -566,7 +566,7 @@ impl SpringBoneStage {
                     let local = local / bone_rest.scale;
                     (Some(local), j.bone, length)
                 };
-                if !(world_len > 1e-9) || !world_len.is_finite() {
+                if world_len.is_nan() || world_len <= 1e-9 || !world_len.is_finite() {
                     return Err(SpringError::ZeroLength {
                         chain: ci,
                         joint: k,
@@ -841,7 +841,7 @@ fn settle(shape: &Shape, hit: f32, origin: Vec3, length: f32, p: Vec3) -> Vec3 {
     // The circle: along u at `a` from the origin, radius `h`.
     let a = (length * length - r * r + dist * dist) / (2.0 * dist);
     let h2 = length * length - a * a;
-    if !(h2 >= 0.0) {
+    if h2.is_nan() || h2 < 0.0 {
         return p;
     }
     let v = p - origin;

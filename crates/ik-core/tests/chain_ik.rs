@@ -34,8 +34,7 @@ fn random_pose(s: &Skeleton, rng: &mut Rng, max_angle: f32) -> Pose {
     let mut pose = s.rest_pose();
     for b in 1..s.len() {
         let v = rng.vec();
-        pose.rotations[b] = pose.rotations[b]
-            * Quat::from_scaled_axis(v.normalize_or_zero() * max_angle * rng.next());
+        pose.rotations[b] *= Quat::from_scaled_axis(v.normalize_or_zero() * max_angle * rng.next());
     }
     pose
 }

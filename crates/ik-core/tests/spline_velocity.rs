@@ -25,7 +25,7 @@ fn a_curve_the_chain_can_lie_on_is_fitted_closely() {
                 // A gentle bend of the chain itself: its joints lie on a smooth curve.
                 let mut bent = s.rest_pose();
                 for b in 1..=n {
-                    bent.rotations[b] = bent.rotations[b] * Quat::from_rotation_z(0.12);
+                    bent.rotations[b] *= Quat::from_rotation_z(0.12);
                 }
                 let mut joints: Vec<Vec3> = s.model_transforms(&bent)[1..=n]
                     .iter()

@@ -328,11 +328,8 @@ fn without_forces_the_animated_pose_is_kept_on_every_rest_convention() {
                     BoneTransform::IDENTITY,
                 );
             }
-            for i in 1..=6 {
-                let d = stack
-                    .model_transform(i)
-                    .translation
-                    .distance(rest[i].translation);
+            for (i, r) in rest.iter().enumerate().skip(1) {
+                let d = stack.model_transform(i).translation.distance(r.translation);
                 assert!(d < 1e-5, "axis {axis} {style:?}: bone {i} moved {d}");
             }
         }
@@ -549,7 +546,7 @@ fn malformed_chains_are_rejected() {
     ];
     for desc in bad {
         assert!(
-            SpringBoneStage::try_new(&s, &[desc.clone()], &[]).is_err(),
+            SpringBoneStage::try_new(&s, std::slice::from_ref(&desc), &[]).is_err(),
             "{desc:?}"
         );
     }
