@@ -87,14 +87,30 @@ impl Peer {
         let parents: Vec<Option<u16>> = l.iter().map(|(p, _)| p.map(|p| p as u16)).collect();
         let rest: Vec<peer::BonePose> = l
             .iter()
-            .map(|(_, t)| peer::BonePose { translation: v(*t), ..Default::default() })
+            .map(|(_, t)| peer::BonePose {
+                translation: v(*t),
+                ..Default::default()
+            })
             .collect();
         let mut local = rest.clone();
-        let view = peer::SkeletonView { parents: &parents, rest: &rest, local: &mut local, root_global: A32::IDENTITY };
+        let view = peer::SkeletonView {
+            parents: &parents,
+            rest: &rest,
+            local: &mut local,
+            root_global: A32::IDENTITY,
+        };
         let chains = (0..CHAINS)
-            .map(|c| view.chain(chain_root(c) as u16, (chain_root(c) + BONES - 1) as u16).unwrap())
+            .map(|c| {
+                view.chain(chain_root(c) as u16, (chain_root(c) + BONES - 1) as u16)
+                    .unwrap()
+            })
             .collect();
-        Self { local: rest.clone(), parents, rest, chains }
+        Self {
+            local: rest.clone(),
+            parents,
+            rest,
+            chains,
+        }
     }
 
     /// The animated input: rest, the root turned.
@@ -107,10 +123,20 @@ impl Peer {
 fn spring_ours(c: &mut Criterion) -> (f64, f64) {
     let s = ours_skeleton();
     let colliders = [
-        ColliderDesc { bone: Some(0), shape: ColliderShape::Sphere { offset: Vec3::new(0.0, -0.3, 0.0), radius: 0.25 } },
         ColliderDesc {
             bone: Some(0),
-            shape: ColliderShape::Capsule { offset: Vec3::new(-0.4, -0.5, 0.0), tail: Vec3::new(0.4, -0.5, 0.0), radius: 0.08 },
+            shape: ColliderShape::Sphere {
+                offset: Vec3::new(0.0, -0.3, 0.0),
+                radius: 0.25,
+            },
+        },
+        ColliderDesc {
+            bone: Some(0),
+            shape: ColliderShape::Capsule {
+                offset: Vec3::new(-0.4, -0.5, 0.0),
+                tail: Vec3::new(0.4, -0.5, 0.0),
+                radius: 0.08,
+            },
         },
     ];
     let chains: Vec<SpringChainDesc> = (0..CHAINS)
@@ -140,7 +166,12 @@ fn spring_ours(c: &mut Criterion) -> (f64, f64) {
         let (angle, at) = root_motion(k);
         input.rotations[0] = glam::Quat::from_rotation_y(angle);
         stack.set_input(&input).unwrap();
-        let st = stack.slot_mut(slot).unwrap().stage.as_custom_mut::<SpringBoneStage>().unwrap();
+        let st = stack
+            .slot_mut(slot)
+            .unwrap()
+            .stage
+            .as_custom_mut::<SpringBoneStage>()
+            .unwrap();
         st.dt = DT;
         st.model_to_world = BoneTransform::from_translation(at);
         black_box(stack.solve());
@@ -167,12 +198,19 @@ fn spring_ours(c: &mut Criterion) -> (f64, f64) {
         let root_world = root_global * A32::from_quat(Q32::from_rotation_y(angle));
         let colliders = [
             (
-                peer::SpringCollider::Sphere { radius: 0.25, inside: false },
+                peer::SpringCollider::Sphere {
+                    radius: 0.25,
+                    inside: false,
+                },
                 root_world * A32::from_translation(V32::new(0.0, -0.3, 0.0)),
             ),
             (
                 // Y-aligned capsule turned onto X, height including the caps.
-                peer::SpringCollider::Capsule { radius: 0.08, height: 0.8 + 2.0 * 0.08, inside: false },
+                peer::SpringCollider::Capsule {
+                    radius: 0.08,
+                    height: 0.8 + 2.0 * 0.08,
+                    inside: false,
+                },
                 root_world
                     * A32::from_rotation_translation(
                         Q32::from_rotation_z(core::f32::consts::FRAC_PI_2),
@@ -180,10 +218,22 @@ fn spring_ours(c: &mut Criterion) -> (f64, f64) {
                     ),
             ),
         ];
-        let mut view =
-            peer::SkeletonView { parents: &p.parents, rest: &p.rest, local: &mut p.local, root_global };
+        let mut view = peer::SkeletonView {
+            parents: &p.parents,
+            rest: &p.rest,
+            local: &mut p.local,
+            root_global,
+        };
         for (chain, state) in p.chains.iter().zip(&mut states) {
-            peer::process_spring_bones(&mut view, chain, &settings, state, &colliders, V32::ZERO, DT);
+            peer::process_spring_bones(
+                &mut view,
+                chain,
+                &settings,
+                state,
+                &colliders,
+                V32::ZERO,
+                DT,
+            );
         }
         black_box(&p.local);
     };
@@ -193,22 +243,43 @@ fn spring_ours(c: &mut Criterion) -> (f64, f64) {
 fn ik_pair(c: &mut Criterion, method: ChainMethod) -> (f64, f64) {
     let s = ours_skeleton();
     let mut stack = IkStack::new(s.clone());
-    let settings = ChainSettings { method, max_iterations: 10, tolerance: Some(1e-3) };
+    let settings = ChainSettings {
+        method,
+        max_iterations: 10,
+        tolerance: Some(1e-3),
+    };
     let mut slots = Vec::new();
     for k in 0..CHAINS {
         let chain = s.chain(chain_root(k), chain_root(k) + BONES - 1).unwrap();
         let ik = ChainIk::try_new(&s, &chain, &[], settings).unwrap();
-        slots.push(stack.push(Stage::custom(ChainIkStage::new(ik, ChainGoal::new(Vec3::ZERO)))).unwrap());
+        let slot = stack
+            .push(Stage::custom(ChainIkStage::new(
+                ik,
+                ChainGoal::new(Vec3::ZERO),
+            )))
+            .unwrap();
+        // Warm start (the stack's: the animated input does not change, so each solve starts
+        // from the last output), as the peer does by default.
+        stack.slot_mut(slot).unwrap().warm_start = true;
+        slots.push(slot);
     }
-    let roots: Vec<Vec3> = (0..CHAINS).map(|k| stack.model_transform(chain_root(k)).translation).collect();
+    let roots: Vec<Vec3> = (0..CHAINS)
+        .map(|k| stack.model_transform(chain_root(k)).translation)
+        .collect();
     let input = s.rest_pose();
     let mut f = 0u32;
     let mut ours = || {
         f += 1;
         stack.set_input(&input).unwrap();
         for (k, &slot) in slots.iter().enumerate() {
-            stack.slot_mut(slot).unwrap().stage.as_custom_mut::<ChainIkStage>().unwrap().goal.target =
-                target(roots[k], f);
+            stack
+                .slot_mut(slot)
+                .unwrap()
+                .stage
+                .as_custom_mut::<ChainIkStage>()
+                .unwrap()
+                .goal
+                .target = target(roots[k], f);
         }
         black_box(stack.solve());
     };
@@ -229,20 +300,60 @@ fn ik_pair(c: &mut Criterion, method: ChainMethod) -> (f64, f64) {
     let mut theirs = || {
         g += 1;
         p.reset_input(0.0);
-        let mut view =
-            peer::SkeletonView { parents: &p.parents, rest: &p.rest, local: &mut p.local, root_global: A32::IDENTITY };
+        let mut view = peer::SkeletonView {
+            parents: &p.parents,
+            rest: &p.rest,
+            local: &mut p.local,
+            root_global: A32::IDENTITY,
+        };
         for (k, (chain, state)) in p.chains.iter().zip(&mut states).enumerate() {
-            peer::process_chain_ik(&mut view, chain, solver, &it, &limits, v(target(roots[k], g)), state);
+            peer::process_chain_ik(
+                &mut view,
+                chain,
+                solver,
+                &it,
+                &limits,
+                v(target(roots[k], g)),
+                state,
+            );
         }
         black_box(&p.local);
     };
     let name = format!("{method:?}_6_bones_moving_target").to_lowercase();
-    compare(c, &name, &mut ours, &mut theirs)
+    let times = compare(c, &name, &mut ours, &mut theirs);
+    // What each left on the last frame it solved: the tips' mean distance to their targets.
+    let (mut e_ours, mut e_theirs) = (0.0, 0.0);
+    let view = peer::SkeletonView {
+        parents: &p.parents,
+        rest: &p.rest,
+        local: &mut p.local,
+        root_global: A32::IDENTITY,
+    };
+    for (k, chain) in p.chains.iter().enumerate() {
+        let tip = chain_root(k) + BONES - 1;
+        e_ours += stack
+            .model_transform(tip)
+            .translation
+            .distance(target(roots[k], f));
+        let t = view.skeleton_pose(chain.as_slice()[BONES - 1]).translation;
+        e_theirs += V32::from(t).distance(v(target(roots[k], g)));
+    }
+    println!(
+        "{name}: mean tip error on the last frame: ik-core {:.3} mm, bevy_skeleton_modifiers {:.3} mm",
+        e_ours / CHAINS as f32 * 1e3,
+        e_theirs / CHAINS as f32 * 1e3
+    );
+    times
 }
 
 /// Benches both closures in one group (criterion's figures) and also times them alternately
 /// for the printed ratio (mean ns per update of all chains).
-fn compare(c: &mut Criterion, name: &str, ours: &mut dyn FnMut(), theirs: &mut dyn FnMut()) -> (f64, f64) {
+fn compare(
+    c: &mut Criterion,
+    name: &str,
+    ours: &mut dyn FnMut(),
+    theirs: &mut dyn FnMut(),
+) -> (f64, f64) {
     let mut g = c.benchmark_group(name);
     g.bench_function("ik_core", |b| b.iter(&mut *ours));
     g.bench_function("bevy_skeleton_modifiers", |b| b.iter(&mut *theirs));
@@ -262,19 +373,28 @@ fn compare(c: &mut Criterion, name: &str, ours: &mut dyn FnMut(), theirs: &mut d
         }
         b += t.elapsed();
     }
-    (a.as_nanos() as f64 / rounds as f64, b.as_nanos() as f64 / rounds as f64)
+    (
+        a.as_nanos() as f64 / rounds as f64,
+        b.as_nanos() as f64 / rounds as f64,
+    )
 }
 
 fn all(c: &mut Criterion) {
     let rows = [
         ("spring, 6 joints, 2 colliders", spring_ours(c)),
-        ("FABRIK, 6 bones, moving target", ik_pair(c, ChainMethod::Fabrik)),
+        (
+            "FABRIK, 6 bones, moving target",
+            ik_pair(c, ChainMethod::Fabrik),
+        ),
         ("CCD, 6 bones, moving target", ik_pair(c, ChainMethod::Ccd)),
     ];
     println!("\nper chain per update (alternating rounds, {CHAINS} chains):");
     for (name, (ours, theirs)) in rows {
         let (o, t) = (ours / CHAINS as f64, theirs / CHAINS as f64);
-        println!("  {name}: ik-core {o:.0} ns, bevy_skeleton_modifiers {t:.0} ns, ratio {:.2}x", t / o);
+        println!(
+            "  {name}: ik-core {o:.0} ns, bevy_skeleton_modifiers {t:.0} ns, ratio {:.2}x",
+            t / o
+        );
     }
 }
 

@@ -395,6 +395,8 @@ struct JointRt {
     stiffness: f32,
     gravity: Vec3,
     drag: f32,
+    /// `(1 − drag)^(h/h₀)` for the step length [`SpringBoneStage`] last used.
+    keep: f32,
 }
 
 #[derive(Clone, Debug)]
@@ -439,6 +441,8 @@ pub struct SpringBoneStage {
     last_model_to_world: Option<BoneTransform>,
     teleport_distance: f32,
     fresh: bool,
+    /// The step length the joints' `keep` factors are for.
+    keep_step: f32,
 }
 
 impl SpringBoneStage {
@@ -581,6 +585,7 @@ impl SpringBoneStage {
                     stiffness: j.stiffness,
                     gravity: j.gravity_dir.normalize_or_zero() * j.gravity_power,
                     drag: j.drag_force,
+                    keep: 1.0 - j.drag_force,
                 });
                 bones.push(j.bone);
             }
@@ -617,6 +622,7 @@ impl SpringBoneStage {
             bones: sorted,
             last_model_to_world: None,
             fresh: true,
+            keep_step: 1.0 / REFERENCE_RATE,
         })
     }
 
@@ -915,6 +921,13 @@ impl CustomStage for SpringBoneStage {
         let h = if steps > 0 { dt / steps as f32 } else { 0.0 };
         let h0 = 1.0 / REFERENCE_RATE;
         let accel = h * h / h0;
+        if steps > 0 && h != self.keep_step {
+            // (A new step length: the drag per step, once, not a `powf` per joint per step.)
+            self.keep_step = h;
+            for j in self.chains.iter_mut().flat_map(|c| c.joints.iter_mut()) {
+                j.keep = (1.0 - j.drag).powf(h / h0);
+            }
+        }
         let fresh = self.fresh;
         self.fresh = false;
         let mut max_stretch = 0.0f32;
@@ -1011,7 +1024,7 @@ impl CustomStage for SpringBoneStage {
                         let mut next = if first {
                             origin + animated
                         } else {
-                            let keep = (1.0 - j.drag).powf(h / h0);
+                            let keep = j.keep;
                             let force = dir * j.stiffness + world_rot_inv * j.gravity;
                             let next = p.tail + (p.tail - p.previous) * keep + force * accel;
                             keep_length(origin, next, length, origin + animated)
