@@ -22,7 +22,7 @@
 //! through its two neighbours toward the pole (the classic FABRIK pole, also applied between
 //! CCD iterations), which keeps the neighbours' distances. **Tip orientation**: after the
 //! position solve the tip bone is turned to the goal rotation (clamped to its limit); it does
-//! not move the effector.
+//! not move the effector. A [`JointLimit::Locked`] bone keeps its incoming rotation.
 //!
 //! **Stopping and determinism.** Iterations stop when the effector is within the tolerance
 //! (checked before the first one, so a converged input is returned untouched) or after
@@ -357,6 +357,10 @@ impl ChainIk {
         from: Vec3,
         to: Vec3,
     ) -> bool {
+        // A locked joint keeps its incoming rotation (the clamp cannot know it).
+        if self.limits[i] == JointLimit::Locked {
+            return false;
+        }
         let (Some(f), Some(t)) = (from.try_normalize(), to.try_normalize()) else {
             return false;
         };
@@ -474,7 +478,9 @@ impl ChainIk {
             }
         }
         let mut angle_error = 0.0;
-        if let Some(q) = goal.tip_rotation {
+        if let Some(q) = goal.tip_rotation
+            && self.limits[n - 1] != JointLimit::Locked
+        {
             let q = q.normalize();
             let i = n - 1;
             let b = self.bones[i];

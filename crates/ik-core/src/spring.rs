@@ -158,7 +158,7 @@ pub enum SpringError {
 ///
 /// The fields map one to one to VRM's: `VRMC_springBone` 1.0 `springs[].joints[]` (`node`,
 /// `hitRadius`, `stiffness`, `gravityPower`, `gravityDir`, `dragForce`) and VRM 0.x
-/// `secondaryAnimation.boneGroups[]` (`stiffiness` [sic], `gravityPower`, `gravityDir`,
+/// `secondaryAnimation.boneGroups[]` (`stiffiness` (sic), `gravityPower`, `gravityDir`,
 /// `dragForce`, `hitRadius`, the same for every bone of the group).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -168,7 +168,7 @@ pub struct SpringJointDesc {
     /// Radius of the tail's collision sphere, in the bone's frame (scaled with the bone, as
     /// VRM's is with its node) (`hitRadius`).
     pub hit_radius: f32,
-    /// Pull toward the animated pose (`stiffness`; VRM 0.x `stiffiness`). ≥ 0.
+    /// Pull toward the animated pose (`stiffness`; VRM 0.x `stiffiness`, sic). ≥ 0.
     pub stiffness: f32,
     /// Strength of gravity (`gravityPower`). ≥ 0.
     pub gravity_power: f32,

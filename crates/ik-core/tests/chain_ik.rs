@@ -266,3 +266,25 @@ fn two_to_sixty_four_bones_and_hostile_goals() {
         }
     }
 }
+
+#[test]
+fn a_locked_joint_keeps_its_incoming_rotation() {
+    for method in METHODS {
+        let n = 6;
+        let s = chain_rig(n, Vec3::Z, chains::RestStyle::Rotated, 12);
+        let chain = s.chain(1, n).unwrap();
+        let mut limits = vec![JointLimit::Free; n];
+        limits[2] = JointLimit::Locked;
+        let ik = ChainIk::try_new(&s, &chain, &limits, settings(method)).unwrap();
+        let mut pose = random_pose(&s, &mut Rng(31), 0.4);
+        let incoming = pose.rotations[chain.bones()[2]];
+        let target = s.model_transforms(&random_pose(&s, &mut Rng(32), 0.5))[n].translation;
+        solve(&ik, &s, &mut pose, &ChainGoal::new(target));
+        assert_eq!(pose.rotations[chain.bones()[2]], incoming, "{method:?}");
+        // The other bones moved.
+        assert_ne!(
+            pose.rotations[chain.bones()[0]],
+            s.rest_pose().rotations[chain.bones()[0]]
+        );
+    }
+}
