@@ -222,7 +222,9 @@ impl Default for SpringTail {
 ///
 /// A VRM reader fills one per VRM 1.0 `springs[]` entry, and one per leaf path of each VRM
 /// 0.x `boneGroups[].bones[]` root (a branching group becomes a chain per branch below the
-/// branch point; a bone belongs to one chain).
+/// branch point; a bone belongs to one chain). Chains are simulated in the order given: a
+/// chain hanging from another chain's bone comes after it. A centre bone should have uniform
+/// scale (its frame is inverted).
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct SpringChainDesc {
