@@ -65,7 +65,7 @@
 //!     Bone::new("hair1", Some(1), t(Vec3::NEG_Z * 0.1)),
 //!     Bone::new("hair2", Some(2), t(Vec3::NEG_Z * 0.1)),
 //! ])?;
-//! let joint = |bone| SpringJointDesc { bone, ..SpringJointDesc::default() };
+//! let joint = |bone| SpringJointDesc { bone, gravity_power: 1.0, ..SpringJointDesc::default() };
 //! let chain = SpringChainDesc {
 //!     joints: vec![joint(1), joint(2), joint(3)],
 //!     tail: SpringTail::Virtual { length: 0.07 },
