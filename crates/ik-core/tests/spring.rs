@@ -559,3 +559,104 @@ fn malformed_chains_are_rejected() {
         "shared bones"
     );
 }
+
+/// VRM's reference spring update (`UniVRM` / three-vrm `VRMSpringBoneJoint.update`), written out
+/// plainly for a chain whose root parent is `parent` in the world: per joint, root first, with
+/// the parent's simulated rotation. Returns the new world rotations.
+#[allow(clippy::too_many_arguments)]
+fn vrm_reference_step(
+    parent: (Vec3, Quat),
+    locals: &[(Vec3, Quat)],
+    tail_offsets: &[Vec3],
+    tails: &mut [(Vec3, Vec3)],
+    joint: &SpringJointDesc,
+    dt: f32,
+) {
+    let (mut p_pos, mut p_rot) = parent;
+    for (k, &(t, r)) in locals.iter().enumerate() {
+        let origin = p_pos + p_rot * t;
+        let animated_rot = p_rot * r;
+        let axis = tail_offsets[k].normalize();
+        let length = tail_offsets[k].length();
+        let (current, previous) = tails[k];
+        let mut next = current
+            + (current - previous) * (1.0 - joint.drag_force)
+            + animated_rot * axis * joint.stiffness * dt
+            + joint.gravity_dir.normalize() * joint.gravity_power * dt;
+        next = origin + (next - origin).normalize() * length;
+        tails[k] = (next, current);
+        let rot = Quat::from_rotation_arc(animated_rot * axis, (next - origin).normalize())
+            * animated_rot;
+        p_pos = origin;
+        p_rot = rot;
+    }
+}
+
+#[test]
+fn at_sixty_hertz_the_step_is_vrms_reference_update() {
+    let s = hanging_chain(4, Vec3::Y);
+    let joint = SpringJointDesc {
+        stiffness: 0.7,
+        gravity_power: 0.4,
+        drag_force: 0.35,
+        gravity_dir: Vec3::new(0.2, -1.0, 0.1),
+        ..SpringJointDesc::default()
+    };
+    let spring = SpringBoneStage::try_new(&s, &[chain_desc(4, joint, vec![])], &[]).unwrap();
+    let mut stack = IkStack::new(s.clone());
+    let slot = stack.push(Stage::custom(spring)).unwrap();
+    let mut input = s.rest_pose();
+    let dt = 1.0 / 60.0;
+    // The reference's state: tails at the animated pose.
+    let rest = s.model_transforms(&input);
+    let mut tails: Vec<(Vec3, Vec3)> = (1..=4)
+        .map(|i| {
+            let t = if i < 4 {
+                rest[i + 1].translation
+            } else {
+                // The virtual tail: 0.07 past the last joint along its parent → joint line.
+                let d = (rest[4].translation - rest[3].translation).normalize();
+                rest[4].translation + d * 0.07
+            };
+            (t, t)
+        })
+        .collect();
+    let locals: Vec<(Vec3, Quat)> = (1..=4)
+        .map(|i| (input.translations[i], input.rotations[i]))
+        .collect();
+    let offsets: Vec<Vec3> = (1..=4)
+        .map(|i| {
+            if i < 4 {
+                input.translations[i + 1]
+            } else {
+                rest[4].rotation.inverse()
+                    * (rest[4].translation - rest[3].translation).normalize()
+                    * 0.07
+            }
+        })
+        .collect();
+    step(&mut stack, slot, &input, dt, BoneTransform::IDENTITY);
+    let mut worst = 0.0f32;
+    for k in 1..180 {
+        let t = k as f32 * dt;
+        input.rotations[0] =
+            Quat::from_rotation_z(0.6 * (5.0 * t).sin()) * Quat::from_rotation_x(0.3 * t.cos());
+        step(&mut stack, slot, &input, dt, BoneTransform::IDENTITY);
+        vrm_reference_step(
+            (Vec3::ZERO, input.rotations[0]),
+            &locals,
+            &offsets,
+            &mut tails,
+            &joint,
+            dt,
+        );
+        for (i, p) in stage_mut(&mut stack, slot).particles(0).iter().enumerate() {
+            worst = worst.max(p.tail.distance(tails[i].0));
+        }
+    }
+    assert!(worst < 1e-5, "{worst} from VRM's reference update");
+    // (And the chain did move: the last tail far from where it started.)
+    let start =
+        rest[4].translation + (rest[4].translation - rest[3].translation).normalize() * 0.07;
+    assert!(tails[3].0.distance(start) > 0.01);
+}
