@@ -6,7 +6,7 @@
 //!   characters), each held 120 frames;
 //! * moving 6D gameplay goals: 2 sequences of 240 frames per rig; warm solve times are the
 //!   fastest of 5 runs of each solve from the same state (as `benches/gameplay.rs`);
-//! * the VR body: 2 seeded 40 s scripts at 72 Hz per rig; per-frame times the fastest of 5
+//! * the VR body: 2 seeded scripts of about 40 s at 72 Hz per rig; per-frame times the fastest of 5
 //!   passes over the first script;
 //! * cold: 250 goal sets per CC0 character, fastest of 5 per solve.
 //!
@@ -173,8 +173,11 @@ fn vr(rigs: &[Rig], cc0_from: usize, size: Size) {
         runs.first().map_or(0, |(_, r)| r.frames)
     );
     eprintln!(
-        "  at rest within {SETTLE_FRAMES} frames of the trackers stopping (bit-identical): {rested} of {n} (issue: all); latest {:?}",
-        runs.iter().map(|(_, r)| r.settle_frames).max()
+        "  at rest within {SETTLE_FRAMES} frames of the trackers stopping (bit-identical): {rested} of {n} (issue: all); {} still changing in the last frame, the others bit-identical after at most {:?} frames",
+        runs.iter()
+            .filter(|(_, r)| r.settle_frames.is_none())
+            .count(),
+        runs.iter().filter_map(|(_, r)| r.settle_frames).max()
     );
     eprintln!(
         "  joint turns > {FLIP_DEG}°: {} (issue: 0), largest {:.1}°; by phase {:?}: {by_phase:?}",

@@ -24,7 +24,7 @@
 //!   a feasible goal missed is still counted feasible only when the oracle's pose, or a warm
 //!   oracle from the tracker's previous output, meets it within [`TURN_BOUND_DEG`] of that
 //!   output (the gameplay support's `flip_only_misses` rule, with the bound).
-//! * **VR body** ([`vr_script`]): a seeded 40 s tracker script at 72 Hz — stand; walk 1.2 m/s
+//! * **VR body** ([`vr_script`]): a seeded tracker script of about 40 s at 72 Hz — stand; walk 1.2 m/s
 //!   with head bob and swinging hands; turn 180° on the spot; crouch 40 %; one hand held 30 %
 //!   beyond the arm; head shake ±60° at 2 Hz; stand still (trackers bit-identical) to the end.
 //! * **Cold** ([`run_cold`]): `solve_cold` from the rest pose to goals by FK of random
@@ -972,13 +972,13 @@ pub fn vr_script(body: &VrBody, rig: &Rig, seed: u64) -> Vec<VrFrame> {
     let mut len = |s: f32| s * (0.8 + 0.4 * rng.next());
     let phases = [
         (VrPhase::Stand, len(3.0)),
-        (VrPhase::Walk, len(6.0)),
-        (VrPhase::Stand, len(1.5)),
+        (VrPhase::Walk, len(8.0)),
+        (VrPhase::Stand, len(2.0)),
         (VrPhase::Turn, len(3.0)),
         (VrPhase::Crouch, len(6.0)),
         (VrPhase::HeldReach, len(6.0)),
         (VrPhase::HeadShake, len(4.0)),
-        (VrPhase::Stand, len(1.0)),
+        (VrPhase::Stand, len(2.0)),
         (VrPhase::Still, VR_STILL_SECONDS),
     ];
     let walk_dir = rng.signed() * PI / 4.0;
