@@ -101,7 +101,7 @@ fn still(rigs: &[Rig], size: Size) {
 fn moving(rigs: &[Rig], cc0_from: usize, size: Size) {
     let seqs = moving_sequences(rigs, cc0_from, size);
     let runs = par_map(&seqs, |m| run_moving(&rigs[m.rig], m));
-    let s = summarize_moving(&runs, size.moving_frames);
+    let s = summarize_moving(&runs);
     // Timed one at a time.
     let mut times = Vec::new();
     for m in &seqs {
@@ -112,7 +112,7 @@ fn moving(rigs: &[Rig], cc0_from: usize, size: Size) {
         "\nmoving 6D gameplay goals: {} sequences × {} frames (uneven ground, look-around ±150°, hands 6D at 95–105 % of the arm and up to {:.0} % beyond)",
         seqs.len(),
         size.moving_frames,
-        50.0
+        EXCURSION * 100.0
     );
     eprintln!(
         "  joint turns > {FLIP_DEG}°: {} (issue: 0), largest {:.1}°; > {TURN_BOUND_DEG}°: {}",

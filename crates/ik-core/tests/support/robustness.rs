@@ -101,7 +101,7 @@ const FAR: (f32, f32) = (1.0, 3.0);
 const EDGE_SWING: f32 = 0.05;
 /// Moving 6D hands: ... and goes up to this much further out while the excursion noise is
 /// above [`EXCURSION_FROM`] (out of [-1, 1]).
-const EXCURSION: f32 = 0.5;
+pub const EXCURSION: f32 = 0.5;
 /// See [`EXCURSION`].
 const EXCURSION_FROM: f32 = 0.5;
 /// Moving 6D hands: the goal's rotation swings up to this far from the walk's hand rotation,
@@ -680,9 +680,11 @@ pub fn moving_sequences(rigs: &[Rig], cc0_from: usize, size: Size) -> Vec<Moving
     })
 }
 
-/// What tracking one moving sequence did.
+/// What tracking one moving sequence (or several, [`summarize_moving`]) did.
 #[derive(Clone, Debug, Default)]
 pub struct MovingRun {
+    /// Frames run.
+    pub frames: usize,
     /// Joint-frames turning more than [`FLIP_DEG`] (the gameplay support's count).
     pub flips: usize,
     /// Joint-frames turning more than [`TURN_BOUND_DEG`].
@@ -711,6 +713,11 @@ impl MovingRun {
     /// Feasible goal-frames (the oracle's, less those it meets only beyond the turn bound).
     pub fn feasible(&self) -> usize {
         self.oracle_feasible - self.beyond_bound
+    }
+
+    /// Feasible goal-frames met, percent.
+    pub fn met_percent(&self) -> f64 {
+        self.met as f64 * 100.0 / self.feasible().max(1) as f64
     }
 }
 
@@ -748,6 +755,7 @@ pub fn run_moving(rig: &Rig, m: &Moving) -> MovingRun {
             ok
         },
     );
+    out.frames = r.frames;
     out.flips = r.flips;
     out.largest_turn_deg = r.largest_turn_deg;
     out.oracle_feasible = r.feasible;
@@ -810,46 +818,11 @@ pub fn time_moving(rig: &Rig, m: &Moving) -> Vec<f64> {
     r.fastest_us[1..].to_vec()
 }
 
-/// Summary of moving runs.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct MovingSummary {
-    /// Frames run.
-    pub frames: usize,
-    /// Joint turns > [`FLIP_DEG`] and > [`TURN_BOUND_DEG`].
-    pub flips: usize,
-    /// Joint turns > [`TURN_BOUND_DEG`].
-    pub over_bound: usize,
-    /// Largest turn, degrees.
-    pub largest_turn_deg: f32,
-    /// Oracle-feasible goal-frames, those beyond the bound, and those met.
-    pub oracle_feasible: usize,
-    /// See [`MovingRun::beyond_bound`].
-    pub beyond_bound: usize,
-    /// Feasible goal-frames met.
-    pub met: usize,
-    /// Worst feasible miss (1 mm / 1°).
-    pub worst_miss: f32,
-    /// Frames with an infeasible goal, and the worst other-goal error on them.
-    pub infeasible_frames: usize,
-    /// See [`MovingRun::others_error`].
-    pub others_error: f32,
-    /// Solver errors and non-finite outputs.
-    pub failures: usize,
-}
-
-impl MovingSummary {
-    /// Feasible goal-frames met, percent.
-    pub fn met_percent(&self) -> f64 {
-        let feasible = self.oracle_feasible - self.beyond_bound;
-        self.met as f64 * 100.0 / feasible.max(1) as f64
-    }
-}
-
-/// Sums `runs` over `frames` frames each.
-pub fn summarize_moving(runs: &[MovingRun], frames: usize) -> MovingSummary {
-    let mut s = MovingSummary::default();
+/// `runs` summed (largest values kept as the largest).
+pub fn summarize_moving(runs: &[MovingRun]) -> MovingRun {
+    let mut s = MovingRun::default();
     for r in runs {
-        s.frames += frames;
+        s.frames += r.frames;
         s.flips += r.flips;
         s.over_bound += r.over_bound;
         s.largest_turn_deg = s.largest_turn_deg.max(r.largest_turn_deg);
@@ -1430,9 +1403,9 @@ pub fn assert_settles(kind: StillKind) {
 }
 
 /// The CI moving runs summed (and printed).
-pub fn moving_summary() -> MovingSummary {
+pub fn moving_summary() -> MovingRun {
     let runs: Vec<MovingRun> = ci_moving().iter().map(|(_, r)| r.clone()).collect();
-    let s = summarize_moving(&runs, Size::CI.moving_frames);
+    let s = summarize_moving(&runs);
     println!("moving 6D: {s:?}, met {:.2} %", s.met_percent());
     s
 }
