@@ -227,6 +227,18 @@ pub fn cc0_rigs() -> Vec<Rig> {
     out
 }
 
+/// The full-body solver the suite measures on `rig` (still, moving and cold scenarios; the
+/// oracles and the scenario builders keep their own): default settings. The one place to
+/// measure another configuration.
+pub fn measured_solver(rig: &Rig) -> FullBodySolver {
+    rig.solver()
+}
+
+/// The VR body the suite measures on `rig`: default settings (see [`measured_solver`]).
+pub fn measured_vr_body(rig: &Rig) -> VrBody {
+    VrBody::new(&rig.skeleton, &rig.map).expect("rig maps")
+}
+
 /// Whether rig `r` (of [`convention_rigs`] then the CC0 characters from `cc0_from`) is in
 /// the CI sample: every CC0 character, and per naming convention one rest-axis style, the
 /// next style for the next convention (all 6 conventions, all 4 styles).
@@ -494,7 +506,7 @@ impl StillRun {
 
 /// Tracks `case` for `frames` frames.
 pub fn run_still(rig: &Rig, case: &StillCase, frames: usize) -> StillRun {
-    let mut solver = rig.solver();
+    let mut solver = measured_solver(rig);
     let mut pose = case.start.clone();
     let mut prev = pose.clone();
     let mut out = StillRun::default();
@@ -725,7 +737,7 @@ impl MovingRun {
 pub fn run_moving(rig: &Rig, m: &Moving) -> MovingRun {
     let mut out = MovingRun::default();
     let mut prev = rig.skeleton.rest_pose();
-    let mut solver = rig.solver();
+    let mut solver = measured_solver(rig);
     let r = gameplay::run(
         rig,
         &mut solver,
@@ -811,9 +823,9 @@ fn within_bound(
 
 /// Per warm solve of `m` (the cold first frame left out), the fastest of [`REPEATS`] runs, µs.
 pub fn time_moving(rig: &Rig, m: &Moving) -> Vec<f64> {
-    let mut solver = rig.solver();
+    let mut solver = measured_solver(rig);
     let _ = gameplay::run(rig, &mut solver, &m.frames, &m.feasible, false, track);
-    let mut solver = rig.solver();
+    let mut solver = measured_solver(rig);
     let r = gameplay::run(rig, &mut solver, &m.frames, &m.feasible, true, track);
     r.fastest_us[1..].to_vec()
 }
@@ -1157,7 +1169,7 @@ pub fn run_vr(rig: &Rig, script: &[VrFrame], timed: bool) -> VrRun {
     let passes = if timed { REPEATS } else { 1 };
     let still_from = script.iter().position(|f| f.phase == VrPhase::Still);
     for pass in 0..passes {
-        let mut body = VrBody::new(&rig.skeleton, &rig.map).expect("rig maps");
+        let mut body = measured_vr_body(rig);
         body.calibration = vr_recording::calibration(&body);
         body.dt = 1.0 / VR_HZ;
         let (_, legs) = body.limb_bones();
@@ -1278,7 +1290,7 @@ pub struct ColdRun {
 /// `count` cold solves on `rig` from the rest pose to goals by FK of random in-limit poses
 /// (the full ranges), seeded.
 pub fn run_cold(rig: &Rig, count: usize, seed: u64, timed: bool) -> ColdRun {
-    let mut solver = rig.solver();
+    let mut solver = measured_solver(rig);
     let mut rng = Rng(seed);
     let rest = rig.skeleton.rest_pose();
     let mut out = ColdRun::default();
