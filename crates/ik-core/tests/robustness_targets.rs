@@ -29,7 +29,7 @@ fn still_random_goals_settle() {
 fn still_goals_never_turn_a_joint_past_the_bound() {
     for kind in StillKind::ALL {
         let s = summarize_still(ci_still(kind));
-        let bad = still_failures(kind, |r| r.max_turn_deg > TURN_BOUND_DEG);
+        let bad = still_failures(kind, |r| over_bound(r.max_turn_deg));
         assert!(
             bad.is_empty(),
             "{kind:?}: {} joint-frames over {TURN_BOUND_DEG}° ({} over {FLIP_DEG}°, largest {:.1}°) in {} of {} runs:\n{}",
