@@ -110,9 +110,9 @@ impl Scenario {
     pub const ALL: [Self; 4] = [Self::Control, Self::Uneven, Self::Reach, Self::Both];
 }
 
-// The scenarios' goal motion, shared with bevy_ik's crowd bench.
+// The scenarios' goal motion, shared with bevy_ik's crowd bench (and the robustness suite).
 #[path = "gameplay_motion.rs"]
-mod motion;
+pub mod motion;
 use motion::{look_offset, reach_offset, uneven_foot};
 
 /// Rotates bone `b` by the model-space rotation `d` in its rest configuration: the local

@@ -1,0 +1,98 @@
+//! Issue 24's robustness suite at CI size (see `support/robustness.rs`; the full-size figures
+//! come from `benches/robustness.rs`) on the 24 test rigs and the CC0 characters, every
+//! threshold one of the issue's named constants, measured by FK of the output.
+//!
+//! This file: the checks today's full-body solver passes, and the harness's own checks (the
+//! scenarios are what they claim). The issue's targets it does not meet yet are in
+//! `robustness_targets.rs`.
+
+#[path = "support/robustness.rs"]
+mod robustness;
+
+use ik_core::humanoid::Effector;
+use robustness::*;
+
+#[test]
+fn still_reachable_goals_settle() {
+    assert_settles(StillKind::Reachable);
+}
+
+#[test]
+fn still_reachable_goals_are_met() {
+    let kind = StillKind::Reachable;
+    let bad = still_failures(kind, |r| r.final_error > 1.0);
+    assert!(
+        bad.is_empty(),
+        "reachable goals missed in the last frame:\n{}",
+        bad.join("\n")
+    );
+}
+
+/// Not vacuous: the oracle finds goals it cannot meet in the moving scenario (hands beyond
+/// reach) and meets most goal-frames.
+#[test]
+fn moving_6d_scenario_has_feasible_and_infeasible_goals() {
+    let s = moving_summary();
+    assert!(s.infeasible_frames * 50 > s.frames, "{s:?}");
+    assert!(s.oracle_feasible * 10 > s.frames * 6 * 8, "{s:?}");
+}
+
+/// The still scenarios are what they claim: the moved hand 10–40 % of the arm beyond reach or
+/// 1–3 arm lengths from its shoulder, the other goals those of the reachable set, hand rotation
+/// goals on every other seed.
+#[test]
+fn still_scenarios_are_what_they_claim() {
+    let (rigs, _) = ci_rigs();
+    for (r, rig) in rigs.iter().enumerate() {
+        let body = Body::of(rig);
+        for k in 0..2 {
+            let seed = seed_of(r, k, SALT_STILL);
+            let reach = still_case(rig, &body, StillKind::Reachable, seed);
+            assert_eq!(reach.infeasible_hand, None);
+            assert_eq!(
+                reach.goals.get(Effector::LeftHand).rotation_weight > 0.0,
+                reach.hand_rotation
+            );
+            for (kind, lo, hi) in [
+                (StillKind::HandBeyond, 1.1, 1.4),
+                (StillKind::HandFar, 1.0, 3.0),
+            ] {
+                let case = still_case(rig, &body, kind, seed);
+                let side = case.infeasible_hand.expect("a hand is moved");
+                let target = case.goals.effectors[side].position;
+                let d = reach.shoulders[side].distance(target) / body.arms[side];
+                assert!(
+                    (lo - 1e-3..=hi + 1e-3).contains(&d),
+                    "{} {kind:?}: hand at {d:.3} arms",
+                    rig.name
+                );
+                for e in (0..5).filter(|&e| e != side) {
+                    assert_eq!(case.goals.effectors[e], reach.goals.effectors[e]);
+                }
+            }
+        }
+    }
+}
+
+/// The VR scripts are what they claim: 1.2 m/s walking, a 180° turn, the head 40 % lower in
+/// the crouch, a hand 30 % beyond the arm, the head tracker turning at most 10.5° a frame in
+/// the shake, and bit-identical trackers for the last 5 s.
+#[test]
+fn vr_scripts_are_what_they_claim() {
+    let (rigs, _) = ci_rigs();
+    let rig = &rigs[0];
+    let body = ik_core::vr::VrBody::new(&rig.skeleton, &rig.map).unwrap();
+    for k in 0..3 {
+        let script = vr_script(&body, rig, seed_of(0, k, SALT_VR));
+        let c = script_checks(&body, &script);
+        assert!((c.walk_speed - 1.2).abs() < 1e-3, "{c:?}");
+        assert!((c.turn_deg - 180.0).abs() < 0.5, "{c:?}");
+        assert!((c.crouch - 0.4).abs() < 0.01, "{c:?}");
+        assert!((c.reach_beyond - 0.3).abs() < 0.01, "{c:?}");
+        assert!(c.shake_deg > 55.0 && c.shake_step_deg <= 10.5, "{c:?}");
+        assert!(
+            c.still_frames as f32 >= VR_STILL_SECONDS * VR_HZ - 1.0,
+            "{c:?}"
+        );
+    }
+}

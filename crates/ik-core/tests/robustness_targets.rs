@@ -1,0 +1,153 @@
+//! Issue 24's robustness suite at CI size (see `support/robustness.rs`; the full-size figures
+//! come from `benches/robustness.rs`) on the 24 test rigs and the CC0 characters, every
+//! threshold one of the issue's named constants, measured by FK of the output.
+//!
+//! This file: the issue's targets today's full-body solver does not meet yet (measured on
+//! 2026-11-28 in the report of branch `fb-suite`); the checks it meets are in `robustness.rs`.
+
+#[path = "support/robustness.rs"]
+mod robustness;
+
+use robustness::*;
+
+#[test]
+fn still_hand_beyond_reach_settles() {
+    assert_settles(StillKind::HandBeyond);
+}
+
+#[test]
+fn still_hand_far_away_settles() {
+    assert_settles(StillKind::HandFar);
+}
+
+#[test]
+fn still_random_goals_settle() {
+    assert_settles(StillKind::AllRandom);
+}
+
+#[test]
+fn still_goals_never_turn_a_joint_past_the_bound() {
+    for kind in StillKind::ALL {
+        let s = summarize_still(ci_still(kind));
+        let bad = still_failures(kind, |r| over_bound(r.max_turn_deg));
+        assert!(
+            bad.is_empty(),
+            "{kind:?}: {} joint-frames over {TURN_BOUND_DEG}° ({} over {FLIP_DEG}°, largest {:.1}°) in {} of {} runs:\n{}",
+            s.over_bound,
+            s.flips,
+            s.max_turn_deg,
+            bad.len(),
+            s.runs,
+            bad.join("\n")
+        );
+    }
+}
+
+#[test]
+fn moving_6d_goals_never_flip() {
+    let s = moving_summary();
+    let bad = moving_failures(|r| r.flips > 0);
+    assert!(
+        bad.is_empty(),
+        "{} joint turns over {FLIP_DEG}° (largest {:.1}°) in {} frames:\n{}",
+        s.flips,
+        s.largest_turn_deg,
+        s.frames,
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn moving_6d_feasible_goal_frames_are_met() {
+    let s = moving_summary();
+    let bad = moving_failures(|r| r.met < r.feasible());
+    assert!(
+        s.met_percent() >= FEASIBLE_MET_PERCENT && bad.is_empty(),
+        "feasible goal-frames met {:.2} % ({} of {}; {} more the oracle meets only beyond {TURN_BOUND_DEG}°), worst miss {:.1} mm|°:\n{}",
+        s.met_percent(),
+        s.met,
+        s.oracle_feasible - s.beyond_bound,
+        s.beyond_bound,
+        s.worst_miss,
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn moving_6d_infeasible_goal_leaves_the_others() {
+    let s = moving_summary();
+    let bad = moving_failures(|r| r.others_error > UNTOUCHED);
+    assert!(
+        bad.is_empty(),
+        "on {} frames with an infeasible goal the feasible ones were off by up to {:.2} mm|°:\n{}",
+        s.infeasible_frames,
+        s.others_error,
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn vr_body_comes_to_rest_when_the_trackers_do() {
+    let bad = vr_failures(|r| r.settle_frames.is_none_or(|f| f > SETTLE_FRAMES));
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn vr_body_never_flips() {
+    let bad = vr_failures(|r| r.flips > 0);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn vr_body_planted_feet_stay() {
+    let bad = vr_failures(|r| r.planted_drift > PLANTED_DRIFT);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn vr_body_stays_within_limits() {
+    let bad = vr_failures(|r| r.outside_limits > 0);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn vr_body_head_on_its_tracker_when_reachable() {
+    // Not vacuous: the head is reachable on most frames.
+    let bad = vr_failures(|r| r.head_error > HEAD_ERROR || r.head_frames * 10 < r.frames * 8);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn cold_solves_meet_the_goals_on_the_cc0_characters() {
+    let runs = ci_cold();
+    let (ok, total) = runs
+        .iter()
+        .fold((0, 0), |(a, b), (_, r)| (a + r.success, b + r.total));
+    for (i, r) in runs {
+        println!("{}: {} of {}", name(*i), r.success, r.total);
+    }
+    assert!(
+        ok as f64 >= COLD_SUCCESS * total as f64,
+        "cold solves met every goal in {ok} of {total} ({:.1} %); per character: {:?}",
+        ok as f64 * 100.0 / total as f64,
+        runs.iter()
+            .map(|(i, r)| (name(*i), r.success, r.total))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn still_infeasible_hand_leaves_the_other_goals_met() {
+    for kind in [StillKind::HandBeyond, StillKind::HandFar] {
+        let s = summarize_still(ci_still(kind));
+        let bad = still_failures(kind, |r| r.others_error > UNTOUCHED);
+        assert!(
+            bad.is_empty(),
+            "{kind:?}: the other effectors off their goals by up to {:.2} mm|° in {} of {} runs:\n{}",
+            s.others_error,
+            bad.len(),
+            s.runs,
+            bad.join("\n")
+        );
+    }
+}
