@@ -372,6 +372,8 @@
 //! solver reads (ancestors of its joints, effectors, head and mass segments), not fingers and
 //! helper bones.
 
+mod track;
+
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use glam::{Quat, Vec3};
@@ -686,6 +688,35 @@ pub struct FullBodySettings {
     /// acts while the solver iterates (at least one step per Jacobian pass when on); a pose that
     /// already meets every goal is returned unchanged.
     pub posture_gain: f32,
+    /// How [`FullBodySolver::solve`] tracks (see [`TrackingMode`]; default
+    /// [`TrackingMode::Corrective`], today's behaviour).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub tracking: TrackingMode,
+    /// With [`TrackingMode::Bounded`]: the per-frame turn bound, radians — no joint turns
+    /// more than this from the pose passed in (the previous frame's output when the caller
+    /// warm-starts), whatever the goals do (default [`DEFAULT_MAX_TURN`], 15°).
+    pub max_turn: f32,
+    /// With [`TrackingMode::Bounded`]: per effector ([`Effector::ALL`] order), how much its
+    /// goal may pull the joints it shares with other effectors (spine, chest, the hips): 0
+    /// moves only its own limb (clavicle, arm or leg), 1 (the default) lets the trunk and
+    /// pelvis follow as far as the other goals and the limits allow.
+    pub pull: [f32; 5],
+}
+
+/// How [`FullBodySolver::solve`] (tracking) works; [`FullBodySolver::solve_cold`] is the same
+/// in both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum TrackingMode {
+    /// The Jacobian passes with their corrective passes (pelvis pin, limb pre-pass and finish,
+    /// give-way from frame to frame, rescue, trunk finish): see the module docs.
+    #[default]
+    Corrective,
+    /// One prioritised, bounded-step solve in which the per-frame turn bound
+    /// ([`FullBodySettings::max_turn`]), the joint limits and a fixed point for still goals
+    /// hold by construction, and a hand or foot goal beyond its limb's reach ranks below the
+    /// other goals of its level (see the `track` module docs).
+    Bounded,
 }
 
 impl Default for FullBodySettings {
@@ -706,9 +737,15 @@ impl Default for FullBodySettings {
             coarse_factor: 100.0,
             reference: PostureReference::Input,
             posture_gain: 0.0,
+            tracking: TrackingMode::Corrective,
+            max_turn: DEFAULT_MAX_TURN,
+            pull: [1.0; 5],
         }
     }
 }
+
+/// The default [`FullBodySettings::max_turn`]: 15°, in radians.
+pub const DEFAULT_MAX_TURN: f32 = 15.0 * core::f32::consts::PI / 180.0;
 
 /// The residual of one goal after a solve.
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
@@ -945,6 +982,16 @@ pub struct FullBodyScratch {
     segment_pos: Vec<Vec3>,
     /// `J Jᵀ` as a packed lower triangle of 3 × 3 blocks (see `pair_base`).
     pairs: Vec<[Vec3; 3]>,
+    /// Bounded tracking (see `track`): per joint, whether the last candidate moved it onto
+    /// its per-frame turn bound.
+    clipped: Vec<bool>,
+    /// Bounded tracking: per joint, whether it is left out of the next step (held by a bound
+    /// or a limit: the active set).
+    frozen: Vec<bool>,
+    /// Bounded tracking: the model of the last kept candidate (`best`).
+    model_best: Vec<BoneTransform>,
+    /// Bounded tracking: the lexicographic level of each goal channel this frame.
+    rank: [u8; CHANNELS],
 }
 
 impl FullBodyScratch {
@@ -1365,6 +1412,9 @@ impl FullBodySolver {
         s.last_of = 0;
         s.segment_pos = vec![Vec3::ZERO; self.segments.len()];
         s.pairs = vec![[Vec3::ZERO; 3]; pair_base(MAX_BLOCKS)];
+        s.clipped = vec![false; self.joints.len()];
+        s.frozen = vec![false; self.joints.len()];
+        s.model_best = Vec::with_capacity(n);
         s.reset();
     }
 
@@ -1706,6 +1756,12 @@ impl<'a> Solve<'a> {
             report.iterations = iterations;
             report.restarts = restarts;
             report
+        } else if s.tracking == TrackingMode::Bounded {
+            // One prioritised, bounded-step solve (see `track`); nothing after it touches
+            // the pose.
+            let report = self.track(skeleton, pose, goals);
+            self.remember(pose);
+            return Ok(report);
         } else {
             self.spare_tight_limbs(goals);
             let mut report = self.attempt(skeleton, pose, goals, s.max_iterations);
