@@ -34,9 +34,10 @@
 //! one gets worse, and the deciding level drops by more than [`ACCEPT_RATIO`] of its cost
 //! (and at least [`ACCEPT_FLOOR`]). A goal within its tolerance costs exactly 0, so a met goal
 //! never blocks the levels below it with round-off. A rejected candidate is undone bit for bit;
-//! a rejected Gauss–Newton step is retried once with the joints it pushed onto a bound left
-//! out, else halved, and the frame ends after [`MAX_REJECTS`] rejections in a row. After a
-//! kept Gauss–Newton step the limb finish is tried once more (a candidate too).
+//! a rejected Gauss–Newton step is retried with the joints it pushed onto a bound left
+//! out, else with [`LM_GROWTH`] times the damping (Levenberg–Marquardt), and the frame ends after [`MAX_REJECTS`] rejections in a row. Each
+//! Gauss–Newton candidate ends with the analytic limb finish (the step's second-order drift of
+//! every limb closed onto its goal), judged with it.
 //!
 //! Nothing else touches the pose. Hence, **by construction**:
 //!
@@ -81,6 +82,9 @@ pub(super) const ACCEPT_RATIO: f32 = 0.01;
 /// ... and by at least this much (squared tolerances): residuals are tolerance-scaled, so
 /// this is a hundredth of a goal moving from twice its tolerance to within it.
 pub(super) const ACCEPT_FLOOR: f32 = 1e-2;
+/// The factor by which a rejected Gauss–Newton step's damping grows (and a kept one's
+/// shrinks, down to [`FullBodySettings::damping`](super::FullBodySettings::damping)).
+const LM_GROWTH: f32 = 10.0;
 /// Consecutive rejected candidates after which a frame ends.
 const MAX_REJECTS: u32 = 3;
 /// Distinct priority numbers told apart (one per goal channel group at most); goals on
@@ -155,8 +159,8 @@ impl Solve<'_> {
         let mut cost = self.costs(skeleton, pose, goals);
         self.s.best.copy_from(pose);
         self.s.model_best.clone_from(&self.s.model);
-        let mut scale = 1.0f32;
-        let mut fresh_step = true;
+        // Levenberg–Marquardt: the damping grows after a rejected step, shrinks after a kept one.
+        let mut mu = 1.0f32;
         if s.analytic_limbs {
             // The analytic candidates: the hips onto the pelvis goal (within the turn bound),
             // then each limb's own joints onto its goal (the finish never moves another
@@ -182,31 +186,26 @@ impl Solve<'_> {
             }
         }
         let mut rejects = 0;
-        let mut gn_kept = false;
         while report.iterations < s.max_iterations.max(1) && rejects < MAX_REJECTS {
-            if fresh_step {
-                let rows = self.step(skeleton, pose, goals);
-                if rows == 0 {
-                    break;
-                }
-                scale = 1.0;
-            } else {
-                for v in &mut self.s.dls.dq {
-                    *v *= scale;
-                }
+            if self.step(skeleton, pose, goals, mu) == 0 {
+                break;
             }
             report.iterations += 1;
             report.limits_hit = self.apply(skeleton, pose);
+            if s.analytic_limbs {
+                // The step's second-order drift of each limb closed analytically: part of
+                // the candidate, judged with it.
+                report.limits_hit += self.finish_limbs(skeleton, pose, goals);
+            }
             self.bound_turns(skeleton, pose);
             if self.accept(skeleton, pose, goals, &mut cost) {
                 rejects = 0;
-                gn_kept = true;
-                fresh_step = true;
+                mu = (mu / LM_GROWTH).max(1.0);
                 continue;
             }
             rejects += 1;
             // The active set: joints this step pushed onto a bound or limit leave the next
-            // one; with none new, the same step halved.
+            // one; with none new, the step is damped more.
             let mut freed = false;
             for ji in 0..self.rig.joints.len() {
                 let held = self.s.saturated[ji] || self.s.clipped[ji];
@@ -215,14 +214,9 @@ impl Solve<'_> {
                     freed = true;
                 }
             }
-            fresh_step = freed;
-            scale = 0.5;
-        }
-        if gn_kept && s.analytic_limbs {
-            // The limbs closed onto their goals where the steps left the trunk.
-            report.limits_hit += self.finish_limbs(skeleton, pose, goals);
-            self.bound_turns(skeleton, pose);
-            self.accept(skeleton, pose, goals, &mut cost);
+            if !freed {
+                mu *= LM_GROWTH;
+            }
         }
         self.fk(skeleton, pose);
         report.converged = self.measure(skeleton, pose, goals, &mut report);
@@ -374,9 +368,9 @@ impl Solve<'_> {
         c
     }
 
-    /// The prioritised Gauss–Newton step at the current pose into `dls.dq` (model fresh);
-    /// returns its row count (0: nothing to solve).
-    fn step(&mut self, skeleton: &Skeleton, pose: &Pose, goals: &FullBodyGoals) -> usize {
+    /// The prioritised Gauss–Newton step at the current pose into `dls.dq` (model fresh), its
+    /// damping scaled by `mu`; returns its row count (0: nothing to solve).
+    fn step(&mut self, skeleton: &Skeleton, pose: &Pose, goals: &FullBodyGoals, mu: f32) -> usize {
         let s = self.rig.settings;
         let cols = self.rig.cols;
         let resolved = self.resolved(skeleton, pose, goals);
@@ -553,7 +547,7 @@ impl Solve<'_> {
             .map(|v| v * v)
             .sum::<f32>()
             .sqrt();
-        let lambda2 = s.damping * s.damping * (1.0 + err_norm);
+        let lambda2 = s.damping * s.damping * (1.0 + err_norm) * mu;
         if s.posture_gain > 0.0 {
             self.posture(skeleton, pose);
         }
