@@ -86,7 +86,7 @@ pub(super) const ACCEPT_FLOOR: f32 = 1e-2;
 /// shrinks, down to [`FullBodySettings::damping`](super::FullBodySettings::damping)).
 const LM_GROWTH: f32 = 10.0;
 /// Consecutive rejected candidates after which a frame ends.
-const MAX_REJECTS: u32 = 3;
+const MAX_REJECTS: u32 = 2;
 /// Distinct priority numbers told apart (one per goal channel group at most); goals on
 /// larger numbers share the last.
 const PRIORITIES: usize = 7;
@@ -187,6 +187,10 @@ impl Solve<'_> {
         }
         let mut rejects = 0;
         while report.iterations < s.max_iterations.max(1) && rejects < MAX_REJECTS {
+            if cost.iter().all(|&c| c == 0.0) {
+                // Every goal within tolerance (and no posture to follow): no step can be kept.
+                break;
+            }
             if self.step(skeleton, pose, goals, mu) == 0 {
                 break;
             }
