@@ -1,6 +1,23 @@
 //! The full-body humanoid solver ([`FullBodySolver`]) and its goal set ([`FullBodyGoals`]).
 //!
-//! # Method
+//! # Two tracking modes
+//!
+//! [`FullBodySolver::solve`] (tracking) runs in one of two modes ([`TrackingMode`]):
+//!
+//! * [`TrackingMode::Corrective`] (the default today): the Jacobian passes with the corrective
+//!   passes described below (pelvis pin, limb pre-pass, coarse/fine rounds, limb and look-at
+//!   finish, give-way from frame to frame, rescue, trunk finish).
+//! * [`TrackingMode::Bounded`]: one prioritised, bounded-step formulation (module `track`) in
+//!   which the per-frame turn bound ([`FullBodySettings::max_turn`]), the joint limits and a
+//!   fixed point for still goals (feasible or not) hold by construction, and a hand or foot
+//!   goal beyond its limb's reach ranks below the other goals of its level, so it cannot drag
+//!   them off. `tests/full_body_tracking.rs` checks each of these by forward kinematics on
+//!   every test-rig convention (the corrective mode fails all four scenarios:
+//!   `IK_TRACKING=corrective`).
+//!
+//! [`FullBodySolver::solve_cold`] is the same in both (restarts allowed).
+//!
+//! # Method (corrective mode and cold solves)
 //!
 //! One damped-least-squares Jacobian (block-sparse normal equations `J Jᵀ + λ²I`, solved by
 //! Cholesky) over every humanoid joint (floating pelvis 6, spine, chest,
