@@ -372,6 +372,26 @@ impl Solve<'_> {
         c
     }
 
+    /// Whether a 6D pelvis goal in model space on the first level is met: the hips are then
+    /// held (its rows and the floating joint's columns leave the step; to first order the
+    /// level's rows allow no motion of the hips anyway), which decouples the legs from the
+    /// rest (see [`merge_disjoint_levels`]).
+    fn pelvis_held(&self, goals: &FullBodyGoals) -> bool {
+        let s = &self.rig.settings;
+        let k = Effector::Pelvis as usize;
+        let g = &goals.effectors[k];
+        if !(g.wants_position() && g.wants_rotation()) || g.frame != GoalFrame::Model {
+            return false;
+        }
+        let top = self.s.rank.iter().copied().min().unwrap_or(0);
+        if self.s.rank[channel(k, false)] != top || self.s.rank[channel(k, true)] != top {
+            return false;
+        }
+        let m = &self.s.model[self.rig.effector_bones[k]];
+        m.translation.distance(g.position) <= s.position_tolerance
+            && quat_angle(m.rotation, g.rotation) <= s.rotation_tolerance
+    }
+
     /// The prioritised Gauss–Newton step at the current pose into `dls.dq` (model fresh), its
     /// damping scaled by `mu`; returns its row count (0: nothing to solve).
     fn step(&mut self, skeleton: &Skeleton, pose: &Pose, goals: &FullBodyGoals, mu: f32) -> usize {
@@ -384,7 +404,11 @@ impl Solve<'_> {
         let mut row_level = [0u8; MAX_ROWS];
         let mut wp = [0.0f32; 5];
         let mut wr = [0.0f32; 5];
+        let pinned = self.pelvis_held(goals);
         for (k, g) in goals.effectors.iter().enumerate() {
+            if pinned && k == Effector::Pelvis as usize {
+                continue;
+            }
             let m = self.s.model[self.rig.effector_bones[k]];
             if g.wants_position() {
                 wp[k] = g.position_weight.sqrt();
@@ -436,7 +460,7 @@ impl Solve<'_> {
             goals.center_of_mass.weight.max(0.0).sqrt() / total
         });
         for (ji, j) in self.rig.joints.iter().enumerate() {
-            if self.s.frozen[ji] {
+            if self.s.frozen[ji] || (pinned && matches!(j.dof, Dof::Floating)) {
                 continue;
             }
             let anchor = self.s.anchor_affects[ji];
@@ -555,6 +579,7 @@ impl Solve<'_> {
         if s.posture_gain > 0.0 {
             self.posture(skeleton, pose);
         }
+        merge_disjoint_levels(&self.s.dls.jac[..rows * cols], cols, &mut row_level[..rows]);
         let ok = self.s.dls.prioritized_step(
             rows,
             cols,
@@ -567,5 +592,41 @@ impl Solve<'_> {
             self.s.dls.dq.fill(0.0);
         }
         rows
+    }
+}
+
+/// Relabels every level whose rows share no column with any level before it onto the first
+/// level (`row_level`, rows of `jac`, row-major with `cols` columns): its prioritised solution
+/// is its own least-squares solution (the earlier levels' null-space projector is the identity
+/// on its columns), which the first level's block-diagonal normal equations give as well — the
+/// same step with fewer levels to project (the feet and the hands when the hips are held).
+/// Leaves `row_level` as it is with more than 128 columns.
+fn merge_disjoint_levels(jac: &[f32], cols: usize, row_level: &mut [u8]) {
+    if cols > 128 || row_level.is_empty() {
+        return;
+    }
+    let rows = row_level.len();
+    let first = row_level.iter().copied().min().unwrap_or(0);
+    let mut union = 0u128;
+    let mut level = first;
+    loop {
+        let mut mask = 0u128;
+        for r in (0..rows).filter(|&r| row_level[r] == level) {
+            for (c, &v) in jac[r * cols..(r + 1) * cols].iter().enumerate() {
+                if v != 0.0 {
+                    mask |= 1 << c;
+                }
+            }
+        }
+        if level != first && mask & union == 0 {
+            for l in row_level.iter_mut().filter(|l| **l == level) {
+                *l = first;
+            }
+        }
+        union |= mask;
+        match row_level.iter().copied().filter(|&l| l > level).min() {
+            Some(next) => level = next,
+            None => break,
+        }
     }
 }
