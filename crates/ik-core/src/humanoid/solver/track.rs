@@ -606,18 +606,22 @@ fn merge_disjoint_levels(jac: &[f32], cols: usize, row_level: &mut [u8]) {
         return;
     }
     let rows = row_level.len();
+    // Each row's columns, once.
+    let mut masks = [0u128; MAX_ROWS];
+    for (r, mask) in masks[..rows].iter_mut().enumerate() {
+        for (c, &v) in jac[r * cols..(r + 1) * cols].iter().enumerate() {
+            if v != 0.0 {
+                *mask |= 1 << c;
+            }
+        }
+    }
     let first = row_level.iter().copied().min().unwrap_or(0);
     let mut union = 0u128;
     let mut level = first;
     loop {
-        let mut mask = 0u128;
-        for r in (0..rows).filter(|&r| row_level[r] == level) {
-            for (c, &v) in jac[r * cols..(r + 1) * cols].iter().enumerate() {
-                if v != 0.0 {
-                    mask |= 1 << c;
-                }
-            }
-        }
+        let mask = (0..rows)
+            .filter(|&r| row_level[r] == level)
+            .fold(0u128, |m, r| m | masks[r]);
         if level != first && mask & union == 0 {
             for l in row_level.iter_mut().filter(|l| **l == level) {
                 *l = first;
