@@ -13,18 +13,21 @@ mod alloc;
 #[global_allocator]
 static GLOBAL: alloc::Counting = alloc::Counting;
 
+/// A seeded uniform number in `[0, 1]` (xorshift32).
+fn xorshift(seed: &mut u32) -> f32 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 17;
+    *seed ^= *seed << 5;
+    *seed as f32 / u32::MAX as f32
+}
+
 #[test]
 fn solve_does_not_allocate() {
     let s = test_rig(RigConvention::Unreal, RestAxes::PlusY);
     let (map, _) = HumanoidMap::from_skeleton(&s);
     let mut solver = FullBodySolver::new(&s, &map).unwrap();
     let mut seed = 7u32;
-    let mut next = || {
-        seed ^= seed << 13;
-        seed ^= seed >> 17;
-        seed ^= seed << 5;
-        seed as f32 / u32::MAX as f32
-    };
+    let mut next = || xorshift(&mut seed);
     let mut all_goals = Vec::new();
     for _ in 0..20 {
         let truth = random_pose_within_limits(&s, &map, solver.limits(), 1.0, &mut next);
@@ -96,12 +99,7 @@ fn bounded_tracking_does_not_allocate() {
     let mut solver = FullBodySolver::new(&s, &map).unwrap();
     solver.settings_mut().tracking = TrackingMode::Bounded;
     let mut seed = 11u32;
-    let mut next = || {
-        seed ^= seed << 13;
-        seed ^= seed >> 17;
-        seed ^= seed << 5;
-        seed as f32 / u32::MAX as f32
-    };
+    let mut next = || xorshift(&mut seed);
     let mut all_goals = Vec::new();
     for _ in 0..10 {
         let truth = random_pose_within_limits(&s, &map, solver.limits(), 1.0, &mut next);

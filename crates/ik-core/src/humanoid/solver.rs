@@ -3127,32 +3127,7 @@ impl<'a> Solve<'a> {
                     }
                 }
                 let com_w = com.map_or(0.0, |(_, total)| com_weight.max(0.0).sqrt() / total);
-                let mut axes = [(Vec3::ZERO, false); 6];
-                let n = match j.dof {
-                    Dof::Floating => {
-                        axes = [
-                            (Vec3::X, true),
-                            (Vec3::Y, true),
-                            (Vec3::Z, true),
-                            (Vec3::X, false),
-                            (Vec3::Y, false),
-                            (Vec3::Z, false),
-                        ];
-                        6
-                    }
-                    Dof::Ball => {
-                        axes[..3].copy_from_slice(&[
-                            (Vec3::X, false),
-                            (Vec3::Y, false),
-                            (Vec3::Z, false),
-                        ]);
-                        3
-                    }
-                    Dof::Hinge(h) => {
-                        axes[0] = ((m.rotation * h).normalize(), false);
-                        1
-                    }
-                };
+                let (axes, n) = joint_axes(j.dof, m.rotation);
                 for (c, &(axis, translation)) in axes[..n].iter().enumerate() {
                     if translation && self.s.pelvis_pin == PelvisPin::Position {
                         // The hips stay on the pelvis goal: zero translation columns.
@@ -3179,13 +3154,13 @@ impl<'a> Solve<'a> {
                         if k == 6 {
                             let r = row_of[6][0];
                             if r != usize::MAX {
-                                let v = if translation {
-                                    axis * m_sub
-                                } else {
-                                    axis.cross(s_sub - pivot * m_sub)
-                                };
-                                // Only the ground-plane part of the motion counts.
-                                let v = (v - self.rig.up * v.dot(self.rig.up)) * com_w;
+                                let v = com_column(
+                                    axis,
+                                    translation,
+                                    pivot,
+                                    (m_sub, s_sub),
+                                    self.rig.up,
+                                ) * com_w;
                                 set3(jac, r, cols, col, v);
                             }
                             continue;
@@ -3200,19 +3175,11 @@ impl<'a> Solve<'a> {
                             let mut v = Vec3::ZERO;
                             if on_effector {
                                 let x = self.s.model[self.rig.effector_bones[k]].translation;
-                                v += if translation {
-                                    axis
-                                } else {
-                                    axis.cross(x - pivot)
-                                };
+                                v += point_column(axis, translation, pivot, x);
                             }
                             if on_frame {
                                 let t = goals.effectors[k].position;
-                                v -= if translation {
-                                    axis
-                                } else {
-                                    axis.cross(t - pivot)
-                                };
+                                v -= point_column(axis, translation, pivot, t);
                             }
                             set3(jac, rp, cols, col, v * wp[k].sqrt());
                         }
@@ -3587,6 +3554,62 @@ fn full(w: f32, full: f32) -> f32 {
 /// `local` turned by the model-space rotation vector `w` about its own origin.
 fn rotate_in_parent(parent_rot: Quat, w: Vec3, local: Quat) -> Quat {
     rotate_in_parent_q(parent_rot, from_rotation_vector(w), local)
+}
+
+/// How turning about (or moving along, with `translation`) `axis` through `pivot` moves
+/// `point`: one Jacobian column's position rows.
+fn point_column(axis: Vec3, translation: bool, pivot: Vec3, point: Vec3) -> Vec3 {
+    if translation {
+        axis
+    } else {
+        axis.cross(point - pivot)
+    }
+}
+
+/// How turning about (or moving along) `axis` through `pivot` moves the centre of mass of
+/// the segments below the joint (`(mass, mass-weighted position)`), in the ground plane
+/// (normal `up`), unnormalised by the total mass: one column's centre-of-mass rows.
+fn com_column(
+    axis: Vec3,
+    translation: bool,
+    pivot: Vec3,
+    (m_sub, s_sub): (f32, Vec3),
+    up: Vec3,
+) -> Vec3 {
+    let v = if translation {
+        axis * m_sub
+    } else {
+        axis.cross(s_sub - pivot * m_sub)
+    };
+    v - up * v.dot(up)
+}
+
+/// A joint's Jacobian columns as model-space axes (a translation axis when the flag is set,
+/// else a rotation axis), from its bone's model rotation; the count in use.
+fn joint_axes(dof: Dof, rotation: Quat) -> ([(Vec3, bool); 6], usize) {
+    let mut axes = [(Vec3::ZERO, false); 6];
+    let n = match dof {
+        Dof::Floating => {
+            axes = [
+                (Vec3::X, true),
+                (Vec3::Y, true),
+                (Vec3::Z, true),
+                (Vec3::X, false),
+                (Vec3::Y, false),
+                (Vec3::Z, false),
+            ];
+            6
+        }
+        Dof::Ball => {
+            axes[..3].copy_from_slice(&[(Vec3::X, false), (Vec3::Y, false), (Vec3::Z, false)]);
+            3
+        }
+        Dof::Hinge(h) => {
+            axes[0] = ((rotation * h).normalize(), false);
+            1
+        }
+    };
+    (axes, n)
 }
 
 fn set3(jac: &mut [f32], row: usize, cols: usize, col: usize, v: Vec3) {

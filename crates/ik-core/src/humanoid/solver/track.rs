@@ -70,7 +70,7 @@ use glam::Vec3;
 
 use super::{
     Dof, Effector, FullBodyGoals, FullBodyReport, GoalFrame, MAX_ROWS, PelvisPin, Solve, channel,
-    clamp_len, set3, vec_angle,
+    clamp_len, com_column, joint_axes, point_column, set3, vec_angle,
 };
 use crate::analytic::finish::quat_angle;
 use crate::pose::Pose;
@@ -479,32 +479,7 @@ impl Solve<'_> {
                     }
                 }
             }
-            let mut axes = [(Vec3::ZERO, false); 6];
-            let n = match j.dof {
-                Dof::Floating => {
-                    axes = [
-                        (Vec3::X, true),
-                        (Vec3::Y, true),
-                        (Vec3::Z, true),
-                        (Vec3::X, false),
-                        (Vec3::Y, false),
-                        (Vec3::Z, false),
-                    ];
-                    6
-                }
-                Dof::Ball => {
-                    axes[..3].copy_from_slice(&[
-                        (Vec3::X, false),
-                        (Vec3::Y, false),
-                        (Vec3::Z, false),
-                    ]);
-                    3
-                }
-                Dof::Hinge(h) => {
-                    axes[0] = ((m.rotation * h).normalize(), false);
-                    1
-                }
-            };
+            let (axes, n) = joint_axes(j.dof, m.rotation);
             for (c, &(axis, translation)) in axes[..n].iter().enumerate() {
                 let col = j.col + c;
                 let mut below = j.affects | anchor;
@@ -522,12 +497,9 @@ impl Solve<'_> {
                     if k == 6 {
                         let r = row_of[6][0];
                         if r != usize::MAX {
-                            let v = if translation {
-                                axis * m_sub
-                            } else {
-                                axis.cross(s_sub - pivot * m_sub)
-                            };
-                            let v = (v - self.rig.up * v.dot(self.rig.up)) * com_w;
+                            let v =
+                                com_column(axis, translation, pivot, (m_sub, s_sub), self.rig.up)
+                                    * com_w;
                             set3(jac, r, cols, col, v);
                         }
                         continue;
@@ -547,19 +519,11 @@ impl Solve<'_> {
                         let mut v = Vec3::ZERO;
                         if on_effector {
                             let x = self.s.model[self.rig.effector_bones[k]].translation;
-                            v += if translation {
-                                axis
-                            } else {
-                                axis.cross(x - pivot)
-                            };
+                            v += point_column(axis, translation, pivot, x);
                         }
                         if on_frame {
                             let t = goals.effectors[k].position;
-                            v -= if translation {
-                                axis
-                            } else {
-                                axis.cross(t - pivot)
-                            };
+                            v -= point_column(axis, translation, pivot, t);
                         }
                         set3(jac, rp, cols, col, v * (wp[k] * pull));
                     }
