@@ -93,8 +93,9 @@ pub use map::{
 };
 pub(crate) use names::{is_twist_helper as is_twist_bone_name, words as bone_name_words};
 pub use solver::{
-    CenterOfMassGoal, Effector, EffectorGoal, FullBodyGoals, FullBodyReport, FullBodyScratch,
-    FullBodySettings, FullBodySolver, GoalFrame, GoalResidual, LookAtGoal, PostureReference,
+    CenterOfMassGoal, DEFAULT_MAX_TURN, Effector, EffectorGoal, FullBodyGoals, FullBodyReport,
+    FullBodyScratch, FullBodySettings, FullBodySolver, GoalFrame, GoalResidual, LookAtGoal,
+    PostureReference, TrackingMode,
 };
 #[cfg(any(test, feature = "test-fixtures"))]
 #[doc(hidden)]

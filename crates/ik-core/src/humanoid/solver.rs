@@ -1,6 +1,23 @@
 //! The full-body humanoid solver ([`FullBodySolver`]) and its goal set ([`FullBodyGoals`]).
 //!
-//! # Method
+//! # Two tracking modes
+//!
+//! [`FullBodySolver::solve`] (tracking) runs in one of two modes ([`TrackingMode`]):
+//!
+//! * [`TrackingMode::Corrective`] (the default today): the Jacobian passes with the corrective
+//!   passes described below (pelvis pin, limb pre-pass, coarse/fine rounds, limb and look-at
+//!   finish, give-way from frame to frame, rescue, trunk finish).
+//! * [`TrackingMode::Bounded`]: one prioritised, bounded-step formulation (module `track`) in
+//!   which the per-frame turn bound ([`FullBodySettings::max_turn`]), the joint limits and a
+//!   fixed point for still goals (feasible or not) hold by construction, and a hand or foot
+//!   goal beyond its limb's reach ranks below the other goals of its level, so it cannot drag
+//!   them off. `tests/full_body_tracking.rs` checks each of these by forward kinematics on
+//!   every test-rig convention (the corrective mode fails all four scenarios:
+//!   `IK_TRACKING=corrective`).
+//!
+//! [`FullBodySolver::solve_cold`] is the same in both (restarts allowed).
+//!
+//! # Method (corrective mode and cold solves)
 //!
 //! One damped-least-squares Jacobian (block-sparse normal equations `J Jᵀ + λ²I`, solved by
 //! Cholesky) over every humanoid joint (floating pelvis 6, spine, chest,
@@ -372,6 +389,8 @@
 //! solver reads (ancestors of its joints, effectors, head and mass segments), not fingers and
 //! helper bones.
 
+mod track;
+
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use glam::{Quat, Vec3};
@@ -686,6 +705,35 @@ pub struct FullBodySettings {
     /// acts while the solver iterates (at least one step per Jacobian pass when on); a pose that
     /// already meets every goal is returned unchanged.
     pub posture_gain: f32,
+    /// How [`FullBodySolver::solve`] tracks (see [`TrackingMode`]; default
+    /// [`TrackingMode::Corrective`], today's behaviour).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub tracking: TrackingMode,
+    /// With [`TrackingMode::Bounded`]: the per-frame turn bound, radians — no joint turns
+    /// more than this from the pose passed in (the previous frame's output when the caller
+    /// warm-starts), whatever the goals do (default [`DEFAULT_MAX_TURN`], 15°).
+    pub max_turn: f32,
+    /// With [`TrackingMode::Bounded`]: per effector ([`Effector::ALL`] order), how much its
+    /// goal may pull the joints it shares with other effectors (spine, chest, the hips): 0
+    /// moves only its own limb (clavicle, arm or leg), 1 (the default) lets the trunk and
+    /// pelvis follow as far as the other goals and the limits allow.
+    pub pull: [f32; 5],
+}
+
+/// How [`FullBodySolver::solve`] (tracking) works; [`FullBodySolver::solve_cold`] is the same
+/// in both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum TrackingMode {
+    /// The Jacobian passes with their corrective passes (pelvis pin, limb pre-pass and finish,
+    /// give-way from frame to frame, rescue, trunk finish): see the module docs.
+    #[default]
+    Corrective,
+    /// One prioritised, bounded-step solve in which the per-frame turn bound
+    /// ([`FullBodySettings::max_turn`]), the joint limits and a fixed point for still goals
+    /// hold by construction, and a hand or foot goal beyond its limb's reach ranks below the
+    /// other goals of its level (see the `track` module docs).
+    Bounded,
 }
 
 impl Default for FullBodySettings {
@@ -706,9 +754,15 @@ impl Default for FullBodySettings {
             coarse_factor: 100.0,
             reference: PostureReference::Input,
             posture_gain: 0.0,
+            tracking: TrackingMode::Corrective,
+            max_turn: DEFAULT_MAX_TURN,
+            pull: [1.0; 5],
         }
     }
 }
+
+/// The default [`FullBodySettings::max_turn`]: 15°, in radians.
+pub const DEFAULT_MAX_TURN: f32 = 15.0 * core::f32::consts::PI / 180.0;
 
 /// The residual of one goal after a solve.
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
@@ -945,6 +999,16 @@ pub struct FullBodyScratch {
     segment_pos: Vec<Vec3>,
     /// `J Jᵀ` as a packed lower triangle of 3 × 3 blocks (see `pair_base`).
     pairs: Vec<[Vec3; 3]>,
+    /// Bounded tracking (see `track`): per joint, whether the last candidate moved it onto
+    /// its per-frame turn bound.
+    clipped: Vec<bool>,
+    /// Bounded tracking: per joint, whether it is left out of the next step (held by a bound
+    /// or a limit: the active set).
+    frozen: Vec<bool>,
+    /// Bounded tracking: the model of the last kept candidate (`best`).
+    model_best: Vec<BoneTransform>,
+    /// Bounded tracking: the lexicographic level of each goal channel this frame.
+    rank: [u8; CHANNELS],
 }
 
 impl FullBodyScratch {
@@ -1365,6 +1429,9 @@ impl FullBodySolver {
         s.last_of = 0;
         s.segment_pos = vec![Vec3::ZERO; self.segments.len()];
         s.pairs = vec![[Vec3::ZERO; 3]; pair_base(MAX_BLOCKS)];
+        s.clipped = vec![false; self.joints.len()];
+        s.frozen = vec![false; self.joints.len()];
+        s.model_best = Vec::with_capacity(n);
         s.reset();
     }
 
@@ -1706,6 +1773,12 @@ impl<'a> Solve<'a> {
             report.iterations = iterations;
             report.restarts = restarts;
             report
+        } else if s.tracking == TrackingMode::Bounded {
+            // One prioritised, bounded-step solve (see `track`); nothing after it touches
+            // the pose.
+            let report = self.track(skeleton, pose, goals);
+            self.remember(pose);
+            return Ok(report);
         } else {
             self.spare_tight_limbs(goals);
             let mut report = self.attempt(skeleton, pose, goals, s.max_iterations);
@@ -3054,32 +3127,7 @@ impl<'a> Solve<'a> {
                     }
                 }
                 let com_w = com.map_or(0.0, |(_, total)| com_weight.max(0.0).sqrt() / total);
-                let mut axes = [(Vec3::ZERO, false); 6];
-                let n = match j.dof {
-                    Dof::Floating => {
-                        axes = [
-                            (Vec3::X, true),
-                            (Vec3::Y, true),
-                            (Vec3::Z, true),
-                            (Vec3::X, false),
-                            (Vec3::Y, false),
-                            (Vec3::Z, false),
-                        ];
-                        6
-                    }
-                    Dof::Ball => {
-                        axes[..3].copy_from_slice(&[
-                            (Vec3::X, false),
-                            (Vec3::Y, false),
-                            (Vec3::Z, false),
-                        ]);
-                        3
-                    }
-                    Dof::Hinge(h) => {
-                        axes[0] = ((m.rotation * h).normalize(), false);
-                        1
-                    }
-                };
+                let (axes, n) = joint_axes(j.dof, m.rotation);
                 for (c, &(axis, translation)) in axes[..n].iter().enumerate() {
                     if translation && self.s.pelvis_pin == PelvisPin::Position {
                         // The hips stay on the pelvis goal: zero translation columns.
@@ -3106,13 +3154,13 @@ impl<'a> Solve<'a> {
                         if k == 6 {
                             let r = row_of[6][0];
                             if r != usize::MAX {
-                                let v = if translation {
-                                    axis * m_sub
-                                } else {
-                                    axis.cross(s_sub - pivot * m_sub)
-                                };
-                                // Only the ground-plane part of the motion counts.
-                                let v = (v - self.rig.up * v.dot(self.rig.up)) * com_w;
+                                let v = com_column(
+                                    axis,
+                                    translation,
+                                    pivot,
+                                    (m_sub, s_sub),
+                                    self.rig.up,
+                                ) * com_w;
                                 set3(jac, r, cols, col, v);
                             }
                             continue;
@@ -3127,19 +3175,11 @@ impl<'a> Solve<'a> {
                             let mut v = Vec3::ZERO;
                             if on_effector {
                                 let x = self.s.model[self.rig.effector_bones[k]].translation;
-                                v += if translation {
-                                    axis
-                                } else {
-                                    axis.cross(x - pivot)
-                                };
+                                v += point_column(axis, translation, pivot, x);
                             }
                             if on_frame {
                                 let t = goals.effectors[k].position;
-                                v -= if translation {
-                                    axis
-                                } else {
-                                    axis.cross(t - pivot)
-                                };
+                                v -= point_column(axis, translation, pivot, t);
                             }
                             set3(jac, rp, cols, col, v * wp[k].sqrt());
                         }
@@ -3514,6 +3554,62 @@ fn full(w: f32, full: f32) -> f32 {
 /// `local` turned by the model-space rotation vector `w` about its own origin.
 fn rotate_in_parent(parent_rot: Quat, w: Vec3, local: Quat) -> Quat {
     rotate_in_parent_q(parent_rot, from_rotation_vector(w), local)
+}
+
+/// How turning about (or moving along, with `translation`) `axis` through `pivot` moves
+/// `point`: one Jacobian column's position rows.
+fn point_column(axis: Vec3, translation: bool, pivot: Vec3, point: Vec3) -> Vec3 {
+    if translation {
+        axis
+    } else {
+        axis.cross(point - pivot)
+    }
+}
+
+/// How turning about (or moving along) `axis` through `pivot` moves the centre of mass of
+/// the segments below the joint (`(mass, mass-weighted position)`), in the ground plane
+/// (normal `up`), unnormalised by the total mass: one column's centre-of-mass rows.
+fn com_column(
+    axis: Vec3,
+    translation: bool,
+    pivot: Vec3,
+    (m_sub, s_sub): (f32, Vec3),
+    up: Vec3,
+) -> Vec3 {
+    let v = if translation {
+        axis * m_sub
+    } else {
+        axis.cross(s_sub - pivot * m_sub)
+    };
+    v - up * v.dot(up)
+}
+
+/// A joint's Jacobian columns as model-space axes (a translation axis when the flag is set,
+/// else a rotation axis), from its bone's model rotation; the count in use.
+fn joint_axes(dof: Dof, rotation: Quat) -> ([(Vec3, bool); 6], usize) {
+    let mut axes = [(Vec3::ZERO, false); 6];
+    let n = match dof {
+        Dof::Floating => {
+            axes = [
+                (Vec3::X, true),
+                (Vec3::Y, true),
+                (Vec3::Z, true),
+                (Vec3::X, false),
+                (Vec3::Y, false),
+                (Vec3::Z, false),
+            ];
+            6
+        }
+        Dof::Ball => {
+            axes[..3].copy_from_slice(&[(Vec3::X, false), (Vec3::Y, false), (Vec3::Z, false)]);
+            3
+        }
+        Dof::Hinge(h) => {
+            axes[0] = ((rotation * h).normalize(), false);
+            1
+        }
+    };
+    (axes, n)
 }
 
 fn set3(jac: &mut [f32], row: usize, cols: usize, col: usize, v: Vec3) {

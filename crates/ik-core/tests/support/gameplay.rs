@@ -60,9 +60,15 @@ impl Rig {
         })
     }
 
-    /// A fresh solver with default settings.
+    /// A fresh solver with default settings; `IK_TRACKING=bounded` in the environment sets
+    /// [`TrackingMode::Bounded`] (the same scenarios on the bounded formulation, for same-run
+    /// comparisons).
     pub fn solver(&self) -> FullBodySolver {
-        FullBodySolver::new(&self.skeleton, &self.map).expect("rig was checked to map")
+        let mut s = FullBodySolver::new(&self.skeleton, &self.map).expect("rig was checked to map");
+        if std::env::var("IK_TRACKING").as_deref() == Ok("bounded") {
+            s.settings_mut().tracking = ik_core::humanoid::TrackingMode::Bounded;
+        }
+        s
     }
 }
 

@@ -1,0 +1,600 @@
+//! Bounded tracking ([`FullBodySolver::solve`](super::FullBodySolver::solve) with
+//! [`TrackingMode::Bounded`](super::TrackingMode::Bounded)): one prioritised, bounded-step
+//! formulation instead of corrective passes.
+//!
+//! # The problem solved each frame
+//!
+//! Every enabled goal channel (a hand's position, a foot's rotation, the look-at, the centre of
+//! mass) has a lexicographic level: its priority number
+//! ([`EffectorGoal::priority`](super::EffectorGoal::priority), 0 first), then within one
+//! number the humanoid order — the support (pelvis, feet, centre of mass), then the hands,
+//! then the look-at — then the give-way sub-level below. Weights trade off within a level.
+//! Each frame minimises, level after level, the weighted squared residuals (in units of their
+//! tolerances) over the joint rotations and the hips' translation, subject to
+//!
+//! * **joint limits**: every iterate lies within them (a step is projected onto them, joint by
+//!   joint, before it is measured);
+//! * **the per-frame turn bound**: no joint turns more than
+//!   [`FullBodySettings::max_turn`](super::FullBodySettings::max_turn) from the pose passed in
+//!   (the previous frame's output when the caller warm-starts). A joint the step would turn
+//!   further is moved onto the bound (slerp from its start, then the limit projection; if the
+//!   projection left the bound, the joint keeps its start rotation), and a joint held by its
+//!   bound or limit leaves the next step (its columns are zero: an active set), so the other
+//!   joints take up what it cannot do.
+//!
+//! # Steps and the acceptance rule
+//!
+//! A frame takes at most [`FullBodySettings::max_iterations`](super::FullBodySettings::max_iterations)
+//! candidate steps: an analytic candidate first (the hips onto a pelvis goal, each limb's own
+//! joints onto its goal, the head and neck onto the look-at; without a pelvis goal, or when
+//! that is not kept, the same without the hips), then Gauss–Newton steps of the strictly prioritised least-squares problem (the crate's one dense
+//! kernel, `DlsBuffers::prioritized_step`: each level solved in the null space of the levels
+//! above it). A candidate is kept only if it lowers the **lexicographic cost** — the vector of
+//! per-level costs, level 0 first — in the sense of [`better`]: no level above the deciding
+//! one gets worse, and the deciding level drops by more than [`ACCEPT_RATIO`] of its cost
+//! (and at least [`ACCEPT_FLOOR`]). A goal within its tolerance costs exactly 0, so a met goal
+//! never blocks the levels below it with round-off. A rejected candidate is undone bit for bit;
+//! a rejected Gauss–Newton step is retried with the joints it pushed onto a bound left
+//! out, else with [`LM_GROWTH`] times the damping (Levenberg–Marquardt), and the frame ends after [`MAX_REJECTS`] rejections in a row. Each
+//! Gauss–Newton candidate ends with the analytic limb finish (the step's second-order drift of
+//! every limb closed onto its goal), judged with it.
+//!
+//! Nothing else touches the pose. Hence, **by construction**:
+//!
+//! * no joint turns more than the bound in one frame, and no joint leaves its limits;
+//! * with goals and the input pose still, every frame either lowers the lexicographic cost by
+//!   a fixed fraction at some level without raising a level above it, or returns its input
+//!   bit for bit. A level can only rise when a level above it falls by such a fraction, and
+//!   costs are bounded below, so only finitely many frames can change the pose: the output
+//!   comes to rest and is then bit-identical — whether or not the goals can be met.
+//!
+//! # Goals that cannot be met (the give-way rule)
+//!
+//! At the start of a frame each hand or foot goal in model space whose target lies farther
+//! from its limb's root (shoulder, hip; where the pose passed in puts it) than the limb's
+//! reach is ranked in a sub-level **below** the other goals of its level. It then moves only
+//! what the level's other goals leave free (their null space, and the acceptance rule will not
+//! let it raise their cost), so a hand held out of reach does not drag the other hand or the
+//! feet off their goals; it still reaches as far as the body allows. The rule reads only the
+//! goals and the frame's input pose: deterministic, no history.
+//!
+//! # What animators tune
+//!
+//! All in [`FullBodySettings`](super::FullBodySettings): `max_turn` (the per-frame turn bound),
+//! `max_iterations` (the Gauss–Newton budget of a frame), `pull` (per effector: how much the
+//! trunk and pelvis follow it, 0 = only its own limb), per-goal priorities, weights and
+//! rotation weights (0 = position only), `posture_gain` (the lowest level: toward the input or
+//! rest pose, [`PostureReference`](super::PostureReference)).
+
+use glam::Vec3;
+
+use super::{
+    Dof, Effector, FullBodyGoals, FullBodyReport, GoalFrame, MAX_ROWS, PelvisPin, Solve, channel,
+    clamp_len, com_column, joint_axes, point_column, set3, vec_angle,
+};
+use crate::analytic::finish::quat_angle;
+use crate::pose::Pose;
+use crate::rotation::to_rotation_vector;
+use crate::skeleton::Skeleton;
+
+/// A candidate must lower the deciding level's cost by at least this fraction of it.
+pub(super) const ACCEPT_RATIO: f32 = 0.01;
+/// ... and by at least this much (squared tolerances): residuals are tolerance-scaled, so
+/// this is a hundredth of a goal moving from twice its tolerance to within it.
+pub(super) const ACCEPT_FLOOR: f32 = 1e-2;
+/// The factor by which a rejected Gauss–Newton step's damping grows (and a kept one's
+/// shrinks, down to [`FullBodySettings::damping`](super::FullBodySettings::damping)).
+const LM_GROWTH: f32 = 10.0;
+/// Consecutive rejected candidates after which a frame ends.
+const MAX_REJECTS: u32 = 2;
+/// Distinct priority numbers told apart (one per goal channel group at most); goals on
+/// larger numbers share the last.
+const PRIORITIES: usize = 7;
+/// The humanoid order within one priority number: support (pelvis, feet, centre of mass),
+/// then the hands, then the look-at (see [`group`]).
+const GROUPS: usize = 3;
+/// Lexicographic levels: per priority number and group, the goals the body can meet and,
+/// below them, those beyond their limb's reach (see the module docs); then the posture.
+pub(super) const LEVELS: usize = PRIORITIES * GROUPS * 2 + 1;
+
+/// A goal channel's place in the humanoid order within its priority number: the support
+/// (pelvis, feet, centre of mass) 0, the hands 1, the look-at 2.
+fn group(c: usize) -> usize {
+    if c == channel(5, false) {
+        2
+    } else if c == channel(0, false)
+        || c == channel(0, true)
+        || c == channel(1, false)
+        || c == channel(1, true)
+    {
+        1
+    } else {
+        0
+    }
+}
+
+/// The lexicographic cost: per level (see [`Solve::rank_goals`]), level 0 first.
+pub(super) type Costs = [f32; LEVELS];
+
+/// Whether `new` is better than `old` by the acceptance rule (see the module docs): at the
+/// first level that changes by more than its threshold it decreased, and no level before it
+/// increased at all.
+pub(super) fn better(old: &Costs, new: &Costs) -> bool {
+    for (&o, &n) in old.iter().zip(new) {
+        if n.is_nan() || n > o {
+            return false;
+        }
+        if n < o - (ACCEPT_RATIO * o).max(ACCEPT_FLOOR) {
+            return true;
+        }
+    }
+    false
+}
+
+/// A residual's cost: its excess over the tolerance, in tolerances, squared and weighted (0
+/// within tolerance).
+fn excess(residual: f32, tolerance: f32, weight: f32) -> f32 {
+    let x = (residual / tolerance - 1.0).max(0.0);
+    weight * x * x
+}
+
+impl Solve<'_> {
+    /// One tracking solve (see the module docs). `pose` is within limits (as `solve_mode`
+    /// leaves it) and equal to `self.s.start`.
+    pub(super) fn track(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goals: &FullBodyGoals,
+    ) -> FullBodyReport {
+        let s = self.rig.settings;
+        let mut report = FullBodyReport::default();
+        self.s.pelvis_pin = PelvisPin::Free;
+        self.s.balancing = goals.center_of_mass.enabled && goals.center_of_mass.weight > 0.0;
+        self.s.saturated.fill(false);
+        self.s.clipped.fill(false);
+        self.s.frozen.fill(false);
+        self.fk(skeleton, pose);
+        self.rank_goals(skeleton, pose, goals);
+        let mut cost = self.costs(skeleton, pose, goals);
+        self.s.best.copy_from(pose);
+        self.s.model_best.clone_from(&self.s.model);
+        // Levenberg–Marquardt: the damping grows after a rejected step, shrinks after a kept one.
+        let mut mu = 1.0f32;
+        if s.analytic_limbs {
+            // The analytic candidates: the hips onto the pelvis goal (within the turn bound),
+            // then each limb's own joints onto its goal (the finish never moves another
+            // effector); else the limb finish alone.
+            let pelvis = goals.get(Effector::Pelvis);
+            let mut kept = false;
+            if pelvis.frame == GoalFrame::Model
+                && self.pin_pelvis(skeleton, pose, pelvis, self.s.balancing) != PelvisPin::Free
+            {
+                self.s.model_fresh = false;
+                report.limits_hit += self.finish_limbs(skeleton, pose, goals);
+                report.limits_hit += self.finish_look_at(skeleton, pose, goals);
+                self.bound_turns(skeleton, pose);
+                kept = self.accept(skeleton, pose, goals, &mut cost);
+                report.iterations += 1;
+            }
+            if !kept {
+                report.limits_hit += self.finish_limbs(skeleton, pose, goals);
+                report.limits_hit += self.finish_look_at(skeleton, pose, goals);
+                self.bound_turns(skeleton, pose);
+                self.accept(skeleton, pose, goals, &mut cost);
+                report.iterations += 1;
+            }
+        }
+        let mut rejects = 0;
+        while report.iterations < s.max_iterations.max(1) && rejects < MAX_REJECTS {
+            if cost.iter().all(|&c| c == 0.0) {
+                // Every goal within tolerance (and no posture to follow): no step can be kept.
+                break;
+            }
+            if self.step(skeleton, pose, goals, mu) == 0 {
+                break;
+            }
+            report.iterations += 1;
+            report.limits_hit = self.apply(skeleton, pose);
+            if s.analytic_limbs {
+                // The step's second-order drift of each limb closed analytically: part of
+                // the candidate, judged with it.
+                report.limits_hit += self.finish_limbs(skeleton, pose, goals);
+            }
+            self.bound_turns(skeleton, pose);
+            if self.accept(skeleton, pose, goals, &mut cost) {
+                rejects = 0;
+                mu = (mu / LM_GROWTH).max(1.0);
+                continue;
+            }
+            rejects += 1;
+            // The active set: joints this step pushed onto a bound or limit leave the next
+            // one; with none new, the step is damped more.
+            let mut freed = false;
+            for ji in 0..self.rig.joints.len() {
+                let held = self.s.saturated[ji] || self.s.clipped[ji];
+                if held && !self.s.frozen[ji] {
+                    self.s.frozen[ji] = true;
+                    freed = true;
+                }
+            }
+            if !freed {
+                mu *= LM_GROWTH;
+            }
+        }
+        self.fk(skeleton, pose);
+        report.converged = self.measure(skeleton, pose, goals, &mut report);
+        report.cost = self.score(&report, goals);
+        for (k, g) in report.giving_way.iter_mut().enumerate() {
+            *g = if k < 5 {
+                self.s.demoted[channel(k, false)] || self.s.demoted[channel(k, true)]
+            } else {
+                false
+            };
+        }
+        report
+    }
+
+    /// Keeps `pose` (a candidate) if it is [`better`] than the last kept pose (`self.s.best`,
+    /// whose lexicographic cost is `cost`); else restores that pose and its model bit for bit.
+    fn accept(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goals: &FullBodyGoals,
+        cost: &mut Costs,
+    ) -> bool {
+        self.fk(skeleton, pose);
+        let new = self.costs(skeleton, pose, goals);
+        if pose.is_finite() && better(cost, &new) {
+            *cost = new;
+            self.s.best.copy_from(pose);
+            self.s.model_best.clone_from(&self.s.model);
+            // Held joints of the kept pose leave the next step.
+            for ji in 0..self.rig.joints.len() {
+                self.s.frozen[ji] = self.s.saturated[ji] || self.s.clipped[ji];
+            }
+            true
+        } else {
+            pose.copy_from(&self.s.best);
+            self.s.model.clone_from(&self.s.model_best);
+            self.s.model_fresh = true;
+            false
+        }
+    }
+
+    /// Moves every joint that turned more than the per-frame bound from the frame's input
+    /// (`self.s.start`) back onto it, within its limits (see the module docs); marks them in
+    /// `clipped`.
+    fn bound_turns(&mut self, skeleton: &Skeleton, pose: &mut Pose) {
+        let max = self.rig.settings.max_turn;
+        self.s.model_fresh = false;
+        for (ji, j) in self.rig.joints.iter().enumerate() {
+            let b = j.bone;
+            let (q0, q) = (self.s.start.rotations[b], pose.rotations[b]);
+            self.s.clipped[ji] = false;
+            if q == q0 {
+                continue;
+            }
+            let angle = quat_angle(q0, q);
+            if angle <= max {
+                continue;
+            }
+            self.s.clipped[ji] = true;
+            let mut r = q0.slerp(q, max / angle).normalize();
+            let rest = &skeleton.bones()[b].rest;
+            let mut t = pose.translations[b];
+            j.limit
+                .clamp_valid(rest.rotation, rest.translation, &mut r, &mut t);
+            let turned = quat_angle(q0, r);
+            if turned.is_nan() || turned > max {
+                r = q0;
+                t = self.s.start.translations[b];
+            }
+            pose.rotations[b] = r;
+            pose.translations[b] = t;
+        }
+    }
+
+    /// Ranks every goal channel into a lexicographic level (`self.s.rank`): priorities in
+    /// order, each split into the goals the body can meet and, below them, the hand or foot
+    /// goals beyond their limb's reach from where the frame's input puts the limb's root
+    /// (`self.s.demoted`); see the module docs.
+    fn rank_goals(&mut self, skeleton: &Skeleton, pose: &Pose, goals: &FullBodyGoals) {
+        let resolved = self.resolved(skeleton, pose, goals);
+        let g = resolved.as_ref().unwrap_or(goals);
+        self.s.demoted = [false; super::CHANNELS];
+        for limb in &self.rig.limbs {
+            let k = limb.effector;
+            let e = &g.effectors[k];
+            if !e.wants_position() || goals.effectors[k].frame != GoalFrame::Model {
+                continue;
+            }
+            let root = self.s.model[limb.chain.upper].translation;
+            if root.distance(e.position) > limb.reach {
+                self.s.demoted[channel(k, false)] = true;
+                self.s.demoted[channel(k, true)] = true;
+            }
+        }
+        // Dense ranks of the priorities in use.
+        let mut prio = [u8::MAX; super::CHANNELS];
+        for k in 0..5 {
+            prio[channel(k, false)] = g.effectors[k].priority;
+            prio[channel(k, true)] = g.effectors[k].priority;
+        }
+        prio[channel(5, false)] = g.look_at.priority;
+        prio[channel(6, false)] = g.center_of_mass.priority;
+        for c in 0..super::CHANNELS {
+            let below = (0..super::CHANNELS)
+                .filter(|&d| prio[d] < prio[c])
+                .fold(0u32, |m, d| m | 1 << prio[d].min(31));
+            let level = below.count_ones().min(PRIORITIES as u32 - 1) as usize;
+            let rank = (level * GROUPS + group(c)) * 2 + usize::from(self.s.demoted[c]);
+            self.s.rank[c] = rank as u8;
+        }
+    }
+
+    /// The lexicographic cost of `pose` (the model must be fresh).
+    fn costs(&mut self, skeleton: &Skeleton, pose: &Pose, goals: &FullBodyGoals) -> Costs {
+        let s = self.rig.settings;
+        let resolved = self.resolved(skeleton, pose, goals);
+        let g = resolved.as_ref().unwrap_or(goals);
+        let mut c = [0.0f32; LEVELS];
+        for (k, e) in g.effectors.iter().enumerate() {
+            let m = &self.s.model[self.rig.effector_bones[k]];
+            if e.wants_position() {
+                let r = m.translation.distance(e.position);
+                c[self.s.rank[channel(k, false)] as usize] +=
+                    excess(r, s.position_tolerance, e.position_weight);
+            }
+            if e.wants_rotation() {
+                let r = quat_angle(m.rotation, e.rotation);
+                c[self.s.rank[channel(k, true)] as usize] +=
+                    excess(r, s.rotation_tolerance, e.rotation_weight);
+            }
+        }
+        if let Some((d, t)) = self.look_dirs(g) {
+            c[self.s.rank[channel(5, false)] as usize] +=
+                excess(vec_angle(d, t), s.rotation_tolerance, g.look_at.weight);
+        }
+        if let Some((err, _)) = self.com_error_from_model(g) {
+            c[self.s.rank[channel(6, false)] as usize] +=
+                excess(err.length(), s.com_tolerance, g.center_of_mass.weight);
+        }
+        if s.posture_gain > 0.0 {
+            let mut p = 0.0;
+            for j in &self.rig.joints {
+                let a = quat_angle(pose.rotations[j.bone], self.s.reference.rotations[j.bone]);
+                p += (a / s.rotation_tolerance).powi(2);
+            }
+            c[LEVELS - 1] = s.posture_gain * p;
+        }
+        c
+    }
+
+    /// Whether a 6D pelvis goal in model space on the first level is met: the hips are then
+    /// held (its rows and the floating joint's columns leave the step; to first order the
+    /// level's rows allow no motion of the hips anyway), which decouples the legs from the
+    /// rest (see [`merge_disjoint_levels`]).
+    fn pelvis_held(&self, goals: &FullBodyGoals) -> bool {
+        let s = &self.rig.settings;
+        let k = Effector::Pelvis as usize;
+        let g = &goals.effectors[k];
+        if !(g.wants_position() && g.wants_rotation()) || g.frame != GoalFrame::Model {
+            return false;
+        }
+        let top = self.s.rank.iter().copied().min().unwrap_or(0);
+        if self.s.rank[channel(k, false)] != top || self.s.rank[channel(k, true)] != top {
+            return false;
+        }
+        let m = &self.s.model[self.rig.effector_bones[k]];
+        m.translation.distance(g.position) <= s.position_tolerance
+            && quat_angle(m.rotation, g.rotation) <= s.rotation_tolerance
+    }
+
+    /// The prioritised Gauss–Newton step at the current pose into `dls.dq` (model fresh), its
+    /// damping scaled by `mu`; returns its row count (0: nothing to solve).
+    fn step(&mut self, skeleton: &Skeleton, pose: &Pose, goals: &FullBodyGoals, mu: f32) -> usize {
+        let s = self.rig.settings;
+        let cols = self.rig.cols;
+        let resolved = self.resolved(skeleton, pose, goals);
+        let goals = resolved.as_ref().unwrap_or(goals);
+        let mut rows = 0;
+        let mut row_of = [[usize::MAX; 2]; 7];
+        let mut row_level = [0u8; MAX_ROWS];
+        let mut wp = [0.0f32; 5];
+        let mut wr = [0.0f32; 5];
+        let pinned = self.pelvis_held(goals);
+        for (k, g) in goals.effectors.iter().enumerate() {
+            if pinned && k == Effector::Pelvis as usize {
+                continue;
+            }
+            let m = self.s.model[self.rig.effector_bones[k]];
+            if g.wants_position() {
+                wp[k] = g.position_weight.sqrt();
+                let err = clamp_len(g.position - m.translation, s.max_position_step) * wp[k];
+                self.s.dls.e[rows..rows + 3].copy_from_slice(&err.to_array());
+                row_of[k][0] = rows;
+                row_level[rows..rows + 3].fill(self.s.rank[channel(k, false)]);
+                rows += 3;
+            }
+            if g.wants_rotation() {
+                wr[k] = g.rotation_weight.sqrt();
+                let err = to_rotation_vector(g.rotation * m.rotation.inverse());
+                let err = clamp_len(err, s.max_rotation_step) * wr[k];
+                self.s.dls.e[rows..rows + 3].copy_from_slice(&err.to_array());
+                row_of[k][1] = rows;
+                row_level[rows..rows + 3].fill(self.s.rank[channel(k, true)]);
+                rows += 3;
+            }
+        }
+        let look = self.look_dirs(goals);
+        let look_w = goals.look_at.weight.max(0.0).sqrt();
+        if let Some((d, t)) = look {
+            // `t − d` is a chord of the unit sphere: at most 2 long, no clamp needed.
+            let err = (t - d) * look_w;
+            self.s.dls.e[rows..rows + 3].copy_from_slice(&err.to_array());
+            row_of[5][0] = rows;
+            row_level[rows..rows + 3].fill(self.s.rank[channel(5, false)]);
+            rows += 3;
+        }
+        let com = if self.s.balancing {
+            self.com_error(goals)
+        } else {
+            None
+        };
+        if let Some((err, _)) = com {
+            let err = clamp_len(err, s.max_position_step) * goals.center_of_mass.weight.sqrt();
+            self.s.dls.e[rows..rows + 3].copy_from_slice(&err.to_array());
+            row_of[6][0] = rows;
+            row_level[rows..rows + 3].fill(self.s.rank[channel(6, false)]);
+            rows += 3;
+        }
+        if rows == 0 {
+            return 0;
+        }
+        let jac = &mut self.s.dls.jac[..rows * cols];
+        jac.fill(0.0);
+        let head_dir = look.map_or(Vec3::ZERO, |(d, _)| d);
+        let com_w = com.map_or(0.0, |(_, total)| {
+            goals.center_of_mass.weight.max(0.0).sqrt() / total
+        });
+        for (ji, j) in self.rig.joints.iter().enumerate() {
+            if self.s.frozen[ji] || (pinned && matches!(j.dof, Dof::Floating)) {
+                continue;
+            }
+            let anchor = self.s.anchor_affects[ji];
+            let m = self.s.model[j.bone];
+            let pivot = m.translation;
+            // Whether the joint moves more than one effector (trunk, pelvis): an effector's
+            // rows see it scaled by the effector's pull.
+            let shared = (j.affects & 0x1f).count_ones() > 1;
+            let (mut m_sub, mut s_sub) = (0.0f32, Vec3::ZERO);
+            if com.is_some() {
+                for (i, seg) in self.rig.segments.iter().enumerate() {
+                    if j.segments & (1 << i) != 0 {
+                        let mass = self.rig.masses.get(seg.role);
+                        m_sub += mass;
+                        s_sub += self.s.segment_pos[i] * mass;
+                    }
+                }
+            }
+            let (axes, n) = joint_axes(j.dof, m.rotation);
+            for (c, &(axis, translation)) in axes[..n].iter().enumerate() {
+                let col = j.col + c;
+                let mut below = j.affects | anchor;
+                while below != 0 {
+                    let k = below.trailing_zeros() as usize;
+                    below &= below - 1;
+                    if k == 5 {
+                        if let (r, false) = (row_of[5][0], translation)
+                            && r != usize::MAX
+                        {
+                            set3(jac, r, cols, col, axis.cross(head_dir) * look_w);
+                        }
+                        continue;
+                    }
+                    if k == 6 {
+                        let r = row_of[6][0];
+                        if r != usize::MAX {
+                            let v =
+                                com_column(axis, translation, pivot, (m_sub, s_sub), self.rig.up)
+                                    * com_w;
+                            set3(jac, r, cols, col, v);
+                        }
+                        continue;
+                    }
+                    let pull = if shared {
+                        s.pull[k].clamp(0.0, 1.0)
+                    } else {
+                        1.0
+                    };
+                    if pull == 0.0 {
+                        continue;
+                    }
+                    let (on_effector, on_frame) =
+                        (j.affects & (1 << k) != 0, anchor & (1 << k) != 0);
+                    let [rp, rr] = row_of[k];
+                    if rp != usize::MAX {
+                        let mut v = Vec3::ZERO;
+                        if on_effector {
+                            let x = self.s.model[self.rig.effector_bones[k]].translation;
+                            v += point_column(axis, translation, pivot, x);
+                        }
+                        if on_frame {
+                            let t = goals.effectors[k].position;
+                            v -= point_column(axis, translation, pivot, t);
+                        }
+                        set3(jac, rp, cols, col, v * (wp[k] * pull));
+                    }
+                    if rr != usize::MAX && !translation && on_effector != on_frame {
+                        let sign = if on_effector { 1.0 } else { -1.0 };
+                        set3(jac, rr, cols, col, axis * (sign * wr[k] * pull));
+                    }
+                }
+            }
+        }
+        let err_norm = self.s.dls.e[..rows]
+            .iter()
+            .map(|v| v * v)
+            .sum::<f32>()
+            .sqrt();
+        let lambda2 = s.damping * s.damping * (1.0 + err_norm) * mu;
+        if s.posture_gain > 0.0 {
+            self.posture(skeleton, pose);
+        }
+        merge_disjoint_levels(&self.s.dls.jac[..rows * cols], cols, &mut row_level[..rows]);
+        let ok = self.s.dls.prioritized_step(
+            rows,
+            cols,
+            &row_level[..rows],
+            |_| Some(lambda2),
+            None,
+            s.posture_gain > 0.0,
+        );
+        if !ok {
+            self.s.dls.dq.fill(0.0);
+        }
+        rows
+    }
+}
+
+/// Relabels every level whose rows share no column with any level before it onto the first
+/// level (`row_level`, rows of `jac`, row-major with `cols` columns): its prioritised solution
+/// is its own least-squares solution (the earlier levels' null-space projector is the identity
+/// on its columns), which the first level's block-diagonal normal equations give as well — the
+/// same step with fewer levels to project (the feet and the hands when the hips are held).
+/// Leaves `row_level` as it is with more than 128 columns.
+fn merge_disjoint_levels(jac: &[f32], cols: usize, row_level: &mut [u8]) {
+    if cols > 128 || row_level.is_empty() {
+        return;
+    }
+    let rows = row_level.len();
+    // Each row's columns, once.
+    let mut masks = [0u128; MAX_ROWS];
+    for (r, mask) in masks[..rows].iter_mut().enumerate() {
+        for (c, &v) in jac[r * cols..(r + 1) * cols].iter().enumerate() {
+            if v != 0.0 {
+                *mask |= 1 << c;
+            }
+        }
+    }
+    let first = row_level.iter().copied().min().unwrap_or(0);
+    let mut union = 0u128;
+    let mut level = first;
+    loop {
+        let mask = (0..rows)
+            .filter(|&r| row_level[r] == level)
+            .fold(0u128, |m, r| m | masks[r]);
+        if level != first && mask & union == 0 {
+            for l in row_level.iter_mut().filter(|l| **l == level) {
+                *l = first;
+            }
+        }
+        union |= mask;
+        match row_level.iter().copied().filter(|&l| l > level).min() {
+            Some(next) => level = next,
+            None => break,
+        }
+    }
+}
