@@ -154,7 +154,7 @@ pub struct IdleAnimation {
     pub name: String,
 }
 
-/// The character's root entity (holds the `SceneRoot`, the [`IkHumanoid`] and the
+/// The character's root entity (holds the `WorldAssetRoot`, the [`IkHumanoid`] and the
 /// [`SolverSetup`]).
 #[derive(Component)]
 pub struct Character;

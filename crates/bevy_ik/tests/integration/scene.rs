@@ -1,10 +1,10 @@
-//! A character spawned from a `SceneRoot` (as glTF characters are): it appears asynchronously,
-//! and `IkHumanoid` inserted together with the `SceneRoot` finishes set-up once the scene
+//! A character spawned from a `WorldAssetRoot` (as glTF characters are): it appears asynchronously,
+//! and `IkHumanoid` inserted together with the `WorldAssetRoot` finishes set-up once the scene
 //! instance is ready.
 
 #![cfg(feature = "scene")]
 
-mod common;
+use crate::common;
 
 use bevy::asset::AssetPlugin;
 use bevy::prelude::*;

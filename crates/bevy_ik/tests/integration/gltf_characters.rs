@@ -1,6 +1,6 @@
 //! The characters in `assets/` (the bundled one and the four CC0 characters made by others)
 //! loaded the way a game loads them: through Bevy's asset server and glTF loader in a headless
-//! app (no window, no render device), spawned as a `SceneRoot` with `IkHumanoid::auto()`, set
+//! app (no window, no render device), spawned as a `WorldAssetRoot` with `IkHumanoid::auto()`, set
 //! up on `WorldInstanceReady`. Then the hand and foot targets are moved and the look-at target
 //! swung aside, and the goals are measured on the bones' `GlobalTransform`s (what a renderer
 //! would draw): met within a fraction of the character's height, every transform finite.
@@ -14,7 +14,7 @@
 #![cfg(feature = "vrm")]
 
 // The converter that makes the VRM test avatars (`cargo run --example make_vrm`).
-#[path = "../../../examples/make_vrm.rs"]
+#[path = "../../../../examples/make_vrm.rs"]
 mod make_vrm;
 
 use std::time::{Duration, Instant};
