@@ -13,7 +13,7 @@
 //! works.
 
 use bevy::prelude::*;
-use bevy::scene::SceneInstanceReady;
+use bevy::world_serialization::WorldInstanceReady;
 use bevy_ik::ik_core::humanoid::HumanoidBone;
 use bevy_ik::prelude::*;
 
@@ -85,11 +85,11 @@ fn setup(
         ))
         .id();
     commands
-        .spawn(SceneRoot(
+        .spawn(WorldAssetRoot(
             assets.load(GltfAssetLabel::Scene(0).from_asset(file.0.clone())),
         ))
         .observe(
-            move |ready: On<SceneInstanceReady>,
+            move |ready: On<WorldInstanceReady>,
                   mut commands: Commands,
                   names: Query<(Entity, &Name)>| {
                 let character = ready.entity;

@@ -31,7 +31,7 @@ fn setup(
     ));
     commands.spawn((
         DirectionalLight {
-            shadows_enabled: true,
+            shadow_maps_enabled: true,
             ..default()
         },
         Transform::from_xyz(2.0, 4.0, 3.0).looking_at(Vec3::ZERO, Vec3::Y),
@@ -66,7 +66,7 @@ fn setup(
     // pelvis may rise onto the stair (`raise_pelvis`). It glides without a walk clip, so its
     // feet are not locked in the world.
     commands.spawn((
-        SceneRoot(assets.load(GltfAssetLabel::Scene(0).from_asset("character.glb"))),
+        WorldAssetRoot(assets.load(GltfAssetLabel::Scene(0).from_asset("character.glb"))),
         Glider,
         IkGrounding {
             raise_pelvis: true,

@@ -1637,7 +1637,7 @@ fn write_glb(
         let mut channels = Vec::new();
         let mut samplers = Vec::new();
         for track in tracks {
-            let rot: Vec<f32> = track.rotations.iter().flat_map(Quat::to_array).collect();
+            let rot: Vec<f32> = track.rotations.iter().flat_map(|q| q.to_array()).collect();
             let output = b.floats(&rot, Type::Vec4, track.rotations.len(), false);
             let mut outputs = vec![(json::animation::Property::Rotation, output)];
             if let Some(tr) = &track.translations {

@@ -99,7 +99,7 @@ fn set_up(mut commands: Commands, assets: Res<AssetServer>, options: Res<Options
     commands.spawn((
         DirectionalLight {
             illuminance: 8000.0,
-            shadows_enabled: true,
+            shadow_maps_enabled: true,
             ..default()
         },
         Transform::from_xyz(3.0, 6.0, 4.0).looking_at(Vec3::ZERO, Vec3::Y),
@@ -109,7 +109,9 @@ fn set_up(mut commands: Commands, assets: Res<AssetServer>, options: Res<Options
             Name::new("avatar"),
             Avatar,
             Transform::default(),
-            SceneRoot(assets.load(GltfAssetLabel::Scene(0).from_asset(options.character.clone()))),
+            WorldAssetRoot(
+                assets.load(GltfAssetLabel::Scene(0).from_asset(options.character.clone())),
+            ),
         ))
         .id();
     // Three trackers; in a game these are the VR crate's headset and controller entities.

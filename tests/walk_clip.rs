@@ -25,8 +25,8 @@ use bevy::camera::primitives::MeshAabb;
 use bevy::gltf::{Gltf, GltfAssetLabel, GltfPlugin};
 use bevy::image::{CompressedImageFormatSupport, CompressedImageFormats};
 use bevy::prelude::*;
-use bevy::scene::{ScenePlugin, SceneRoot};
 use bevy::time::TimeUpdateStrategy;
+use bevy::world_serialization::{WorldAssetRoot, WorldSerializationPlugin};
 use bevy_ik::prelude::*;
 
 /// The workspace's `assets/`.
@@ -43,7 +43,7 @@ fn app() -> App {
             file_path: ASSETS.into(),
             ..default()
         },
-        ScenePlugin,
+        WorldSerializationPlugin,
         GltfPlugin::default(),
         AnimationPlugin,
         IkPlugin::default(),
@@ -129,13 +129,13 @@ fn spawn_walker(
     clip: Handle<AnimationClip>,
     grounding: bool,
 ) -> (Entity, [Entity; 4], [Vec3; 4]) {
-    let scene: Handle<Scene> = app
+    let scene: Handle<WorldAsset> = app
         .world()
         .resource::<AssetServer>()
         .load(GltfAssetLabel::Scene(0).from_asset("character.glb"));
     let mut root = app
         .world_mut()
-        .spawn((SceneRoot(scene), Transform::default()));
+        .spawn((WorldAssetRoot(scene), Transform::default()));
     if grounding {
         root.insert(IkGrounding::humanoid());
     }

@@ -171,7 +171,7 @@ fn orbit_camera(
     *last_cursor = cursor;
     if contexts
         .ctx_mut()
-        .is_ok_and(|ctx| ctx.is_pointer_over_area())
+        .is_ok_and(|ctx| ctx.is_pointer_over_egui())
     {
         return;
     }

@@ -13,8 +13,8 @@ use bevy::gltf::Gltf;
 use bevy::mesh::VertexAttributeValues;
 use bevy::mesh::skinning::{SkinnedMesh, SkinnedMeshInverseBindposes};
 use bevy::prelude::*;
-use bevy::scene::SceneInstanceReady;
 use bevy::window::FileDragAndDrop;
+use bevy::world_serialization::WorldInstanceReady;
 use bevy_ik::ik_core::humanoid::HumanoidBone;
 use bevy_ik::prelude::*;
 
@@ -136,7 +136,7 @@ pub struct CharacterAsset {
     /// The glTF.
     pub gltf: Handle<Gltf>,
     /// Its scene, once the glTF has loaded.
-    pub scene: Option<Handle<Scene>>,
+    pub scene: Option<Handle<WorldAsset>>,
     /// Its idle clip, if it has one.
     pub idle: Option<IdleAnimation>,
     /// Why it could not be opened.
@@ -154,7 +154,7 @@ pub struct IdleAnimation {
     pub name: String,
 }
 
-/// The character's root entity (holds the `SceneRoot`, the [`IkHumanoid`] and the
+/// The character's root entity (holds the `WorldAssetRoot`, the [`IkHumanoid`] and the
 /// [`SolverSetup`]).
 #[derive(Component)]
 pub struct Character;
@@ -277,7 +277,7 @@ fn set_up_lights(mut commands: Commands) {
     commands.spawn((
         DirectionalLight {
             illuminance: 9000.0,
-            shadows_enabled: true,
+            shadow_maps_enabled: true,
             ..default()
         },
         Transform::from_xyz(2.0, 4.0, 3.0).looking_at(Vec3::ZERO, Vec3::Y),
@@ -326,7 +326,10 @@ fn load_character(
     commands.remove_resource::<HeadAxis>();
     let gltf = match &choice.0 {
         CharacterPath::Asset(p) => asset_server.load(p.clone()),
-        CharacterPath::File(p) => asset_server.load_override(p.clone()),
+        CharacterPath::File(p) => asset_server
+            .load_builder()
+            .override_unapproved()
+            .load(p.clone()),
     };
     commands.insert_resource(CharacterAsset {
         path: choice.0.clone(),
@@ -410,7 +413,7 @@ fn spawn_character(
             Name::new("character"),
             Character,
             setup,
-            SceneRoot(scene),
+            WorldAssetRoot(scene),
             setup.humanoid(),
             // The panel's "IK solve" readout: this character's own solve time.
             IkSolveTime::default(),
@@ -420,7 +423,7 @@ fn spawn_character(
 
 /// Once the glTF scene has spawned: remember the rest pose and start the idle clip.
 fn start_animation(
-    ready: On<SceneInstanceReady>,
+    ready: On<WorldInstanceReady>,
     mut commands: Commands,
     children: Query<&Children>,
     mut players: Query<&mut AnimationPlayer>,

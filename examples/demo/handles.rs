@@ -299,7 +299,7 @@ fn keyboard(
 ) {
     if contexts
         .ctx_mut()
-        .is_ok_and(|ctx| ctx.wants_keyboard_input())
+        .is_ok_and(|ctx| ctx.egui_wants_keyboard_input())
     {
         return;
     }
@@ -349,7 +349,7 @@ fn select_on_click(
     }
     if contexts
         .ctx_mut()
-        .is_ok_and(|ctx| ctx.is_pointer_over_area() || ctx.wants_pointer_input())
+        .is_ok_and(|ctx| ctx.is_pointer_over_egui() || ctx.egui_wants_pointer_input())
     {
         return;
     }
@@ -495,7 +495,7 @@ fn highlight_selection(
         };
         if let Some(m) = materials.get(&material.0)
             && m.base_color != color
-            && let Some(m) = materials.get_mut(&material.0)
+            && let Some(mut m) = materials.get_mut(&material.0)
         {
             m.base_color = color;
         }

@@ -56,10 +56,19 @@ fn panel(
     let ctx = contexts.ctx_mut()?;
     let mut edited = settings.clone();
     let mut actions = PanelActions::default();
-    egui::SidePanel::left("bevy_ik")
-        .exact_width(PANEL_WIDTH)
+    // egui 0.36 panels are shown inside a `Ui`: one on the background layer over the whole
+    // window, as bevy_egui's `side_panel` example does.
+    let mut root = egui::Ui::new(
+        ctx.clone(),
+        "bevy_ik_root".into(),
+        egui::UiBuilder::new()
+            .layer_id(egui::LayerId::background())
+            .max_rect(ctx.viewport_rect()),
+    );
+    egui::Panel::left("bevy_ik")
+        .exact_size(PANEL_WIDTH)
         .resizable(false)
-        .show(ctx, |ui| {
+        .show(&mut root, |ui| {
             ui.heading("bevy_ik");
             character_section(
                 ui,

@@ -45,7 +45,7 @@ use bevy_ik::prelude::*;
 use criterion::{Criterion, criterion_group, criterion_main};
 
 // The 21-bone humanoid's (parent index, T-pose model position) table, shared with the tests.
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/integration/common/mod.rs"]
 mod common;
 use common::{MIXAMO_NAMES as NAMES, POSITIONS};
 

@@ -33,7 +33,7 @@ use bevy::time::TimeUpdateStrategy;
 use bevy_ik::prelude::*;
 use criterion::{Criterion, criterion_group, criterion_main};
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/integration/common/mod.rs"]
 mod common;
 use common::{MIXAMO_NAMES, POSITIONS, spawn_humanoid};
 

@@ -1,5 +1,5 @@
-//! `bevy_ik`'s `IkLimb` against its best-known Bevy peer, `bevy_mod_inverse_kinematics` 0.11
-//! (its Bevy 0.18 release), in the same run on the same scene: N shoulder → elbow → wrist
+//! `bevy_ik`'s `IkLimb` against its best-known Bevy peer, `bevy_mod_inverse_kinematics` 0.12
+//! (its Bevy 0.19 release), in the same run on the same scene: N shoulder → elbow → wrist
 //! chains (default 1000, `IK_PEERS` to change) whose wrist target and elbow pole entities
 //! move every frame (the target up to about 1.5 cm per frame).
 //!

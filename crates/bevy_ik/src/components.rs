@@ -240,7 +240,7 @@ impl IkLimb {
         }
     }
 
-    /// Searches bones given by name among `root` and its descendants (e.g. a `SceneRoot`).
+    /// Searches bones given by name among `root` and its descendants (e.g. a `WorldAssetRoot`).
     #[must_use]
     pub fn in_hierarchy(mut self, root: Entity) -> Self {
         self.hierarchy = Some(root);

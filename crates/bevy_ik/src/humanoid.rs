@@ -1,4 +1,4 @@
-//! Humanoid auto-mapping: [`IkHumanoid`] on a character's root (typically the `SceneRoot` of a
+//! Humanoid auto-mapping: [`IkHumanoid`] on a character's root (typically the `WorldAssetRoot` of a
 //! glTF character) recognises its bones by name with ik-core's humanoid mapping (Mixamo, VRM,
 //! `VRoid`, Rigify, Unreal, plain names), spawns target and pole entities at the current hand,
 //! foot, head and pelvis positions and sets up the IK that follows them: a character whose
@@ -105,7 +105,7 @@ impl IkHumanoidBone {
 }
 
 /// Auto-maps a humanoid character: put it on the character's root entity (e.g. the entity with
-/// the glTF `SceneRoot`). Once the bones exist, the plugin
+/// the glTF `WorldAssetRoot`). Once the bones exist, the plugin
 ///
 /// 1. recognises the humanoid bones by name (case- and separator-insensitive; see
 ///    [`ik_core::humanoid`]),

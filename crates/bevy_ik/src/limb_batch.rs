@@ -23,7 +23,7 @@
 //! each batched limb's goal into the stage and into the batch's lanes
 //! ([`LimbBatch::set_goal`]); a limb whose settings changed rebuilds the batch (rare,
 //! allocates); one whose bone lengths animation changed updates its lane. The test
-//! `tests/limb_batch.rs` holds the batched plugin to the scalar one within 1e-5 of the limb
+//! `tests/integration/limb_batch.rs` holds the batched plugin to the scalar one within 1e-5 of the limb
 //! length on every joint, and checks the default rule.
 //!
 //! # Granularity

@@ -198,7 +198,7 @@ impl Default for IkRigSettings {
 }
 
 /// A Jacobian IK rig: put it on the character's root entity (the entity above the skeleton,
-/// e.g. the `SceneRoot`; it never moves itself), or on a stage entity with
+/// e.g. the `WorldAssetRoot`; it never moves itself), or on a stage entity with
 /// [`IkStageOf(root)`](crate::IkStageOf). Every bone between the root and a goal bone becomes a
 /// ball joint; [`IkRig::movable_root`] (the hips, typically) may also translate.
 ///

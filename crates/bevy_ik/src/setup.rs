@@ -41,7 +41,7 @@ pub(crate) struct SetupSystems;
 /// A glTF scene (or any scene) finished spawning: incomplete set-ups retry this frame.
 #[cfg(feature = "scene")]
 fn flag_scene_ready(
-    _ready: bevy::ecs::observer::On<bevy::scene::SceneInstanceReady>,
+    _ready: bevy::ecs::observer::On<bevy::world_serialization::WorldInstanceReady>,
     mut rescan: ResMut<IkRescan>,
 ) {
     rescan.0 = true;

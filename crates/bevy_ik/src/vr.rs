@@ -15,7 +15,7 @@
 //! Up: the floor is level in the character's model space, +Y up (Bevy's and glTF's
 //! convention; [`VrBody::with_up`]), not tilted with the rest pose's posture — a rest pose
 //! leaning 4.8° (the UAL mannequin) made the body climb as the head walked and miss it by
-//! 76 mm (test `tests/vr_gltf.rs`).
+//! 76 mm (test `tests/integration/vr_gltf.rs`).
 //!
 //! Ground: [`IkVrBody::ground_height`] raises the feet's landing plane (flat). A grounding
 //! stage can hand the `VrBody` a [`GroundProbe`](ik_core::vr::GroundProbe) instead, through

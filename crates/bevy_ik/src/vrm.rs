@@ -27,7 +27,9 @@ use bevy::app::App;
 use bevy::asset::io::Reader;
 use bevy::asset::{AssetApp, AssetLoader, LoadContext};
 use bevy::ecs::world::EntityWorldMut;
-use bevy::gltf::extensions::{GltfExtensionHandler, GltfExtensionHandlers};
+use bevy::gltf::extensions::{
+    ErasedGltfExtensionHandler, GltfExtensionHandler, GltfExtensionHandlers,
+};
 use bevy::gltf::{
     DefaultGltfImageSampler, Gltf, GltfError, GltfLoader, GltfLoaderSettings, GltfPlugin,
 };
@@ -157,11 +159,16 @@ struct VrmHumanoidExtension {
 }
 
 impl GltfExtensionHandler for VrmHumanoidExtension {
-    fn dyn_clone(&self) -> Box<dyn GltfExtensionHandler> {
+    fn dyn_clone(&self) -> Box<dyn ErasedGltfExtensionHandler> {
         Box::new(self.clone())
     }
 
-    fn on_root(&mut self, gltf: &gltf::Gltf) {
+    fn on_root(
+        &mut self,
+        _load_context: &mut LoadContext<'_>,
+        gltf: &gltf::Gltf,
+        _settings: &GltfLoaderSettings,
+    ) {
         self.table = match VrmHumanoidTable::from_document(&gltf.document) {
             Ok(table) => table,
             Err(e) => {
@@ -217,9 +224,19 @@ impl AssetLoader for VrmLoader {
 /// `GltfPlugin` has made its own loader (it shares the extension handlers and the default
 /// sampler with it). Without a `GltfPlugin` nothing is registered.
 pub(crate) fn finish(app: &mut App) {
-    if !app.is_plugin_added::<GltfPlugin>() {
+    // The glTF loader's own settings (coordinate conversion, custom vertex attributes, skinned
+    // mesh bounds), so a `.vrm` loads exactly as the same file named `.glb` would.
+    let Some(gltf_plugin) = app.get_added_plugins::<GltfPlugin>().first().map(|p| {
+        (
+            p.custom_vertex_attributes.clone(),
+            p.convert_coordinates,
+            p.skinned_mesh_bounds_policy,
+        )
+    }) else {
         return;
-    }
+    };
+    let (custom_vertex_attributes, default_convert_coordinates, default_skinned_mesh_bounds_policy) =
+        gltf_plugin;
     let world = app.world_mut();
     let handlers = world
         .get_resource_or_init::<GltfExtensionHandlers>()
@@ -237,10 +254,11 @@ pub(crate) fn finish(app: &mut App) {
     );
     app.register_asset_loader(VrmLoader(GltfLoader {
         supported_compressed_formats,
-        custom_vertex_attributes: HashMap::default(),
+        custom_vertex_attributes,
         default_sampler,
-        default_convert_coordinates: Default::default(),
+        default_convert_coordinates,
         extensions: handlers,
+        default_skinned_mesh_bounds_policy,
     }));
 }
 

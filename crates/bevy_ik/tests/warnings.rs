@@ -1,5 +1,6 @@
 //! A problem is logged once, not once per frame.
 
+#[path = "integration/common/mod.rs"]
 mod common;
 
 use std::io;

@@ -23,7 +23,7 @@ pub use error::*;
 pub use pose::{BoneTransform, Pose};
 pub use skeleton::{Bone, Chain, Skeleton};
 
-/// Re-export of the glam version this crate uses (the one `bevy_math` 0.18 uses).
+/// Re-export of the glam version this crate uses (the one `bevy_math` 0.19 uses).
 pub use glam;
 
 /// The most used items: `use ik_core::prelude::*;`.

@@ -356,7 +356,7 @@ fn shortest_arc_or(from: Vec3, to: Vec3, fallback_axis: impl FnOnce(Vec3) -> Vec
 /// zero or non-finite input gives the identity.
 #[must_use]
 pub fn shortest_arc(from: Vec3, to: Vec3) -> Quat {
-    shortest_arc_or(from, to, |f| f.any_orthonormal_vector())
+    shortest_arc_or(from, to, Vec3::any_orthonormal_vector)
 }
 
 // ---------------------------------------------------------------------------------------------

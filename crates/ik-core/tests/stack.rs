@@ -70,7 +70,7 @@ fn full_body(r: &Rig) -> FullBodyStage {
 fn bits(p: &Pose) -> Vec<u32> {
     p.rotations
         .iter()
-        .flat_map(Quat::to_array)
+        .flat_map(|q| q.to_array())
         .chain(p.translations.iter().flat_map(Vec3::to_array))
         .map(f32::to_bits)
         .collect()

@@ -1,7 +1,7 @@
 //! Humanoid auto-mapping on small hierarchies named in each common convention, built in code
 //! with non-trivial rest rotations (no bone points along a fixed local axis).
 
-mod common;
+use crate::common;
 
 use bevy::prelude::*;
 use bevy_ik::ik_core::humanoid::HumanoidBone;

@@ -4,7 +4,7 @@
 //! system pairs, one bad stage or character does not stop the others, per-frame parameters do
 //! not rebuild, and the status is written only when it changes.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 

@@ -1,7 +1,7 @@
 //! Full-body `IkRig` in a headless app: goals by bone name with priorities and a movable root,
 //! per-goal and whole-rig blends, and robustness (despawned / NaN targets, missing bones).
 
-mod common;
+use crate::common;
 
 use bevy::prelude::*;
 use bevy_ik::prelude::*;

@@ -1,15 +1,15 @@
-//! A character spawned from a `SceneRoot` (as glTF characters are): it appears asynchronously,
-//! and `IkHumanoid` inserted together with the `SceneRoot` finishes set-up once the scene
+//! A character spawned from a `WorldAssetRoot` (as glTF characters are): it appears asynchronously,
+//! and `IkHumanoid` inserted together with the `WorldAssetRoot` finishes set-up once the scene
 //! instance is ready.
 
 #![cfg(feature = "scene")]
 
-mod common;
+use crate::common;
 
 use bevy::asset::AssetPlugin;
 use bevy::prelude::*;
-use bevy::scene::{Scene, ScenePlugin, SceneRoot};
 use bevy::transform::components::TransformTreeChanged;
+use bevy::world_serialization::{WorldAsset, WorldAssetRoot, WorldSerializationPlugin};
 use bevy_ik::ik_core::humanoid::HumanoidBone;
 use bevy_ik::prelude::*;
 use common::*;
@@ -21,7 +21,7 @@ fn humanoid_on_scene_root_is_set_up_when_the_scene_is_ready() {
         MinimalPlugins,
         TransformPlugin,
         AssetPlugin::default(),
-        ScenePlugin,
+        WorldSerializationPlugin,
         IkPlugin::default(),
     ));
     // Without Bevy's `reflect_auto_register` feature, scene components must be registered.
@@ -39,12 +39,12 @@ fn humanoid_on_scene_root_is_set_up_when_the_scene_is_ready() {
     spawn_humanoid(&mut scene_world, armature, &VRM_NAMES);
     let scene = app
         .world_mut()
-        .resource_mut::<Assets<Scene>>()
-        .add(Scene::new(scene_world));
+        .resource_mut::<Assets<WorldAsset>>()
+        .add(WorldAsset::new(scene_world));
     let character = app
         .world_mut()
         .spawn((
-            SceneRoot(scene),
+            WorldAssetRoot(scene),
             Transform::from_xyz(1.0, 0.0, 2.0),
             IkHumanoid::limbs(),
         ))

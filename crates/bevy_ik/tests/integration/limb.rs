@@ -1,7 +1,7 @@
 //! Analytic limbs in a headless app: the tip reaches a target moved this frame, the IK/FK
 //! blend weight, and robustness (despawned / NaN targets, missing and zero-length bones).
 
-mod common;
+use crate::common;
 
 use bevy::app::AnimationSystems;
 use bevy::prelude::*;

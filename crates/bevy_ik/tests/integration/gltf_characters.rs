@@ -1,11 +1,11 @@
 //! The characters in `assets/` (the bundled one and the four CC0 characters made by others)
 //! loaded the way a game loads them: through Bevy's asset server and glTF loader in a headless
-//! app (no window, no render device), spawned as a `SceneRoot` with `IkHumanoid::auto()`, set
-//! up on `SceneInstanceReady`. Then the hand and foot targets are moved and the look-at target
+//! app (no window, no render device), spawned as a `WorldAssetRoot` with `IkHumanoid::auto()`, set
+//! up on `WorldInstanceReady`. Then the hand and foot targets are moved and the look-at target
 //! swung aside, and the goals are measured on the bones' `GlobalTransform`s (what a renderer
 //! would draw): met within a fraction of the character's height, every transform finite.
 //!
-//! The app is `MinimalPlugins` + `TransformPlugin` + `AssetPlugin` + `ScenePlugin` +
+//! The app is `MinimalPlugins` + `TransformPlugin` + `AssetPlugin` + `WorldSerializationPlugin` +
 //! `GltfPlugin` with the asset types the glTF loader writes (meshes, images, materials,
 //! clips, skins). `App::finish` must run before the first update: `GltfPlugin` registers its
 //! loader in `finish`, and until then a `.glb` load waits for it (the file stays
@@ -14,7 +14,7 @@
 #![cfg(feature = "vrm")]
 
 // The converter that makes the VRM test avatars (`cargo run --example make_vrm`).
-#[path = "../../../examples/make_vrm.rs"]
+#[path = "../../../../examples/make_vrm.rs"]
 mod make_vrm;
 
 use std::time::{Duration, Instant};
@@ -23,7 +23,7 @@ use bevy::asset::{AssetPlugin, LoadState};
 use bevy::gltf::{GltfAssetLabel, GltfPlugin};
 use bevy::image::{CompressedImageFormatSupport, CompressedImageFormats};
 use bevy::prelude::*;
-use bevy::scene::{ScenePlugin, SceneRoot};
+use bevy::world_serialization::{WorldAssetRoot, WorldSerializationPlugin};
 use bevy_ik::ik_core::humanoid::HumanoidBone;
 use bevy_ik::prelude::*;
 
@@ -40,7 +40,7 @@ fn app(root: &str) -> App {
             file_path: root.into(),
             ..default()
         },
-        ScenePlugin,
+        WorldSerializationPlugin,
         GltfPlugin::default(),
         IkPlugin::default(),
     ));
@@ -64,10 +64,14 @@ fn app(root: &str) -> App {
 /// If the file fails to load or the humanoid is not set up within 120 s.
 fn spawn_character(app: &mut App, file: &str, humanoid: IkHumanoid) -> Entity {
     let path = GltfAssetLabel::Scene(0).from_asset(file.to_owned());
-    let scene: Handle<Scene> = app.world().resource::<AssetServer>().load(path);
+    let scene: Handle<WorldAsset> = app.world().resource::<AssetServer>().load(path);
     let character = app
         .world_mut()
-        .spawn((SceneRoot(scene.clone()), Transform::default(), humanoid))
+        .spawn((
+            WorldAssetRoot(scene.clone()),
+            Transform::default(),
+            humanoid,
+        ))
         .id();
     let start = Instant::now();
     loop {
@@ -350,13 +354,17 @@ fn without_its_table_the_renamed_avatar_does_not_map_and_says_why() {
     let file = "no_table.glb";
     let dir = write_vrm(1, false, file);
     let mut app = app(&dir);
-    let scene: Handle<Scene> = app
+    let scene: Handle<WorldAsset> = app
         .world()
         .resource::<AssetServer>()
         .load(GltfAssetLabel::Scene(0).from_asset(file));
     let character = app
         .world_mut()
-        .spawn((SceneRoot(scene), Transform::default(), IkHumanoid::auto()))
+        .spawn((
+            WorldAssetRoot(scene),
+            Transform::default(),
+            IkHumanoid::auto(),
+        ))
         .id();
     let start = Instant::now();
     while app.world().get::<IkHumanoidMapping>(character).is_none() {

@@ -3,10 +3,11 @@
 
 #![cfg(feature = "debug-draw")]
 
-mod common;
+use crate::common;
 
 use bevy::asset::AssetPlugin;
 use bevy::gizmos::GizmoPlugin;
+use bevy::mesh::MeshPlugin;
 use bevy::prelude::*;
 use bevy_ik::prelude::*;
 use common::*;
@@ -18,6 +19,8 @@ fn gizmos_draw_every_kind_of_rig_without_disturbing_the_solve() {
         MinimalPlugins,
         TransformPlugin,
         AssetPlugin::default(),
+        // Bevy 0.19's gizmos draw skinned-mesh bounds, which reads the mesh assets.
+        MeshPlugin,
         GizmoPlugin,
         IkPlugin::default(),
     ));
@@ -98,6 +101,8 @@ fn full_body_humanoid_draws_chains_targets_residuals_limits_and_balance() {
         MinimalPlugins,
         TransformPlugin,
         AssetPlugin::default(),
+        // Bevy 0.19's gizmos draw skinned-mesh bounds, which reads the mesh assets.
+        MeshPlugin,
         GizmoPlugin,
         IkPlugin::default(),
     ));

@@ -10,7 +10,7 @@
 //! - [`IkReach`]: a proxy target moves from the animated hand to a target in the stated time
 //!   (60 Hz manual clock) and a limb following it arrives.
 
-mod common;
+use crate::common;
 
 use core::time::Duration;
 

@@ -3,7 +3,7 @@
 //! `IkGround` slope (feet at their rest height above it along its normal, turned to it; a mesh
 //! on the character itself is not hit), and bad samples (NaN) reported without NaN bones.
 
-mod common;
+use crate::common;
 
 use core::time::Duration;
 

@@ -4,7 +4,7 @@
 //! they end near the head's ground position, not where they started), and a tracker entity
 //! that disappears leaves the pose finite.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! independently with ik-core's de Leva masses from the written bone transforms) nearer the
 //! support point between the feet than with balance off, while the feet stay on their targets.
 
-mod common;
+use crate::common;
 
 use bevy::prelude::*;
 use bevy_ik::ik_core::humanoid::{

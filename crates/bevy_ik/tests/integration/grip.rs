@@ -3,7 +3,7 @@
 //! the right hand's target moves along a circle: within 1 mm and 1°, every frame, measured on
 //! the bones' `GlobalTransform`s.
 
-mod common;
+use crate::common;
 
 use bevy::prelude::*;
 use bevy_ik::prelude::*;

@@ -7,7 +7,7 @@
 //! (not batched: it reads what the first one wrote). And the default rule: a few characters
 //! one by one, a crowd batched, `with_batched_limbs` overriding either way.
 
-mod common;
+use crate::common;
 
 use bevy::prelude::*;
 use bevy_ik::prelude::*;

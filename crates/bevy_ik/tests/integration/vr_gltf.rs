@@ -13,7 +13,7 @@ use bevy::asset::{AssetPlugin, LoadState};
 use bevy::gltf::{GltfAssetLabel, GltfPlugin};
 use bevy::image::{CompressedImageFormatSupport, CompressedImageFormats};
 use bevy::prelude::*;
-use bevy::scene::{ScenePlugin, SceneRoot};
+use bevy::world_serialization::{WorldAssetRoot, WorldSerializationPlugin};
 use bevy_ik::ik_core::humanoid::HumanoidBone;
 use bevy_ik::prelude::*;
 
@@ -30,7 +30,7 @@ fn app(root: &str) -> App {
             file_path: root.into(),
             ..default()
         },
-        ScenePlugin,
+        WorldSerializationPlugin,
         GltfPlugin::default(),
         IkPlugin::default(),
     ));
@@ -54,10 +54,14 @@ fn app(root: &str) -> App {
 /// If the file fails to load or the humanoid is not set up within 120 s.
 fn spawn_character(app: &mut App, file: &str, humanoid: IkHumanoid) -> Entity {
     let path = GltfAssetLabel::Scene(0).from_asset(file.to_owned());
-    let scene: Handle<Scene> = app.world().resource::<AssetServer>().load(path);
+    let scene: Handle<WorldAsset> = app.world().resource::<AssetServer>().load(path);
     let character = app
         .world_mut()
-        .spawn((SceneRoot(scene.clone()), Transform::default(), humanoid))
+        .spawn((
+            WorldAssetRoot(scene.clone()),
+            Transform::default(),
+            humanoid,
+        ))
         .id();
     let start = Instant::now();
     loop {
