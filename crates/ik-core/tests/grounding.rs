@@ -8,10 +8,10 @@
 //! still input at rest within 10 frames — plus the spring's frame-rate independence, bad
 //! input, and a four-legged rig.
 
-#[path = "support/gameplay.rs"]
-mod gameplay;
 #[path = "support/grounding.rs"]
 mod course;
+#[path = "support/gameplay.rs"]
+mod gameplay;
 
 use course::{Clip, Ground, Input, Measured, Run, course_rigs};
 use ik_core::glam::{Quat, Vec3};
@@ -26,8 +26,7 @@ const DT: f32 = course::DT;
 
 /// The most a joint may turn in one frame (degrees).
 const MAX_TURN: f32 = 20.0;
-/// A planted foot's largest distance from its ground (human m), outside a height blend.
-const MAX_GAP: f32 = 1e-3;
+use course::MAX_GAP;
 /// A planted foot's largest slide in one frame (human m).
 const MAX_SLIDE: f32 = 1e-5;
 /// Frames a still input may take to give a bit-identical output.
@@ -104,8 +103,8 @@ fn course(input: Input, ground: Ground) {
                 m.slide_at
             ));
         }
-        // A height blend is bounded by the height change it absorbs.
-        if m.max_blend > course::RISER * 1.05 {
+        // A height blend is bounded by the max step height.
+        if m.max_blend > settings.max_step_height / clip.scale {
             fail(format!("height blend {:.1} mm", m.max_blend * 1e3));
         }
         if m.still_after > STILL_WITHIN {

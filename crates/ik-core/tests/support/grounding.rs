@@ -54,6 +54,9 @@ pub const STANCE: f32 = 0.6;
 pub const LIFT: f32 = 0.12;
 /// The stepping clip: how far the pelvis is lowered (human m), so a stride's legs reach.
 pub const CROUCH: f32 = 0.06;
+/// A planted foot's largest distance from its ground (human m) outside a height blend; a
+/// blend smaller than this counts as none.
+pub const MAX_GAP: f32 = 1e-3;
 /// The stepping clip: the pelvis' bob (human m), twice a cycle.
 pub const BOB: f32 = 0.012;
 
@@ -151,7 +154,18 @@ pub enum Input {
 
 /// The test rigs of every naming convention in every rest-axis style, and the characters in
 /// `assets/` (made by others, CC0, and the project's own).
+///
+/// `GROUNDING_RIG=name` keeps only the rigs whose name contains `name` (for tracing one).
 pub fn course_rigs() -> Vec<Rig> {
+    let only = std::env::var("GROUNDING_RIG").ok();
+    let mut out = course_rigs_all();
+    if let Some(only) = only {
+        out.retain(|r| r.name.contains(&only));
+    }
+    out
+}
+
+fn course_rigs_all() -> Vec<Rig> {
     let mut out = Vec::new();
     for c in RigConvention::ALL {
         for a in [
@@ -264,14 +278,14 @@ impl Clip {
                         let p = distance(f) / STRIDE;
                         let bob = BOB * (1.0 - (2.0 * core::f32::consts::TAU * p).cos()) / 2.0;
                         let lower = frame.up * (-(CROUCH + bob) * s);
-                        pose.translations[pelvis] += pelvis_parent.rotation.inverse() * lower
-                            / pelvis_parent.scale;
+                        pose.translations[pelvis] +=
+                            pelvis_parent.rotation.inverse() * lower / pelvis_parent.scale;
                         for (i, (l, ik)) in legs.iter().zip(&iks).enumerate() {
                             let (fwd, lift) = step_offset(p + 0.5 * i as f32);
                             let ankle = rest_model[l.foot].translation
                                 + (frame.forward * fwd + frame.up * lift) * s;
-                            let goal = LimbGoal::new(ankle)
-                                .with_orientation(rest_model[l.foot].rotation);
+                            let goal =
+                                LimbGoal::new(ankle).with_orientation(rest_model[l.foot].rotation);
                             let parent = sk
                                 .parent(l.upper)
                                 .map_or(BoneTransform::IDENTITY, |b| sk.model_transform(&pose, b));
@@ -425,6 +439,7 @@ impl Run {
         let s = self.clip.scale;
         let up = self.clip.frame.up;
         let mut m = Measured::default();
+        let trace = std::env::var_os("GROUNDING_TRACE").is_some();
         let mut prev = self.clip.poses[0].clone();
         let mut prev_ankle = [Vec3::ZERO; 2];
         let mut prev_planted = [false; 2];
@@ -450,6 +465,22 @@ impl Run {
                 }
                 if f < STAND && out != &prev {
                     m.still_after = f + 1;
+                    if trace {
+                        let moved: Vec<(usize, f32, f32)> = (0..out.rotations.len())
+                            .filter(|&b| {
+                                out.rotations[b] != prev.rotations[b]
+                                    || out.translations[b] != prev.translations[b]
+                            })
+                            .map(|b| {
+                                (
+                                    b,
+                                    out.rotations[b].angle_between(prev.rotations[b]),
+                                    out.translations[b].distance(prev.translations[b]),
+                                )
+                            })
+                            .collect();
+                        println!("{f:4} still input, output moved: {moved:?}");
+                    }
                 }
             }
             prev.copy_from(out);
@@ -462,13 +493,41 @@ impl Run {
                 .model_transform(&self.clip.poses[f], p)
                 .translation
                 .dot(up);
-            pelvis = [pelvis[1], pelvis[2], [(root + solved) / s, (root + anim) / s]];
+            pelvis = [
+                pelvis[1],
+                pelvis[2],
+                [(root + solved) / s, (root + anim) / s],
+            ];
             if f >= 2 {
                 let (a, c) = (accel(pelvis, 0).abs(), accel(pelvis, 1).abs());
                 if a > m.max_pelvis_accel {
                     (m.max_pelvis_accel, m.pelvis_at) = (a, f);
                 }
                 m.max_controller_accel = m.max_controller_accel.max(c);
+            }
+            if trace {
+                let out = self.stage().output().clone();
+                println!(
+                    "{f:4} pelvis {:+.5} accel {:+8.2} ctrl {:+6.2} ground {:+.4} reach {:+.4} | {}",
+                    out.pelvis_offset.dot(up) / s,
+                    if f >= 2 { accel(pelvis, 0) } else { 0.0 },
+                    if f >= 2 { accel(pelvis, 1) } else { 0.0 },
+                    out.pelvis_ground / s,
+                    out.pelvis_reach / s,
+                    out.feet
+                        .iter()
+                        .map(|x| format!(
+                            "w {:.2} pl {} toe {} off {:+.4} blend {:+.4} n {:.4}",
+                            x.weight,
+                            u8::from(x.planted),
+                            u8::from(x.on_toe),
+                            x.offset / s,
+                            x.blend / s,
+                            x.normal.angle_between(up).to_degrees()
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                );
             }
             for leg in 0..2 {
                 let state = self.stage().output().feet[leg];
@@ -478,7 +537,9 @@ impl Run {
                     .translation
                     + self.roots[f];
                 m.foot_frames += 1;
-                let blending = state.blend.abs() > 0.0;
+                // Blending across a height change: the foot is off its ground by the
+                // blend (bounded by the stage's max step height), measured apart.
+                let blending = state.blend.abs() > MAX_GAP * s;
                 m.max_blend = m.max_blend.max(state.blend.abs() / s);
                 if state.planted {
                     m.planted_frames += 1;
