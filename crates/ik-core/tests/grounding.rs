@@ -346,3 +346,64 @@ fn bad_input_is_an_error_and_leaves_no_nan() {
         assert!(stack.pose().is_finite());
     }
 }
+
+#[test]
+fn bounded_spring_bounds_acceleration_at_any_frame_rate() {
+    let (max_accel, max_speed, snap) = (6.0f32, 2.7f32, 1e-5f32);
+    for hz in [30.0f32, 60.0, 144.0] {
+        let dt = 1.0 / hz;
+        let mut s = Spring::<f32>::at(0.0);
+        let mut x = vec![0.0f32; 2];
+        // A 20 cm step held for 2 s.
+        for _ in 0..(2.0 * hz) as usize {
+            s.update_bounded(0.2, 0.12, max_speed, max_accel, snap, dt);
+            x.push(s.value);
+        }
+        let worst = x
+            .windows(3)
+            .map(|w| ((w[2] - 2.0 * w[1] + w[0]) / (dt * dt)).abs())
+            .fold(0.0f32, f32::max);
+        assert!(worst <= max_accel * 1.001, "{hz} Hz: {worst} m/s²");
+        // Bounded, yet it gets there and lands exactly.
+        assert_eq!(s.value, 0.2, "{hz} Hz");
+        assert_eq!(s.velocity, 0.0, "{hz} Hz");
+        // The unbounded spring's first frame alone is over the bound: the bound did the work.
+        let mut free = Spring::<f32>::at(0.0);
+        free.update(0.2, 0.12, max_speed, dt);
+        assert!(free.value / (dt * dt) > max_accel, "{hz} Hz");
+    }
+}
+
+#[test]
+fn a_probe_flickering_across_an_edge_does_not_move_the_foot() {
+    // The ground under one foot alternates between two heights 18 cm apart every frame (a
+    // probe on a kerb's edge): the foot keeps the side it stood on.
+    let (skeleton, legs) = quadruped();
+    let stage = GroundingStage::try_new(&skeleton, &legs, None).unwrap();
+    let mut stack = IkStack::new(skeleton.clone());
+    stack.push(Stage::custom(stage)).unwrap();
+    let input = skeleton.rest_pose();
+    let mut last: Option<Vec3> = None;
+    let mut worst = 0.0f32;
+    for f in 0..120 {
+        stack.set_input(&input).unwrap();
+        let (sk, buffer, slots) = stack.parts_mut();
+        let stage: &mut GroundingStage = slots[0].stage.as_custom_mut().unwrap();
+        stage.dt = DT;
+        let mut probes = Vec::new();
+        stage.probe_points(sk, buffer, &mut probes);
+        for (i, &(a, _)) in probes.iter().enumerate() {
+            let h = if i == 0 && f % 2 == 1 { 0.18 } else { 0.0 };
+            stage.ground[i] = FootGround::flat(GroundHit::new(Vec3::new(a.x, h, a.z), Vec3::Y));
+        }
+        stack.solve();
+        let ankle = stack.model_transform(legs[0].foot).translation;
+        if let Some(l) = last {
+            worst = worst.max(ankle.distance(l));
+        }
+        last = Some(ankle);
+        assert!(stack.pose().is_finite());
+    }
+    println!("largest foot step in a frame: {:.2} mm", worst * 1e3);
+    assert!(worst <= 1e-5, "the foot moved {worst} in a frame");
+}
