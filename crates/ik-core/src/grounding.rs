@@ -460,7 +460,8 @@ macro_rules! spring_impl {
             /// sub-steps, the closed-form critically damped spring's velocity change is
             /// clamped to `max_accel` per second and its speed to `max_speed`, and the value
             /// moves by the mean of the sub-step's velocities. So, for frames of equal length,
-            /// the value's second difference over a frame is at most `max_accel · dt²` — the
+            /// the value's second difference over a frame is at most `max_accel · dt²` (but for
+            /// the landing below, which moves it by at most `snap`) — the
             /// motion's acceleration is bounded by construction, whatever the target does (a
             /// target that jumps is followed at that acceleration) — while a target that
             /// holds still or moves slowly is followed as by [`Spring::update`]. Within `snap`
