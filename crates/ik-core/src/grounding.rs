@@ -315,9 +315,9 @@ const SETTLED: f32 = 0.01;
 /// [`GroundingSettings::max_accel`] (the pelvis that comes down with it has the whole).
 const DOWN_BLEND: f32 = 0.5;
 
-/// A foot in the air (weight 0) blends up out of a higher ground this many times faster than a
-/// standing one, on top (its weight fades it in): a swing over a stair nosing has caught up
-/// with the tread when it lands. (Up only: the pelvis follows the lowest foot down.)
+/// A foot in the air (weight 0) blends up out of a higher ground with this many times the
+/// acceleration of a standing one, on top (its weight fades it in): a swing over a stair
+/// nosing catches up with the tread sooner. (Up only: the pelvis follows the lowest foot down.)
 const AIR_BLEND: f32 = 10.0;
 
 /// Default [`GroundingSettings::max_accel`] in leg lengths per second²: 6 m/s² for a 0.9 m
@@ -744,7 +744,11 @@ impl LegRt {
                 // to the animation (a planted foot stands still in the world), so the foot's
                 // motion stays continuous.
                 let d = world.inverse().transform_point(lock) - ankle;
-                slide.velocity = (d - up * d.dot(up) - slide.value) / dt;
+                let v = (d - up * d.dot(up) - slide.value) / dt;
+                // Only a lock drifting at walking pace (one the bounded blend stops within
+                // half the release distance); a pose that jumped is blended from rest.
+                let carry = (s.max_accel * s.release_distance).sqrt();
+                slide.velocity = if v.length() <= carry { v } else { Vec3::ZERO };
             }
             slide.update_bounded(
                 Vec3::ZERO,
