@@ -27,6 +27,7 @@ use bevy::image::{CompressedImageFormatSupport, CompressedImageFormats};
 use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
 use bevy::world_serialization::{WorldAssetRoot, WorldSerializationPlugin};
+use bevy_ik::ik_core::grounding::GroundingStage;
 use bevy_ik::prelude::*;
 
 /// The workspace's `assets/`.
@@ -214,7 +215,14 @@ fn spawn_stair(app: &mut App) {
 /// Plays the clip for `frames` frames with the root carried at `speed` along +Z over `ground`
 /// (lifted to the mean ground height over ±30 cm); returns the rest positions of the foot and
 /// toe joints and their positions at each frame.
-fn walk(grounding: bool, stair: bool, speed: f32, frames: usize) -> ([Vec3; 4], Vec<[Vec3; 4]>) {
+/// Also returns each frame's height blend left on each foot (the grounding stage blending
+/// across a step under it; 0 without grounding).
+fn walk(
+    grounding: bool,
+    stair: bool,
+    speed: f32,
+    frames: usize,
+) -> ([Vec3; 4], Vec<[Vec3; 4]>, Vec<[f32; 2]>) {
     let mut app = app();
     let clip = walk_clip(&mut app);
     if stair {
@@ -223,6 +231,7 @@ fn walk(grounding: bool, stair: bool, speed: f32, frames: usize) -> ([Vec3; 4], 
     let ground = |z: f32| if stair { stair_height(z) } else { 0.0 };
     let (root, bones, rest) = spawn_walker(&mut app, clip, grounding);
     let mut out = Vec::with_capacity(frames);
+    let mut blends = Vec::with_capacity(frames);
     for f in 0..frames {
         let z = speed * f as f32 / FPS;
         let lift = (-6..=6).map(|i| ground(z + i as f32 * 0.05)).sum::<f32>() / 13.0;
@@ -232,8 +241,16 @@ fn walk(grounding: bool, stair: bool, speed: f32, frames: usize) -> ([Vec3; 4], 
             .translation = Vec3::new(0.0, lift, z);
         app.update();
         out.push(bones.map(|b| pos(&app, b)));
+        let stage = app
+            .world()
+            .get::<IkCharacter>(root)
+            .and_then(|c| c.custom_stage::<GroundingStage>(root));
+        blends.push(stage.map_or([0.0; 2], |g| {
+            let feet = &g.output().feet;
+            [0, 1].map(|i| feet.get(i).map_or(0.0, |f| f.blend))
+        }));
     }
-    (rest, out)
+    (rest, out, blends)
 }
 
 #[test]
@@ -241,7 +258,7 @@ fn walking_up_a_stair_the_planted_feet_stand_on_it_with_grounding_and_not_withou
     let frames = 300;
     // In place on flat ground: the speed the planted feet move back, and the frames where a
     // foot is planted flat (ankle and toe joint at their lowest).
-    let (rest, flat) = walk(false, false, 0.0, frames);
+    let (rest, flat, _) = walk(false, false, 0.0, frames);
     let settle = 10;
     let mut speeds: Vec<f32> = flat[settle..]
         .windows(2)
@@ -264,8 +281,9 @@ fn walking_up_a_stair_the_planted_feet_stand_on_it_with_grounding_and_not_withou
     let mut worst = [0.0_f32; 2];
     let mut counted = [0usize; 2];
     let mut slide = 0.0_f32;
+    let mut blending = 0.0_f32;
     for (k, grounding) in [true, false].into_iter().enumerate() {
-        let (_, poses) = walk(grounding, true, speed, frames);
+        let (_, poses, blends) = walk(grounding, true, speed, frames);
         for (f, p) in poses.iter().enumerate() {
             for foot in 0..2 {
                 let (ankle, toe) = (p[2 * foot], p[2 * foot + 1]);
@@ -273,6 +291,12 @@ fn walking_up_a_stair_the_planted_feet_stand_on_it_with_grounding_and_not_withou
                 let across_edge =
                     stair_height(ankle.z - 0.12) != under || stair_height(toe.z + 0.12) != under;
                 if !planted(f, foot) || across_edge || under == 0.0 {
+                    continue;
+                }
+                // Still blending across the step it landed on (bounded: at most the step,
+                // measured apart).
+                if blends[f][foot].abs() > 1e-3 {
+                    blending = blending.max(blends[f][foot].abs());
                     continue;
                 }
                 counted[k] += 1;
@@ -288,15 +312,20 @@ fn walking_up_a_stair_the_planted_feet_stand_on_it_with_grounding_and_not_withou
         }
     }
     println!(
-        "walk clip at {speed:.3} m/s up five 10 cm steps: planted ankle off its height above the step, worst {:.2} mm with grounding ({} foot-frames; sliding ≤ {:.2} mm a frame), {:.1} mm without ({})",
+        "walk clip at {speed:.3} m/s up five 10 cm steps: planted ankle off its height above the step, worst {:.2} mm with grounding ({} foot-frames; sliding ≤ {:.2} mm a frame; blending across a step, left out: ≤ {:.1} mm), {:.1} mm without ({})",
         worst[0] * 1e3,
         counted[0],
         slide * 1e3,
+        blending * 1e3,
         worst[1] * 1e3,
         counted[1]
     );
     assert!(counted[0] > 30 && counted[1] > 30, "{counted:?}");
     assert!(worst[0] < 2e-3, "with grounding: {} mm", worst[0] * 1e3);
+    assert!(
+        blending <= 0.1 + 1e-4,
+        "a blend beyond the step: {blending}"
+    );
     assert!(
         slide < 1e-3,
         "planted feet slide {} mm a frame",

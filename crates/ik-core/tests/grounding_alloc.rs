@@ -1,13 +1,13 @@
-//! The grounding walk (`tests/support/grounding.rs`) does not allocate after set-up: a
-//! counting global allocator around the probes, ground samples and stack solves of a walk up a
-//! staircase (planting, releasing, smoothing all exercised).
+//! The grounding course (`tests/support/grounding.rs`) does not allocate after set-up: a
+//! counting global allocator around the probes, ground samples and stack solves of the stepping
+//! clip up the stairs (planting, releasing, blending across steps all exercised).
 
 #[path = "support/gameplay.rs"]
 mod gameplay;
 #[path = "support/grounding.rs"]
 mod grounding_walk;
 
-use grounding_walk::{Terrain, Walk};
+use grounding_walk::{Clip, FRAMES, Ground, Input, Run, STAND};
 
 #[path = "support/alloc.rs"]
 mod alloc;
@@ -18,15 +18,18 @@ static GLOBAL: alloc::Counting = alloc::Counting;
 #[test]
 fn grounding_walk_does_not_allocate() {
     let rig = gameplay::rigs(false).into_iter().next().expect("a rig");
-    let mut walk = Walk::new(&rig, Terrain::Stairs { steps: 4 }, 240);
+    let clip = Clip::new(&rig, Input::Stepping);
+    let mut walk = Run::new(&rig, &clip, Ground::StairsUp);
     // Warm up: the first frame may size internal buffers.
     walk.step(0);
+    let mut blended = false;
     let ((), allocations) = alloc::allocations_during(|| {
-        for f in 1..240 {
+        for f in 1..FRAMES.min(STAND + 480) {
             walk.step(f);
+            blended |= walk.stage().output().feet.iter().any(|f| f.blend != 0.0);
         }
     });
-    let planted = walk.stage().output().feet.iter().any(|f| f.grounded);
-    assert!(planted);
+    let grounded = walk.stage().output().feet.iter().any(|f| f.grounded);
+    assert!(grounded && blended);
     assert_eq!(allocations, 0, "allocations during the walk");
 }
