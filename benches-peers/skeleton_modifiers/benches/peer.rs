@@ -13,7 +13,7 @@
 
 use bevy_skeleton_modifiers as peer;
 use criterion::{Criterion, criterion_group};
-use glam::Vec3;
+use ik_core::glam::Vec3;
 use glam32::{Affine3A as A32, Quat as Q32, Vec3 as V32};
 use ik_core::chain::{ChainGoal, ChainIk, ChainIkStage, ChainMethod, ChainSettings};
 use ik_core::spring::{
@@ -164,7 +164,7 @@ fn spring_ours(c: &mut Criterion) -> (f64, f64) {
     let mut ours = || {
         k += 1;
         let (angle, at) = root_motion(k);
-        input.rotations[0] = glam::Quat::from_rotation_y(angle);
+        input.rotations[0] = ik_core::glam::Quat::from_rotation_y(angle);
         stack.set_input(&input).unwrap();
         let st = stack
             .slot_mut(slot)

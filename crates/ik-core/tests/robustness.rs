@@ -4,7 +4,8 @@
 //!
 //! This file: the checks today's full-body solver passes, and the harness's own checks (the
 //! scenarios are what they claim). The targets it does not meet yet are in
-//! `robustness_targets.rs`.
+//! `docs/robustness_targets.rs`
+//! (outside the test targets until they pass).
 
 #[path = "support/robustness.rs"]
 mod robustness;

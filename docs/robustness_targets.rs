@@ -2,8 +2,12 @@
 //! come from `benches/robustness.rs`) on the 24 test rigs and the CC0 characters, every
 //! threshold one of the named constants, measured by FK of the output.
 //!
-//! This file: the targets today's full-body solver does not meet yet (measured on
-//! 2026-11-28 in the report of branch `fb-suite`); the checks it meets are in `robustness.rs`.
+//! This file: the targets the full-body solver does not meet yet (measured on
+//! 2026-11-28, default `TrackingMode::Corrective`; `TrackingMode::Bounded` meets the still-goal
+//! settling and turn-bound targets but not the rest, see `docs/benchmarks.md`). It is kept here,
+//! outside the test targets, because CI runs every test and these fail today: a test moves back
+//! to `crates/ik-core/tests/` (beside `robustness.rs`, with `#[path = "support/robustness.rs"]`)
+//! when the solver meets it. The checks met today are in `crates/ik-core/tests/robustness.rs`.
 
 #[path = "support/robustness.rs"]
 mod robustness;
