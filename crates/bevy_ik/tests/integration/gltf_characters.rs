@@ -28,10 +28,10 @@ use bevy_ik::ik_core::humanoid::HumanoidBone;
 use bevy_ik::prelude::*;
 
 /// The workspace's `assets/`.
-const ASSETS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../assets");
+pub(crate) const ASSETS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../assets");
 
 /// A headless app that loads glTF characters from `root`.
-fn app(root: &str) -> App {
+pub(crate) fn app(root: &str) -> App {
     let mut app = App::new();
     app.add_plugins((
         MinimalPlugins,
@@ -62,7 +62,7 @@ fn app(root: &str) -> App {
 ///
 /// # Panics
 /// If the file fails to load or the humanoid is not set up within 120 s.
-fn spawn_character(app: &mut App, file: &str, humanoid: IkHumanoid) -> Entity {
+pub(crate) fn spawn_character(app: &mut App, file: &str, humanoid: IkHumanoid) -> Entity {
     let path = GltfAssetLabel::Scene(0).from_asset(file.to_owned());
     let scene: Handle<WorldAsset> = app.world().resource::<AssetServer>().load(path);
     let character = app
@@ -94,7 +94,7 @@ fn spawn_character(app: &mut App, file: &str, humanoid: IkHumanoid) -> Entity {
     }
 }
 
-fn global(app: &App, e: Entity) -> GlobalTransform {
+pub(crate) fn global(app: &App, e: Entity) -> GlobalTransform {
     *app.world().get::<GlobalTransform>(e).expect("a transform")
 }
 

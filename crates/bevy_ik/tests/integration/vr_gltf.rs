@@ -7,86 +7,14 @@
 
 #![cfg(feature = "vrm")]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use bevy::asset::{AssetPlugin, LoadState};
-use bevy::gltf::{GltfAssetLabel, GltfPlugin};
-use bevy::image::{CompressedImageFormatSupport, CompressedImageFormats};
 use bevy::prelude::*;
-use bevy::world_serialization::{WorldAssetRoot, WorldSerializationPlugin};
 use bevy_ik::ik_core::humanoid::HumanoidBone;
 use bevy_ik::prelude::*;
 
-/// The workspace's `assets/`.
-const ASSETS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../assets");
-
-/// A headless app that loads glTF characters from `root`.
-fn app(root: &str) -> App {
-    let mut app = App::new();
-    app.add_plugins((
-        MinimalPlugins,
-        TransformPlugin,
-        AssetPlugin {
-            file_path: root.into(),
-            ..default()
-        },
-        WorldSerializationPlugin,
-        GltfPlugin::default(),
-        IkPlugin::default(),
-    ));
-    app.init_asset::<Mesh>()
-        .init_asset::<Image>()
-        .init_asset::<StandardMaterial>()
-        .init_asset::<AnimationClip>()
-        .init_asset::<bevy::mesh::skinning::SkinnedMeshInverseBindposes>()
-        .insert_resource(CompressedImageFormatSupport(CompressedImageFormats::NONE))
-        // Generic components are not auto-registered (`MaterialPlugin` would register it).
-        .register_type::<MeshMaterial3d<StandardMaterial>>();
-    // Plugins' `finish` (GltfPlugin registers its loader there; IkPlugin the `.vrm` one).
-    app.finish();
-    app.cleanup();
-    app
-}
-
-/// Spawns `file`'s first scene with `humanoid` and runs frames until the humanoid is set up.
-///
-/// # Panics
-/// If the file fails to load or the humanoid is not set up within 120 s.
-fn spawn_character(app: &mut App, file: &str, humanoid: IkHumanoid) -> Entity {
-    let path = GltfAssetLabel::Scene(0).from_asset(file.to_owned());
-    let scene: Handle<WorldAsset> = app.world().resource::<AssetServer>().load(path);
-    let character = app
-        .world_mut()
-        .spawn((
-            WorldAssetRoot(scene.clone()),
-            Transform::default(),
-            humanoid,
-        ))
-        .id();
-    let start = Instant::now();
-    loop {
-        app.update();
-        if app.world().get::<IkHumanoidTargets>(character).is_some() {
-            return character;
-        }
-        let state = app.world().resource::<AssetServer>().load_state(&scene);
-        if let LoadState::Failed(e) = state {
-            panic!("{file}: {e}");
-        }
-        let status = app.world().get::<IkStatus>(character);
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "{file}: not set up after {:?} ({state:?}): {status:?}; {:?}",
-            start.elapsed(),
-            app.world().get::<IkHumanoidMapping>(character)
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
-fn global(app: &App, e: Entity) -> GlobalTransform {
-    *app.world().get::<GlobalTransform>(e).expect("a transform")
-}
+// The headless glTF app and character set-up are `gltf_characters`' (same feature gate).
+use super::gltf_characters::{ASSETS, app, global, spawn_character};
 
 fn smooth(a: f32, b: f32, t: f32) -> f32 {
     let x = ((t - a) / (b - a)).clamp(0.0, 1.0);
