@@ -104,7 +104,7 @@
 //!   goal-frames met reach 99.97 → 100 %, both 99.88 → 99.89 %, uneven 99.94 % both; 0 flips
 //!   (largest turn 10.9°, was 8.2°); uneven unchanged (mean 7.0–7.3 µs, p99 52–60 µs: the
 //!   feet that miss keep their rows, and they are the frames that cost).
-//! * *The crowd* (`IK_GAMEPLAY=1 IK_CPU=1 cargo bench -p bevy_ik --all-features --bench
+//! * *The crowd* (`IK_GAMEPLAY=1 IK_CPU=1 cargo bench -p bevy_mod_ik --all-features --bench
 //!   crowd`: 1000 full-body characters with a position-only pelvis goal, both cores, load
 //!   4.5–5.5, two alternating runs): CPU per frame, all threads, 29.0–29.5 ms → 26.0–26.1 ms
 //!   with the two rules here and the per-joint warm-start check (26.7–27.1 ms without the
