@@ -30,12 +30,21 @@ use crate::components::IkDisabled;
 use crate::humanoid::IkHumanoidTargets;
 use crate::stage::IkStageOf;
 
-/// What the debug drawing shows. Insert or change it at run time; `enabled: false` draws
-/// nothing.
+/// What the debug drawing shows. Insert or change it at run time.
+///
+/// Off until asked for: the default has `enabled: false` (every part switched on, so that
+/// turning `enabled` on draws everything); [`IkDebugDraw::all`] is the same with `enabled: true`.
+///
+/// ```
+/// # use bevy::prelude::*;
+/// # use bevy_ik::IkDebugDraw;
+/// # let mut app = App::new();
+/// app.insert_resource(IkDebugDraw::all());
+/// ```
 #[derive(Resource, Debug, Clone, PartialEq, Reflect)]
 #[reflect(Resource, Default, Debug)]
 pub struct IkDebugDraw {
-    /// Draw anything at all.
+    /// Draw anything at all (`false` by default: drawing is off until asked for).
     pub enabled: bool,
     /// Lines along each chain's bones.
     pub chains: bool,
@@ -57,10 +66,21 @@ pub struct IkDebugDraw {
     pub cone_length: f32,
 }
 
+impl IkDebugDraw {
+    /// Everything drawn: the default's parts with `enabled` on.
+    #[must_use]
+    pub fn all() -> Self {
+        Self {
+            enabled: true,
+            ..Self::default()
+        }
+    }
+}
+
 impl Default for IkDebugDraw {
     fn default() -> Self {
         Self {
-            enabled: true,
+            enabled: false,
             chains: true,
             targets: true,
             poles: true,

@@ -49,8 +49,17 @@ fn gizmos_draw_every_kind_of_rig_without_disturbing_the_solve() {
     assert!(status(&app, character).solved);
     let d = world_pos(&app, arm.hand).distance(Vec3::new(0.3, 1.3, 0.3));
     assert!(d < 1e-4, "{d}");
+    // Off until asked for: the plugin's default draws nothing.
+    assert!(drawn_vertices(&app).is_none());
+    app.insert_resource(IkDebugDraw::all());
+    app.update();
+    assert!(drawn_vertices(&app).is_some_and(|v| !v.is_empty()));
+    assert!(status(&app, character).solved);
+    let d = world_pos(&app, arm.hand).distance(Vec3::new(0.3, 1.3, 0.3));
+    assert!(d < 1e-4, "with drawing on: {d}");
     app.world_mut().resource_mut::<IkDebugDraw>().enabled = false;
     app.update();
+    assert!(drawn_vertices(&app).is_none());
 }
 
 /// The vertices (line-list and line-strip) of the default gizmo group drawn in the last frame;
@@ -76,6 +85,7 @@ fn drawn_vertices(app: &App) -> Option<Vec<Vec3>> {
 /// Draws only what `pick` switches on (`enabled` stays on) and returns the vertices.
 fn draw_with(app: &mut App, pick: impl Fn(&mut IkDebugDraw)) -> Vec<Vec3> {
     let mut settings = IkDebugDraw {
+        enabled: true,
         chains: false,
         targets: false,
         poles: false,
@@ -200,7 +210,7 @@ fn full_body_humanoid_draws_chains_targets_residuals_limits_and_balance() {
     assert!(support.distance(mid) < 1e-4, "{support} vs {mid}");
 
     // Everything on draws more than any one part; switched off, nothing at all.
-    let all = draw_with(&mut app, |s| *s = IkDebugDraw::default());
+    let all = draw_with(&mut app, |s| *s = IkDebugDraw::all());
     assert!(all.len() > chains.len() + limits.len());
     app.world_mut().resource_mut::<IkDebugDraw>().enabled = false;
     app.update();
