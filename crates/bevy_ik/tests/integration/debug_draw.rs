@@ -12,8 +12,8 @@ use bevy::prelude::*;
 use bevy_ik::prelude::*;
 use common::*;
 
-#[test]
-fn gizmos_draw_every_kind_of_rig_without_disturbing_the_solve() {
+/// A headless app with Bevy's gizmos and the plugin.
+fn gizmo_app() -> App {
     let mut app = App::new();
     app.add_plugins((
         MinimalPlugins,
@@ -24,6 +24,12 @@ fn gizmos_draw_every_kind_of_rig_without_disturbing_the_solve() {
         GizmoPlugin,
         IkPlugin::default(),
     ));
+    app
+}
+
+#[test]
+fn gizmos_draw_every_kind_of_rig_without_disturbing_the_solve() {
+    let mut app = gizmo_app();
     let arm = spawn_arm(app.world_mut(), Transform::default());
     let target = app
         .world_mut()
@@ -106,16 +112,7 @@ fn near_any(p: Vec3, points: &[Vec3], within: f32) -> bool {
 
 #[test]
 fn full_body_humanoid_draws_chains_targets_residuals_limits_and_balance() {
-    let mut app = App::new();
-    app.add_plugins((
-        MinimalPlugins,
-        TransformPlugin,
-        AssetPlugin::default(),
-        // Bevy 0.19's gizmos draw skinned-mesh bounds, which reads the mesh assets.
-        MeshPlugin,
-        GizmoPlugin,
-        IkPlugin::default(),
-    ));
+    let mut app = gizmo_app();
     let character = app
         .world_mut()
         .spawn((
