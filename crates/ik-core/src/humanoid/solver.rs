@@ -3172,15 +3172,16 @@ impl<'a> Solve<'a> {
                             (j.affects & (1 << k) != 0, anchor & (1 << k) != 0);
                         let [rp, rr] = row_of[k];
                         if rp != usize::MAX {
-                            let mut v = Vec3::ZERO;
-                            if on_effector {
-                                let x = self.s.model[self.rig.effector_bones[k]].translation;
-                                v += point_column(axis, translation, pivot, x);
-                            }
-                            if on_frame {
-                                let t = goals.effectors[k].position;
-                                v -= point_column(axis, translation, pivot, t);
-                            }
+                            let v = relative_point_column(
+                                axis,
+                                translation,
+                                pivot,
+                                (
+                                    on_effector,
+                                    self.s.model[self.rig.effector_bones[k]].translation,
+                                ),
+                                (on_frame, goals.effectors[k].position),
+                            );
                             set3(jac, rp, cols, col, v * wp[k].sqrt());
                         }
                         if rr != usize::MAX && !translation && on_effector != on_frame {
@@ -3564,6 +3565,27 @@ fn point_column(axis: Vec3, translation: bool, pivot: Vec3, point: Vec3) -> Vec3
     } else {
         axis.cross(point - pivot)
     }
+}
+
+/// A relative goal's position column: how the joint moves the effector point `effector`
+/// (when it moves the effector) against the goal point `target` carried by the goal's frame
+/// bone (when it moves that bone). A joint that moves both only counts by how it moves one
+/// against the other.
+fn relative_point_column(
+    axis: Vec3,
+    translation: bool,
+    pivot: Vec3,
+    (on_effector, effector): (bool, Vec3),
+    (on_frame, target): (bool, Vec3),
+) -> Vec3 {
+    let mut v = Vec3::ZERO;
+    if on_effector {
+        v += point_column(axis, translation, pivot, effector);
+    }
+    if on_frame {
+        v -= point_column(axis, translation, pivot, target);
+    }
+    v
 }
 
 /// How turning about (or moving along) `axis` through `pivot` moves the centre of mass of

@@ -70,7 +70,7 @@ use glam::Vec3;
 
 use super::{
     Dof, Effector, FullBodyGoals, FullBodyReport, GoalFrame, MAX_ROWS, PelvisPin, Solve, channel,
-    clamp_len, com_column, joint_axes, point_column, set3, vec_angle,
+    clamp_len, com_column, joint_axes, relative_point_column, set3, vec_angle,
 };
 use crate::analytic::finish::quat_angle;
 use crate::pose::Pose;
@@ -516,15 +516,16 @@ impl Solve<'_> {
                         (j.affects & (1 << k) != 0, anchor & (1 << k) != 0);
                     let [rp, rr] = row_of[k];
                     if rp != usize::MAX {
-                        let mut v = Vec3::ZERO;
-                        if on_effector {
-                            let x = self.s.model[self.rig.effector_bones[k]].translation;
-                            v += point_column(axis, translation, pivot, x);
-                        }
-                        if on_frame {
-                            let t = goals.effectors[k].position;
-                            v -= point_column(axis, translation, pivot, t);
-                        }
+                        let v = relative_point_column(
+                            axis,
+                            translation,
+                            pivot,
+                            (
+                                on_effector,
+                                self.s.model[self.rig.effector_bones[k]].translation,
+                            ),
+                            (on_frame, goals.effectors[k].position),
+                        );
                         set3(jac, rp, cols, col, v * (wp[k] * pull));
                     }
                     if rr != usize::MAX && !translation && on_effector != on_frame {
