@@ -85,6 +85,13 @@ pub(super) const ACCEPT_FLOOR: f32 = 1e-2;
 /// The factor by which a rejected Gauss–Newton step's damping grows (and a kept one's
 /// shrinks, down to [`FullBodySettings::damping`](super::FullBodySettings::damping)).
 const LM_GROWTH: f32 = 10.0;
+/// A joint the step turns past the per-frame bound is put this fraction of the bound from
+/// its start: float round-off in the slerp and the angle (about 1e-7 rad) must not read a
+/// joint put exactly on the bound as beyond it (1e-4 of 15° is 0.0015°).
+const BOUND_AIM: f32 = 1.0 - 1e-4;
+/// Projections onto the turn bound and the joint's limit tried (each from the last) before a
+/// joint the limit projection keeps pushing past the bound is left where it started.
+const BOUND_TRIES: usize = 2;
 /// Consecutive rejected candidates after which a frame ends.
 const MAX_REJECTS: u32 = 2;
 /// Distinct priority numbers told apart (one per goal channel group at most); goals on
@@ -281,16 +288,29 @@ impl Solve<'_> {
                 continue;
             }
             self.s.clipped[ji] = true;
-            let mut r = q0.slerp(q, max / angle).normalize();
             let rest = &skeleton.bones()[b].rest;
-            let mut t = pose.translations[b];
-            j.limit
-                .clamp_valid(rest.rotation, rest.translation, &mut r, &mut t);
-            let turned = quat_angle(q0, r);
-            if turned.is_nan() || turned > max {
-                r = q0;
-                t = self.s.start.translations[b];
+            let t = pose.translations[b];
+            // Aimed just inside the bound (round-off must not read a joint put on it as
+            // beyond it); the limit projection may move it again, so the projected rotation
+            // is aimed at once more before the joint is left where it started.
+            let (mut target, mut turn) = (q, angle);
+            let mut kept = None;
+            for _ in 0..BOUND_TRIES {
+                let mut r = q0.slerp(target, BOUND_AIM * max / turn).normalize();
+                let mut t = t;
+                j.limit
+                    .clamp_valid(rest.rotation, rest.translation, &mut r, &mut t);
+                let turned = quat_angle(q0, r);
+                if turned.is_nan() {
+                    break;
+                }
+                if turned <= max {
+                    kept = Some((r, t));
+                    break;
+                }
+                (target, turn) = (r, turned);
             }
+            let (r, t) = kept.unwrap_or((q0, self.s.start.translations[b]));
             pose.rotations[b] = r;
             pose.translations[b] = t;
         }
