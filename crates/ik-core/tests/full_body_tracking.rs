@@ -369,3 +369,68 @@ fn reachable_still_goals_are_met_and_then_bit_identical() {
         "only {met} of {total} reachable goal sets met"
     );
 }
+
+/// Per-bone stiffness ([`FullBodySettings::stiffness`]): a hand held 20 % beyond reach pulls
+/// the trunk (pull 1). With the spine, chest and upper chest at stiffness 1 they are
+/// bit-identical from the first output on (the first solve may clamp the input into the
+/// limits); at 0.5 they still move; a stiffness that is not a number acts as 0 (the same
+/// output bit for bit). How far a half-stiff trunk turns is not compared with a free one:
+/// the acceptance rule makes the frame-to-frame paths differ (measured: less on 7 of 11
+/// rigs, more on 4).
+#[test]
+fn stiffness_holds_the_trunk() {
+    let trunk = [B::Spine, B::Chest, B::UpperChest];
+    let (mut pulled, mut half_moved) = (0, 0);
+    for (i, r) in rigs().iter_mut().enumerate() {
+        if r.solver.settings().tracking != TrackingMode::Bounded {
+            return;
+        }
+        let mut rng = Rng(0x57_1ff + i as u64);
+        let reach = arm_reach(r);
+        let limits = r.solver.limits().clone();
+        let start = random_pose_within_limits(&r.s, &r.map, &limits, 0.3, &mut || rng.next());
+        let mut goals = r.solver.goals_at_pose(&r.s, &start);
+        let shoulder = pos(&r.s, &start, r.map.get(B::LeftUpperArm).unwrap());
+        let hand = pos(&r.s, &start, r.map.get(B::LeftHand).unwrap());
+        let dir = (hand - shoulder).normalize();
+        *goals.get_mut(Effector::LeftHand) = EffectorGoal::position(shoulder + dir * reach * 1.2);
+        let bones: Vec<usize> = trunk.iter().filter_map(|&b| r.map.get(b)).collect();
+        // The trunk's summed turn from the first output to the 20th, and the last pose.
+        let run = |r: &mut Rig, stiffness: f32| {
+            let mut solver = r.solver.clone();
+            for b in trunk {
+                solver.settings_mut().stiffness[b.index()] = stiffness;
+            }
+            let mut pose = start.clone();
+            solver.solve(&r.s, &mut pose, &goals).unwrap();
+            let first = pose.clone();
+            for _ in 1..20 {
+                solver.solve(&r.s, &mut pose, &goals).unwrap();
+            }
+            assert!(pose.is_finite(), "rig {i}, stiffness {stiffness}");
+            // (Bit for bit first: `angle` reads two equal rotations up to 7e-4 rad apart.)
+            let turn = bones
+                .iter()
+                .filter(|&&b| first.rotations[b] != pose.rotations[b])
+                .map(|&b| angle(first.rotations[b], pose.rotations[b]))
+                .sum::<f32>();
+            (turn, pose)
+        };
+        let (free, free_pose) = run(r, 0.0);
+        let (half, _) = run(r, 0.5);
+        let (held, _) = run(r, 1.0);
+        let (_, nan_pose) = run(r, f32::NAN);
+        assert_eq!(held, 0.0, "rig {i}: a stiffness-1 trunk turned");
+        assert!(
+            nan_pose == free_pose,
+            "rig {i}: NaN stiffness differs from 0"
+        );
+        pulled += usize::from(free > 1e-3);
+        half_moved += usize::from(half > 1e-3);
+    }
+    // Not vacuous: the out-of-reach hand turns a free or half-stiff trunk on most rigs.
+    assert!(
+        pulled >= 12 && half_moved >= 12,
+        "{pulled} / {half_moved} rigs"
+    );
+}

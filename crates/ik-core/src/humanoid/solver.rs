@@ -718,6 +718,15 @@ pub struct FullBodySettings {
     /// moves only its own limb (clavicle, arm or leg), 1 (the default) lets the trunk and
     /// pelvis follow as far as the other goals and the limits allow.
     pub pull: [f32; 5],
+    /// With [`TrackingMode::Bounded`]: per humanoid role ([`HumanoidBone::index`](B::index)), how much
+    /// the joint resists turning, 0 (the default: free) to 1 (held where the pose passed in
+    /// has it). A Gauss–Newton step sees the joint's columns scaled by `1 − stiffness` (a
+    /// weighted least-norm step: a stiffer joint takes a smaller share of the motion, the
+    /// others make up for it as far as they can). The analytic limb finish still turns a
+    /// limb's own joints (shoulder, elbow, wrist; hip, knee, ankle) onto its goal; stiffness
+    /// acts on the trunk, neck, head and clavicles fully, and on the limbs through the steps.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub stiffness: [f32; B::COUNT],
 }
 
 /// How [`FullBodySolver::solve`] (tracking) works; [`FullBodySolver::solve_cold`] is the same
@@ -757,6 +766,7 @@ impl Default for FullBodySettings {
             tracking: TrackingMode::Corrective,
             max_turn: DEFAULT_MAX_TURN,
             pull: [1.0; 5],
+            stiffness: [0.0; B::COUNT],
         }
     }
 }
@@ -857,6 +867,8 @@ struct Segment {
 #[derive(Clone, Copy, Debug)]
 struct Joint {
     bone: usize,
+    /// The humanoid role of `bone` (its [`FullBodySettings::stiffness`]).
+    role: B,
     dof: Dof,
     col: usize,
     limit: JointLimit,
@@ -1227,6 +1239,7 @@ impl FullBodySolver {
             }
             joints.push(Joint {
                 bone,
+                role,
                 dof,
                 col: cols,
                 limit,

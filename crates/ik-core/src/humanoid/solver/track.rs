@@ -138,6 +138,17 @@ pub(super) fn better(old: &Costs, new: &Costs) -> bool {
     false
 }
 
+/// The scale of a joint's Gauss–Newton columns for its
+/// [`FullBodySettings::stiffness`](super::FullBodySettings::stiffness): `1 − stiffness`,
+/// within 0..=1 (a stiffness that is not a number counts as 0).
+fn freedom(stiffness: f32) -> f32 {
+    if stiffness.is_nan() {
+        1.0
+    } else {
+        1.0 - stiffness.clamp(0.0, 1.0)
+    }
+}
+
 /// A residual's cost: its excess over the tolerance, in tolerances, squared and weighted (0
 /// within tolerance).
 fn excess(residual: f32, tolerance: f32, weight: f32) -> f32 {
@@ -480,7 +491,9 @@ impl Solve<'_> {
             goals.center_of_mass.weight.max(0.0).sqrt() / total
         });
         for (ji, j) in self.rig.joints.iter().enumerate() {
-            if self.s.frozen[ji] || (pinned && matches!(j.dof, Dof::Floating)) {
+            // A stiff joint's columns are scaled down (its step scaled back below).
+            let free = freedom(s.stiffness[j.role.index()]);
+            if self.s.frozen[ji] || free == 0.0 || (pinned && matches!(j.dof, Dof::Floating)) {
                 continue;
             }
             let anchor = self.s.anchor_affects[ji];
@@ -510,7 +523,7 @@ impl Solve<'_> {
                         if let (r, false) = (row_of[5][0], translation)
                             && r != usize::MAX
                         {
-                            set3(jac, r, cols, col, axis.cross(head_dir) * look_w);
+                            set3(jac, r, cols, col, axis.cross(head_dir) * (look_w * free));
                         }
                         continue;
                     }
@@ -519,7 +532,7 @@ impl Solve<'_> {
                         if r != usize::MAX {
                             let v =
                                 com_column(axis, translation, pivot, (m_sub, s_sub), self.rig.up)
-                                    * com_w;
+                                    * (com_w * free);
                             set3(jac, r, cols, col, v);
                         }
                         continue;
@@ -546,11 +559,11 @@ impl Solve<'_> {
                             ),
                             (on_frame, goals.effectors[k].position),
                         );
-                        set3(jac, rp, cols, col, v * (wp[k] * pull));
+                        set3(jac, rp, cols, col, v * (wp[k] * pull * free));
                     }
                     if rr != usize::MAX && !translation && on_effector != on_frame {
                         let sign = if on_effector { 1.0 } else { -1.0 };
-                        set3(jac, rr, cols, col, axis * (sign * wr[k] * pull));
+                        set3(jac, rr, cols, col, axis * (sign * wr[k] * pull * free));
                     }
                 }
             }
@@ -575,6 +588,15 @@ impl Solve<'_> {
         );
         if !ok {
             self.s.dls.dq.fill(0.0);
+        }
+        // Back from the scaled columns to joint increments (see `FullBodySettings::stiffness`).
+        for j in &self.rig.joints {
+            let free = freedom(s.stiffness[j.role.index()]);
+            if free < 1.0 {
+                for v in &mut self.s.dls.dq[j.col..j.col + j.dof.count()] {
+                    *v *= free;
+                }
+            }
         }
         rows
     }
