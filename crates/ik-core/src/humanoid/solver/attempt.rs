@@ -1,0 +1,457 @@
+//! One Jacobian attempt of the corrective mode and cold solves ([`Solve::attempt`]: coarse and
+//! fine rounds, the limb and look-at finishes, the polish pass), the give-way state it reads
+//! and writes, and how two results are compared (see the [module docs](super)).
+
+use super::*;
+
+impl Solve<'_> {
+    /// Records `pose` (this solve's output, within the limits) as the scratch's last output.
+    pub(super) fn remember(&mut self, pose: &Pose) {
+        self.s.last.copy_from(pose);
+        self.s.last_of = self.rig.id;
+    }
+
+    /// The order of cold-solve candidates, level by level of priority (0 first): more goals
+    /// of the level met, then a lower summed residual (in tolerances) of the level; the first
+    /// level that differs decides. A cold solve never returns a result worse than its input
+    /// by this order.
+    pub(super) fn better(
+        &self,
+        a: &FullBodyReport,
+        b: &FullBodyReport,
+        goals: &FullBodyGoals,
+    ) -> bool {
+        let (la, lb) = (self.levels(a, goals), self.levels(b, goals));
+        for (x, y) in la.iter().zip(&lb) {
+            if x.0 != y.0 {
+                return x.0 > y.0;
+            }
+            if (x.1 - y.1).abs() > 1e-4 * (1.0 + x.1.abs().max(y.1.abs())) {
+                return x.1 < y.1;
+            }
+        }
+        false
+    }
+
+    /// Per priority level (3 and above share the last): goal channels met, and the summed
+    /// residuals (in tolerances) of the channels not met.
+    pub(super) fn levels(&self, report: &FullBodyReport, goals: &FullBodyGoals) -> [(u32, f32); 4] {
+        let s = &self.rig.settings;
+        let mut out = [(0u32, 0.0f32); 4];
+        let mut add = |priority: u8, wanted: bool, r: f32, tol: f32| {
+            if wanted {
+                let l = &mut out[usize::from(priority.min(3))];
+                // (A met goal counts as met: its leftover residual decides nothing.)
+                if r <= tol {
+                    l.0 += 1;
+                } else {
+                    l.1 += r / tol;
+                }
+            }
+        };
+        for (r, g) in report.residuals.iter().zip(&goals.effectors) {
+            add(
+                g.priority,
+                g.wants_position(),
+                r.position,
+                s.position_tolerance,
+            );
+            add(
+                g.priority,
+                g.wants_rotation(),
+                r.rotation,
+                s.rotation_tolerance,
+            );
+        }
+        let (l, c) = (&goals.look_at, &goals.center_of_mass);
+        add(
+            l.priority,
+            l.enabled && l.weight > 0.0,
+            report.look_at,
+            s.rotation_tolerance,
+        );
+        add(
+            c.priority,
+            c.enabled && c.weight > 0.0,
+            report.center_of_mass,
+            s.com_tolerance,
+        );
+        out
+    }
+
+    /// Updates which goals give way, from `report` (measured on the output): met goals are
+    /// back at full weight; of the goals still missed by more than a fifth of the give-way
+    /// scale (and, with `require_stuck`, missed by no less in the previous solve), the first in
+    /// the order of giving way (see [`FullBodySettings::give_way_distance`]) gives way.
+    /// Returns whether one did.
+    pub(super) fn give_way(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &Pose,
+        goals: &FullBodyGoals,
+        report: &FullBodyReport,
+        require_stuck: bool,
+    ) -> bool {
+        let s = &self.rig.settings;
+        let d = if s.give_way_distance > 0.0 {
+            s.give_way_distance
+        } else {
+            0.05 * self.rig.body_height
+        };
+        let a = s.give_way_angle;
+        let mut missed = [0.0f32; CHANNELS];
+        for (k, (r, g)) in report.residuals.iter().zip(&goals.effectors).enumerate() {
+            if g.wants_position() && r.position > s.position_tolerance {
+                missed[channel(k, false)] = r.position / d;
+            }
+            if g.wants_rotation() && r.rotation > s.rotation_tolerance {
+                missed[channel(k, true)] = r.rotation / a;
+            }
+        }
+        if report.look_at > s.rotation_tolerance {
+            missed[channel(5, false)] = report.look_at / a;
+        }
+        if report.center_of_mass > s.com_tolerance {
+            missed[channel(6, false)] = report.center_of_mass / d;
+        }
+        // A limb stretched toward a target beyond its reach is the surest sign of an
+        // infeasible goal: those give way first, the most stretched first.
+        let mut rank = missed;
+        if self
+            .rig
+            .limbs
+            .iter()
+            .any(|l| missed[channel(l.effector, false)] > GIVE_WAY_MIN)
+        {
+            self.fk(skeleton, pose);
+        }
+        let resolved = self.resolved(skeleton, pose, goals);
+        let resolved = resolved.as_ref().unwrap_or(goals);
+        for limb in &self.rig.limbs {
+            let c = channel(limb.effector, false);
+            if missed[c] > GIVE_WAY_MIN {
+                let g = &resolved.effectors[limb.effector];
+                let root = self.s.model[limb.chain.upper].translation;
+                let stretch = (g.position.distance(root) - limb.reach) / limb.reach;
+                if stretch > 0.0 {
+                    rank[c] = 1e3 + stretch;
+                }
+            }
+        }
+        // The order in which goals give way: a larger priority number first, then the look-at,
+        // then the hands, then the feet. The pelvis and the centre of mass at priority 0 never
+        // give way: they trade off against each other by weight, by design (balance).
+        let mut never = [false; CHANNELS];
+        for (c, r) in rank.iter_mut().enumerate() {
+            let (k, priority) = match c {
+                10 => (5, goals.look_at.priority),
+                11 => (6, goals.center_of_mass.priority),
+                _ => (c / 2, goals.effectors[c / 2].priority),
+            };
+            let class = match k {
+                5 => 3.0,
+                0 | 1 => 2.0,
+                2 | 3 => 1.0,
+                _ => 0.0,
+            };
+            *r += f32::from(priority.min(50)) * 1e5 + class * 1e4;
+            never[c] = class == 0.0 && priority == 0;
+        }
+        let mut worst: Option<(usize, f32)> = None;
+        for (c, &m) in missed.iter().enumerate() {
+            // Only a goal that is not converging gives way: missed by more than the minimum,
+            // and by no less than 90 % of the previous solve's miss (two solves in a row).
+            let stuck = m > if c == channel(5, false) {
+                GIVE_WAY_MIN_LOOK_AT
+            } else {
+                GIVE_WAY_MIN
+            } && (!require_stuck
+                || (self.s.missed[c] > 0.0 && m >= 0.9 * self.s.missed[c]));
+            if m == 0.0 {
+                self.s.demoted[c] = false;
+            } else if !self.s.demoted[c]
+                && !never[c]
+                && stuck
+                && worst.is_none_or(|(_, w)| rank[c] > w)
+            {
+                worst = Some((c, rank[c]));
+            }
+        }
+        self.s.missed = missed;
+        if let Some((c, _)) = worst {
+            self.s.demoted[c] = true;
+        }
+        worst.is_some()
+    }
+
+    /// Graceful degradation before the first step (tracking). A hand whose target lies beyond
+    /// its arm's reach from where the shoulder is now (measured on the start pose,
+    /// `self.s.model`) can only get closer by moving the trunk. Where a joint it could turn
+    /// also moves a *tight* limb — another hand or a foot with its target at 98–101 % of its
+    /// reach, i.e. straight on it (with a position-only pelvis goal, straight legs make the
+    /// hips' turn one such joint; a straight other arm, the spine) —, that limb could only
+    /// follow by moving its root off its target's sphere: a least-squares step trades it by
+    /// weight, a first-order null-space step still stretches it at second order, and a leg's
+    /// finish cannot undo a hip turn. So for this solve the hand's rows get no columns from
+    /// the joints that move any other goal's effector: it reaches as far as its own arm and
+    /// clavicle go (and gives way over the next solves as before), costing no other goal.
+    /// Without a tight limb in the way it keeps the whole body (a hard but feasible target
+    /// is reached by leaning, as before).
+    pub(super) fn spare_tight_limbs(&mut self, goals: &FullBodyGoals) {
+        if self.s.relative || !self.s.demoting {
+            return;
+        }
+        let stretch = |limb: &Limb| {
+            let g = &goals.effectors[limb.effector];
+            let root = self.s.model[limb.chain.upper].translation;
+            g.position.distance(root) / limb.reach
+        };
+        let (mut tight, mut far) = (0u8, 0u8);
+        for limb in &self.rig.limbs {
+            let k = limb.effector;
+            if !goals.effectors[k].wants_position() {
+                continue;
+            }
+            let x = stretch(limb);
+            if x > 1.0 + SPARE_STRETCH {
+                if k == Effector::LeftHand as usize || k == Effector::RightHand as usize {
+                    far |= 1 << k;
+                }
+            } else if x >= TIGHT_LIMB {
+                tight |= 1 << k;
+            }
+        }
+        if far == 0 || tight == 0 {
+            return;
+        }
+        // The pelvis's floating joint is out of the Jacobian under a 6D pelvis goal.
+        let pelvis = goals.get(Effector::Pelvis);
+        let hips_pinned = pelvis.wants_position() && pelvis.wants_rotation();
+        let mut with_goal = 0u8;
+        for (k, g) in goals.effectors.iter().enumerate() {
+            if g.wants_position() || g.wants_rotation() {
+                with_goal |= 1 << k;
+            }
+        }
+        for k in 0..5 {
+            if far & (1 << k) == 0 {
+                continue;
+            }
+            let coupled = self.rig.joints.iter().any(|j| {
+                j.affects & (1 << k) != 0
+                    && j.affects & tight & !(1 << k) != 0
+                    && !(hips_pinned && matches!(j.dof, Dof::Floating))
+            });
+            if coupled {
+                self.s.spare[k] = with_goal & !(1 << k);
+            }
+        }
+    }
+
+    /// The weight factor of `channel` in this solve (see
+    /// [`FullBodySettings::give_way_distance`]).
+    pub(super) fn demotion(&self, channel: usize) -> f32 {
+        if self.s.demoting && self.s.demoted[channel] {
+            GIVE_WAY_FACTOR
+        } else {
+            1.0
+        }
+    }
+
+    /// One solve attempt from the current pose: pelvis pin, limb pre-pass, then Jacobian rounds
+    /// each followed by the analytic finish.
+    pub(super) fn attempt(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goals: &FullBodyGoals,
+        budget: u32,
+    ) -> FullBodyReport {
+        let s = self.rig.settings;
+        let mut report = FullBodyReport::default();
+        let balance = goals.center_of_mass.enabled && goals.center_of_mass.weight > 0.0;
+        self.s.balancing = balance;
+        // The pose may have changed since the last forward kinematics (restarts, the pin).
+        self.s.model_fresh = false;
+        self.s.pelvis_pin = self.pin_pelvis(skeleton, pose, goals.get(Effector::Pelvis), balance);
+        if s.analytic_limbs {
+            // Start the limbs at the right elbow/knee angles: the Jacobian is poor at leaving a
+            // straight (singular, limit-bound) limb.
+            report.limits_hit += self.finish_limbs(skeleton, pose, goals);
+        }
+        self.s.saturated.fill(false);
+        // Tracking with a position-only pelvis pin: the hips still turn, so the feet's rows
+        // couple to the rest; the passes leave them out until a finish leaves a foot unmet
+        // (see `jacobian`'s `feet_apart`).
+        self.s.feet_rows = self.s.pelvis_pin != PelvisPin::Position
+            || self.s.cold
+            || !s.analytic_limbs
+            || s.posture_gain > 0.0
+            || self.s.balancing
+            || self.s.relative;
+        for round in 0..4 {
+            let coarse = if s.analytic_limbs && round == 0 {
+                s.coarse_factor
+            } else {
+                1.0
+            };
+            let left = budget.saturating_sub(report.iterations);
+            // Keep a few iterations for the polish pass when some goal gives way.
+            let demoted = self.any_demoted(goals);
+            let left = if demoted {
+                left.saturating_sub(POLISH_ITERATIONS)
+            } else {
+                left
+            };
+            if left == 0 && round > 0 {
+                break;
+            }
+            let (iters, hits, stalled) = self.jacobian(skeleton, pose, goals, coarse, left, false);
+            report.iterations += iters;
+            report.limits_hit = hits;
+            // Right after the limb pre-pass with no Jacobian step, the limbs are finished.
+            if s.analytic_limbs {
+                if !(round == 0 && iters == 0) {
+                    report.limits_hit += self.finish_limbs(skeleton, pose, goals);
+                }
+                report.limits_hit += self.finish_look_at(skeleton, pose, goals);
+            }
+            self.fk_stale(skeleton, pose);
+            report.converged = self.measure(skeleton, pose, goals, &mut report);
+            // A foot the finish left unmet brings the feet's rows back for the rest of the
+            // attempt: the hips' turn then answers to them again.
+            if !self.s.feet_rows
+                && [Effector::LeftFoot, Effector::RightFoot]
+                    .into_iter()
+                    .any(|e| {
+                        let (r, g) = (report.residuals[e as usize], goals.get(e));
+                        (g.wants_position() && r.position > s.position_tolerance)
+                            || (g.wants_rotation() && r.rotation > s.rotation_tolerance)
+                    })
+            {
+                self.s.feet_rows = true;
+                if report.iterations < budget {
+                    continue;
+                }
+            }
+            // A stalled pass after the first round will not do better in the next one; with
+            // goals giving way, once the others are met the polish pass takes over.
+            if report.converged
+                || report.iterations >= budget
+                || !s.analytic_limbs
+                || (stalled && round > 0)
+                || (iters == 0 && round > 0)
+                || (self.any_gives_way(goals) && self.others_met(goals, &report))
+            {
+                break;
+            }
+        }
+        if !report.converged && self.any_demoted(goals) && !self.others_met(goals, &report) {
+            // Polish: the goals that gave way pulled the others off by a little; a few steps
+            // without them bring the others back onto their goals. Frame after frame this
+            // settles where the pull has no component the other goals allow (their null
+            // space): the closest feasible result for the goals that gave way, at no cost to
+            // the others.
+            let left = budget.saturating_sub(report.iterations).max(1);
+            let (iters, hits, _) = self.jacobian(skeleton, pose, goals, 1.0, left, true);
+            report.iterations += iters;
+            report.limits_hit = hits;
+            if s.analytic_limbs {
+                report.limits_hit += self.finish_limbs(skeleton, pose, goals);
+                report.limits_hit += self.finish_look_at(skeleton, pose, goals);
+            }
+            self.fk_stale(skeleton, pose);
+            report.converged = self.measure(skeleton, pose, goals, &mut report);
+        }
+        report
+    }
+
+    /// Whether every goal channel that does not give way is within tolerance in `report`.
+    pub(super) fn others_met(&self, goals: &FullBodyGoals, report: &FullBodyReport) -> bool {
+        let s = &self.rig.settings;
+        let keep = |c: usize| !self.sits_out(c);
+        let effectors = report
+            .residuals
+            .iter()
+            .zip(&goals.effectors)
+            .enumerate()
+            .all(|(k, (r, g))| {
+                (!g.wants_position()
+                    || !keep(channel(k, false))
+                    || r.position <= s.position_tolerance)
+                    && (!g.wants_rotation()
+                        || !keep(channel(k, true))
+                        || r.rotation <= s.rotation_tolerance)
+            });
+        effectors
+            && (!goals.look_at.enabled
+                || !keep(channel(5, false))
+                || report.look_at <= s.rotation_tolerance)
+            && (!goals.center_of_mass.enabled
+                || !keep(channel(6, false))
+                || report.center_of_mass <= s.com_tolerance)
+    }
+
+    /// Whether channel `c` sits out the polish pass: a goal that gives way, and while
+    /// balancing the centre of mass and a free pelvis position (the soft pair that trades off
+    /// by weight; the polish restores the hard goals — feet, hands, look-at — in their null
+    /// space, so balance never costs a foot).
+    pub(super) fn sits_out(&self, c: usize) -> bool {
+        self.demotion(c) < POLISH_CUTOFF
+            || (self.s.balancing
+                && (c == channel(6, false)
+                    || (c == channel(Effector::Pelvis as usize, false)
+                        && self.s.pelvis_pin == PelvisPin::Free)))
+    }
+
+    /// Whether a goal channel that takes part gives way.
+    pub(super) fn any_gives_way(&self, goals: &FullBodyGoals) -> bool {
+        self.s.demoting && any_channel(goals, |c| self.demotion(c) < POLISH_CUTOFF)
+    }
+
+    /// Whether a goal channel that takes part sits out the polish pass (see `sits_out`).
+    pub(super) fn any_demoted(&self, goals: &FullBodyGoals) -> bool {
+        (self.s.demoting || self.s.balancing) && any_channel(goals, |c| self.sits_out(c))
+    }
+
+    /// Residuals in units of their tolerances, summed (lower is better).
+    pub(super) fn score(&self, report: &FullBodyReport, goals: &FullBodyGoals) -> f32 {
+        let s = &self.rig.settings;
+        // Each priority level counts 1000× less than the one above it.
+        let w = |p: u8| 1e-3f32.powi(i32::from(p.min(6)));
+        let sum: f32 = report
+            .residuals
+            .iter()
+            .zip(&goals.effectors)
+            .map(|(r, g)| {
+                (r.position / s.position_tolerance + r.rotation / s.rotation_tolerance)
+                    * w(g.priority)
+            })
+            .sum();
+        let total = sum
+            + report.look_at / s.rotation_tolerance * w(goals.look_at.priority)
+            + report.center_of_mass / s.com_tolerance * w(goals.center_of_mass.priority);
+        if total.is_finite() { total } else { f32::MAX }
+    }
+
+    /// A deterministic perturbation of every ball joint for restart `attempt` (up to 0.5 rad),
+    /// clamped to the limits.
+    pub(super) fn perturb(&self, skeleton: &Skeleton, pose: &mut Pose, attempt: u32) {
+        let mut state = 0x9E37_79B9_u32.wrapping_mul(attempt.wrapping_add(1));
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            (state as f32 / u32::MAX as f32) * 2.0 - 1.0
+        };
+        for j in &self.rig.joints {
+            if !matches!(j.dof, Dof::Ball) {
+                continue;
+            }
+            let v = Vec3::new(next(), next(), next()) * 0.5;
+            let b = j.bone;
+            pose.rotations[b] = (pose.rotations[b] * from_rotation_vector(v)).normalize();
+            clamp_joint(skeleton, pose, j.limit, b);
+        }
+    }
+}

@@ -1,0 +1,478 @@
+//! The corrective mode's and cold solves' Jacobian step ([`Solve::jacobian`]: block-sparse
+//! normal equations over the goal rows, soft active set, goals that give way weakened), the
+//! null-space posture term and the step's application within the joint limits.
+
+use super::*;
+
+impl Solve<'_> {
+    /// Damped-least-squares iterations until the residuals are below `coarse` × tolerance,
+    /// `budget` runs out or the pass stalls ([`STALL_PROGRESS`]). Returns (iterations, clamps in
+    /// the last step, whether it stalled).
+    pub(super) fn jacobian(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goals: &FullBodyGoals,
+        coarse: f32,
+        budget: u32,
+        polish: bool,
+    ) -> (u32, u32, bool) {
+        let s = self.rig.settings;
+        let cols = self.rig.cols;
+        let mut hits = 0;
+        // Per-channel weights this solve (demoted channels weakened).
+        let mut wp = [0.0f32; 5];
+        let mut wr = [0.0f32; 5];
+        // In a polish pass the goals that gave way are left out entirely.
+        let factor = |c: usize| {
+            if ((polish || self.s.rescue) && self.sits_out(c))
+                || (self.s.rescue
+                    && self.s.rescue_rows != 0
+                    && (c >= channel(5, false) || self.s.rescue_rows & (1 << c) == 0))
+            {
+                0.0
+            } else {
+                self.demotion(c)
+            }
+        };
+        for (k, g) in goals.effectors.iter().enumerate() {
+            wp[k] = g.position_weight * factor(channel(k, false));
+            wr[k] = g.rotation_weight * factor(channel(k, true));
+        }
+        let look_weight = goals.look_at.weight * factor(channel(5, false));
+        let com_weight = goals.center_of_mass.weight * factor(channel(6, false));
+        // Summed unclamped residuals (in tolerances) of the last iterations, for stall checks.
+        let mut history = [f32::INFINITY; STALL_WINDOW];
+        // With the hips pinned by a 6D pelvis goal, each leg moves only its own foot: the
+        // foot's rows form a block of their own that the analytic finish closes exactly (or as
+        // near as the leg's limits allow) after every pass, so a tracking pass leaves them out
+        // (smaller normal equations; a limit-bound foot no longer holds the pass). Not while
+        // balancing (the legs move the centre of mass), with relative goals or with posture
+        // following (it needs the feet's rows to stay in their null space). With a
+        // position-only pin the hips still turn and the feet follow them: the rows stay out
+        // only until a finish leaves a foot unmet (`feet_rows`, set in `attempt`).
+        let feet_apart = (!self.s.cold
+            && s.analytic_limbs
+            && s.posture_gain <= 0.0
+            && self.s.pelvis_pin == PelvisPin::Full
+            && !self.s.balancing
+            && !self.s.relative)
+            || !self.s.feet_rows;
+        for it in 0..budget {
+            self.fk_stale(skeleton, pose);
+            // Relative goals (see `GoalFrame`) at where their frame bones are now.
+            let resolved = self.resolved(skeleton, pose, goals);
+            let goals = resolved.as_ref().unwrap_or(goals);
+            // Rows: per effector position (3) and rotation (3), then look-at (3).
+            let mut rows = 0;
+            let mut done = true;
+            // Whether every goal at full weight is within tolerance (the goals that give way
+            // left out).
+            let mut full_done = true;
+            let mut row_of = [[usize::MAX; 2]; 7];
+            let mut row_level = [0u8; MAX_ROWS];
+            let mut progress = 0.0f32;
+            for (k, g) in goals.effectors.iter().enumerate() {
+                if self.s.pelvis_pin != PelvisPin::Free && k == Effector::Pelvis as usize {
+                    // Exact already; its rows would be zero.
+                    continue;
+                }
+                if feet_apart
+                    && (k == Effector::LeftFoot as usize || k == Effector::RightFoot as usize)
+                {
+                    continue;
+                }
+                let m = self.s.model[self.rig.effector_bones[k]];
+                if g.wants_position() && wp[k] > 0.0 {
+                    let err = g.position - m.translation;
+                    let met = err.length() <= s.position_tolerance * coarse;
+                    done &= met;
+                    full_done &= met || full(wp[k], g.position_weight) == 0.0;
+                    progress += (err.length() / s.position_tolerance).ln_1p()
+                        * full(wp[k], g.position_weight);
+                    let w = wp[k].sqrt();
+                    let err = clamp_len(
+                        err,
+                        s.max_position_step * step_factor(wp[k], g.position_weight),
+                    ) * w;
+                    self.s.dls.e[rows..rows + 3].copy_from_slice(&err.to_array());
+                    row_of[k][0] = rows;
+                    row_level[rows..rows + 3].fill(g.priority);
+                    rows += 3;
+                }
+                if g.wants_rotation() && wr[k] > 0.0 {
+                    let err = to_rotation_vector(g.rotation * m.rotation.inverse());
+                    let met = err.length() <= s.rotation_tolerance * coarse;
+                    done &= met;
+                    full_done &= met || full(wr[k], g.rotation_weight) == 0.0;
+                    progress += (err.length() / s.rotation_tolerance).ln_1p()
+                        * full(wr[k], g.rotation_weight);
+                    let w = wr[k].sqrt();
+                    let err = clamp_len(
+                        err,
+                        s.max_rotation_step * step_factor(wr[k], g.rotation_weight),
+                    ) * w;
+                    self.s.dls.e[rows..rows + 3].copy_from_slice(&err.to_array());
+                    row_of[k][1] = rows;
+                    row_level[rows..rows + 3].fill(g.priority);
+                    rows += 3;
+                }
+            }
+            let look = if look_weight > 0.0 {
+                self.look_dirs(goals)
+            } else {
+                None
+            };
+            if let Some((d, t)) = look {
+                let met = vec_angle(d, t) <= s.rotation_tolerance * coarse;
+                done &= met;
+                full_done &= met || full(look_weight, goals.look_at.weight) == 0.0;
+                progress += (vec_angle(d, t) / s.rotation_tolerance).ln_1p()
+                    * full(look_weight, goals.look_at.weight);
+                let err = clamp_len(t - d, 2.0 * step_factor(look_weight, goals.look_at.weight))
+                    * look_weight.sqrt();
+                self.s.dls.e[rows..rows + 3].copy_from_slice(&err.to_array());
+                row_of[5][0] = rows;
+                row_level[rows..rows + 3].fill(goals.look_at.priority);
+                rows += 3;
+            }
+            let com = if com_weight > 0.0 {
+                self.com_error(goals)
+            } else {
+                None
+            };
+            if let Some((err, _)) = com {
+                let met = err.length() <= s.com_tolerance * coarse;
+                done &= met;
+                full_done &= met || full(com_weight, goals.center_of_mass.weight) == 0.0;
+                progress += (err.length() / s.com_tolerance).ln_1p()
+                    * full(com_weight, goals.center_of_mass.weight);
+                // Within its (loose) tolerance the balance goal holds instead of pulling: its
+                // leftover error would otherwise keep the pelvis goal it trades with off its
+                // target.
+                let err = if err.length() <= s.com_tolerance {
+                    Vec3::ZERO
+                } else {
+                    clamp_len(err, s.max_position_step) * com_weight.sqrt()
+                };
+                self.s.dls.e[rows..rows + 3].copy_from_slice(&err.to_array());
+                row_of[6][0] = rows;
+                row_level[rows..rows + 3].fill(goals.center_of_mass.priority);
+                rows += 3;
+            }
+            // With posture following on, the first iteration always takes the null-space step
+            // toward the reference (goals already met or not), so animation-driven solves keep
+            // drifting back to the reference frame after frame.
+            let mut posture_step = false;
+            if s.posture_gain > 0.0 && rows > 0 {
+                self.posture(skeleton, pose);
+                posture_step = it == 0 && self.s.dls.z.iter().any(|v| v.abs() > 1e-6);
+            }
+            if (done && !posture_step) || rows == 0 {
+                return (it, hits, false);
+            }
+            // Only goals that give way are left, and they have had this pass's step (they
+            // converge over frames in what the other goals leave free): stop here rather than
+            // wait for the stall window (issue 9: the budget goes to feasible goals).
+            if full_done && !done && it > 0 && !self.s.cold && !posture_step {
+                return (it, hits, true);
+            }
+            // Stalled: no real progress over the last iterations (an infeasible goal, a limit
+            // in the way). Stop spending the budget; the analytic finish and the next frames
+            // take it from here.
+            let oldest = history[it as usize % STALL_WINDOW];
+            if !self.s.cold && !self.s.rescue && oldest - progress < STALL_PROGRESS {
+                return (it, hits, true);
+            }
+            history[it as usize % STALL_WINDOW] = progress;
+            // Jacobian, row-major rows × cols.
+            let jac = &mut self.s.dls.jac[..rows * cols];
+            jac.fill(0.0);
+            let look_w = look_weight.max(0.0).sqrt();
+            let head_dir = look.map_or(Vec3::ZERO, |(d, _)| d);
+            for (ji, j) in self.rig.joints.iter().enumerate() {
+                if self.s.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
+                    continue;
+                }
+                let anchor = self.s.anchor_affects[ji];
+                let m = self.s.model[j.bone];
+                let pivot = m.translation;
+                // Joints clamped by the last step move less (a soft active set).
+                let mobility = if self.s.saturated[ji] {
+                    SATURATED_MOBILITY
+                } else {
+                    1.0
+                };
+                // Mass and mass-weighted position of the segments this joint carries.
+                let (mut m_sub, mut s_sub) = (0.0f32, Vec3::ZERO);
+                if row_of[6][0] != usize::MAX {
+                    for (i, seg) in self.rig.segments.iter().enumerate() {
+                        if j.segments & (1 << i) != 0 {
+                            let mass = self.rig.masses.get(seg.role);
+                            m_sub += mass;
+                            s_sub += self.s.segment_pos[i] * mass;
+                        }
+                    }
+                }
+                let com_w = com.map_or(0.0, |(_, total)| com_weight.max(0.0).sqrt() / total);
+                let (axes, n) = joint_axes(j.dof, m.rotation);
+                for (c, &(axis, translation)) in axes[..n].iter().enumerate() {
+                    if translation && self.s.pelvis_pin == PelvisPin::Position {
+                        // The hips stay on the pelvis goal: zero translation columns.
+                        continue;
+                    }
+                    let col = j.col + c;
+                    let axis = axis * mobility;
+                    // The effectors below the joint (or its frame), in ascending order.
+                    let mut below = j.affects | anchor;
+                    while below != 0 {
+                        let k = below.trailing_zeros() as usize;
+                        below &= below - 1;
+                        if k < 5 && (j.affects | anchor) & self.s.spare[k] != 0 {
+                            continue;
+                        }
+                        if k == 5 {
+                            let r = row_of[5][0];
+                            if r != usize::MAX && !translation {
+                                let v = axis.cross(head_dir) * look_w;
+                                set3(jac, r, cols, col, v);
+                            }
+                            continue;
+                        }
+                        if k == 6 {
+                            let r = row_of[6][0];
+                            if r != usize::MAX {
+                                let v = com_column(
+                                    axis,
+                                    translation,
+                                    pivot,
+                                    (m_sub, s_sub),
+                                    self.rig.up,
+                                ) * com_w;
+                                set3(jac, r, cols, col, v);
+                            }
+                            continue;
+                        }
+                        // A relative goal's rows are the effector's Jacobian minus its frame's
+                        // (the target point moves with the frame bone): a joint that moves both
+                        // only counts by how it moves one against the other.
+                        let (on_effector, on_frame) =
+                            (j.affects & (1 << k) != 0, anchor & (1 << k) != 0);
+                        let [rp, rr] = row_of[k];
+                        if rp != usize::MAX {
+                            let v = relative_point_column(
+                                axis,
+                                translation,
+                                pivot,
+                                (
+                                    on_effector,
+                                    self.s.model[self.rig.effector_bones[k]].translation,
+                                ),
+                                (on_frame, goals.effectors[k].position),
+                            );
+                            set3(jac, rp, cols, col, v * wp[k].sqrt());
+                        }
+                        if rr != usize::MAX && !translation && on_effector != on_frame {
+                            let sign = if on_effector { 1.0 } else { -1.0 };
+                            set3(jac, rr, cols, col, axis * (sign * wr[k].sqrt()));
+                        }
+                    }
+                }
+            }
+            let err_norm = self.s.dls.e[..rows]
+                .iter()
+                .map(|v| v * v)
+                .sum::<f32>()
+                .sqrt();
+            let lambda2 = s.damping * s.damping * (1.0 + err_norm);
+            let first = row_level[0];
+            if row_level[..rows].iter().any(|&l| l != first) {
+                let solved = self.s.dls.prioritized_step_formed(
+                    rows,
+                    self.rig.cols,
+                    &row_level[..rows],
+                    lambda2,
+                    s.posture_gain > 0.0,
+                );
+                for (ji, j) in self.rig.joints.iter().enumerate() {
+                    if solved && self.s.saturated[ji] {
+                        for v in &mut self.s.dls.dq[j.col..j.col + j.dof.count()] {
+                            *v *= SATURATED_MOBILITY;
+                        }
+                    }
+                }
+                hits = self.apply(skeleton, pose);
+                continue;
+            }
+            // A = J Jᵀ + λ² I.
+            // Block-sparse: a column only has rows of the effectors below its joint, so only
+            // those pairs are accumulated (lower triangle; rows are allocated in effector
+            // order, so each joint's row list is ascending).
+            let a = &mut self.s.dls.a[..rows * rows];
+            a.fill(0.0);
+            // The lower triangle of 3 × 3 blocks, block pair (p ≥ q) at `pair_base(p) + q`,
+            // each block as its three rows.
+            let nb = rows / 3;
+            let pairs = &mut self.s.pairs[..pair_base(nb)];
+            pairs.fill([Vec3::ZERO; 3]);
+            // A joint's row blocks, kept while the next joint moves the same effectors (joints
+            // come in chains that do). `u8::MAX` is no mask (they use 7 bits).
+            let mut memo = (u8::MAX, [0usize; MAX_BLOCKS], 0usize);
+            for (ji, j) in self.rig.joints.iter().enumerate() {
+                if self.s.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
+                    continue;
+                }
+                let mask = j.affects | self.s.anchor_affects[ji];
+                if memo.0 != mask {
+                    let (b, n) = joint_blocks(mask, &row_of);
+                    memo = (mask, b, n);
+                }
+                let blocks = &memo.1[..memo.2];
+                for c in j.col..j.col + j.dof.count() {
+                    let mut vals = [Vec3::ZERO; MAX_BLOCKS];
+                    for (v, &b) in vals.iter_mut().zip(blocks) {
+                        *v = Vec3::new(
+                            jac[b * cols + c],
+                            jac[(b + 1) * cols + c],
+                            jac[(b + 2) * cols + c],
+                        );
+                    }
+                    // 3 × 3 blocks of the lower triangle (a diagonal block whole: the upper
+                    // triangle is never read), each entry summed over the columns in the
+                    // same order as row by row: the same bits.
+                    for (&bp, &vp) in blocks.iter().zip(&vals) {
+                        let row = pair_base(bp / 3);
+                        for (&bq, &vq) in blocks.iter().zip(&vals) {
+                            if bq > bp {
+                                break;
+                            }
+                            let e = &mut pairs[row + bq / 3];
+                            e[0] += vq * vp.x;
+                            e[1] += vq * vp.y;
+                            e[2] += vq * vp.z;
+                        }
+                    }
+                }
+            }
+            // Into the row-major lower triangle the factorisation reads.
+            for p in 0..rows / 3 {
+                for q in 0..=p {
+                    for (i, r) in pairs[pair_base(p) + q].iter().enumerate() {
+                        let at = (3 * p + i) * rows + 3 * q;
+                        r.write_to_slice(&mut a[at..at + 3]);
+                    }
+                }
+            }
+            for r in 0..rows {
+                a[r * rows + r] += lambda2;
+            }
+            if !cholesky(a, rows) {
+                return (it + 1, hits, false);
+            }
+            self.s.dls.y[..rows].copy_from_slice(&self.s.dls.e[..rows]);
+            cholesky_solve(a, rows, &mut self.s.dls.y[..rows]);
+            self.s.dls.dq.fill(0.0);
+            for (ji, j) in self.rig.joints.iter().enumerate() {
+                if self.s.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
+                    continue;
+                }
+                let mask = j.affects | self.s.anchor_affects[ji];
+                if memo.0 != mask {
+                    let (b, n) = joint_blocks(mask, &row_of);
+                    memo = (mask, b, n);
+                }
+                let blocks = &memo.1[..memo.2];
+                let y = &self.s.dls.y;
+                for c in j.col..j.col + j.dof.count() {
+                    // Jᵀ y over the joint's rows in ascending order, from −0 as `Sum` adds.
+                    let mut sum = -0.0f32;
+                    for &b in blocks {
+                        sum += jac[b * cols + c] * y[b];
+                        sum += jac[(b + 1) * cols + c] * y[b + 1];
+                        sum += jac[(b + 2) * cols + c] * y[b + 2];
+                    }
+                    self.s.dls.dq[c] = sum;
+                }
+            }
+            for (ji, j) in self.rig.joints.iter().enumerate() {
+                if self.s.saturated[ji] {
+                    for v in &mut self.s.dls.dq[j.col..j.col + j.dof.count()] {
+                        *v *= SATURATED_MOBILITY;
+                    }
+                }
+            }
+            if s.posture_gain > 0.0 {
+                self.s.dls.add_null_space_posture(rows, cols);
+            }
+            hits = self.apply(skeleton, pose);
+        }
+        (budget, hits, false)
+    }
+
+    /// The posture pull `z` (per column, model-space axes) toward the reference pose.
+    pub(super) fn posture(&mut self, skeleton: &Skeleton, pose: &Pose) {
+        let gain = self.rig.settings.posture_gain;
+        for j in &self.rig.joints {
+            let b = j.bone;
+            let cur = pose.rotations[b];
+            let target = self.s.reference.rotations[b];
+            match j.dof {
+                Dof::Floating => self.s.dls.z[j.col..j.col + 6].fill(0.0),
+                Dof::Ball => {
+                    let parent = skeleton
+                        .parent(b)
+                        .map_or(Quat::IDENTITY, |p| self.s.model[p].rotation);
+                    let v = parent * to_rotation_vector(target * cur.inverse()) * gain;
+                    self.s.dls.z[j.col..j.col + 3].copy_from_slice(&v.to_array());
+                }
+                Dof::Hinge(h) => {
+                    self.s.dls.z[j.col] = angle_about_axis(cur.inverse() * target, h) * gain;
+                }
+            }
+        }
+    }
+
+    /// Applies `dq` to the pose and clamps every joint to its limit; returns the clamp count.
+    pub(super) fn apply(&mut self, skeleton: &Skeleton, pose: &mut Pose) -> u32 {
+        self.s.model_fresh = false;
+        let mut hits = 0;
+        for (ji, j) in self.rig.joints.iter().enumerate() {
+            let b = j.bone;
+            let (parent_rot, parent_scale) =
+                skeleton.parent(b).map_or((Quat::IDENTITY, Vec3::ONE), |p| {
+                    (self.s.model[p].rotation, self.s.model[p].scale)
+                });
+            let d = &self.s.dls.dq[j.col..];
+            if d[..j.dof.count()].iter().all(|&v| v == 0.0) {
+                self.s.saturated[ji] = false;
+                continue;
+            }
+            match j.dof {
+                Dof::Floating if self.s.pelvis_pin == PelvisPin::Full => {}
+                Dof::Floating => {
+                    if self.s.pelvis_pin == PelvisPin::Free {
+                        let t = Vec3::new(d[0], d[1], d[2]);
+                        pose.translations[b] += (parent_rot.inverse() * t) / parent_scale;
+                    }
+                    let w = Vec3::new(d[3], d[4], d[5]);
+                    pose.rotations[b] = rotate_in_parent(parent_rot, w, pose.rotations[b]);
+                }
+                Dof::Ball => {
+                    let w = Vec3::new(d[0], d[1], d[2]);
+                    pose.rotations[b] = rotate_in_parent(parent_rot, w, pose.rotations[b]);
+                }
+                Dof::Hinge(h) => {
+                    let step = d[0].clamp(-0.5, 0.5);
+                    pose.rotations[b] =
+                        (pose.rotations[b] * Quat::from_axis_angle(h, step)).normalize();
+                }
+            }
+            let rest = &skeleton.bones()[b].rest;
+            let (r, t) = (&mut pose.rotations[b], &mut pose.translations[b]);
+            let hit = j.limit.clamp_valid(rest.rotation, rest.translation, r, t);
+            self.s.saturated[ji] = hit;
+            hits += u32::from(hit);
+        }
+        hits
+    }
+}
