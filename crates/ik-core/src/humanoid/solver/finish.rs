@@ -271,3 +271,35 @@ pub(super) fn clamp_len(v: Vec3, max: f32) -> Vec3 {
 pub(super) fn vec_angle(a: Vec3, b: Vec3) -> f32 {
     a.cross(b).length().atan2(a.dot(b))
 }
+
+/// Writes joint column `col` of `jac` (`cols` columns; the column's model-space `axis`, a
+/// translation when `translation`, about `pivot`) into effector `k`'s position and rotation
+/// rows (`rows`, `usize::MAX` when absent; the effector at `effector`, its goal at `goal`),
+/// scaled by `scale` (position, rotation). A relative goal's rows are the effector's Jacobian
+/// minus its frame's (the target point moves with the frame bone): a joint that moves both
+/// only counts by how it moves one against the other. `masks`: the joint's effector bits, its
+/// frame bits shifted by 8.
+pub(super) fn effector_column(
+    jac: &mut [f32],
+    (cols, col): (usize, usize),
+    (axis, translation, pivot): (Vec3, bool, Vec3),
+    (masks, k): (u16, usize),
+    ([rp, rr], effector, goal): ([usize; 2], Vec3, Vec3),
+    (sp, sr): (f32, f32),
+) {
+    let (on_effector, on_frame) = (masks & (1 << k) != 0, masks & (1 << (k + 8)) != 0);
+    if rp != usize::MAX {
+        let v = relative_point_column(
+            axis,
+            translation,
+            pivot,
+            (on_effector, effector),
+            (on_frame, goal),
+        );
+        set3(jac, rp, cols, col, v * sp);
+    }
+    if rr != usize::MAX && !translation && on_effector != on_frame {
+        let sign = if on_effector { 1.0 } else { -1.0 };
+        set3(jac, rr, cols, col, axis * (sign * sr));
+    }
+}

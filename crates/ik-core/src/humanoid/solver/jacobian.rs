@@ -253,29 +253,18 @@ impl Solve<'_> {
                             }
                             continue;
                         }
-                        // A relative goal's rows are the effector's Jacobian minus its frame's
-                        // (the target point moves with the frame bone): a joint that moves both
-                        // only counts by how it moves one against the other.
-                        let (on_effector, on_frame) =
-                            (j.affects & (1 << k) != 0, anchor & (1 << k) != 0);
-                        let [rp, rr] = row_of[k];
-                        if rp != usize::MAX {
-                            let v = relative_point_column(
-                                axis,
-                                translation,
-                                pivot,
-                                (
-                                    on_effector,
-                                    self.s.model[self.rig.effector_bones[k]].translation,
-                                ),
-                                (on_frame, goals.effectors[k].position),
-                            );
-                            set3(jac, rp, cols, col, v * wp[k].sqrt());
-                        }
-                        if rr != usize::MAX && !translation && on_effector != on_frame {
-                            let sign = if on_effector { 1.0 } else { -1.0 };
-                            set3(jac, rr, cols, col, axis * (sign * wr[k].sqrt()));
-                        }
+                        effector_column(
+                            jac,
+                            (cols, col),
+                            (axis, translation, pivot),
+                            (u16::from(j.affects) | u16::from(anchor) << 8, k),
+                            (
+                                row_of[k],
+                                self.s.model[self.rig.effector_bones[k]].translation,
+                                goals.effectors[k].position,
+                            ),
+                            (wp[k].sqrt(), wr[k].sqrt()),
+                        );
                     }
                 }
             }

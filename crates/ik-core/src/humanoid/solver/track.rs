@@ -70,7 +70,7 @@ use glam::Vec3;
 
 use super::{
     Dof, Effector, FullBodyGoals, FullBodyReport, GoalFrame, MAX_ROWS, PelvisPin, Solve, channel,
-    clamp_len, com_column, joint_axes, relative_point_column, set3, vec_angle,
+    clamp_len, com_column, effector_column, joint_axes, set3, vec_angle,
 };
 use crate::analytic::finish::quat_angle;
 use crate::pose::Pose;
@@ -545,26 +545,18 @@ impl Solve<'_> {
                     if pull == 0.0 {
                         continue;
                     }
-                    let (on_effector, on_frame) =
-                        (j.affects & (1 << k) != 0, anchor & (1 << k) != 0);
-                    let [rp, rr] = row_of[k];
-                    if rp != usize::MAX {
-                        let v = relative_point_column(
-                            axis,
-                            translation,
-                            pivot,
-                            (
-                                on_effector,
-                                self.s.model[self.rig.effector_bones[k]].translation,
-                            ),
-                            (on_frame, goals.effectors[k].position),
-                        );
-                        set3(jac, rp, cols, col, v * (wp[k] * pull * free));
-                    }
-                    if rr != usize::MAX && !translation && on_effector != on_frame {
-                        let sign = if on_effector { 1.0 } else { -1.0 };
-                        set3(jac, rr, cols, col, axis * (sign * wr[k] * pull * free));
-                    }
+                    effector_column(
+                        jac,
+                        (cols, col),
+                        (axis, translation, pivot),
+                        (u16::from(j.affects) | u16::from(anchor) << 8, k),
+                        (
+                            row_of[k],
+                            self.s.model[self.rig.effector_bones[k]].translation,
+                            goals.effectors[k].position,
+                        ),
+                        (wp[k] * pull * free, wr[k] * pull * free),
+                    );
                 }
             }
         }
