@@ -47,6 +47,11 @@
 //!   bit for bit. A level can only rise when a level above it falls by such a fraction, and
 //!   costs are bounded below, so only finitely many frames can change the pose: the output
 //!   comes to rest and is then bit-identical — whether or not the goals can be met.
+//!   This holds while the levels stay the same from frame to frame. The give-way rule below
+//!   ranks goals from where the frame's input puts the limb roots, so a frame that moves a
+//!   shoulder across its hand's reach changes the order; the argument then starts again, and
+//!   it can cycle (measured: 1 of 1,008 "hand beyond" goal sets never rests — this is the
+//!   likely cause, not yet confirmed; see `docs/benchmarks.md`).
 //!
 //! # Goals that cannot be met (the give-way rule)
 //!
