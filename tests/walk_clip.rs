@@ -13,9 +13,8 @@
 //!
 //! Measured on the bones' `GlobalTransform`s after propagation (what a renderer draws).
 
-// The root package's Bevy (the demo's feature set) is the one whose glTF loader reads clips
-// (`gltf_animation`), so this test lives here and needs the `demo` feature (CI's `--all-features`).
-#![cfg(feature = "demo")]
+// Bevy with `gltf_animation` (the glTF loader reads clips) comes from the root package's
+// dev-dependencies: no render crate, no `demo` feature needed.
 
 use std::time::{Duration, Instant};
 
@@ -51,13 +50,11 @@ fn app() -> App {
     ));
     app.init_asset::<Mesh>()
         .init_asset::<Image>()
-        .init_asset::<StandardMaterial>()
         .init_asset::<bevy::mesh::skinning::SkinnedMeshInverseBindposes>()
         .insert_resource(CompressedImageFormatSupport(CompressedImageFormats::NONE))
         .insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_secs_f32(
             1.0 / FPS,
-        )))
-        .register_type::<MeshMaterial3d<StandardMaterial>>();
+        )));
     app.finish();
     app.cleanup();
     app

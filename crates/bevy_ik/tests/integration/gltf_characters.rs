@@ -6,8 +6,9 @@
 //! would draw): met within a fraction of the character's height, every transform finite.
 //!
 //! The app is `MinimalPlugins` + `TransformPlugin` + `AssetPlugin` + `WorldSerializationPlugin` +
-//! `GltfPlugin` with the asset types the glTF loader writes (meshes, images, materials,
-//! clips, skins). `App::finish` must run before the first update: `GltfPlugin` registers its
+//! `GltfPlugin` with the asset types the glTF loader writes (meshes, images, clips, skins; the
+//! materials are `GltfPlugin`'s own `GltfMaterial` assets, so no render or PBR crate is
+//! needed). `App::finish` must run before the first update: `GltfPlugin` registers its
 //! loader in `finish`, and until then a `.glb` load waits for it (the file stays
 //! `LoadState::Loading` forever).
 
@@ -46,12 +47,9 @@ pub(crate) fn app(root: &str) -> App {
     ));
     app.init_asset::<Mesh>()
         .init_asset::<Image>()
-        .init_asset::<StandardMaterial>()
         .init_asset::<AnimationClip>()
         .init_asset::<bevy::mesh::skinning::SkinnedMeshInverseBindposes>()
-        .insert_resource(CompressedImageFormatSupport(CompressedImageFormats::NONE))
-        // Generic components are not auto-registered (`MaterialPlugin` would register it).
-        .register_type::<MeshMaterial3d<StandardMaterial>>();
+        .insert_resource(CompressedImageFormatSupport(CompressedImageFormats::NONE));
     // Plugins' `finish` (GltfPlugin registers its loader there; IkPlugin the `.vrm` one).
     app.finish();
     app.cleanup();
