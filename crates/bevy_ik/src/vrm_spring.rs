@@ -49,7 +49,7 @@ use crate::secondary::{
 };
 use crate::stage::IkStageOf;
 
-/// VRM 0.x's virtual tail past a leaf bone, metres (three-vrm and UniVRM use 7 cm).
+/// VRM 0.x's virtual tail past a leaf bone, metres (`three-vrm` and `UniVRM` use 7 cm).
 pub const VRM0_LEAF_TAIL: f32 = 0.07;
 
 /// Tags a glTF node named by the file's spring table with its node index (set by the loader).
