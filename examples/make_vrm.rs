@@ -126,6 +126,8 @@ pub fn vrm_from_glb(glb: &[u8], version: u8, table: bool) -> Result<Vec<u8>, Str
     let head = node_of("Head")?;
     let spine2 = node_of("Spine2")?;
     let hair = add_hair(&mut doc, head)?;
+    let mut bin = file.bin.map(Cow::into_owned).unwrap_or_default();
+    add_hair_mesh(&mut doc, &mut bin, &hair)?;
     let extension = match version {
         1 => {
             let mut bones = serde_json::Map::new();
@@ -195,7 +197,7 @@ pub fn vrm_from_glb(glb: &[u8], version: u8, table: bool) -> Result<Vec<u8>, Str
     gltf::binary::Glb {
         header: file.header,
         json: Cow::Owned(json),
-        bin: file.bin,
+        bin: Some(Cow::Owned(bin)),
     }
     .to_vec()
     .map_err(|e| e.to_string())
@@ -260,6 +262,80 @@ pub fn add_hair(doc: &mut Value, head: usize) -> Result<Hair, String> {
         }
     }
     Ok(Hair { root, strands })
+}
+
+/// Radius of the small octahedron drawn at each hair node, metres.
+const HAIR_BEAD: f32 = 0.03;
+
+/// Gives every hair node a small octahedron (non-indexed positions appended to the binary
+/// chunk, the file's first material), so the strands are seen swinging.
+///
+/// # Errors
+/// A message when the document has no buffer to extend.
+pub fn add_hair_mesh(doc: &mut Value, bin: &mut Vec<u8>, hair: &Hair) -> Result<(), String> {
+    let r = HAIR_BEAD;
+    let tips = [
+        [r, 0.0, 0.0],
+        [-r, 0.0, 0.0],
+        [0.0, r, 0.0],
+        [0.0, -r, 0.0],
+        [0.0, 0.0, r],
+        [0.0, 0.0, -r],
+    ];
+    // The eight faces, counter-clockwise seen from outside.
+    let faces = [
+        [0, 2, 4],
+        [2, 1, 4],
+        [1, 3, 4],
+        [3, 0, 4],
+        [2, 0, 5],
+        [1, 2, 5],
+        [3, 1, 5],
+        [0, 3, 5],
+    ];
+    while bin.len() % 4 != 0 {
+        bin.push(0);
+    }
+    let offset = bin.len();
+    for f in faces {
+        for v in f {
+            for c in tips[v] {
+                bin.extend_from_slice(&f32::to_le_bytes(c));
+            }
+        }
+    }
+    let length = bin.len() - offset;
+    let push = |doc: &mut Value, key: &str, item: Value| -> usize {
+        if !doc[key].is_array() {
+            doc[key] = json!([]);
+        }
+        let a = doc[key].as_array_mut().expect("an array");
+        a.push(item);
+        a.len() - 1
+    };
+    let view = push(
+        doc,
+        "bufferViews",
+        json!({ "buffer": 0, "byteOffset": offset, "byteLength": length }),
+    );
+    let accessor = push(
+        doc,
+        "accessors",
+        json!({ "bufferView": view, "componentType": 5126, "count": faces.len() * 3,
+                "type": "VEC3", "min": [-r, -r, -r], "max": [r, r, r] }),
+    );
+    let mut primitive = json!({ "attributes": { "POSITION": accessor } });
+    if doc["materials"].as_array().is_some_and(|m| !m.is_empty()) {
+        primitive["material"] = json!(0);
+    }
+    let mesh = push(doc, "meshes", json!({ "primitives": [primitive] }));
+    let buffer = doc["buffers"].get_mut(0).ok_or("no buffer to extend")?;
+    buffer["byteLength"] = json!(bin.len());
+    let nodes = doc["nodes"].as_array_mut().ok_or("no nodes")?;
+    for &n in hair.strands.iter().flatten().chain([&hair.root]) {
+        nodes[n]["mesh"] = json!(mesh);
+    }
+    Ok(())
 }
 
 /// `VRMC_springBone` 1.0 for the hair: one spring per strand (the root and the strand), a

@@ -395,7 +395,8 @@ pub struct IkChain {
     pub target: Option<Entity>,
     /// An entity the interior joints bend toward.
     pub pole: Option<Entity>,
-    /// FABRIK or CCD.
+    /// FABRIK or CCD (CCD needs many more iterations on near-straight chains: see
+    /// [`ChainMethod::Ccd`]).
     pub method: IkChainMethod,
     /// Iterations at most per frame (≥ 1).
     pub max_iterations: u32,
