@@ -3,8 +3,8 @@
 //! `IkGrounding` (Bevy mesh ray casts against the `IkGround` terrain), its head follows a
 //! floating ball with `IkAim`, its tail is an `IkSpringChain`.
 //!
-//! `cargo run --example creature --features demo` (`--screenshot PATH` saves a frame after
-//! two seconds and quits)
+//! `cargo run --example creature --features demo` (`--screenshot PATH [--after SECONDS]`
+//! saves a frame and quits)
 
 #[path = "creature/rig.rs"]
 mod rig;
@@ -20,17 +20,23 @@ const WALK_RADIUS: f32 = 2.5;
 const WALK_SPEED: f32 = 0.7;
 
 fn main() {
-    let screenshot = std::env::args().skip_while(|a| a != "--screenshot").nth(1);
+    let arg = |name: &str| std::env::args().skip_while(|a| a != name).nth(1);
+    let screenshot = ScreenshotPath(
+        arg("--screenshot"),
+        arg("--after").and_then(|s| s.parse().ok()).unwrap_or(2.0),
+    );
     App::new()
         .add_plugins((DefaultPlugins, IkPlugin::default()))
-        .insert_resource(ScreenshotPath(screenshot))
+        .insert_resource(screenshot)
         .add_systems(Startup, setup)
         .add_systems(Update, (walk, float_ball, take_screenshot))
         .run();
 }
 
+/// `--screenshot PATH` and `--after SECONDS` (default 2; a software renderer compiling its
+/// pipelines needs longer).
 #[derive(Resource)]
-struct ScreenshotPath(Option<String>);
+struct ScreenshotPath(Option<String>, f32);
 
 #[derive(Component)]
 struct Creature;
@@ -90,9 +96,17 @@ fn setup(
         ))
         .id();
     let root = commands
-        .spawn((Transform::from_xyz(WALK_RADIUS, 0.0, 0.0), Creature))
+        .spawn((
+            Transform::from_xyz(WALK_RADIUS, 0.0, 0.0),
+            Visibility::default(),
+            Creature,
+        ))
         .id();
     let bones = rig::spawn_skeleton(&mut commands, root);
+    // The body meshes hang from the bones: they take part in visibility.
+    for &b in &bones {
+        commands.entity(b).insert(Visibility::default());
+    }
     rig::spawn_stages(&mut commands, root, &bones, Some(ball));
     // Body: a capsule from each joint to its parent's, on the parent bone.
     let fur = materials.add(Color::srgb(0.62, 0.45, 0.3));
@@ -141,7 +155,7 @@ fn float_ball(time: Res<Time>, mut q: Query<&mut Transform, With<Ball>>) {
     }
 }
 
-/// `--screenshot PATH`: a frame after two seconds, then quit.
+/// `--screenshot PATH`: a frame after `--after` seconds (default 2), then quit.
 fn take_screenshot(
     mut commands: Commands,
     path: Res<ScreenshotPath>,
@@ -149,8 +163,9 @@ fn take_screenshot(
     mut state: Local<u32>,
     mut exit: MessageWriter<AppExit>,
 ) {
+    let after = path.1;
     let Some(path) = &path.0 else { return };
-    if *state == 0 && time.elapsed_secs() > 2.0 {
+    if *state == 0 && time.elapsed_secs() > after {
         commands
             .spawn(Screenshot::primary_window())
             .observe(save_to_disk(path.clone()));

@@ -3,7 +3,7 @@
 //! it. The character turns back and forth and walks a little, so the hair swings.
 //!
 //! `cargo run --example spring --features demo` (`R` resets the hair to the pose;
-//! `--screenshot PATH` saves a frame after two seconds and quits)
+//! `--screenshot PATH [--after SECONDS]` saves a frame and quits)
 
 use bevy::prelude::*;
 use bevy::render::view::screenshot::{Screenshot, save_to_disk};
@@ -23,17 +23,23 @@ const HAIR: [[f32; 3]; 5] = [
 ];
 
 fn main() {
-    let screenshot = std::env::args().skip_while(|a| a != "--screenshot").nth(1);
+    let arg = |name: &str| std::env::args().skip_while(|a| a != name).nth(1);
+    let screenshot = ScreenshotPath(
+        arg("--screenshot"),
+        arg("--after").and_then(|s| s.parse().ok()).unwrap_or(2.0),
+    );
     App::new()
         .add_plugins((DefaultPlugins, IkPlugin::default()))
-        .insert_resource(ScreenshotPath(screenshot))
+        .insert_resource(screenshot)
         .add_systems(Startup, setup)
         .add_systems(Update, (sway, reset, take_screenshot))
         .run();
 }
 
+/// `--screenshot PATH` and `--after SECONDS` (default 2; a software renderer compiling its
+/// pipelines needs longer).
 #[derive(Resource)]
-struct ScreenshotPath(Option<String>);
+struct ScreenshotPath(Option<String>, f32);
 
 #[derive(Component)]
 struct Swaying;
@@ -83,6 +89,7 @@ fn setup(
                         .spawn((
                             Name::new(format!("ponytail{i}")),
                             Transform::from_translation(Vec3::from_array(*offset)),
+                            Visibility::default(),
                             ChildOf(parent),
                         ))
                         .id();
@@ -143,7 +150,7 @@ fn reset(keys: Res<ButtonInput<KeyCode>>, mut commands: Commands, hair: Query<En
     }
 }
 
-/// `--screenshot PATH`: a frame after two seconds, then quit.
+/// `--screenshot PATH`: a frame after `--after` seconds (default 2), then quit.
 fn take_screenshot(
     mut commands: Commands,
     path: Res<ScreenshotPath>,
@@ -151,8 +158,9 @@ fn take_screenshot(
     mut state: Local<u32>,
     mut exit: MessageWriter<AppExit>,
 ) {
+    let after = path.1;
     let Some(path) = &path.0 else { return };
-    if *state == 0 && time.elapsed_secs() > 2.0 {
+    if *state == 0 && time.elapsed_secs() > after {
         commands
             .spawn(Screenshot::primary_window())
             .observe(save_to_disk(path.clone()));

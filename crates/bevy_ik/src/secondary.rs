@@ -31,6 +31,7 @@
 //!
 //! ```text
 //! AnimationSystems
+//!   (after move_reach_targets)
 //!   sync_secondary_stages        IkSpringChain/IkChain/IkSpline/IkVelocityLimit → IkCustom
 //! IkSystems::Prepare             set_up_characters builds the stages
 //!   (after set-up)               apply_stage_inputs::<T>: weights, goals, dt into the stages
@@ -848,8 +849,10 @@ pub(crate) fn build(
     app.add_systems(
         schedule,
         (
+            // After the reach targets, which write `IkCustom` weights this system reads.
             sync_secondary_stages
                 .after(bevy::app::AnimationSystems)
+                .after(crate::behaviours::move_reach_targets)
                 .before(crate::IkSystems::Prepare),
             clear_spring_resets
                 .in_set(crate::IkSystems::Prepare)
