@@ -293,7 +293,7 @@ pub fn add_hair_mesh(doc: &mut Value, bin: &mut Vec<u8>, hair: &Hair) -> Result<
         [3, 1, 5],
         [0, 3, 5],
     ];
-    while bin.len() % 4 != 0 {
+    while !bin.len().is_multiple_of(4) {
         bin.push(0);
     }
     let offset = bin.len();
