@@ -13,6 +13,11 @@
 //!   avatar faces −Z, as VRM 0.x avatars do (the scene is turned half a turn about +Y under a
 //!   new root node).
 //!
+//! * Spring bones: a hair root at the back of the head with two strands (nodes added at the
+//!   end, so the character's node indices are kept), as `VRMC_springBone` 1.0 (a spring per
+//!   strand, head sphere, chest capsule, an extended-collider plane) or VRM 0.x
+//!   `secondaryAnimation` (one bone group that branches, sphere colliders).
+//!
 //! Mesh, skin, materials and the animations (`Idle`, `Walk`) are unchanged (node indices are kept). The
 //! avatar is the bundled character, original work released under CC0 1.0 (see
 //! `assets/LICENSE.md`); the VRM meta says so. The GLB container is read and written with the
@@ -117,6 +122,12 @@ pub fn vrm_from_glb(glb: &[u8], version: u8, table: bool) -> Result<Vec<u8>, Str
             .position(|n| n.strip_prefix("mixamorig:") == Some(bone))
             .ok_or_else(|| format!("no bone `{bone}`"))
     };
+    // Hair for the spring bones: a root at the back of the head and two strands below it.
+    let head = node_of("Head")?;
+    let spine2 = node_of("Spine2")?;
+    let hair = add_hair(&mut doc, head)?;
+    let mut bin = file.bin.map(Cow::into_owned).unwrap_or_default();
+    add_hair_mesh(&mut doc, &mut bin, &hair)?;
     let extension = match version {
         1 => {
             let mut bones = serde_json::Map::new();
@@ -137,7 +148,7 @@ pub fn vrm_from_glb(glb: &[u8], version: u8, table: bool) -> Result<Vec<u8>, Str
                     "modification": "allowModificationRedistribution"
                 },
                 "humanoid": { "humanBones": bones }
-            }})
+            }, "VRMC_springBone": spring_bone_1(&hair, head, spine2) })
         }
         0 => {
             let mut bones = Vec::new();
@@ -164,24 +175,231 @@ pub fn vrm_from_glb(glb: &[u8], version: u8, table: bool) -> Result<Vec<u8>, Str
                     "author": "bevy_ik authors",
                     "licenseName": "CC0"
                 },
-                "humanoid": { "humanBones": bones }
+                "humanoid": { "humanBones": bones },
+                "secondaryAnimation": secondary_animation_0(&hair, head, spine2)
             }})
         }
         other => return Err(format!("VRM version {other}: expected 0 or 1")),
     };
     if table {
-        let name = if version == 1 { "VRMC_vrm" } else { "VRM" };
-        doc["extensionsUsed"] = json!([name]);
+        doc["extensionsUsed"] = if version == 1 {
+            json!([
+                "VRMC_vrm",
+                "VRMC_springBone",
+                "VRMC_springBone_extended_collider"
+            ])
+        } else {
+            json!(["VRM"])
+        };
         doc["extensions"] = extension;
     }
     let json = serde_json::to_vec(&doc).map_err(|e| e.to_string())?;
     gltf::binary::Glb {
         header: file.header,
         json: Cow::Owned(json),
-        bin: file.bin,
+        bin: Some(Cow::Owned(bin)),
     }
     .to_vec()
     .map_err(|e| e.to_string())
+}
+
+/// The hair nodes [`add_hair`] makes: the root (at the back of the head) and the two strands
+/// below it, root first.
+pub struct Hair {
+    /// The hair root, a child of the head.
+    pub root: usize,
+    /// The left and right strands' nodes, top first (the first is a child of the root).
+    pub strands: [[usize; HAIR_STRAND_NODES]; 2],
+}
+
+/// Nodes per hair strand.
+pub const HAIR_STRAND_NODES: usize = 3;
+
+/// Spring parameters of the hair (VRM's meaning): a soft pull to the animated pose, some
+/// gravity, moderate drag; a 2 cm hit radius.
+const HAIR_STIFFNESS: f32 = 0.6;
+const HAIR_GRAVITY: f32 = 0.3;
+const HAIR_DRAG: f32 = 0.3;
+const HAIR_HIT_RADIUS: f32 = 0.02;
+
+/// Head collider: a sphere in the head's frame (the character's head is about 0.19 m tall,
+/// Y up in its bone frame).
+const HEAD_SPHERE: ([f32; 3], f32) = ([0.0, 0.1, 0.01], 0.08);
+/// Chest collider (VRM 1.0 capsule; VRM 0.x two spheres), in the upper chest's frame.
+const CHEST_CAPSULE: ([f32; 3], [f32; 3], f32) = ([0.0, 0.0, 0.0], [0.0, 0.12, 0.0], 0.1);
+
+/// Appends a hair root under node `head` (behind and above the head's origin, in the head's
+/// frame: Y up, +Z ahead as the character stands) with two strands of
+/// [`HAIR_STRAND_NODES`] nodes hanging down and back from it; node indices of the file are
+/// kept (the new nodes go at the end).
+///
+/// # Errors
+/// A message when the document has no such node.
+pub fn add_hair(doc: &mut Value, head: usize) -> Result<Hair, String> {
+    let nodes = doc["nodes"].as_array_mut().ok_or("no nodes")?;
+    let push = |nodes: &mut Vec<Value>, parent: usize, t: [f32; 3]| -> Result<usize, String> {
+        let i = nodes.len();
+        nodes.push(json!({ "name": anonymous_name(i), "translation": t }));
+        let p = nodes.get_mut(parent).ok_or("no parent node")?;
+        match p["children"].as_array_mut() {
+            Some(c) => c.push(json!(i)),
+            None => p["children"] = json!([i]),
+        }
+        Ok(i)
+    };
+    let root = push(nodes, head, [0.0, 0.13, -0.1])?;
+    let mut strands = [[0; HAIR_STRAND_NODES]; 2];
+    for (side, strand) in [-1.0f32, 1.0].into_iter().zip(&mut strands) {
+        let mut parent = root;
+        for (k, node) in strand.iter_mut().enumerate() {
+            let t = if k == 0 {
+                [0.04 * side, -0.05, -0.03]
+            } else {
+                [0.0, -0.07, -0.01]
+            };
+            *node = push(nodes, parent, t)?;
+            parent = *node;
+        }
+    }
+    Ok(Hair { root, strands })
+}
+
+/// Radius of the small octahedron drawn at each hair node, metres.
+const HAIR_BEAD: f32 = 0.03;
+
+/// Gives every hair node a small octahedron (non-indexed positions appended to the binary
+/// chunk, the file's first material), so the strands are seen swinging.
+///
+/// # Errors
+/// A message when the document has no buffer to extend.
+pub fn add_hair_mesh(doc: &mut Value, bin: &mut Vec<u8>, hair: &Hair) -> Result<(), String> {
+    let r = HAIR_BEAD;
+    let tips = [
+        [r, 0.0, 0.0],
+        [-r, 0.0, 0.0],
+        [0.0, r, 0.0],
+        [0.0, -r, 0.0],
+        [0.0, 0.0, r],
+        [0.0, 0.0, -r],
+    ];
+    // The eight faces, counter-clockwise seen from outside.
+    let faces = [
+        [0, 2, 4],
+        [2, 1, 4],
+        [1, 3, 4],
+        [3, 0, 4],
+        [2, 0, 5],
+        [1, 2, 5],
+        [3, 1, 5],
+        [0, 3, 5],
+    ];
+    while !bin.len().is_multiple_of(4) {
+        bin.push(0);
+    }
+    let offset = bin.len();
+    for f in faces {
+        for v in f {
+            for c in tips[v] {
+                bin.extend_from_slice(&f32::to_le_bytes(c));
+            }
+        }
+    }
+    let length = bin.len() - offset;
+    let push = |doc: &mut Value, key: &str, item: Value| -> usize {
+        if !doc[key].is_array() {
+            doc[key] = json!([]);
+        }
+        let a = doc[key].as_array_mut().expect("an array");
+        a.push(item);
+        a.len() - 1
+    };
+    let view = push(
+        doc,
+        "bufferViews",
+        json!({ "buffer": 0, "byteOffset": offset, "byteLength": length }),
+    );
+    let accessor = push(
+        doc,
+        "accessors",
+        json!({ "bufferView": view, "componentType": 5126, "count": faces.len() * 3,
+                "type": "VEC3", "min": [-r, -r, -r], "max": [r, r, r] }),
+    );
+    let mut primitive = json!({ "attributes": { "POSITION": accessor } });
+    if doc["materials"].as_array().is_some_and(|m| !m.is_empty()) {
+        primitive["material"] = json!(0);
+    }
+    let mesh = push(doc, "meshes", json!({ "primitives": [primitive] }));
+    let buffer = doc["buffers"].get_mut(0).ok_or("no buffer to extend")?;
+    buffer["byteLength"] = json!(bin.len());
+    let nodes = doc["nodes"].as_array_mut().ok_or("no nodes")?;
+    for &n in hair.strands.iter().flatten().chain([&hair.root]) {
+        nodes[n]["mesh"] = json!(mesh);
+    }
+    Ok(())
+}
+
+/// `VRMC_springBone` 1.0 for the hair: one spring per strand (the root and the strand), a
+/// head sphere, a chest capsule and an extended-collider plane behind the chest (its base
+/// shape a zero sphere, the fallback for readers without the extension).
+fn spring_bone_1(hair: &Hair, head: usize, chest: usize) -> Value {
+    let (c, r) = HEAD_SPHERE;
+    let (a, b, cr) = CHEST_CAPSULE;
+    let joint = |node: usize| {
+        json!({ "node": node, "hitRadius": HAIR_HIT_RADIUS, "stiffness": HAIR_STIFFNESS,
+                "gravityPower": HAIR_GRAVITY, "gravityDir": [0.0, -1.0, 0.0],
+                "dragForce": HAIR_DRAG })
+    };
+    let springs: Vec<Value> = hair
+        .strands
+        .iter()
+        .enumerate()
+        .map(|(i, strand)| {
+            let joints: Vec<Value> = std::iter::once(hair.root)
+                .filter(|_| i == 0)
+                .chain(strand.iter().copied())
+                .map(joint)
+                .collect();
+            json!({ "name": format!("hair{i}"), "joints": joints, "colliderGroups": [0, 1] })
+        })
+        .collect();
+    json!({
+        "specVersion": "1.0",
+        "colliders": [
+            { "node": head, "shape": { "sphere": { "offset": c, "radius": r } } },
+            { "node": chest, "shape": { "capsule": { "offset": a, "tail": b, "radius": cr } } },
+            { "node": chest, "shape": { "sphere": { "offset": [0.0, 0.0, 0.0], "radius": 0.0 } },
+              "extensions": { "VRMC_springBone_extended_collider": { "specVersion": "1.0",
+                "shape": { "plane": { "offset": [0.0, 0.0, 0.3], "normal": [0.0, 0.0, -1.0] } } } } }
+        ],
+        "colliderGroups": [
+            { "name": "head", "colliders": [0] },
+            { "name": "chest", "colliders": [1, 2] }
+        ],
+        "springs": springs
+    })
+}
+
+/// VRM 0.x `secondaryAnimation` for the hair: one bone group rooted at the hair root (which
+/// branches into the two strands), sphere colliders on the head and chest. Offsets are written
+/// with Z negated, as VRM 0.x files store them.
+fn secondary_animation_0(hair: &Hair, head: usize, chest: usize) -> Value {
+    let (c, r) = HEAD_SPHERE;
+    let (a, b, cr) = CHEST_CAPSULE;
+    let xyz = |v: [f32; 3]| json!({ "x": v[0], "y": v[1], "z": -v[2] });
+    json!({
+        "boneGroups": [{
+            "comment": "hair", "stiffiness": HAIR_STIFFNESS, "gravityPower": HAIR_GRAVITY,
+            "gravityDir": { "x": 0.0, "y": -1.0, "z": 0.0 }, "dragForce": HAIR_DRAG,
+            "center": -1, "hitRadius": HAIR_HIT_RADIUS, "bones": [hair.root],
+            "colliderGroups": [0, 1]
+        }],
+        "colliderGroups": [
+            { "node": head, "colliders": [{ "offset": xyz(c), "radius": r }] },
+            { "node": chest, "colliders": [
+                { "offset": xyz(a), "radius": cr }, { "offset": xyz(b), "radius": cr }
+            ] }
+        ]
+    })
 }
 
 fn main() -> std::process::ExitCode {

@@ -14,11 +14,14 @@ mod limb_batch;
 mod pipeline;
 mod pose_io;
 pub mod rig;
+pub mod secondary;
 mod setup;
 pub mod stage;
 pub mod vr;
 #[cfg(feature = "vrm")]
 pub mod vrm;
+#[cfg(feature = "vrm")]
+pub mod vrm_spring;
 
 pub use balance::{IkBalance, IkCenterOfMass};
 pub use behaviours::{IkAim, IkEasing, IkLookAt, IkReach, IkTwist};
@@ -37,6 +40,10 @@ pub use humanoid::{
 };
 pub use ik_core;
 pub use rig::{IkGoal, IkGoalKind, IkJointLimits, IkRig, IkRigSettings};
+pub use secondary::{
+    IkChain, IkChainMethod, IkColliderShape, IkCurveKind, IkSpline, IkSplineCurve, IkSpringChain,
+    IkSpringCollider, IkSpringJoint, IkSpringReset, IkSpringTail, IkVelocityLimit,
+};
 pub use stage::{IkCustom, IkStageContext, IkStageInput, IkStageInputPlugin, IkStageOf, IkStages};
 pub use vr::IkVrBody;
 
@@ -63,6 +70,11 @@ pub mod prelude {
         IkHumanoidMapping, IkHumanoidSolver, IkHumanoidTargets,
     };
     pub use crate::rig::{IkGoal, IkGoalKind, IkJointLimits, IkRig, IkRigSettings};
+    pub use crate::secondary::{
+        IkChain, IkChainMethod, IkColliderShape, IkCurveKind, IkSpline, IkSplineCurve,
+        IkSpringChain, IkSpringCollider, IkSpringJoint, IkSpringReset, IkSpringTail,
+        IkVelocityLimit,
+    };
     pub use crate::stage::{
         IkCustom, IkStageContext, IkStageInput, IkStageInputPlugin, IkStageOf, IkStages,
     };
@@ -234,6 +246,9 @@ impl Plugin for IkPlugin {
         balance::register(app);
         grounding::register(app, schedule);
         behaviours::build(app, schedule);
+        secondary::build(app, schedule);
+        #[cfg(feature = "vrm")]
+        vrm_spring::build(app, schedule);
         vr::register(app);
         app.add_systems(
             schedule,

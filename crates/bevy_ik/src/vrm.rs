@@ -245,6 +245,10 @@ pub(crate) fn finish(app: &mut App) {
     handlers
         .write_blocking()
         .push(Box::new(VrmHumanoidExtension::default()));
+    // The spring bones (`crate::vrm_spring`).
+    handlers
+        .write_blocking()
+        .push(Box::new(crate::vrm_spring::VrmSpringExtension::default()));
     let supported_compressed_formats = world
         .get_resource::<CompressedImageFormatSupport>()
         .map_or(CompressedImageFormats::NONE, |s| s.0);

@@ -106,7 +106,10 @@ pub enum ChainMethod {
     /// Forward and backward reaching.
     #[default]
     Fabrik,
-    /// Cyclic coordinate descent.
+    /// Cyclic coordinate descent. Converges slowly on near-straight chains (targets near
+    /// full reach from a straight pose: up to ~1000 iterations where FABRIK needs tens);
+    /// with the default [`ChainSettings::max_iterations`] it stops short there and reports
+    /// it ([`ChainReport::converged`] `false`).
     Ccd,
 }
 

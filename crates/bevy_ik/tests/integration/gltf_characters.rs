@@ -294,7 +294,7 @@ fn quaternius_worker_with_detached_feet() {
 
 /// Writes the bundled character as a VRM `version` avatar (renamed bones; with or without its
 /// humanoid table) into a folder of its own, returning the folder.
-fn write_vrm(version: u8, table: bool, file: &str) -> String {
+pub(crate) fn write_vrm(version: u8, table: bool, file: &str) -> String {
     let glb = std::fs::read(format!("{ASSETS}/character.glb")).unwrap();
     let vrm = make_vrm::vrm_from_glb(&glb, version, table).unwrap();
     let dir = format!("{}/vrm_{version}_{table}", env!("CARGO_TARGET_TMPDIR"));

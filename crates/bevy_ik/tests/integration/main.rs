@@ -18,6 +18,7 @@ mod limb;
 mod limb_batch;
 mod rig;
 mod scene;
+mod secondary;
 mod serde;
 mod stack;
 mod vr;

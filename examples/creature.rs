@@ -1,0 +1,179 @@
+//! A procedural quadruped (made in code by `examples/creature/rig.rs`: no file, bones with
+//! no common axis) walking a circle over bumpy terrain: its four legs are grounded with
+//! `IkGrounding` (Bevy mesh ray casts against the `IkGround` terrain), its head follows a
+//! floating ball with `IkAim`, its tail is an `IkSpringChain`.
+//!
+//! `cargo run --example creature --features demo` (`--screenshot PATH [--after SECONDS]`
+//! saves a frame and quits)
+
+#[path = "creature/rig.rs"]
+mod rig;
+
+use bevy::mesh::VertexAttributeValues;
+use bevy::prelude::*;
+use bevy::render::view::screenshot::{Screenshot, save_to_disk};
+use bevy_ik::prelude::*;
+
+/// Radius of the circle the creature walks, metres.
+const WALK_RADIUS: f32 = 2.5;
+/// Walking speed, metres per second.
+const WALK_SPEED: f32 = 0.7;
+
+fn main() {
+    let arg = |name: &str| std::env::args().skip_while(|a| a != name).nth(1);
+    let screenshot = ScreenshotPath(
+        arg("--screenshot"),
+        arg("--after").and_then(|s| s.parse().ok()).unwrap_or(2.0),
+    );
+    App::new()
+        .add_plugins((DefaultPlugins, IkPlugin::default()))
+        .insert_resource(screenshot)
+        .add_systems(Startup, setup)
+        .add_systems(Update, (walk, float_ball, take_screenshot))
+        .run();
+}
+
+/// `--screenshot PATH` and `--after SECONDS` (default 2; a software renderer compiling its
+/// pipelines needs longer).
+#[derive(Resource)]
+struct ScreenshotPath(Option<String>, f32);
+
+#[derive(Component)]
+struct Creature;
+
+#[derive(Component)]
+struct Ball;
+
+/// The terrain's height at `(x, z)`: gentle bumps of up to about 13 cm.
+fn terrain_height(x: f32, z: f32) -> f32 {
+    0.08 * (0.9 * x).sin() * (0.7 * z).cos() + 0.05 * (1.7 * x + 0.4).sin()
+}
+
+fn setup(
+    mut commands: Commands,
+    mut meshes: ResMut<Assets<Mesh>>,
+    mut materials: ResMut<Assets<StandardMaterial>>,
+) {
+    commands.spawn((
+        Camera3d::default(),
+        Transform::from_xyz(0.0, 3.2, 6.5).looking_at(Vec3::new(0.0, 0.3, 0.0), Vec3::Y),
+    ));
+    commands.spawn((
+        DirectionalLight {
+            shadow_maps_enabled: true,
+            ..default()
+        },
+        Transform::from_xyz(3.0, 6.0, 2.0).looking_at(Vec3::ZERO, Vec3::Y),
+    ));
+    // Terrain: a subdivided plane displaced by `terrain_height`, marked as ground.
+    let mut terrain = Plane3d::default()
+        .mesh()
+        .size(12.0, 12.0)
+        .subdivisions(60)
+        .build();
+    if let Some(VertexAttributeValues::Float32x3(positions)) =
+        terrain.attribute_mut(Mesh::ATTRIBUTE_POSITION)
+    {
+        for p in positions.iter_mut() {
+            p[1] = terrain_height(p[0], p[2]);
+        }
+    }
+    terrain.compute_normals();
+    commands.spawn((
+        Mesh3d(meshes.add(terrain)),
+        MeshMaterial3d(materials.add(Color::srgb(0.42, 0.5, 0.36))),
+        IkGround,
+    ));
+    let ball = commands
+        .spawn((
+            Mesh3d(meshes.add(Sphere::new(0.08))),
+            MeshMaterial3d(materials.add(StandardMaterial {
+                emissive: LinearRgba::rgb(4.0, 2.0, 0.5),
+                ..default()
+            })),
+            Transform::from_xyz(0.0, 1.2, 0.0),
+            Ball,
+        ))
+        .id();
+    let root = commands
+        .spawn((
+            Transform::from_xyz(WALK_RADIUS, 0.0, 0.0),
+            Visibility::default(),
+            Creature,
+        ))
+        .id();
+    let bones = rig::spawn_skeleton(&mut commands, root);
+    // The body meshes hang from the bones: they take part in visibility.
+    for &b in &bones {
+        commands.entity(b).insert(Visibility::default());
+    }
+    rig::spawn_stages(&mut commands, root, &bones, Some(ball));
+    // Body: a capsule from each joint to its parent's, on the parent bone.
+    let fur = materials.add(Color::srgb(0.62, 0.45, 0.3));
+    let locals = rig::rest_locals();
+    for (i, &(name, parent, _)) in rig::JOINTS.iter().enumerate() {
+        let Some(p) = parent else { continue };
+        let offset = locals[i].translation;
+        let radius = match name {
+            n if n.starts_with("tail") => 0.035,
+            n if n.contains("upper") || n.contains("lower") => 0.04,
+            n if n.contains("foot") || n.contains("toe") => 0.03,
+            "spine" | "chest" => 0.14,
+            "snout" => 0.07,
+            _ => 0.08,
+        };
+        commands.spawn((
+            Mesh3d(meshes.add(Capsule3d::new(radius, offset.length()))),
+            MeshMaterial3d(fur.clone()),
+            Transform::from_translation(offset / 2.0)
+                .with_rotation(Quat::from_rotation_arc(Vec3::Y, offset.normalize())),
+            ChildOf(bones[p]),
+        ));
+    }
+}
+
+/// Around the circle, facing the way it walks; the root stays at height 0 (no character
+/// controller): the grounding raises and lowers the pelvis and legs over the bumps.
+fn walk(time: Res<Time>, mut q: Query<&mut Transform, With<Creature>>) {
+    let angle = time.elapsed_secs() * WALK_SPEED / WALK_RADIUS;
+    for mut t in &mut q {
+        t.translation = Vec3::new(angle.cos(), 0.0, angle.sin()) * WALK_RADIUS;
+        let heading = Vec3::new(-angle.sin(), 0.0, angle.cos());
+        t.rotation = Quat::from_rotation_arc(Vec3::Z, heading);
+    }
+}
+
+/// The ball the head follows: a slow figure eight above the terrain.
+fn float_ball(time: Res<Time>, mut q: Query<&mut Transform, With<Ball>>) {
+    let t = time.elapsed_secs() * 0.6;
+    for mut b in &mut q {
+        b.translation = Vec3::new(
+            1.8 * t.sin(),
+            1.0 + 0.3 * (2.0 * t).sin(),
+            1.8 * (t * 0.5).cos(),
+        );
+    }
+}
+
+/// `--screenshot PATH`: a frame after `--after` seconds (default 2), then quit.
+fn take_screenshot(
+    mut commands: Commands,
+    path: Res<ScreenshotPath>,
+    time: Res<Time>,
+    mut state: Local<u32>,
+    mut exit: MessageWriter<AppExit>,
+) {
+    let after = path.1;
+    let Some(path) = &path.0 else { return };
+    if *state == 0 && time.elapsed_secs() > after {
+        commands
+            .spawn(Screenshot::primary_window())
+            .observe(save_to_disk(path.clone()));
+        *state = 1;
+    } else if *state > 0 {
+        *state += 1;
+        if *state > 30 && std::path::Path::new(path).exists() {
+            exit.write(AppExit::Success);
+        }
+    }
+}
