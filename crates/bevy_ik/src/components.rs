@@ -295,11 +295,34 @@ pub struct IkStatus {
     /// between the centre of mass and the support point after the last solve (0 otherwise).
     #[cfg_attr(feature = "serialize", serde(default))]
     pub center_of_mass_residual: f32,
+    /// The stage's goals measured on the character's final pose, after every later stage of
+    /// its stack (the pose its bones show): the largest position error, model units. Equal
+    /// to [`IkStatus::position_residual`] unless a later stage moved the goals (then
+    /// [`IkStatus::goals_moved`]); for a stage without measurable goals, its own figure.
+    #[cfg_attr(feature = "serialize", serde(default))]
+    pub final_position_residual: f32,
+    /// As [`IkStatus::final_position_residual`], for rotation goals (radians).
+    #[cfg_attr(feature = "serialize", serde(default))]
+    pub final_rotation_residual: f32,
+    /// A later stage of the character moved this stage's goals away: what this stage reached
+    /// ([`IkStatus::converged`], [`IkStatus::position_residual`]) is not what the character
+    /// shows. With [`IkKeepGoals`] on the stage, the stack re-solved it on the final pose and
+    /// this says it still could not keep them.
+    #[cfg_attr(feature = "serialize", serde(default))]
+    pub goals_moved: bool,
     /// The problem that stopped the last solve, if any (`None` when it solved).
     pub last_error: Option<IkError>,
     /// Bones or goals that set-up could not map (auto-mapping reports names here).
     pub unmapped: Vec<String>,
 }
+
+/// Marker on a stage entity: the later stages of its character must keep this stage's goals
+/// (a reaching hand stays on the cup through a look-at's spine turn). When a later stage moved
+/// them, the stack solves this stage once more on the final pose; [`IkStatus::goals_moved`]
+/// says whether that still could not keep them. Without it, the status only reports the move.
+#[derive(Component, Debug, Clone, Copy, Default, PartialEq, Eq, Reflect)]
+#[reflect(Component, Default, Debug)]
+pub struct IkKeepGoals;
 
 /// Opt-in timing of one character's IK. Insert it on an
 /// [`IkCharacter`]'s entity (the character root: the entity of its

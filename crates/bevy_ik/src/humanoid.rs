@@ -52,7 +52,7 @@ use ik_core::humanoid::{
     BodyFrame, CenterOfMassGoal, DetachedFeet, Effector, FullBodySettings, FullBodySolver,
     GoalFrame, HumanoidBone, HumanoidMap, MappingOptions, MappingReport,
 };
-use ik_core::stack::{FullBodyStage, Stage};
+use ik_core::stack::{AnyStage, FullBodyStage};
 use ik_core::{BoneTransform, Skeleton};
 
 use crate::balance::{IkBalance, IkCenterOfMass};
@@ -592,7 +592,10 @@ pub(crate) fn map_humanoids(
                 commands.entity(entity).insert((targets, bones, mapping));
             }
             Err((err, unmapped, mapping)) => {
-                warn_once(&mut cache.warned, entity, &err);
+                // Before the scene has spawned there is nothing to map: waiting, not a problem.
+                if !crate::setup::scene_pending(entity, &children, &names) {
+                    warn_once(&mut cache.warned, entity, &err);
+                }
                 status.ready = false;
                 status.unmapped = unmapped;
                 status.last_error = Some(err);
@@ -1009,7 +1012,7 @@ pub(crate) fn build_full_body_stage(
     humanoid: &IkHumanoid,
     skeleton: &Skeleton,
     mapped: Option<HumanoidMap>,
-) -> Result<(Stage, FullBodyData), IkError> {
+) -> Result<(AnyStage, FullBodyData), IkError> {
     // The mapping made at set-up (tables, detached-feet ends), else the names.
     let map = match mapped {
         Some(map) => map,
@@ -1033,7 +1036,7 @@ pub(crate) fn build_full_body_stage(
     goals.get_mut(Effector::Pelvis).rotation_weight = 0.0;
     let up = BodyFrame::from_rest(skeleton, &map).map_or(Vec3::Y, |f| f.up);
     Ok((
-        Stage::full_body(FullBodyStage::new(solver, goals, skeleton.len())),
+        AnyStage::full_body(FullBodyStage::new(solver, goals, skeleton.len())),
         FullBodyData { map, up },
     ))
 }

@@ -23,7 +23,7 @@ pub mod vrm;
 pub use balance::{IkBalance, IkCenterOfMass};
 pub use behaviours::{IkAim, IkEasing, IkLookAt, IkReach, IkTwist};
 pub use character::IkCharacter;
-pub use components::{BoneRef, IkDisabled, IkLimb, IkSolveTime, IkStatus};
+pub use components::{BoneRef, IkDisabled, IkKeepGoals, IkLimb, IkSolveTime, IkStatus};
 #[cfg(feature = "debug-draw")]
 pub use debug_draw::IkDebugDraw;
 pub use error::IkError;
@@ -50,7 +50,7 @@ pub mod prelude {
     pub use crate::balance::{IkBalance, IkCenterOfMass};
     pub use crate::behaviours::{IkAim, IkEasing, IkLookAt, IkReach, IkTwist};
     pub use crate::character::IkCharacter;
-    pub use crate::components::{BoneRef, IkDisabled, IkLimb, IkSolveTime, IkStatus};
+    pub use crate::components::{BoneRef, IkDisabled, IkKeepGoals, IkLimb, IkSolveTime, IkStatus};
     #[cfg(feature = "debug-draw")]
     pub use crate::debug_draw::IkDebugDraw;
     pub use crate::error::IkError;
@@ -217,6 +217,7 @@ impl Plugin for IkPlugin {
             .register_type::<IkDisabled>()
             .register_type::<IkStatus>()
             .register_type::<IkSolveTime>()
+            .register_type::<IkKeepGoals>()
             .register_type::<IkError>()
             .register_type::<IkStageOf>()
             .register_type::<IkHumanoidMapping>()

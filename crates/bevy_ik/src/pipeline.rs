@@ -50,7 +50,9 @@ use bevy::log::warn;
 use bevy::math::Vec3;
 use bevy::platform::time::Instant;
 use bevy::transform::components::Transform;
-use ik_core::stack::{Stage, StageOutcome};
+use ik_core::stack::StageOutcome;
+
+use crate::character::StageMut;
 
 use crate::balance::IkCenterOfMass;
 use crate::character::{
@@ -135,28 +137,29 @@ fn gather(
         // `IkDisabled` on a stage entity switches that stage off (on the character entity,
         // the whole character, handled above).
         slot.enabled = !item.5;
+        slot.keep_goals = item.6;
         slot.weight = desc.weight();
         if !slot.enabled {
             continue;
         }
-        let result = match (&desc, &mut slot.stage) {
-            (Desc::Limb(limb), Stage::TwoBone(stage)) => {
+        let result = match (&desc, StageMut::of(&mut slot.stage)) {
+            (Desc::Limb(limb), StageMut::TwoBone(stage)) => {
                 gather_limb(limb, stage, &mut st.kind, &model, helper).map(|()| {
                     if let Some(b) = batch.as_deref_mut().filter(|b| index < b.len()) {
                         b.set_goal(index, &stage.goal);
                     }
                 })
             }
-            (Desc::Rig(r), Stage::Jacobian(stage)) => match &mut st.kind {
+            (Desc::Rig(r), StageMut::Jacobian(stage)) => match &mut st.kind {
                 StageKind::Rig(data) => {
                     rig::gather(r, data, stage, skeleton, buffer, &model, helper)
                 }
                 _ => Err(IkError::NotAChain),
             },
-            (Desc::FullBody(h, targets), Stage::FullBody(stage)) => {
+            (Desc::FullBody(h, targets), StageMut::FullBody(stage)) => {
                 humanoid::gather_full_body(h, targets, stage, &model, helper, entities)
             }
-            (Desc::Custom(c), Stage::Custom(stage)) => match c.target {
+            (Desc::Custom(c), StageMut::Other(stage)) => match c.target {
                 None => {
                     stage.set_target(None);
                     Ok(())
@@ -345,10 +348,17 @@ fn summarise(rt: &mut Runtime) {
             position_residual: report.position_residual(),
             rotation_residual: report.angle_residual(),
             center_of_mass_residual: 0.0,
+            final_position_residual: slot
+                .final_residual
+                .map_or(report.position_residual(), |r| r.position),
+            final_rotation_residual: slot
+                .final_residual
+                .map_or(report.angle_residual(), |r| r.angle),
+            goals_moved: slot.goals_moved,
         };
         st.residuals.clear();
         st.center_of_mass = None;
-        match (&mut st.kind, &mut slot.stage) {
+        match (&mut st.kind, StageMut::of(&mut slot.stage)) {
             (
                 StageKind::Limb {
                     bones,
@@ -363,10 +373,10 @@ fn summarise(rt: &mut Runtime) {
                 }
                 st.residuals.push(summary.position_residual);
             }
-            (StageKind::Rig(data), Stage::Jacobian(stage)) => {
+            (StageKind::Rig(data), StageMut::Jacobian(stage)) => {
                 rig::residuals(data, stage, &mut st.residuals);
             }
-            (StageKind::FullBody(data), Stage::FullBody(stage)) => {
+            (StageKind::FullBody(data), StageMut::FullBody(stage)) => {
                 if let ik_core::stack::StageReport::FullBody(r) = report {
                     st.residuals.extend(r.residuals.iter().map(|g| g.position));
                     st.residuals.push(r.look_at);
@@ -500,6 +510,9 @@ fn publish_summary(status: &mut Mut<IkStatus>, s: &Summary, residuals: &[f32]) {
         && st.position_residual == s.position_residual
         && st.rotation_residual == s.rotation_residual
         && st.center_of_mass_residual == s.center_of_mass_residual
+        && st.final_position_residual == s.final_position_residual
+        && st.final_rotation_residual == s.final_rotation_residual
+        && st.goals_moved == s.goals_moved
         && st.residuals == residuals
         && st.last_error.is_none();
     if same {
@@ -512,6 +525,9 @@ fn publish_summary(status: &mut Mut<IkStatus>, s: &Summary, residuals: &[f32]) {
     st.position_residual = s.position_residual;
     st.rotation_residual = s.rotation_residual;
     st.center_of_mass_residual = s.center_of_mass_residual;
+    st.final_position_residual = s.final_position_residual;
+    st.final_rotation_residual = s.final_rotation_residual;
+    st.goals_moved = s.goals_moved;
     st.residuals.clear();
     st.residuals.extend_from_slice(residuals);
     st.last_error = None;
