@@ -382,6 +382,8 @@ pub struct IkStack {
     saved: Vec<(Quat, Vec3)>,
     /// The stack's settings.
     pub settings: StackSettings,
+    /// A [`StageSlot::keep_goals`] re-solve is running (see `run_slot`).
+    resolving: bool,
 }
 
 impl IkStack {
@@ -394,6 +396,7 @@ impl IkStack {
             slots: Vec::new(),
             saved: Vec::new(),
             settings: StackSettings::default(),
+            resolving: false,
         }
     }
 
@@ -583,9 +586,11 @@ impl IkStack {
             let (moved, keep) = self.measure_slot(index, later_from, tolerance);
             if moved && keep {
                 let mut again = StackReport::default();
+                self.resolving = true;
                 self.run_slot(index, &mut again, |stage, skeleton, buffer, cold| {
                     stage.run(skeleton, buffer, cold)
                 });
+                self.resolving = false;
                 report.first_changed = match (report.first_changed, again.first_changed) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
@@ -690,6 +695,7 @@ impl IkStack {
             buffer,
             slots,
             saved,
+            resolving,
             ..
         } = self;
         let slot = &mut slots[index];
@@ -718,7 +724,10 @@ impl IkStack {
                 .iter()
                 .map(|&b| (pose.rotations[b], pose.translations[b])),
         );
-        let warm = slot.warm_start && slot.warm_valid && slot.warm.len() == saved.len();
+        // A re-solve on the final pose ([`StageSlot::keep_goals`]) starts from that pose and
+        // leaves the warm start to this frame's first solve, which tracks from frame to frame.
+        let warm =
+            !*resolving && slot.warm_start && slot.warm_valid && slot.warm.len() == saved.len();
         if warm {
             // Unchanged input: the last output itself. Animated input: the last frame's IK
             // correction (output relative to its input, per bone) carried onto this frame's
@@ -742,9 +751,14 @@ impl IkStack {
         }
         // Without a warm start (the first solve, after a failure or a reset) an iterative
         // stage solves cold.
-        let result = solve(&mut slot.stage, skeleton, buffer, slot.warm_start && !warm);
+        let result = solve(
+            &mut slot.stage,
+            skeleton,
+            buffer,
+            slot.warm_start && !warm && !*resolving,
+        );
         let pose = buffer.pose_unchecked_mut();
-        if slot.warm_start {
+        if slot.warm_start && !*resolving {
             slot.warm_valid = result.is_ok();
             if slot.warm_valid {
                 slot.warm.clear();
