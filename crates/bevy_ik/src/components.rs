@@ -8,15 +8,11 @@ use bevy::ecs::name::Name;
 use bevy::ecs::reflect::ReflectComponent;
 use bevy::math::Vec3;
 use bevy::reflect::prelude::*;
-use bevy::transform::components::GlobalTransform;
-use ik_core::analytic::{LimbGoal, LimbSettings, Pole};
+use ik_core::analytic::LimbSettings;
 use ik_core::humanoid::HumanoidBone;
-use ik_core::stack::TwoBoneStage;
 
-use crate::character::{IkCharacter, StageKind, read_target};
+use crate::character::IkCharacter;
 use crate::error::IkError;
-use crate::pipeline::finite_weight;
-use crate::pose_io::TargetReader;
 
 /// A bone, given as its entity, as its `Name` (looked up among the descendants of the
 /// limb's hierarchy root, which is how glTF bones are found once their scene has spawned), or
@@ -345,56 +341,4 @@ pub struct IkKeepGoals;
 pub struct IkSolveTime {
     /// The last frame's time (zero until the character was solved once).
     pub last: core::time::Duration,
-}
-
-/// Writes an [`IkLimb`]'s goal for this frame into its stage: target and pole read now (model
-/// space), weights, and the settings when they changed.
-pub(crate) fn gather_limb(
-    limb: &IkLimb,
-    stage: &mut TwoBoneStage,
-    kind: &mut StageKind,
-    model: &GlobalTransform,
-    helper: &TargetReader<'_, '_, '_>,
-) -> Result<(), IkError> {
-    let target = limb.target.ok_or(IkError::NoTarget)?;
-    let target = read_target(helper, model, target, false)?;
-    let pole = match limb.pole {
-        None => None,
-        Some(p) => Some(read_target(helper, model, p, true)?.position),
-    };
-    let settings = limb.settings();
-    if let StageKind::Limb { settings: s, .. } = kind
-        && *s != settings
-    {
-        stage
-            .set_settings(settings)
-            .map_err(|e| IkError::InvalidSettings(e.to_string()))?;
-        *s = settings;
-    }
-    let rotation_weight = finite_weight(limb.rotation_weight);
-    let mut goal = LimbGoal::new(target.position).with_weights(
-        1.0,
-        rotation_weight,
-        finite_weight(limb.pole_weight),
-    );
-    goal.pole = match (pole, limb.swivel.filter(|a| a.is_finite())) {
-        (Some(p), _) => Pole::Position(p),
-        (None, Some(angle)) => Pole::Swivel(angle),
-        (None, None) => Pole::Keep,
-    };
-    let orientation = (rotation_weight > 0.0).then_some(target.rotation);
-    goal.orientation = orientation;
-    stage.goal = goal;
-    if let StageKind::Limb {
-        rotation_target,
-        pole: p,
-        target: t,
-        ..
-    } = kind
-    {
-        *rotation_target = orientation;
-        *p = limb.pole;
-        *t = limb.target;
-    }
-    Ok(())
 }

@@ -49,21 +49,22 @@ use bevy::ecs::system::{Query, Res};
 use bevy::log::warn;
 use bevy::math::Vec3;
 use bevy::platform::time::Instant;
+use bevy::transform::components::GlobalTransform;
 use bevy::transform::components::Transform;
-use ik_core::stack::StageOutcome;
+use ik_core::analytic::{LimbGoal, Pole};
+use ik_core::stack::{StageOutcome, TwoBoneStage};
 
-use crate::character::StageMut;
+use crate::character::{StageMut, read_target};
 
 use crate::balance::IkCenterOfMass;
 use crate::character::{
     BatchableCharacters, Desc, DescItem, IkCharacter, Runtime, StageKind, StageRt, Summary,
 };
-use crate::components::gather_limb;
 use crate::components::{IkDisabled, IkLimb, IkSolveTime, IkStatus};
 use crate::error::IkError;
 use crate::humanoid::{self, IkHumanoid};
 use crate::limb_batch;
-use crate::pose_io::{self, CurrentTransforms};
+use crate::pose_io::{self, CurrentTransforms, TargetReader};
 use crate::rig::{self, IkRig};
 use crate::stage::{IkCustom, IkStageOf};
 
@@ -97,7 +98,7 @@ fn gather(
         rt.frame_error = Some(err);
         return;
     }
-    let reader = pose_io::TargetReader {
+    let reader = TargetReader {
         queries: current,
         frame: rt.frame,
     };
@@ -164,7 +165,7 @@ fn gather(
                     stage.set_target(None);
                     Ok(())
                 }
-                Some(t) => crate::character::read_target(helper, &model, t, false).map(|m| {
+                Some(t) => read_target(helper, &model, t, false).map(|m| {
                     stage.set_target(Some(ik_core::BoneTransform::from_translation_rotation(
                         m.position, m.rotation,
                     )));
@@ -574,4 +575,56 @@ pub(crate) fn warn_once(warned: &mut Vec<IkError>, entity: Entity, err: &IkError
 /// A weight clamped to `[0, 1]`; NaN counts as 0.
 pub(crate) fn finite_weight(w: f32) -> f32 {
     if w.is_nan() { 0.0 } else { w.clamp(0.0, 1.0) }
+}
+
+/// Writes an [`IkLimb`]'s goal for this frame into its stage: target and pole read now (model
+/// space), weights, and the settings when they changed.
+pub(crate) fn gather_limb(
+    limb: &IkLimb,
+    stage: &mut TwoBoneStage,
+    kind: &mut StageKind,
+    model: &GlobalTransform,
+    helper: &TargetReader<'_, '_, '_>,
+) -> Result<(), IkError> {
+    let target = limb.target.ok_or(IkError::NoTarget)?;
+    let target = read_target(helper, model, target, false)?;
+    let pole = match limb.pole {
+        None => None,
+        Some(p) => Some(read_target(helper, model, p, true)?.position),
+    };
+    let settings = limb.settings();
+    if let StageKind::Limb { settings: s, .. } = kind
+        && *s != settings
+    {
+        stage
+            .set_settings(settings)
+            .map_err(|e| IkError::InvalidSettings(e.to_string()))?;
+        *s = settings;
+    }
+    let rotation_weight = finite_weight(limb.rotation_weight);
+    let mut goal = LimbGoal::new(target.position).with_weights(
+        1.0,
+        rotation_weight,
+        finite_weight(limb.pole_weight),
+    );
+    goal.pole = match (pole, limb.swivel.filter(|a| a.is_finite())) {
+        (Some(p), _) => Pole::Position(p),
+        (None, Some(angle)) => Pole::Swivel(angle),
+        (None, None) => Pole::Keep,
+    };
+    let orientation = (rotation_weight > 0.0).then_some(target.rotation);
+    goal.orientation = orientation;
+    stage.goal = goal;
+    if let StageKind::Limb {
+        rotation_target,
+        pole: p,
+        target: t,
+        ..
+    } = kind
+    {
+        *rotation_target = orientation;
+        *p = limb.pole;
+        *t = limb.target;
+    }
+    Ok(())
 }
