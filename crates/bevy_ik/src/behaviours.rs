@@ -52,6 +52,7 @@ use ik_core::behaviours::look_at::{
 use ik_core::behaviours::motion::{Easing, GoalMotion, MotionPath, MotionTiming};
 use ik_core::behaviours::twist::{TwistDistribution, is_twist_name};
 use ik_core::humanoid::{HumanoidBone, HumanoidMap};
+use ik_core::stack::StackError;
 
 use crate::character::IkCharacter;
 use crate::components::BoneRef;
@@ -433,7 +434,7 @@ fn look_custom(look: &IkLookAt, eyes: &[Entity]) -> IkCustom {
     IkCustom::new(bones, move |s: &Skeleton, b: &[usize]| {
         let map = map_with(s, &LOOK_ROLES, b);
         let eyes = explicit.then(|| &b[LOOK_ROLES.len()..]);
-        LookAtChain::from_humanoid(s, &map, eyes, settings).map_err(|e| e.to_string())
+        LookAtChain::from_humanoid(s, &map, eyes, settings).map_err(StackError::from)
     })
     .with_key(explicit)
 }
@@ -476,10 +477,9 @@ fn aim_custom(aim: &IkAim) -> IkCustom {
             } else {
                 (axis, origin, pole_axis)
             };
-            let chain =
-                AimChain::try_new(s, b[0], b[1], axis, origin, None).map_err(|e| e.to_string())?;
+            let chain = AimChain::try_new(s, b[0], b[1], axis, origin, None)?;
             match pole_axis {
-                Some(p) => chain.with_pole_axis(p).map_err(|e| e.to_string()),
+                Some(p) => chain.with_pole_axis(p).map_err(StackError::from),
                 None => Ok(chain),
             }
         },
@@ -493,7 +493,7 @@ fn twist_custom(helpers: &[Entity]) -> IkCustom {
         .map(|&r| BoneRef::Role(r))
         .chain(helpers.iter().map(|&e| BoneRef::Entity(e)));
     IkCustom::new(bones, |s: &Skeleton, b: &[usize]| {
-        Ok::<_, String>(TwistDistribution::from_humanoid(
+        Ok::<_, StackError>(TwistDistribution::from_humanoid(
             s,
             &map_with(s, &TWIST_ROLES, b),
         ))

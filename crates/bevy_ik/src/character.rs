@@ -617,7 +617,7 @@ fn build_skeleton(
             );
         }
     }
-    let skeleton = Skeleton::try_new(bones).map_err(|e| IkError::InvalidChain(e.to_string()))?;
+    let skeleton = Skeleton::try_new(bones).map_err(|e| IkError::InvalidChain(e.into()))?;
     Ok((frame, entities, skeleton))
 }
 
@@ -644,7 +644,7 @@ fn build_stage(
                 index(needs.bones[2])?,
             ];
             let ik = TwoBoneIk::try_with_settings(skeleton, root, mid, tip, limb.settings())
-                .map_err(|e| IkError::InvalidChain(e.to_string()))?;
+                .map_err(|e| IkError::InvalidChain(e.into()))?;
             Ok((
                 AnyStage::two_bone(TwoBoneStage::new(skeleton, ik, LimbGoal::new(Vec3::ZERO))),
                 StageKind::Limb {
@@ -676,7 +676,8 @@ fn build_stage(
                 .iter()
                 .map(|&e| index(e))
                 .collect::<Result<Vec<_>, _>>()?;
-            let stage = (c.build)(skeleton, &bones).map_err(IkError::InvalidSettings)?;
+            let stage =
+                (c.build)(skeleton, &bones).map_err(|e| IkError::InvalidSettings(e.into()))?;
             Ok((AnyStage::from_boxed(stage), StageKind::Custom))
         }
     }
@@ -959,7 +960,7 @@ fn rebuild(
                     }
                 }
                 Err(err) => {
-                    let err = IkError::InvalidChain(err.to_string());
+                    let err = IkError::InvalidChain(err.into());
                     report_setup(*e, &err, statuses, &mut rt_stage.warned, pending);
                     rt_stage.setup_error = Some(err);
                     ch.incomplete = true;

@@ -660,7 +660,7 @@ fn map_one(
         }
         bones.extend(ends);
         skeleton = Skeleton::try_new(bones)
-            .map_err(|e| (IkError::InvalidChain(e.to_string()), Vec::new(), None))?;
+            .map_err(|e| (IkError::InvalidChain(e.into()), Vec::new(), None))?;
         (map, report) = map_skeleton(&skeleton);
     }
     let mapping = IkHumanoidMapping {
@@ -847,7 +847,7 @@ fn spawn_detached_feet(
         .collect();
     let stage = IkCustom::new(bones, |s: &Skeleton, b: &[usize]| {
         let pairs: Vec<(usize, usize)> = b.chunks_exact(2).map(|p| (p[0], p[1])).collect();
-        DetachedFeet::try_new(s, &pairs).map_err(|e| e.to_string())
+        DetachedFeet::try_new(s, &pairs)
     })
     .with_weight(humanoid.weight);
     Some(
@@ -891,7 +891,7 @@ fn set_up_full_body(
     reuse: &mut Reuse,
 ) -> Result<IkHumanoidTargets, IkError> {
     let mut solver =
-        FullBodySolver::new(skeleton, map).map_err(|e| IkError::InvalidChain(e.to_string()))?;
+        FullBodySolver::new(skeleton, map).map_err(|e| IkError::InvalidChain(e.into()))?;
     let rest = skeleton.rest_pose();
     let mut goals = solver.goals_at_pose(skeleton, &rest);
     let mut targets = IkHumanoidTargets::default();
@@ -975,7 +975,9 @@ fn gather_grip(
     };
     let offset = grip.offset;
     if !(offset.translation.is_finite() && offset.rotation.is_finite()) {
-        return Err(IkError::Solver("the grip offset is not finite".into()));
+        return Err(IkError::Solver(
+            ik_core::stack::StackError::NonFinite(ik_core::stack::NonFinite::Goal).into(),
+        ));
     }
     let goal = stage.goals.get_mut(hand);
     goal.enabled = true;
@@ -1025,9 +1027,9 @@ pub(crate) fn build_full_body_stage(
         }
     };
     map.validate(skeleton)
-        .map_err(|e| IkError::InvalidChain(e.to_string()))?;
+        .map_err(|e| IkError::InvalidChain(e.into()))?;
     let mut solver =
-        FullBodySolver::new(skeleton, &map).map_err(|e| IkError::InvalidChain(e.to_string()))?;
+        FullBodySolver::new(skeleton, &map).map_err(|e| IkError::InvalidChain(e.into()))?;
     *solver.settings_mut() = humanoid.full_body_settings;
     let mut goals = solver.goals_at_pose(skeleton, &skeleton.rest_pose());
     // The pelvis follows its target's position only (the hips keep turning freely). All goals

@@ -26,7 +26,7 @@ pub use character::IkCharacter;
 pub use components::{BoneRef, IkDisabled, IkKeepGoals, IkLimb, IkSolveTime, IkStatus};
 #[cfg(feature = "debug-draw")]
 pub use debug_draw::IkDebugDraw;
-pub use error::IkError;
+pub use error::{CoreError, IkError};
 pub use grounding::{
     IkFootGround, IkFootState, IkGround, IkGroundHit, IkGroundSamples, IkGroundSource, IkGrounding,
     IkGroundingState, IkLeg,
@@ -53,7 +53,7 @@ pub mod prelude {
     pub use crate::components::{BoneRef, IkDisabled, IkKeepGoals, IkLimb, IkSolveTime, IkStatus};
     #[cfg(feature = "debug-draw")]
     pub use crate::debug_draw::IkDebugDraw;
-    pub use crate::error::IkError;
+    pub use crate::error::{CoreError, IkError};
     pub use crate::grounding::{
         IkFootGround, IkFootState, IkGround, IkGroundHit, IkGroundSamples, IkGroundSource,
         IkGrounding, IkGroundingState, IkLeg,

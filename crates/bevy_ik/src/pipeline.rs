@@ -119,7 +119,7 @@ fn gather(
         ..
     } = rt;
     if let Err(err) = stack.set_input(input) {
-        rt.frame_error = Some(IkError::Solver(err.to_string()));
+        rt.frame_error = Some(IkError::Solver(err.into()));
         return;
     }
     // The batched limbs' goals go straight into the batch's lanes.
@@ -329,10 +329,10 @@ fn summarise(rt: &mut Runtime) {
             StageOutcome::Failed(e) => {
                 if st.frame_error.is_none() {
                     st.frame_error = Some(match e {
-                        ik_core::stack::StackError::NonFiniteWeight => {
-                            IkError::InvalidSettings("the weight is not finite".into())
-                        }
-                        other => IkError::Solver(other.to_string()),
+                        ik_core::stack::StackError::NonFiniteWeight => IkError::InvalidSettings(
+                            ik_core::stack::StackError::NonFiniteWeight.into(),
+                        ),
+                        other => IkError::Solver(other.clone().into()),
                     });
                 }
                 warn_stage(st);
@@ -598,7 +598,7 @@ pub(crate) fn gather_limb(
     {
         stage
             .set_settings(settings)
-            .map_err(|e| IkError::InvalidSettings(e.to_string()))?;
+            .map_err(|e| IkError::InvalidSettings(e.into()))?;
         *s = settings;
     }
     let rotation_weight = finite_weight(limb.rotation_weight);

@@ -393,7 +393,7 @@ pub(crate) fn build_stage(
         );
     }
     let solver = JacobianSolver::try_new(skeleton, joints, tasks, solver_settings(&rig.settings))
-        .map_err(|e| IkError::InvalidSettings(e.to_string()))?;
+        .map_err(|e| IkError::InvalidSettings(e.into()))?;
     Ok((
         AnyStage::jacobian(JacobianStage::new(solver)),
         RigStage {
@@ -434,8 +434,8 @@ fn humanoid_limits(
             map
         }
     };
-    let limits = HumanoidLimits::anatomical(&full, &map)
-        .map_err(|e| IkError::InvalidChain(e.to_string()))?;
+    let limits =
+        HumanoidLimits::anatomical(&full, &map).map_err(|e| IkError::InvalidChain(e.into()))?;
     Ok((full_entities, map, limits))
 }
 
@@ -464,7 +464,7 @@ pub(crate) fn gather(
     if *stage.solver().settings() != settings {
         stage
             .set_settings(settings)
-            .map_err(|e| IkError::InvalidSettings(e.to_string()))?;
+            .map_err(|e| IkError::InvalidSettings(e.into()))?;
     }
     for ((goal, tasks), target) in rig.goals.iter().zip(&data.goal_tasks).zip(&data.targets) {
         let blend = finite_weight(goal.blend);

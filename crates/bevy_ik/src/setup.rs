@@ -137,7 +137,7 @@ pub(crate) fn hierarchy_skeleton(
             stack.extend(c.iter().rev().map(|&child| (child, Some(index))));
         }
     }
-    let skeleton = Skeleton::try_new(bones).map_err(|e| IkError::InvalidChain(e.to_string()))?;
+    let skeleton = Skeleton::try_new(bones).map_err(|e| IkError::InvalidChain(e.into()))?;
     Ok((skeleton, entities))
 }
 

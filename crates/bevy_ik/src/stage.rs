@@ -141,7 +141,7 @@ use bevy::reflect::prelude::*;
 use bevy::time::Time;
 use bevy::transform::components::GlobalTransform;
 use bevy::transform::helper::TransformHelper;
-use ik_core::stack::Stage;
+use ik_core::stack::{StackError, Stage};
 use ik_core::{BoneTransform, Skeleton};
 
 use crate::character::IkCharacter;
@@ -181,7 +181,7 @@ impl IkStages {
 /// Builds a custom stage at set-up: called with the character's skeleton and the skeleton
 /// indices of [`IkCustom::bones`] (in that order).
 pub type CustomStageBuilder =
-    dyn Fn(&Skeleton, &[usize]) -> Result<Box<dyn Stage>, String> + Send + Sync;
+    dyn Fn(&Skeleton, &[usize]) -> Result<Box<dyn Stage>, StackError> + Send + Sync;
 
 /// A stage of your own on a character: an ik-core [`Stage`] (look-at chain, aim, twist
 /// distribution, grounding, VR body…) built when the character is set up.
@@ -225,7 +225,7 @@ impl IkCustom {
     /// [`IkStatus::last_error`](crate::IkStatus::last_error).
     pub fn new<S: Stage>(
         bones: impl IntoIterator<Item = impl Into<BoneRef>>,
-        build: impl Fn(&Skeleton, &[usize]) -> Result<S, String> + Send + Sync + 'static,
+        build: impl Fn(&Skeleton, &[usize]) -> Result<S, StackError> + Send + Sync + 'static,
     ) -> Self {
         Self {
             bones: bones.into_iter().map(Into::into).collect(),

@@ -30,6 +30,7 @@ use bevy::ecs::system::{Commands, Query};
 use bevy::reflect::prelude::*;
 use ik_core::glam::Vec3;
 use ik_core::humanoid::HumanoidBone;
+use ik_core::stack::StackError;
 use ik_core::vr::{TrackerPose, VrBody, VrCalibration};
 
 use crate::components::BoneRef;
@@ -140,7 +141,7 @@ pub(crate) fn add_vr_stages(
         let stage = IkCustom::new(roles, |skeleton, bones| {
             let map = crate::behaviours::map_with(skeleton, &ROLES, bones);
             // The character's model space is Bevy's (and glTF's): +Y is up.
-            VrBody::with_up(skeleton, &map, Vec3::Y).map_err(|e| e.to_string())
+            VrBody::with_up(skeleton, &map, Vec3::Y).map_err(StackError::from)
         })
         .with_key(())
         .with_weight(vr.weight);
