@@ -87,6 +87,37 @@ impl IkCharacter {
         self.rt.as_ref().map_or(&[], |rt| rt.entities.as_slice())
     }
 
+    /// The skeleton index of bone entity `bone`, if it is one of the character's bones.
+    #[must_use]
+    pub fn bone_index(&self, bone: Entity) -> Option<usize> {
+        self.bones().iter().position(|&e| e == bone)
+    }
+
+    /// The rest-pose direction bone `bone` points in, in its own local frame: toward its only
+    /// child bone of the character's skeleton (`None` when it has no child or several — use
+    /// [`IkCharacter::rest_axis_toward`] — or zero length). Derived from the rig, never
+    /// assumed (+Y, +X, …): what an aim or a look-at axis should be. With an
+    /// [`IkHumanoid`], [`IkHumanoidBones::get`] gives the bone of a role.
+    #[must_use]
+    pub fn rest_axis(&self, bone: Entity) -> Option<Vec3> {
+        let skeleton = self.stack()?.skeleton();
+        let i = self.bone_index(bone)?;
+        let mut children = skeleton.children(i);
+        let (Some(child), None) = (children.next(), children.next()) else {
+            return None;
+        };
+        skeleton.rest_bone_direction(i, child)
+    }
+
+    /// The rest-pose direction from bone `bone` toward its descendant `toward`, in `bone`'s
+    /// local frame (`None` when either is not a bone of the character, `toward` is not below
+    /// `bone`, or they coincide).
+    #[must_use]
+    pub fn rest_axis_toward(&self, bone: Entity, toward: Entity) -> Option<Vec3> {
+        let skeleton = self.stack()?.skeleton();
+        skeleton.rest_bone_direction(self.bone_index(bone)?, self.bone_index(toward)?)
+    }
+
     /// The stage entities, in the order they run (set up or not).
     pub fn stages(&self) -> impl Iterator<Item = Entity> + '_ {
         self.keys.iter().map(|(e, _)| *e)
