@@ -312,6 +312,40 @@ pub struct StageSlot {
     touched_from: Option<usize>,
     /// What the stage's own solve reached this frame, before any re-solve.
     reached: GoalResidual,
+    /// Bit sets over the skeleton's bones, for the stage's bones as of `masks_of`: the bones
+    /// the stage writes, and those bones with their ancestors (whose change can move the
+    /// stage's effectors). Recomputed only when the stage's bones change.
+    writes: Vec<u64>,
+    deps: Vec<u64>,
+    masks_of: Vec<usize>,
+}
+
+impl StageSlot {
+    /// Brings `writes`/`deps` up to date with the stage's bones (allocates only when they
+    /// changed).
+    fn refresh_masks(&mut self, skeleton: &Skeleton) {
+        let bones = self.stage.bones();
+        if self.masks_of == bones {
+            return;
+        }
+        let words = skeleton.len().div_ceil(64);
+        self.writes.clear();
+        self.writes.resize(words, 0);
+        self.deps.clear();
+        self.deps.resize(words, 0);
+        for &b in bones {
+            if b / 64 < words {
+                self.writes[b / 64] |= 1 << (b % 64);
+            }
+            for a in skeleton.ancestors_inclusive(b) {
+                if a / 64 < words {
+                    self.deps[a / 64] |= 1 << (a % 64);
+                }
+            }
+        }
+        self.masks_of.clear();
+        self.masks_of.extend_from_slice(bones);
+    }
 }
 
 impl StageSlot {
@@ -384,6 +418,8 @@ pub struct IkStack {
     pub settings: StackSettings,
     /// A [`StageSlot::keep_goals`] re-solve is running (see `run_slot`).
     resolving: bool,
+    /// Bit set of the bones written by the stages after the one being measured.
+    later_writes: Vec<u64>,
 }
 
 impl IkStack {
@@ -397,6 +433,7 @@ impl IkStack {
             saved: Vec::new(),
             settings: StackSettings::default(),
             resolving: false,
+            later_writes: Vec::new(),
         }
     }
 
@@ -444,6 +481,9 @@ impl IkStack {
                 goals_moved: false,
                 touched_from: None,
                 reached: GoalResidual::default(),
+                writes: Vec::new(),
+                deps: Vec::new(),
+                masks_of: Vec::new(),
             },
         );
         Ok(())
@@ -565,25 +605,30 @@ impl IkStack {
     /// [`StageSlot::goals_moved`]); re-solves once, on the final pose, a stage that must keep
     /// its goals ([`StageSlot::keep_goals`]) and lost them, then measures again.
     ///
-    /// A stage is measured by forward kinematics only when a later stage changed a bone at or
-    /// before its last bone in flat (topological) order, the only bones that can move its
-    /// effectors; otherwise its own report stands (no forward kinematics: a crowd of
-    /// independent limbs pays nothing).
+    /// A stage is measured by forward kinematics only when a later stage changed something and
+    /// wrote one of its bones or their ancestors, the only bones that can move its effectors;
+    /// otherwise its own report stands (no forward kinematics: a crowd of independent limbs
+    /// pays nothing).
     fn measure_final(&mut self, report: &mut StackReport) {
         let tolerance = self.settings.goal_tolerance;
         let mut resolved = false;
-        // Later stages' first changed bone, walking back from the last stage.
-        for slot in &mut self.slots {
+        // Walking back from the last stage: the first bone (flat order) that a later stage
+        // changing the pose writes.
+        let mut later_first = usize::MAX;
+        let words = self.skeleton.len().div_ceil(64);
+        self.later_writes.clear();
+        self.later_writes.resize(words, 0);
+        for index in (0..self.slots.len()).rev() {
+            let slot = &mut self.slots[index];
+            slot.refresh_masks(&self.skeleton);
             if let StageOutcome::Solved(own) = &slot.outcome {
                 slot.reached = GoalResidual {
                     position: own.position_residual(),
                     angle: own.angle_residual(),
                 };
             }
-        }
-        let mut later_from = usize::MAX;
-        for index in (0..self.slots.len()).rev() {
-            let (moved, keep) = self.measure_slot(index, later_from, tolerance);
+            let affected = self.affected_by_later(index, later_first);
+            let (moved, keep) = self.measure_slot(index, affected, tolerance);
             if moved && keep {
                 let mut again = StackReport::default();
                 self.resolving = true;
@@ -597,32 +642,44 @@ impl IkStack {
                 };
                 resolved = true;
             }
-            if let Some(t) = self.slots[index].touched_from {
-                later_from = later_from.min(t);
+            let slot = &self.slots[index];
+            if slot.touched_from.is_some() {
+                later_first =
+                    later_first.min(slot.masks_of.iter().copied().min().unwrap_or(usize::MAX));
+                for (w, m) in self.later_writes.iter_mut().zip(&slot.writes) {
+                    *w |= m;
+                }
             }
         }
         if resolved {
             // A re-solve may have moved an earlier kept stage's goals or a later stage's:
-            // measure everything once more on the pose the character shows.
-            let mut later_from = usize::MAX;
-            for index in (0..self.slots.len()).rev() {
-                self.measure_slot(index, later_from, tolerance);
-                if let Some(t) = self.slots[index].touched_from {
-                    later_from = later_from.min(t);
-                }
-            }
-            // Later stages' own figures: measured on the final pose as well.
+            // measure every stage once more on the pose the character shows.
             for index in 0..self.slots.len() {
-                self.measure_slot(index, 0, tolerance);
+                self.measure_slot(index, true, tolerance);
             }
         }
         report.goals_moved = self.slots.iter().filter(|s| s.goals_moved).count() as u32;
     }
 
-    /// Measures stage `index` on the current pose when a bone at or before its last one was
-    /// changed from `later_from` on, against what its own solve reached this frame; returns
+    /// Whether a later stage that changed the pose wrote a bone at or above one of stage
+    /// `index`'s bones (the only bones whose change can move its effectors). `later_first`:
+    /// the first bone such stages write. Ancestors come first in flat (topological) order, so
+    /// when that is past the stage's last bone nothing is walked (the common case).
+    fn affected_by_later(&self, index: usize, later_first: usize) -> bool {
+        let slot = &self.slots[index];
+        if later_first > slot.masks_of.iter().copied().max().unwrap_or(0) {
+            return false;
+        }
+        slot.deps
+            .iter()
+            .zip(&self.later_writes)
+            .any(|(d, w)| d & w != 0)
+    }
+
+    /// Measures stage `index` on the current pose when `affected` (a later stage wrote a bone
+    /// that can move its effectors), against what its own solve reached this frame; returns
     /// (goals moved, keep goals).
-    fn measure_slot(&mut self, index: usize, later_from: usize, tolerance: f32) -> (bool, bool) {
+    fn measure_slot(&mut self, index: usize, affected: bool, tolerance: f32) -> (bool, bool) {
         let Self {
             skeleton,
             buffer,
@@ -636,8 +693,7 @@ impl IkStack {
             return (false, false);
         };
         let reached = slot.reached;
-        let last = slot.stage.bones().iter().copied().max().unwrap_or(0);
-        if later_from > last {
+        if !affected {
             slot.final_residual = Some(reached);
             slot.goals_moved = false;
             return (false, false);
