@@ -136,7 +136,7 @@ fn setup(
                     .id();
                 commands.entity(proxy).insert(IkReach {
                     character: Some(character),
-                    effector: hand,
+                    effector: hand.map(Into::into),
                     target: Some(cup),
                     duration: 0.8,
                     fade_stage: Some(limb),

@@ -13,13 +13,13 @@
 
 use bevy_skeleton_modifiers as peer;
 use criterion::{Criterion, criterion_group};
-use ik_core::glam::Vec3;
 use glam32::{Affine3A as A32, Quat as Q32, Vec3 as V32};
 use ik_core::chain::{ChainGoal, ChainIk, ChainIkStage, ChainMethod, ChainSettings};
+use ik_core::glam::Vec3;
 use ik_core::spring::{
     ColliderDesc, ColliderShape, SpringBoneStage, SpringChainDesc, SpringJointDesc, SpringTail,
 };
-use ik_core::stack::{IkStack, Stage};
+use ik_core::stack::IkStack;
 use ik_core::{Bone, BoneTransform, Skeleton};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -158,7 +158,7 @@ fn spring_ours(c: &mut Criterion) -> (f64, f64) {
         .collect();
     let stage = SpringBoneStage::try_new(&s, &chains, &colliders).unwrap();
     let mut stack = IkStack::new(s.clone());
-    let slot = stack.push(Stage::custom(stage)).unwrap();
+    let slot = stack.push(stage).unwrap();
     let mut input = s.rest_pose();
     let mut k = 0u32;
     let mut ours = || {
@@ -253,10 +253,7 @@ fn ik_pair(c: &mut Criterion, method: ChainMethod) -> (f64, f64) {
         let chain = s.chain(chain_root(k), chain_root(k) + BONES - 1).unwrap();
         let ik = ChainIk::try_new(&s, &chain, &[], settings).unwrap();
         let slot = stack
-            .push(Stage::custom(ChainIkStage::new(
-                ik,
-                ChainGoal::new(Vec3::ZERO),
-            )))
+            .push(ChainIkStage::new(ik, ChainGoal::new(Vec3::ZERO)))
             .unwrap();
         // Warm start (the stack's: the animated input does not change, so each solve starts
         // from the last output), as the peer does by default.

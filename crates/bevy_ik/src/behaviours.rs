@@ -34,7 +34,7 @@
 use bevy::ecs::change_detection::DetectChanges;
 use bevy::ecs::component::Component;
 use bevy::ecs::entity::Entity;
-use bevy::ecs::hierarchy::Children;
+use bevy::ecs::hierarchy::{ChildOf, Children};
 use bevy::ecs::name::Name;
 use bevy::ecs::reflect::ReflectComponent;
 use bevy::ecs::system::{Commands, Local, ParamSet, Query, Res};
@@ -52,6 +52,7 @@ use ik_core::behaviours::look_at::{
 use ik_core::behaviours::motion::{Easing, GoalMotion, MotionPath, MotionTiming};
 use ik_core::behaviours::twist::{TwistDistribution, is_twist_name};
 use ik_core::humanoid::{HumanoidBone, HumanoidMap};
+use ik_core::stack::StackError;
 
 use crate::character::IkCharacter;
 use crate::components::BoneRef;
@@ -280,8 +281,10 @@ impl From<IkEasing> for Easing {
     }
 }
 
-/// Reaching over time: this entity (a root entity, used as any stage's target) moves from
-/// where the animation puts [`IkReach::effector`] to [`IkReach::target`] along a straight line
+/// Reaching over time: this entity (any stage's target — a root entity, or a child such as an
+/// [`IkHumanoid`](crate::IkHumanoid)'s own hand or foot target, moved in its parent's frame)
+/// moves from where the animation puts [`IkReach::effector`] (an entity, a name or a humanoid
+/// role: [`IkReach::by_role`]) to [`IkReach::target`] along a straight line
 /// (or an arc around [`IkReach::arc_center`]) over [`IkReach::duration`] seconds (or at
 /// [`IkReach::speed`]) with easing while [`IkReach::engaged`], and back when released;
 /// [`IkReach::weight`] (read it, or let [`IkReach::fade_stage`] follow it) fades the same way.
@@ -296,8 +299,9 @@ impl From<IkEasing> for Easing {
 pub struct IkReach {
     /// The character whose animated (input) pose gives the start.
     pub character: Option<Entity>,
-    /// The effector bone entity (the hand) of that character.
-    pub effector: Option<Entity>,
+    /// The effector bone (the hand) of that character: an entity, a bone name, or a humanoid
+    /// role (resolved through the character's [`IkHumanoidBones`](crate::IkHumanoidBones)).
+    pub effector: Option<BoneRef>,
     /// Where to reach.
     pub target: Option<Entity>,
     /// Heading for the target (`false`: going back).
@@ -318,6 +322,22 @@ pub struct IkReach {
     pub weight: f32,
     /// The linear phase (state).
     pub phase: f32,
+}
+
+impl IkReach {
+    /// A reach of `character`'s `role` bone (e.g. [`HumanoidBone::RightHand`]) to `target`,
+    /// engaged, with the default timing. Put it on the stage's target entity — for a humanoid,
+    /// the target [`IkHumanoidTargets`](crate::IkHumanoidTargets) made for that hand.
+    #[must_use]
+    pub fn by_role(character: Entity, role: HumanoidBone, target: Entity) -> Self {
+        Self {
+            character: Some(character),
+            effector: Some(BoneRef::Role(role)),
+            target: Some(target),
+            engaged: true,
+            ..Self::default()
+        }
+    }
 }
 
 impl Default for IkReach {
@@ -362,7 +382,11 @@ const TWIST_ROLES: [HumanoidBone; 10] = [
 ];
 
 /// The map of a (partial) character skeleton: from its names, then the roles the stage listed.
-fn map_with(skeleton: &Skeleton, roles: &[HumanoidBone], bones: &[usize]) -> HumanoidMap {
+pub(crate) fn map_with(
+    skeleton: &Skeleton,
+    roles: &[HumanoidBone],
+    bones: &[usize],
+) -> HumanoidMap {
     let (mut map, _) = HumanoidMap::from_skeleton(skeleton);
     for (&r, &b) in roles.iter().zip(bones) {
         map.set(r, Some(b));
@@ -410,7 +434,7 @@ fn look_custom(look: &IkLookAt, eyes: &[Entity]) -> IkCustom {
     IkCustom::new(bones, move |s: &Skeleton, b: &[usize]| {
         let map = map_with(s, &LOOK_ROLES, b);
         let eyes = explicit.then(|| &b[LOOK_ROLES.len()..]);
-        LookAtChain::from_humanoid(s, &map, eyes, settings).map_err(|e| e.to_string())
+        LookAtChain::from_humanoid(s, &map, eyes, settings).map_err(StackError::from)
     })
     .with_key(explicit)
 }
@@ -453,10 +477,9 @@ fn aim_custom(aim: &IkAim) -> IkCustom {
             } else {
                 (axis, origin, pole_axis)
             };
-            let chain =
-                AimChain::try_new(s, b[0], b[1], axis, origin, None).map_err(|e| e.to_string())?;
+            let chain = AimChain::try_new(s, b[0], b[1], axis, origin, None)?;
             match pole_axis {
-                Some(p) => chain.with_pole_axis(p).map_err(|e| e.to_string()),
+                Some(p) => chain.with_pole_axis(p).map_err(StackError::from),
                 None => Ok(chain),
             }
         },
@@ -470,7 +493,7 @@ fn twist_custom(helpers: &[Entity]) -> IkCustom {
         .map(|&r| BoneRef::Role(r))
         .chain(helpers.iter().map(|&e| BoneRef::Entity(e)));
     IkCustom::new(bones, |s: &Skeleton, b: &[usize]| {
-        Ok::<_, String>(TwistDistribution::from_humanoid(
+        Ok::<_, StackError>(TwistDistribution::from_humanoid(
             s,
             &map_with(s, &TWIST_ROLES, b),
         ))
@@ -590,8 +613,9 @@ impl IkStageInput for IkTwist {
 
 /// Advances every [`IkReach`] and moves its entity along the path.
 pub(crate) fn move_reach_targets(
-    mut reaches: Query<(Entity, &mut IkReach)>,
+    mut reaches: Query<(Entity, &mut IkReach, Option<&ChildOf>)>,
     mut transforms: ParamSet<(TransformHelper, Query<&mut Transform>)>,
+    roles: Query<&crate::IkHumanoidBones>,
     mut weights: Query<&mut IkCustom>,
     mut limbs: Query<&mut crate::IkLimb>,
     characters: Query<&IkCharacter>,
@@ -602,19 +626,26 @@ pub(crate) fn move_reach_targets(
     moves.clear();
     {
         let helper = transforms.p0();
-        for (entity, mut reach) in &mut reaches {
+        for (entity, mut reach, parent) in &mut reaches {
             let (Some(character), Some(effector), Some(target)) =
-                (reach.character, reach.effector, reach.target)
+                (reach.character, reach.effector.as_ref(), reach.target)
             else {
                 continue;
             };
             // The effector where the animation puts it: the character's input pose.
-            let Some(from) = characters
-                .get(character)
-                .ok()
-                .and_then(|c| animated_position(c, effector, &helper))
-            else {
+            let Some(from) = characters.get(character).ok().and_then(|c| {
+                let bone = effector_index(c, effector, roles.get(character).ok())?;
+                animated_position(c, bone, &helper)
+            }) else {
                 continue;
+            };
+            // A child target moves in its parent's frame.
+            let parent_from_world = match parent {
+                Some(p) => match helper.compute_global_transform(p.parent()) {
+                    Ok(g) => Some(g.affine().inverse()),
+                    Err(_) => continue,
+                },
+                None => None,
             };
             let Ok(to) = helper.compute_global_transform(target) else {
                 continue;
@@ -649,8 +680,9 @@ pub(crate) fn move_reach_targets(
             if reach.weight != weight {
                 reach.weight = weight;
             }
-            if position.is_finite() {
-                moves.push((entity, position));
+            let local = parent_from_world.map_or(position, |m| m.transform_point3(position));
+            if local.is_finite() {
+                moves.push((entity, local));
             }
             if let Some(stage) = reach.fade_stage {
                 if let Ok(mut c) = weights.get_mut(stage)
@@ -676,10 +708,25 @@ pub(crate) fn move_reach_targets(
     }
 }
 
-/// The world position of bone `effector` in the character's input (animated) pose.
-fn animated_position(ch: &IkCharacter, effector: Entity, helper: &TransformHelper) -> Option<Vec3> {
+/// The skeleton index of `effector` on the character: an entity of its skeleton, a bone name,
+/// or a humanoid role of its mapping.
+fn effector_index(
+    ch: &IkCharacter,
+    effector: &BoneRef,
+    roles: Option<&crate::IkHumanoidBones>,
+) -> Option<usize> {
     let rt = ch.rt.as_ref()?;
-    let i = rt.entities.iter().position(|&e| e == effector)?;
+    let entity = match effector {
+        BoneRef::Entity(e) => *e,
+        BoneRef::Role(role) => roles?.get(*role)?,
+        BoneRef::Name(name) => return rt.stack.skeleton().find(name),
+    };
+    rt.entities.iter().position(|&e| e == entity)
+}
+
+/// The world position of bone `i` in the character's input (animated) pose.
+fn animated_position(ch: &IkCharacter, i: usize, helper: &TransformHelper) -> Option<Vec3> {
+    let rt = ch.rt.as_ref()?;
     let model = rt.stack.skeleton().model_transform(&rt.input, i);
     let frame = crate::pose_io::model_space(helper, rt.frame).ok()?;
     let p = frame.transform_point(model.translation);

@@ -25,12 +25,14 @@ use bevy::math::{Quat, Vec3};
 use bevy::transform::components::Transform;
 use ik_core::analytic::{LimbGoal, TwoBoneIk};
 use ik_core::humanoid::{HumanoidBone, HumanoidMap};
-use ik_core::stack::{CustomStage, IkStack, Stage, TwoBoneStage};
+use ik_core::stack::{AnyStage, IkStack, Stage, TwoBoneStage};
 use ik_core::{Pose, Skeleton};
 
-use crate::components::{BoneRef, IkDisabled, IkLimb, IkStatus};
+use crate::components::{BoneRef, IkDisabled, IkKeepGoals, IkLimb, IkStatus};
 use crate::error::IkError;
-use crate::humanoid::{self, IkHumanoid, IkHumanoidBones, IkHumanoidSolver, IkHumanoidTargets};
+use crate::humanoid::{
+    self, IkHumanoid, IkHumanoidBone, IkHumanoidBones, IkHumanoidSolver, IkHumanoidTargets,
+};
 use crate::limb_batch::LimbBatch;
 use crate::pose_io::{self, ModelTarget};
 use crate::rig::{self, IkRig, RigKey};
@@ -83,6 +85,37 @@ impl IkCharacter {
     #[must_use]
     pub fn bones(&self) -> &[Entity] {
         self.rt.as_ref().map_or(&[], |rt| rt.entities.as_slice())
+    }
+
+    /// The skeleton index of bone entity `bone`, if it is one of the character's bones.
+    #[must_use]
+    pub fn bone_index(&self, bone: Entity) -> Option<usize> {
+        self.bones().iter().position(|&e| e == bone)
+    }
+
+    /// The rest-pose direction bone `bone` points in, in its own local frame: toward its only
+    /// child bone of the character's skeleton (`None` when it has no child or several — use
+    /// [`IkCharacter::rest_axis_toward`] — or zero length). Derived from the rig, never
+    /// assumed (+Y, +X, …): what an aim or a look-at axis should be. With an
+    /// [`IkHumanoid`], [`IkHumanoidBones::get`] gives the bone of a role.
+    #[must_use]
+    pub fn rest_axis(&self, bone: Entity) -> Option<Vec3> {
+        let skeleton = self.stack()?.skeleton();
+        let i = self.bone_index(bone)?;
+        let mut children = skeleton.children(i);
+        let (Some(child), None) = (children.next(), children.next()) else {
+            return None;
+        };
+        skeleton.rest_bone_direction(i, child)
+    }
+
+    /// The rest-pose direction from bone `bone` toward its descendant `toward`, in `bone`'s
+    /// local frame (`None` when either is not a bone of the character, `toward` is not below
+    /// `bone`, or they coincide).
+    #[must_use]
+    pub fn rest_axis_toward(&self, bone: Entity, toward: Entity) -> Option<Vec3> {
+        let skeleton = self.stack()?.skeleton();
+        skeleton.rest_bone_direction(self.bone_index(bone)?, self.bone_index(toward)?)
     }
 
     /// The stage entities, in the order they run (set up or not).
@@ -145,24 +178,21 @@ impl IkCharacter {
     /// grounding's foot decisions). Per-frame inputs go in through an
     /// [`IkStageInput`](crate::stage::IkStageInput).
     #[must_use]
-    pub fn custom_stage<T: CustomStage>(&self, stage: Entity) -> Option<&T> {
+    pub fn custom_stage<T: Stage>(&self, stage: Entity) -> Option<&T> {
         let rt = self.rt.as_ref()?;
         let slot = rt.stages.iter().find(|s| s.entity == stage)?.slot?;
-        match &rt.stack.slots().get(slot)?.stage {
-            Stage::Custom(s) => (&**s as &dyn core::any::Any).downcast_ref::<T>(),
-            _ => None,
-        }
+        rt.stack.slots().get(slot)?.stage.get::<T>()
     }
 
     /// The built custom stage of stage entity `stage`, mutably (see
     /// [`IkCharacter::custom_stage`]). Replacing its structure here is undone by the next
     /// set-up.
-    pub fn custom_stage_mut<T: CustomStage>(&mut self, stage: Entity) -> Option<&mut T> {
+    pub fn custom_stage_mut<T: Stage>(&mut self, stage: Entity) -> Option<&mut T> {
         self.custom_stage_parts(stage).map(|(s, ..)| s)
     }
 
     /// The custom stage of `stage` with the model frame entity and the bone entities.
-    pub(crate) fn custom_stage_parts<T: CustomStage>(
+    pub(crate) fn custom_stage_parts<T: Stage>(
         &mut self,
         stage: Entity,
     ) -> Option<(&mut T, Option<Entity>, &[Entity])> {
@@ -258,6 +288,10 @@ pub(crate) struct Summary {
     pub(crate) position_residual: f32,
     pub(crate) rotation_residual: f32,
     pub(crate) center_of_mass_residual: f32,
+    /// The stage's goals measured on the character's final pose (see [`IkStatus::final_position_residual`](crate::IkStatus)).
+    pub(crate) final_position_residual: f32,
+    pub(crate) final_rotation_residual: f32,
+    pub(crate) goals_moved: bool,
 }
 
 /// What a stage is, with the per-kind data the pipeline needs.
@@ -302,6 +336,7 @@ pub(crate) type DescItem = (
     Option<&'static IkHumanoidTargets>,
     Option<&'static IkCustom>,
     Has<IkDisabled>,
+    Has<IkKeepGoals>,
 );
 
 /// One row of [`DescItem`].
@@ -311,6 +346,7 @@ pub(crate) type DescRow<'a> = (
     Option<&'a IkHumanoid>,
     Option<&'a IkHumanoidTargets>,
     Option<&'a IkCustom>,
+    bool,
     bool,
 );
 
@@ -325,7 +361,7 @@ pub(crate) enum Desc<'a> {
 impl<'a> Desc<'a> {
     /// The stage an entity describes (see the precedence in [`crate::stage`]).
     pub(crate) fn of(item: &DescRow<'a>) -> Option<Self> {
-        let (limb, rig, humanoid, targets, custom, _) = *item;
+        let (limb, rig, humanoid, targets, custom, ..) = *item;
         if let (Some(h), Some(t)) = (humanoid, targets)
             && h.solver == IkHumanoidSolver::FullBody
         {
@@ -370,6 +406,8 @@ pub(crate) struct Hierarchy<'w, 's> {
     pub(crate) names: Query<'w, 's, &'static Name>,
     pub(crate) transforms: Query<'w, 's, &'static Transform>,
     humanoid_bones: Query<'w, 's, &'static IkHumanoidBones>,
+    /// Role tags on bones (a VRM file's humanoid table).
+    tags: Query<'w, 's, &'static IkHumanoidBone>,
 }
 
 impl Hierarchy<'_, '_> {
@@ -420,7 +458,22 @@ impl Resolver<'_, '_, '_> {
                         &self.h.names,
                         &self.h.transforms,
                     )?;
-                    let (map, _) = HumanoidMap::from_skeleton(&skeleton);
+                    // A humanoid table on the bones (a VRM file's) first, names for the rest,
+                    // as an `IkHumanoid` maps them.
+                    let table: Vec<(HumanoidBone, usize)> = entities
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, &e)| self.h.tags.get(e).ok()?.role().map(|r| (r, i)))
+                        .collect();
+                    let (map, _) = if table.is_empty() {
+                        HumanoidMap::from_skeleton(&skeleton)
+                    } else {
+                        HumanoidMap::from_table(
+                            &skeleton,
+                            &table,
+                            &ik_core::humanoid::MappingOptions::default(),
+                        )
+                    };
                     HumanoidBone::ALL
                         .iter()
                         .map(|&r| map.get(r).map(|i| entities[i]))
@@ -595,7 +648,7 @@ fn build_skeleton(
             );
         }
     }
-    let skeleton = Skeleton::try_new(bones).map_err(|e| IkError::InvalidChain(e.to_string()))?;
+    let skeleton = Skeleton::try_new(bones).map_err(|e| IkError::InvalidChain(e.into()))?;
     Ok((frame, entities, skeleton))
 }
 
@@ -607,7 +660,7 @@ fn build_stage(
     skeleton: &Skeleton,
     entities: &[Entity],
     h: &Hierarchy<'_, '_>,
-) -> Result<(Stage, StageKind), IkError> {
+) -> Result<(AnyStage, StageKind), IkError> {
     let index = |e: Entity| {
         entities
             .iter()
@@ -622,9 +675,9 @@ fn build_stage(
                 index(needs.bones[2])?,
             ];
             let ik = TwoBoneIk::try_with_settings(skeleton, root, mid, tip, limb.settings())
-                .map_err(|e| IkError::InvalidChain(e.to_string()))?;
+                .map_err(|e| IkError::InvalidChain(e.into()))?;
             Ok((
-                Stage::two_bone(TwoBoneStage::new(skeleton, ik, LimbGoal::new(Vec3::ZERO))),
+                AnyStage::two_bone(TwoBoneStage::new(skeleton, ik, LimbGoal::new(Vec3::ZERO))),
                 StageKind::Limb {
                     bones: [root, mid, tip],
                     rotation_target: None,
@@ -654,8 +707,9 @@ fn build_stage(
                 .iter()
                 .map(|&e| index(e))
                 .collect::<Result<Vec<_>, _>>()?;
-            let stage = (c.build)(skeleton, &bones).map_err(IkError::InvalidSettings)?;
-            Ok((Stage::Custom(stage), StageKind::Custom))
+            let stage =
+                (c.build)(skeleton, &bones).map_err(|e| IkError::InvalidSettings(e.into()))?;
+            Ok((AnyStage::from_boxed(stage), StageKind::Custom))
         }
     }
 }
@@ -796,6 +850,15 @@ fn rebuild(
     statuses: &mut Query<&mut IkStatus>,
     h: &Hierarchy<'_, '_>,
 ) {
+    // Nothing named yet under the character or any limb's search root: its scene is still to
+    // spawn (a missing bone is then not warned about).
+    let pending = core::iter::once(character)
+        .chain(
+            order
+                .iter()
+                .filter_map(|(e, _)| descs.get(*e).ok()?.0?.hierarchy),
+        )
+        .all(|root| setup::scene_pending(root, &h.children, &h.names));
     let mut old = ch.rt.take();
     let old_keys = core::mem::take(&mut ch.keys);
     // Problems already logged stay logged across rebuilds (each is logged once).
@@ -838,7 +901,7 @@ fn rebuild(
             for ((e, _), need) in order.iter().zip(&needs) {
                 let err = need.as_ref().err().cloned().or_else(|| err.clone());
                 if let Some(err) = err {
-                    report_setup(*e, &err, statuses, &mut ch.warned);
+                    report_setup(*e, &err, statuses, &mut ch.warned, pending);
                 }
             }
             ch.keys = order;
@@ -886,7 +949,7 @@ fn rebuild(
                 // Stages keep their solver (and warm start): move the slot's stage over.
                 let moved = core::mem::replace(
                     &mut rt.stack.slots_mut()[slot].stage,
-                    Stage::custom(Placeholder),
+                    AnyStage::custom(Placeholder),
                 );
                 Ok((moved, st.kind))
             }
@@ -928,14 +991,14 @@ fn rebuild(
                     }
                 }
                 Err(err) => {
-                    let err = IkError::InvalidChain(err.to_string());
-                    report_setup(*e, &err, statuses, &mut rt_stage.warned);
+                    let err = IkError::InvalidChain(err.into());
+                    report_setup(*e, &err, statuses, &mut rt_stage.warned, pending);
                     rt_stage.setup_error = Some(err);
                     ch.incomplete = true;
                 }
             },
             Err(err) => {
-                report_setup(*e, &err, statuses, &mut rt_stage.warned);
+                report_setup(*e, &err, statuses, &mut rt_stage.warned, pending);
                 rt_stage.setup_error = Some(err);
                 ch.incomplete = true;
             }
@@ -962,14 +1025,19 @@ fn rebuild(
     ch.keys = order;
 }
 
-/// Records a set-up problem in a stage's status and warns once.
+/// Records a set-up problem in a stage's status and warns once — except a missing bone while
+/// the character's scene has not spawned yet (`pending`: nothing named under it), which is
+/// waiting, not a problem (the status still says it).
 fn report_setup(
     entity: Entity,
     err: &IkError,
     statuses: &mut Query<&mut IkStatus>,
     warned: &mut Vec<IkError>,
+    pending: bool,
 ) {
-    crate::pipeline::warn_once(warned, entity, err);
+    if !(pending && matches!(err, IkError::MissingBone(_))) {
+        crate::pipeline::warn_once(warned, entity, err);
+    }
     if let Ok(mut s) = statuses.get_mut(entity) {
         if s.ready || s.solved {
             s.ready = false;
@@ -985,7 +1053,7 @@ fn report_setup(
 #[derive(Debug)]
 struct Placeholder;
 
-impl CustomStage for Placeholder {
+impl Stage for Placeholder {
     fn bones(&self) -> &[usize] {
         &[]
     }
@@ -994,8 +1062,9 @@ impl CustomStage for Placeholder {
         &mut self,
         _: &Skeleton,
         _: &mut ik_core::stack::PoseBuffer,
-    ) -> Result<ik_core::stack::CustomReport, ik_core::stack::StackError> {
-        Err(ik_core::stack::StackError::Custom("placeholder stage"))
+    ) -> Result<ik_core::stack::StageReport, ik_core::stack::StackError> {
+        // Never run: it only fills a slot while the stack is rebuilt.
+        Err(ik_core::stack::StackError::SkeletonMismatch)
     }
 }
 
@@ -1012,4 +1081,36 @@ pub(crate) fn read_target(
         (pose_io::TargetProblem::Missing, true) => IkError::MissingPole(entity),
         (pose_io::TargetProblem::NonFinite, true) => IkError::NonFinitePole(entity),
     })
+}
+
+/// A built stage seen as the plugin's stage kinds (the ik-core stack holds any
+/// [`Stage`]; the plugin feeds and reads its own built-ins by their concrete types).
+pub(crate) enum StageMut<'a> {
+    TwoBone(&'a mut TwoBoneStage),
+    Jacobian(&'a mut ik_core::stack::JacobianStage),
+    FullBody(&'a mut ik_core::stack::FullBodyStage),
+    Other(&'a mut dyn Stage),
+}
+
+impl<'a> StageMut<'a> {
+    /// `stage` by its concrete type.
+    pub(crate) fn of(stage: &'a mut AnyStage) -> Self {
+        use ik_core::stack::{FullBodyStage, JacobianStage};
+        if stage.is::<TwoBoneStage>() {
+            return stage
+                .get_mut()
+                .map_or_else(|| unreachable!("checked"), StageMut::TwoBone);
+        }
+        if stage.is::<JacobianStage>() {
+            return stage
+                .get_mut()
+                .map_or_else(|| unreachable!("checked"), StageMut::Jacobian);
+        }
+        if stage.is::<FullBodyStage>() {
+            return stage
+                .get_mut()
+                .map_or_else(|| unreachable!("checked"), StageMut::FullBody);
+        }
+        StageMut::Other(stage.as_dyn_mut())
+    }
 }

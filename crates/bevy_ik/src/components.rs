@@ -8,15 +8,11 @@ use bevy::ecs::name::Name;
 use bevy::ecs::reflect::ReflectComponent;
 use bevy::math::Vec3;
 use bevy::reflect::prelude::*;
-use bevy::transform::components::GlobalTransform;
-use ik_core::analytic::{LimbGoal, LimbSettings, Pole};
+use ik_core::analytic::LimbSettings;
 use ik_core::humanoid::HumanoidBone;
-use ik_core::stack::TwoBoneStage;
 
-use crate::character::{IkCharacter, StageKind, read_target};
+use crate::character::IkCharacter;
 use crate::error::IkError;
-use crate::pipeline::finite_weight;
-use crate::pose_io::TargetReader;
 
 /// A bone, given as its entity, as its `Name` (looked up among the descendants of the
 /// limb's hierarchy root, which is how glTF bones are found once their scene has spawned), or
@@ -295,11 +291,34 @@ pub struct IkStatus {
     /// between the centre of mass and the support point after the last solve (0 otherwise).
     #[cfg_attr(feature = "serialize", serde(default))]
     pub center_of_mass_residual: f32,
+    /// The stage's goals measured on the character's final pose, after every later stage of
+    /// its stack (the pose its bones show): the largest position error, model units. Equal
+    /// to [`IkStatus::position_residual`] unless a later stage moved the goals (then
+    /// [`IkStatus::goals_moved`]); for a stage without measurable goals, its own figure.
+    #[cfg_attr(feature = "serialize", serde(default))]
+    pub final_position_residual: f32,
+    /// As [`IkStatus::final_position_residual`], for rotation goals (radians).
+    #[cfg_attr(feature = "serialize", serde(default))]
+    pub final_rotation_residual: f32,
+    /// A later stage of the character moved this stage's goals away: what this stage reached
+    /// ([`IkStatus::converged`], [`IkStatus::position_residual`]) is not what the character
+    /// shows. With [`IkKeepGoals`] on the stage, the stack re-solved it on the final pose and
+    /// this says it still could not keep them.
+    #[cfg_attr(feature = "serialize", serde(default))]
+    pub goals_moved: bool,
     /// The problem that stopped the last solve, if any (`None` when it solved).
     pub last_error: Option<IkError>,
     /// Bones or goals that set-up could not map (auto-mapping reports names here).
     pub unmapped: Vec<String>,
 }
+
+/// Marker on a stage entity: the later stages of its character must keep this stage's goals
+/// (a reaching hand stays on the cup through a look-at's spine turn). When a later stage moved
+/// them, the stack solves this stage once more on the final pose; [`IkStatus::goals_moved`]
+/// says whether that still could not keep them. Without it, the status only reports the move.
+#[derive(Component, Debug, Clone, Copy, Default, PartialEq, Eq, Reflect)]
+#[reflect(Component, Default, Debug)]
+pub struct IkKeepGoals;
 
 /// Opt-in timing of one character's IK. Insert it on an
 /// [`IkCharacter`]'s entity (the character root: the entity of its
@@ -322,56 +341,4 @@ pub struct IkStatus {
 pub struct IkSolveTime {
     /// The last frame's time (zero until the character was solved once).
     pub last: core::time::Duration,
-}
-
-/// Writes an [`IkLimb`]'s goal for this frame into its stage: target and pole read now (model
-/// space), weights, and the settings when they changed.
-pub(crate) fn gather_limb(
-    limb: &IkLimb,
-    stage: &mut TwoBoneStage,
-    kind: &mut StageKind,
-    model: &GlobalTransform,
-    helper: &TargetReader<'_, '_, '_>,
-) -> Result<(), IkError> {
-    let target = limb.target.ok_or(IkError::NoTarget)?;
-    let target = read_target(helper, model, target, false)?;
-    let pole = match limb.pole {
-        None => None,
-        Some(p) => Some(read_target(helper, model, p, true)?.position),
-    };
-    let settings = limb.settings();
-    if let StageKind::Limb { settings: s, .. } = kind
-        && *s != settings
-    {
-        stage
-            .set_settings(settings)
-            .map_err(|e| IkError::InvalidSettings(e.to_string()))?;
-        *s = settings;
-    }
-    let rotation_weight = finite_weight(limb.rotation_weight);
-    let mut goal = LimbGoal::new(target.position).with_weights(
-        1.0,
-        rotation_weight,
-        finite_weight(limb.pole_weight),
-    );
-    goal.pole = match (pole, limb.swivel.filter(|a| a.is_finite())) {
-        (Some(p), _) => Pole::Position(p),
-        (None, Some(angle)) => Pole::Swivel(angle),
-        (None, None) => Pole::Keep,
-    };
-    let orientation = (rotation_weight > 0.0).then_some(target.rotation);
-    goal.orientation = orientation;
-    stage.goal = goal;
-    if let StageKind::Limb {
-        rotation_target,
-        pole: p,
-        target: t,
-        ..
-    } = kind
-    {
-        *rotation_target = orientation;
-        *p = limb.pole;
-        *t = limb.target;
-    }
-    Ok(())
 }

@@ -22,7 +22,7 @@ use bevy::transform::components::GlobalTransform;
 use ik_core::Skeleton;
 use ik_core::limits::JointLimit;
 
-use ik_core::stack::Stage;
+use ik_core::stack::{FullBodyStage, JacobianStage};
 
 use crate::balance::IkCenterOfMass;
 use crate::character::{DescItem, IkCharacter, StageKind};
@@ -149,7 +149,11 @@ fn draw_ik_gizmos(
                 continue;
             };
             let solved = st.summary.is_some();
-            match (&st.kind, &slot.stage) {
+            match (
+                &st.kind,
+                slot.stage.get::<JacobianStage>(),
+                slot.stage.get::<FullBodyStage>(),
+            ) {
                 (
                     StageKind::Limb {
                         bones: [root, _, tip],
@@ -157,6 +161,7 @@ fn draw_ik_gizmos(
                         pole,
                         ..
                     },
+                    _,
                     _,
                 ) => {
                     let mut chain = Vec::new();
@@ -197,7 +202,7 @@ fn draw_ik_gizmos(
                         }
                     }
                 }
-                (StageKind::Rig(data), Stage::Jacobian(stage)) => {
+                (StageKind::Rig(data), Some(stage), _) => {
                     if settings.chains {
                         for joint in stage.solver().joints() {
                             bone_line(&mut gizmos, joint.bone);
@@ -229,7 +234,7 @@ fn draw_ik_gizmos(
                         }
                     }
                 }
-                (StageKind::FullBody(data), Stage::FullBody(stage)) => {
+                (StageKind::FullBody(data), _, Some(stage)) => {
                     let map = &data.map;
                     let entity_of = |role| map.get(role).map(|i| entities[i]);
                     if settings.chains {

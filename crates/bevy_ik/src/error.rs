@@ -3,11 +3,74 @@
 
 use bevy::ecs::entity::Entity;
 use bevy::reflect::prelude::*;
+use ik_core::stack::StackError;
 use thiserror::Error;
+
+/// An ik-core error, typed: [`StackError`] (every core module's error converts into it), boxed
+/// (errors are rare; a status stays small). Opaque to reflection; serialised as its message.
+#[derive(Debug, Clone, PartialEq, Reflect)]
+#[reflect(opaque)]
+#[reflect(Debug, PartialEq, Clone)]
+pub struct CoreError(pub Box<StackError>);
+
+impl CoreError {
+    /// The core error.
+    #[must_use]
+    pub fn get(&self) -> &StackError {
+        &self.0
+    }
+}
+
+impl core::fmt::Display for CoreError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl core::error::Error for CoreError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        Some(&*self.0)
+    }
+}
+
+#[cfg(feature = "serialize")]
+impl serde::Serialize for CoreError {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&self.0)
+    }
+}
+
+macro_rules! core_error_from {
+    ($($t:ty),*) => {$(
+        impl From<$t> for CoreError {
+            fn from(e: $t) -> Self {
+                Self(Box::new(e.into()))
+            }
+        }
+    )*};
+}
+
+core_error_from!(
+    ik_core::SkeletonError,
+    ik_core::AnalyticError,
+    ik_core::HumanoidError,
+    ik_core::JacobianError,
+    ik_core::behaviours::BehaviourError,
+    ik_core::grounding::GroundingError,
+    ik_core::vr::VrError
+);
+
+impl From<StackError> for CoreError {
+    fn from(e: StackError) -> Self {
+        Self(Box::new(e))
+    }
+}
 
 /// Why a limb or rig was not solved this frame (or could not be set up).
 ///
-/// Core errors are kept as their message so the status stays reflectable and serialisable.
+/// Core errors are kept typed ([`CoreError`]: ik-core's [`StackError`], which wraps every core
+/// module's error enum); the status stays reflectable, and serialises them as their message
+/// (they are not read back).
 #[derive(Debug, Clone, PartialEq, Error, Reflect)]
 #[reflect(Debug, PartialEq, Clone)]
 #[cfg_attr(
@@ -28,10 +91,12 @@ pub enum IkError {
     NotAChain,
     /// The chain or skeleton was rejected by the core (zero-length bone, bad rest transform…).
     #[error("invalid chain: {0}")]
-    InvalidChain(String),
+    #[cfg_attr(feature = "serialize", serde(skip_deserializing))]
+    InvalidChain(CoreError),
     /// The limb or solver settings are out of range.
     #[error("invalid settings: {0}")]
-    InvalidSettings(String),
+    #[cfg_attr(feature = "serialize", serde(skip_deserializing))]
+    InvalidSettings(CoreError),
     /// No target entity is set.
     #[error("no target entity is set")]
     NoTarget,
@@ -52,5 +117,6 @@ pub enum IkError {
     NonFinitePose,
     /// The solver rejected its input.
     #[error("solver error: {0}")]
-    Solver(String),
+    #[cfg_attr(feature = "serialize", serde(skip_deserializing))]
+    Solver(CoreError),
 }

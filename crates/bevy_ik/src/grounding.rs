@@ -54,6 +54,7 @@ use bevy::math::Vec3;
 use bevy::reflect::prelude::*;
 use ik_core::grounding::{FootGround, GroundHit, GroundingSettings, GroundingStage, Leg};
 use ik_core::humanoid::HumanoidBone;
+use ik_core::stack::StackError;
 
 use crate::IkSystems;
 use crate::character::IkCharacter;
@@ -427,14 +428,14 @@ impl IkGrounding {
             }
             let pelvis = has_pelvis.then(|| idx[i]);
             let leg_length = GroundingStage::try_new(skeleton, &legs, pelvis)
-                .map_err(|e| e.to_string())?
+                .map_err(StackError::from)?
                 .leg_length();
             let settings = GroundingSettings {
                 up: Some(up),
                 ..GroundingSettings::for_leg_length(leg_length)
             };
             GroundingStage::try_with_settings(skeleton, &legs, pelvis, settings)
-                .map_err(|e| e.to_string())
+                .map_err(StackError::from)
         })
         .with_key(GroundingKey(self))
         .with_weight(self.weight)

@@ -52,7 +52,7 @@ use ik_core::humanoid::{
     BodyFrame, CenterOfMassGoal, DetachedFeet, Effector, FullBodySettings, FullBodySolver,
     GoalFrame, HumanoidBone, HumanoidMap, MappingOptions, MappingReport,
 };
-use ik_core::stack::{FullBodyStage, Stage};
+use ik_core::stack::{AnyStage, FullBodyStage};
 use ik_core::{BoneTransform, Skeleton};
 
 use crate::balance::{IkBalance, IkCenterOfMass};
@@ -592,7 +592,10 @@ pub(crate) fn map_humanoids(
                 commands.entity(entity).insert((targets, bones, mapping));
             }
             Err((err, unmapped, mapping)) => {
-                warn_once(&mut cache.warned, entity, &err);
+                // Before the scene has spawned there is nothing to map: waiting, not a problem.
+                if !crate::setup::scene_pending(entity, &children, &names) {
+                    warn_once(&mut cache.warned, entity, &err);
+                }
                 status.ready = false;
                 status.unmapped = unmapped;
                 status.last_error = Some(err);
@@ -657,7 +660,7 @@ fn map_one(
         }
         bones.extend(ends);
         skeleton = Skeleton::try_new(bones)
-            .map_err(|e| (IkError::InvalidChain(e.to_string()), Vec::new(), None))?;
+            .map_err(|e| (IkError::InvalidChain(e.into()), Vec::new(), None))?;
         (map, report) = map_skeleton(&skeleton);
     }
     let mapping = IkHumanoidMapping {
@@ -844,7 +847,7 @@ fn spawn_detached_feet(
         .collect();
     let stage = IkCustom::new(bones, |s: &Skeleton, b: &[usize]| {
         let pairs: Vec<(usize, usize)> = b.chunks_exact(2).map(|p| (p[0], p[1])).collect();
-        DetachedFeet::try_new(s, &pairs).map_err(|e| e.to_string())
+        DetachedFeet::try_new(s, &pairs)
     })
     .with_weight(humanoid.weight);
     Some(
@@ -888,7 +891,7 @@ fn set_up_full_body(
     reuse: &mut Reuse,
 ) -> Result<IkHumanoidTargets, IkError> {
     let mut solver =
-        FullBodySolver::new(skeleton, map).map_err(|e| IkError::InvalidChain(e.to_string()))?;
+        FullBodySolver::new(skeleton, map).map_err(|e| IkError::InvalidChain(e.into()))?;
     let rest = skeleton.rest_pose();
     let mut goals = solver.goals_at_pose(skeleton, &rest);
     let mut targets = IkHumanoidTargets::default();
@@ -972,7 +975,9 @@ fn gather_grip(
     };
     let offset = grip.offset;
     if !(offset.translation.is_finite() && offset.rotation.is_finite()) {
-        return Err(IkError::Solver("the grip offset is not finite".into()));
+        return Err(IkError::Solver(
+            ik_core::stack::StackError::NonFinite(ik_core::stack::NonFinite::Goal).into(),
+        ));
     }
     let goal = stage.goals.get_mut(hand);
     goal.enabled = true;
@@ -1009,7 +1014,7 @@ pub(crate) fn build_full_body_stage(
     humanoid: &IkHumanoid,
     skeleton: &Skeleton,
     mapped: Option<HumanoidMap>,
-) -> Result<(Stage, FullBodyData), IkError> {
+) -> Result<(AnyStage, FullBodyData), IkError> {
     // The mapping made at set-up (tables, detached-feet ends), else the names.
     let map = match mapped {
         Some(map) => map,
@@ -1022,9 +1027,9 @@ pub(crate) fn build_full_body_stage(
         }
     };
     map.validate(skeleton)
-        .map_err(|e| IkError::InvalidChain(e.to_string()))?;
+        .map_err(|e| IkError::InvalidChain(e.into()))?;
     let mut solver =
-        FullBodySolver::new(skeleton, &map).map_err(|e| IkError::InvalidChain(e.to_string()))?;
+        FullBodySolver::new(skeleton, &map).map_err(|e| IkError::InvalidChain(e.into()))?;
     *solver.settings_mut() = humanoid.full_body_settings;
     let mut goals = solver.goals_at_pose(skeleton, &skeleton.rest_pose());
     // The pelvis follows its target's position only (the hips keep turning freely). All goals
@@ -1033,7 +1038,7 @@ pub(crate) fn build_full_body_stage(
     goals.get_mut(Effector::Pelvis).rotation_weight = 0.0;
     let up = BodyFrame::from_rest(skeleton, &map).map_or(Vec3::Y, |f| f.up);
     Ok((
-        Stage::full_body(FullBodyStage::new(solver, goals, skeleton.len())),
+        AnyStage::full_body(FullBodyStage::new(solver, goals, skeleton.len())),
         FullBodyData { map, up },
     ))
 }

@@ -26,10 +26,10 @@ pub mod vrm_spring;
 pub use balance::{IkBalance, IkCenterOfMass};
 pub use behaviours::{IkAim, IkEasing, IkLookAt, IkReach, IkTwist};
 pub use character::IkCharacter;
-pub use components::{BoneRef, IkDisabled, IkLimb, IkSolveTime, IkStatus};
+pub use components::{BoneRef, IkDisabled, IkKeepGoals, IkLimb, IkSolveTime, IkStatus};
 #[cfg(feature = "debug-draw")]
 pub use debug_draw::IkDebugDraw;
-pub use error::IkError;
+pub use error::{CoreError, IkError};
 pub use grounding::{
     IkFootGround, IkFootState, IkGround, IkGroundHit, IkGroundSamples, IkGroundSource, IkGrounding,
     IkGroundingState, IkLeg,
@@ -57,10 +57,10 @@ pub mod prelude {
     pub use crate::balance::{IkBalance, IkCenterOfMass};
     pub use crate::behaviours::{IkAim, IkEasing, IkLookAt, IkReach, IkTwist};
     pub use crate::character::IkCharacter;
-    pub use crate::components::{BoneRef, IkDisabled, IkLimb, IkSolveTime, IkStatus};
+    pub use crate::components::{BoneRef, IkDisabled, IkKeepGoals, IkLimb, IkSolveTime, IkStatus};
     #[cfg(feature = "debug-draw")]
     pub use crate::debug_draw::IkDebugDraw;
-    pub use crate::error::IkError;
+    pub use crate::error::{CoreError, IkError};
     pub use crate::grounding::{
         IkFootGround, IkFootState, IkGround, IkGroundHit, IkGroundSamples, IkGroundSource,
         IkGrounding, IkGroundingState, IkLeg,
@@ -229,6 +229,7 @@ impl Plugin for IkPlugin {
             .register_type::<IkDisabled>()
             .register_type::<IkStatus>()
             .register_type::<IkSolveTime>()
+            .register_type::<IkKeepGoals>()
             .register_type::<IkError>()
             .register_type::<IkStageOf>()
             .register_type::<IkHumanoidMapping>()

@@ -49,19 +49,22 @@ use bevy::ecs::system::{Query, Res};
 use bevy::log::warn;
 use bevy::math::Vec3;
 use bevy::platform::time::Instant;
+use bevy::transform::components::GlobalTransform;
 use bevy::transform::components::Transform;
-use ik_core::stack::{Stage, StageOutcome};
+use ik_core::analytic::{LimbGoal, Pole};
+use ik_core::stack::{StageOutcome, TwoBoneStage};
+
+use crate::character::{StageMut, read_target};
 
 use crate::balance::IkCenterOfMass;
 use crate::character::{
     BatchableCharacters, Desc, DescItem, IkCharacter, Runtime, StageKind, StageRt, Summary,
 };
-use crate::components::gather_limb;
 use crate::components::{IkDisabled, IkLimb, IkSolveTime, IkStatus};
 use crate::error::IkError;
 use crate::humanoid::{self, IkHumanoid};
 use crate::limb_batch;
-use crate::pose_io::{self, CurrentTransforms};
+use crate::pose_io::{self, CurrentTransforms, TargetReader};
 use crate::rig::{self, IkRig};
 use crate::stage::{IkCustom, IkStageOf};
 
@@ -95,7 +98,7 @@ fn gather(
         rt.frame_error = Some(err);
         return;
     }
-    let reader = pose_io::TargetReader {
+    let reader = TargetReader {
         queries: current,
         frame: rt.frame,
     };
@@ -116,7 +119,7 @@ fn gather(
         ..
     } = rt;
     if let Err(err) = stack.set_input(input) {
-        rt.frame_error = Some(IkError::Solver(err.to_string()));
+        rt.frame_error = Some(IkError::Solver(err.into()));
         return;
     }
     // The batched limbs' goals go straight into the batch's lanes.
@@ -135,33 +138,34 @@ fn gather(
         // `IkDisabled` on a stage entity switches that stage off (on the character entity,
         // the whole character, handled above).
         slot.enabled = !item.5;
+        slot.keep_goals = item.6;
         slot.weight = desc.weight();
         if !slot.enabled {
             continue;
         }
-        let result = match (&desc, &mut slot.stage) {
-            (Desc::Limb(limb), Stage::TwoBone(stage)) => {
+        let result = match (&desc, StageMut::of(&mut slot.stage)) {
+            (Desc::Limb(limb), StageMut::TwoBone(stage)) => {
                 gather_limb(limb, stage, &mut st.kind, &model, helper).map(|()| {
                     if let Some(b) = batch.as_deref_mut().filter(|b| index < b.len()) {
                         b.set_goal(index, &stage.goal);
                     }
                 })
             }
-            (Desc::Rig(r), Stage::Jacobian(stage)) => match &mut st.kind {
+            (Desc::Rig(r), StageMut::Jacobian(stage)) => match &mut st.kind {
                 StageKind::Rig(data) => {
                     rig::gather(r, data, stage, skeleton, buffer, &model, helper)
                 }
                 _ => Err(IkError::NotAChain),
             },
-            (Desc::FullBody(h, targets), Stage::FullBody(stage)) => {
+            (Desc::FullBody(h, targets), StageMut::FullBody(stage)) => {
                 humanoid::gather_full_body(h, targets, stage, &model, helper, entities)
             }
-            (Desc::Custom(c), Stage::Custom(stage)) => match c.target {
+            (Desc::Custom(c), StageMut::Other(stage)) => match c.target {
                 None => {
                     stage.set_target(None);
                     Ok(())
                 }
-                Some(t) => crate::character::read_target(helper, &model, t, false).map(|m| {
+                Some(t) => read_target(helper, &model, t, false).map(|m| {
                     stage.set_target(Some(ik_core::BoneTransform::from_translation_rotation(
                         m.position, m.rotation,
                     )));
@@ -325,10 +329,10 @@ fn summarise(rt: &mut Runtime) {
             StageOutcome::Failed(e) => {
                 if st.frame_error.is_none() {
                     st.frame_error = Some(match e {
-                        ik_core::stack::StackError::NonFiniteWeight => {
-                            IkError::InvalidSettings("the weight is not finite".into())
-                        }
-                        other => IkError::Solver(other.to_string()),
+                        ik_core::stack::StackError::NonFiniteWeight => IkError::InvalidSettings(
+                            ik_core::stack::StackError::NonFiniteWeight.into(),
+                        ),
+                        other => IkError::Solver(other.clone().into()),
                     });
                 }
                 warn_stage(st);
@@ -345,10 +349,17 @@ fn summarise(rt: &mut Runtime) {
             position_residual: report.position_residual(),
             rotation_residual: report.angle_residual(),
             center_of_mass_residual: 0.0,
+            final_position_residual: slot
+                .final_residual
+                .map_or(report.position_residual(), |r| r.position),
+            final_rotation_residual: slot
+                .final_residual
+                .map_or(report.angle_residual(), |r| r.angle),
+            goals_moved: slot.goals_moved,
         };
         st.residuals.clear();
         st.center_of_mass = None;
-        match (&mut st.kind, &mut slot.stage) {
+        match (&mut st.kind, StageMut::of(&mut slot.stage)) {
             (
                 StageKind::Limb {
                     bones,
@@ -363,10 +374,10 @@ fn summarise(rt: &mut Runtime) {
                 }
                 st.residuals.push(summary.position_residual);
             }
-            (StageKind::Rig(data), Stage::Jacobian(stage)) => {
+            (StageKind::Rig(data), StageMut::Jacobian(stage)) => {
                 rig::residuals(data, stage, &mut st.residuals);
             }
-            (StageKind::FullBody(data), Stage::FullBody(stage)) => {
+            (StageKind::FullBody(data), StageMut::FullBody(stage)) => {
                 if let ik_core::stack::StageReport::FullBody(r) = report {
                     st.residuals.extend(r.residuals.iter().map(|g| g.position));
                     st.residuals.push(r.look_at);
@@ -500,6 +511,9 @@ fn publish_summary(status: &mut Mut<IkStatus>, s: &Summary, residuals: &[f32]) {
         && st.position_residual == s.position_residual
         && st.rotation_residual == s.rotation_residual
         && st.center_of_mass_residual == s.center_of_mass_residual
+        && st.final_position_residual == s.final_position_residual
+        && st.final_rotation_residual == s.final_rotation_residual
+        && st.goals_moved == s.goals_moved
         && st.residuals == residuals
         && st.last_error.is_none();
     if same {
@@ -512,6 +526,9 @@ fn publish_summary(status: &mut Mut<IkStatus>, s: &Summary, residuals: &[f32]) {
     st.position_residual = s.position_residual;
     st.rotation_residual = s.rotation_residual;
     st.center_of_mass_residual = s.center_of_mass_residual;
+    st.final_position_residual = s.final_position_residual;
+    st.final_rotation_residual = s.final_rotation_residual;
+    st.goals_moved = s.goals_moved;
     st.residuals.clear();
     st.residuals.extend_from_slice(residuals);
     st.last_error = None;
@@ -558,4 +575,56 @@ pub(crate) fn warn_once(warned: &mut Vec<IkError>, entity: Entity, err: &IkError
 /// A weight clamped to `[0, 1]`; NaN counts as 0.
 pub(crate) fn finite_weight(w: f32) -> f32 {
     if w.is_nan() { 0.0 } else { w.clamp(0.0, 1.0) }
+}
+
+/// Writes an [`IkLimb`]'s goal for this frame into its stage: target and pole read now (model
+/// space), weights, and the settings when they changed.
+pub(crate) fn gather_limb(
+    limb: &IkLimb,
+    stage: &mut TwoBoneStage,
+    kind: &mut StageKind,
+    model: &GlobalTransform,
+    helper: &TargetReader<'_, '_, '_>,
+) -> Result<(), IkError> {
+    let target = limb.target.ok_or(IkError::NoTarget)?;
+    let target = read_target(helper, model, target, false)?;
+    let pole = match limb.pole {
+        None => None,
+        Some(p) => Some(read_target(helper, model, p, true)?.position),
+    };
+    let settings = limb.settings();
+    if let StageKind::Limb { settings: s, .. } = kind
+        && *s != settings
+    {
+        stage
+            .set_settings(settings)
+            .map_err(|e| IkError::InvalidSettings(e.into()))?;
+        *s = settings;
+    }
+    let rotation_weight = finite_weight(limb.rotation_weight);
+    let mut goal = LimbGoal::new(target.position).with_weights(
+        1.0,
+        rotation_weight,
+        finite_weight(limb.pole_weight),
+    );
+    goal.pole = match (pole, limb.swivel.filter(|a| a.is_finite())) {
+        (Some(p), _) => Pole::Position(p),
+        (None, Some(angle)) => Pole::Swivel(angle),
+        (None, None) => Pole::Keep,
+    };
+    let orientation = (rotation_weight > 0.0).then_some(target.rotation);
+    goal.orientation = orientation;
+    stage.goal = goal;
+    if let StageKind::Limb {
+        rotation_target,
+        pole: p,
+        target: t,
+        ..
+    } = kind
+    {
+        *rotation_target = orientation;
+        *p = limb.pole;
+        *t = limb.target;
+    }
+    Ok(())
 }

@@ -16,7 +16,7 @@ use ik_core::Skeleton;
 use ik_core::humanoid::{HumanoidLimits, HumanoidMap};
 use ik_core::jacobian::{JacobianSolver, JointSpec, PostureReference, SolverSettings, TaskSpec};
 use ik_core::limits::JointLimit;
-use ik_core::stack::{JacobianStage, PoseBuffer, Stage};
+use ik_core::stack::{AnyStage, JacobianStage, PoseBuffer};
 
 use crate::character::{Hierarchy, IkCharacter, read_target};
 use crate::components::{BoneRef, IkStatus};
@@ -319,7 +319,7 @@ pub(crate) fn build_stage(
     entities: &[Entity],
     bones: &[usize],
     h: &Hierarchy<'_, '_>,
-) -> Result<(Stage, RigStage), IkError> {
+) -> Result<(AnyStage, RigStage), IkError> {
     let (goal_bones, root_index) = if rig.movable_root.is_some() {
         let (g, r) = bones.split_at(bones.len() - 1);
         (g, r.first().copied())
@@ -393,9 +393,9 @@ pub(crate) fn build_stage(
         );
     }
     let solver = JacobianSolver::try_new(skeleton, joints, tasks, solver_settings(&rig.settings))
-        .map_err(|e| IkError::InvalidSettings(e.to_string()))?;
+        .map_err(|e| IkError::InvalidSettings(e.into()))?;
     Ok((
-        Stage::jacobian(JacobianStage::new(solver)),
+        AnyStage::jacobian(JacobianStage::new(solver)),
         RigStage {
             targets: vec![None; goal_tasks.len()],
             goal_tasks,
@@ -434,8 +434,8 @@ fn humanoid_limits(
             map
         }
     };
-    let limits = HumanoidLimits::anatomical(&full, &map)
-        .map_err(|e| IkError::InvalidChain(e.to_string()))?;
+    let limits =
+        HumanoidLimits::anatomical(&full, &map).map_err(|e| IkError::InvalidChain(e.into()))?;
     Ok((full_entities, map, limits))
 }
 
@@ -464,7 +464,7 @@ pub(crate) fn gather(
     if *stage.solver().settings() != settings {
         stage
             .set_settings(settings)
-            .map_err(|e| IkError::InvalidSettings(e.to_string()))?;
+            .map_err(|e| IkError::InvalidSettings(e.into()))?;
     }
     for ((goal, tasks), target) in rig.goals.iter().zip(&data.goal_tasks).zip(&data.targets) {
         let blend = finite_weight(goal.blend);

@@ -54,6 +54,16 @@ pub(crate) fn flag_new_bones(named: Query<(), Added<Name>>, mut rescan: ResMut<I
     }
 }
 
+/// Whether nothing under `root` has a `Name` yet: its glTF scene has not spawned, so a bone not
+/// found is still to come (set-up says so in the status, without a warning).
+pub(crate) fn scene_pending(
+    root: Entity,
+    children: &Query<&Children>,
+    names: &Query<&Name>,
+) -> bool {
+    !children.iter_descendants(root).any(|e| names.contains(e))
+}
+
 /// Resolves a bone reference: an entity as is, a name among `root` and its descendants (a
 /// humanoid role is resolved by the character, which has the mapping).
 pub(crate) fn find_bone(
@@ -127,7 +137,7 @@ pub(crate) fn hierarchy_skeleton(
             stack.extend(c.iter().rev().map(|&child| (child, Some(index))));
         }
     }
-    let skeleton = Skeleton::try_new(bones).map_err(|e| IkError::InvalidChain(e.to_string()))?;
+    let skeleton = Skeleton::try_new(bones).map_err(|e| IkError::InvalidChain(e.into()))?;
     Ok((skeleton, entities))
 }
 

@@ -1,6 +1,6 @@
 //! Stacking stages on a character: the [`IkStageOf`] relationship (a stage entity → its
 //! character) with its ordered target [`IkStages`], and [`IkCustom`], a stage of your own
-//! (an ik-core [`CustomStage`]).
+//! (an ik-core [`Stage`]).
 //!
 //! # Why stage entities
 //!
@@ -49,7 +49,7 @@
 //! ```
 //! use bevy::prelude::*;
 //! use bevy_ik::ik_core::Skeleton;
-//! use bevy_ik::ik_core::stack::{CustomReport, CustomStage, PoseBuffer, StackError};
+//! use bevy_ik::ik_core::stack::{CustomReport, PoseBuffer, StackError, Stage, StageReport};
 //! use bevy_ik::prelude::*;
 //!
 //! /// The ik-core stage: turns one bone about its local Y axis by `angle`.
@@ -59,16 +59,16 @@
 //!     angle: f32,
 //! }
 //!
-//! impl CustomStage for Spin {
+//! impl Stage for Spin {
 //!     fn bones(&self) -> &[usize] {
 //!         &self.bone
 //!     }
 //!
-//!     fn solve(&mut self, _: &Skeleton, pose: &mut PoseBuffer) -> Result<CustomReport, StackError> {
+//!     fn solve(&mut self, _: &Skeleton, pose: &mut PoseBuffer) -> Result<StageReport, StackError> {
 //!         let b = self.bone[0];
 //!         let (q, t) = (pose.pose().rotations[b], pose.pose().translations[b]);
 //!         pose.set_local(b, q * Quat::from_rotation_y(self.angle), t);
-//!         Ok(CustomReport { converged: true, iterations: 1, ..default() })
+//!         Ok(CustomReport { converged: true, iterations: 1, ..default() }.into())
 //!     }
 //! }
 //!
@@ -141,7 +141,7 @@ use bevy::reflect::prelude::*;
 use bevy::time::Time;
 use bevy::transform::components::GlobalTransform;
 use bevy::transform::helper::TransformHelper;
-use ik_core::stack::CustomStage;
+use ik_core::stack::{StackError, Stage};
 use ik_core::{BoneTransform, Skeleton};
 
 use crate::character::IkCharacter;
@@ -181,13 +181,13 @@ impl IkStages {
 /// Builds a custom stage at set-up: called with the character's skeleton and the skeleton
 /// indices of [`IkCustom::bones`] (in that order).
 pub type CustomStageBuilder =
-    dyn Fn(&Skeleton, &[usize]) -> Result<Box<dyn CustomStage>, String> + Send + Sync;
+    dyn Fn(&Skeleton, &[usize]) -> Result<Box<dyn Stage>, StackError> + Send + Sync;
 
-/// A stage of your own on a character: an ik-core [`CustomStage`] (look-at chain, aim, twist
+/// A stage of your own on a character: an ik-core [`Stage`] (look-at chain, aim, twist
 /// distribution, grounding, VR body…) built when the character is set up.
 ///
 /// Each frame the plugin hands the stage its [`IkCustom::target`]'s current transform in the
-/// character's model space ([`CustomStage::set_target`]) and blends its output by
+/// character's model space ([`Stage::set_target`]) and blends its output by
 /// [`IkCustom::weight`]; anything else the stage needs every frame goes in through an
 /// [`IkStageInput`] (see the [module docs](self#per-frame-inputs-ikstageinput)). The stage is
 /// rebuilt only when [`IkCustom::bones`] or the builder (or the key given with
@@ -223,16 +223,16 @@ impl IkCustom {
     /// A custom stage on `bones`, made by `build` (called again only when the structure
     /// changes). `build`'s error is reported in the stage's
     /// [`IkStatus::last_error`](crate::IkStatus::last_error).
-    pub fn new<S: CustomStage>(
+    pub fn new<S: Stage>(
         bones: impl IntoIterator<Item = impl Into<BoneRef>>,
-        build: impl Fn(&Skeleton, &[usize]) -> Result<S, String> + Send + Sync + 'static,
+        build: impl Fn(&Skeleton, &[usize]) -> Result<S, StackError> + Send + Sync + 'static,
     ) -> Self {
         Self {
             bones: bones.into_iter().map(Into::into).collect(),
             target: None,
             weight: 1.0,
             build: Arc::new(move |s: &Skeleton, b: &[usize]| {
-                build(s, b).map(|stage| Box::new(stage) as Box<dyn CustomStage>)
+                build(s, b).map(|stage| Box::new(stage) as Box<dyn Stage>)
             }),
             key: None,
             stage_type: TypeId::of::<S>(),
@@ -291,7 +291,7 @@ impl IkCustom {
 }
 
 /// Per-frame input of a custom stage: what the plugin hands the built ik-core
-/// [`CustomStage`] every frame, read from the stage entity's components, without rebuilding
+/// [`Stage`] every frame, read from the stage entity's components, without rebuilding
 /// it (see the [module docs](self#per-frame-inputs-ikstageinput)).
 ///
 /// Bevy's own `ExtractComponent` pattern: [`IkStageInput::Data`] names the components read
@@ -302,7 +302,7 @@ impl IkCustom {
 /// [`IkGrounding`](crate::IkGrounding), [`IkVrBody`](crate::IkVrBody)) are fed this way.
 pub trait IkStageInput: Send + Sync + 'static {
     /// The built stage this input is for (the type the [`IkCustom`]'s builder returns).
-    type Stage: CustomStage;
+    type Stage: Stage;
     /// The components read on the stage entity (e.g. `&'static MyInput`). It must not
     /// access [`IkCharacter`] or [`IkCustom`], which the system writes.
     type Data: ReadOnlyQueryData;
@@ -318,7 +318,7 @@ pub trait IkStageInput: Send + Sync + 'static {
     }
 
     /// The stage's target entity this frame, written to [`IkCustom::target`] when it
-    /// differs; the pipeline then hands its transform to [`CustomStage::set_target`] (`None`,
+    /// differs; the pipeline then hands its transform to [`Stage::set_target`] (`None`,
     /// the default: the target is left as it is; `Some(None)`: no target).
     fn target(_data: &QueryItem<'_, '_, Self::Data>) -> Option<Option<Entity>> {
         None

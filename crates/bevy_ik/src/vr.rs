@@ -29,7 +29,8 @@ use bevy::ecs::reflect::ReflectComponent;
 use bevy::ecs::system::{Commands, Query};
 use bevy::reflect::prelude::*;
 use ik_core::glam::Vec3;
-use ik_core::humanoid::{HumanoidBone, HumanoidMap};
+use ik_core::humanoid::HumanoidBone;
+use ik_core::stack::StackError;
 use ik_core::vr::{TrackerPose, VrBody, VrCalibration};
 
 use crate::components::BoneRef;
@@ -102,10 +103,14 @@ impl IkVrBody {
     }
 }
 
-/// The roles whose bones the stage needs (their ancestors come along: the whole spine, the
-/// shoulders); the rest of the humanoid map is found by name on the character's skeleton.
-const ROLES: [HumanoidBone; 12] = [
+/// The roles whose bones the stage needs: every required role ([`HumanoidBone::is_required`]),
+/// resolved by the character (its [`IkHumanoid`](crate::IkHumanoid)'s mapping, or a VRM file's
+/// humanoid table, or names) and handed to the builder; their ancestors come along (the whole
+/// spine, the shoulders). The optional roles (chest, neck, shoulders, toes) are found on the
+/// character's skeleton by name and hierarchy.
+const ROLES: [HumanoidBone; 15] = [
     HumanoidBone::Hips,
+    HumanoidBone::Spine,
     HumanoidBone::Head,
     HumanoidBone::LeftUpperArm,
     HumanoidBone::LeftLowerArm,
@@ -117,6 +122,8 @@ const ROLES: [HumanoidBone; 12] = [
     HumanoidBone::RightFoot,
     HumanoidBone::LeftLowerLeg,
     HumanoidBone::RightLowerLeg,
+    HumanoidBone::LeftUpperLeg,
+    HumanoidBone::RightUpperLeg,
 ];
 
 pub(crate) fn register(app: &mut bevy::app::App) {
@@ -131,10 +138,10 @@ pub(crate) fn add_vr_stages(
 ) {
     for (entity, vr, custom) in &added {
         let roles: Vec<BoneRef> = ROLES.iter().map(|&r| BoneRef::Role(r)).collect();
-        let stage = IkCustom::new(roles, |skeleton, _bones| {
-            let (map, _) = HumanoidMap::from_skeleton(skeleton);
+        let stage = IkCustom::new(roles, |skeleton, bones| {
+            let map = crate::behaviours::map_with(skeleton, &ROLES, bones);
             // The character's model space is Bevy's (and glTF's): +Y is up.
-            VrBody::with_up(skeleton, &map, Vec3::Y).map_err(|e| e.to_string())
+            VrBody::with_up(skeleton, &map, Vec3::Y).map_err(StackError::from)
         })
         .with_key(())
         .with_weight(vr.weight);

@@ -48,6 +48,15 @@ fn each_problem_is_warned_once() {
             .in_hierarchy(other.character)
             .with_target(target),
     );
+    // A character whose scene has not spawned yet: nothing named under it, so a bone not
+    // found is waiting, not a problem: no warning (the status still says it).
+    let loading = app
+        .world_mut()
+        .spawn((
+            Transform::default(),
+            IkLimb::new("pending_upper", "pending_lower", "pending_hand").with_target(target),
+        ))
+        .id();
     app.update();
     app.world_mut()
         .get_mut::<Transform>(target)
@@ -61,4 +70,25 @@ fn each_problem_is_warned_once() {
     let count = |needle: &str| log.matches(needle).count();
     assert_eq!(count("non-finite transform"), 1, "{log}");
     assert_eq!(count("no bone named `no_such_bone`"), 1, "{log}");
+    assert_eq!(count("no bone named `pending_upper`"), 0, "{log}");
+    let status = app.world().get::<IkStatus>(loading).unwrap();
+    assert_eq!(
+        status.last_error,
+        Some(IkError::MissingBone("pending_upper".into()))
+    );
+    // The scene spawns, without the bone: now it is a problem, warned once.
+    app.world_mut().spawn((
+        Name::new("some_other_bone"),
+        Transform::default(),
+        ChildOf(loading),
+    ));
+    for _ in 0..3 {
+        app.update();
+    }
+    let log = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
+    assert_eq!(
+        log.matches("no bone named `pending_upper`").count(),
+        1,
+        "{log}"
+    );
 }

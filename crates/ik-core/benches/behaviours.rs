@@ -1,4 +1,4 @@
-//! Each behaviour stage's cost per character and frame (`CustomStage::solve` on a pose buffer,
+//! Each behaviour stage's cost per character and frame (`Stage::solve` on a pose buffer,
 //! the way the stack calls it), on the Unreal-named test rig (+X bone axes: 5 spine, 2 neck
 //! bones, a forearm twist leaf bone per arm) with two eye bones added under the head:
 //!
@@ -23,7 +23,7 @@ use ik_core::glam::{Quat, Vec3};
 use ik_core::humanoid::{
     BodyFrame, HumanoidBone as H, HumanoidMap, RestAxes, RigConvention, test_rig,
 };
-use ik_core::stack::{CustomStage, PoseBuffer};
+use ik_core::stack::{PoseBuffer, Stage};
 use ik_core::{Bone, BoneTransform, Skeleton};
 
 fn rig() -> (Skeleton, HumanoidMap) {

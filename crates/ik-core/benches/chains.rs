@@ -9,7 +9,7 @@ use ik_core::chain::{ChainGoal, ChainIk, ChainIkStage, ChainMethod, ChainSetting
 use ik_core::spring::{
     ColliderDesc, ColliderShape, SpringBoneStage, SpringChainDesc, SpringJointDesc, SpringTail,
 };
-use ik_core::stack::{IkStack, Stage};
+use ik_core::stack::IkStack;
 use ik_core::{Bone, BoneTransform, Skeleton};
 use std::hint::black_box;
 
@@ -84,7 +84,7 @@ fn springs(c: &mut Criterion) {
         .collect();
     let stage = SpringBoneStage::try_new(&s, &chains, &colliders).unwrap();
     let mut stack = IkStack::new(s.clone());
-    let slot = stack.push(Stage::custom(stage)).unwrap();
+    let slot = stack.push(stage).unwrap();
     let mut input = s.rest_pose();
     let mut k = 0u32;
     let mut g = c.benchmark_group("chains");
@@ -125,10 +125,7 @@ fn iks(c: &mut Criterion) {
             let chain = s.chain(chain_root(k), chain_root(k) + BONES - 1).unwrap();
             let ik = ChainIk::try_new(&s, &chain, &[], settings).unwrap();
             let slot = stack
-                .push(Stage::custom(ChainIkStage::new(
-                    ik,
-                    ChainGoal::new(Vec3::ZERO),
-                )))
+                .push(ChainIkStage::new(ik, ChainGoal::new(Vec3::ZERO)))
                 .unwrap();
             // Warm start (the stack's: the animated input does not change, so each solve starts
             // from the last output), as the peer does by default.

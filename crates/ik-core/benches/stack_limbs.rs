@@ -21,7 +21,7 @@ use ik_core::humanoid::{
     FullBodySolver, HumanoidBone as H, HumanoidMap, RestAxes, RigConvention,
     random_pose_within_limits, test_rig,
 };
-use ik_core::stack::{IkStack, LimbBatch, Stage, TwoBoneStage};
+use ik_core::stack::{IkStack, LimbBatch, TwoBoneStage};
 use ik_core::{Pose, Skeleton};
 
 const CHARACTERS: usize = 256;
@@ -70,7 +70,7 @@ fn characters() -> Vec<Character> {
                 goals[i] = (model[e].translation, model[e].rotation, pole);
                 let goal = LimbGoal::new(model[e].translation);
                 stack
-                    .push(Stage::two_bone(TwoBoneStage::new(&skeleton, ik, goal)))
+                    .push(TwoBoneStage::new(&skeleton, ik, goal))
                     .expect("limb stage");
             }
             let batch = LimbBatch::try_new(&stack);

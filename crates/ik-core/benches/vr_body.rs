@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use ik_core::Pose;
-use ik_core::stack::{IkStack, Stage};
+use ik_core::stack::IkStack;
 use ik_core::vr::VrBody;
 
 #[path = "../tests/support/gameplay.rs"]
@@ -49,7 +49,7 @@ impl Prepared {
         let mut frames = vr_recording::recording(&body, &rig.skeleton, &rig.map);
         frames.truncate(limit);
         let mut stack = IkStack::new(rig.skeleton.clone());
-        let slot = stack.push(Stage::custom(body)).expect("valid stage");
+        let slot = stack.push(body).expect("valid stage");
         Self {
             name: rig.name,
             stack,

@@ -48,7 +48,7 @@
 //! let chain = skeleton.chain(1, 5)?;
 //! let ik = ChainIk::try_new(&skeleton, &chain, &[], ChainSettings::default())?;
 //! let mut stack = IkStack::new(skeleton);
-//! let slot = stack.push(Stage::custom(ChainIkStage::new(ik, ChainGoal::new(Vec3::ZERO))))?;
+//! let slot = stack.push(ChainIkStage::new(ik, ChainGoal::new(Vec3::ZERO)))?;
 //! let target = Vec3::new(-0.5, 0.3, 0.1);
 //! stack.slot_mut(slot).unwrap().stage.as_custom_mut::<ChainIkStage>().unwrap().goal.target =
 //!     target;
@@ -63,7 +63,7 @@ use thiserror::Error;
 use crate::limits::{JointLimit, LimitError};
 use crate::pose::{BoneTransform, Pose};
 use crate::skeleton::{Chain, Skeleton};
-use crate::stack::{CustomReport, CustomStage, PoseBuffer, StackError};
+use crate::stack::{CustomReport, PoseBuffer, StackError, Stage, StageReport};
 
 /// Errors building a [`ChainIk`].
 #[derive(Debug, Clone, PartialEq, Error)]
@@ -573,7 +573,7 @@ pub struct ChainIkStage {
     ik: ChainIk,
     /// This frame's goal (model space).
     pub goal: ChainGoal,
-    /// Whether the host's target ([`CustomStage::set_target`]) also sets
+    /// Whether the host's target ([`Stage::set_target`]) also sets
     /// [`ChainGoal::tip_rotation`] (off: only the position).
     pub target_sets_tip_rotation: bool,
     scratch: ChainScratch,
@@ -614,7 +614,7 @@ impl ChainIkStage {
     }
 }
 
-impl CustomStage for ChainIkStage {
+impl Stage for ChainIkStage {
     fn bones(&self) -> &[usize] {
         &self.ik.bones
     }
@@ -632,7 +632,7 @@ impl CustomStage for ChainIkStage {
         &mut self,
         skeleton: &Skeleton,
         buffer: &mut PoseBuffer,
-    ) -> Result<CustomReport, StackError> {
+    ) -> Result<StageReport, StackError> {
         let root = self.ik.bones[0];
         if root >= skeleton.len() {
             return Err(StackError::BoneOutOfRange {
@@ -651,14 +651,14 @@ impl CustomStage for ChainIkStage {
             &mut self.scratch,
         );
         buffer.invalidate_from(root);
-        let report =
-            result.map_err(|_| StackError::Custom("chain IK input not finite or mismatched"))?;
+        let report = result?;
         self.report = report;
         Ok(CustomReport {
             converged: report.converged,
             iterations: report.iterations,
             position_residual: report.position_error,
             angle_residual: report.angle_error,
-        })
+        }
+        .into())
     }
 }

@@ -110,7 +110,7 @@
 //! let legs = [Leg::new(1, 2, 3), Leg::new(4, 5, 6)];
 //! let grounding = GroundingStage::try_new(&skeleton, &legs, None)?;
 //! let mut stack = IkStack::new(skeleton);
-//! let slot = stack.push(Stage::custom(grounding))?;
+//! let slot = stack.push(grounding)?;
 //!
 //! // Every frame: the ground under each foot (model space), the frame time, solve.
 //! let stage = stack.slot_mut(slot).unwrap().stage.as_custom_mut::<GroundingStage>().unwrap();
@@ -130,7 +130,7 @@ use thiserror::Error;
 use crate::analytic::{AnalyticError, LimbGoal, TwoBoneIk};
 use crate::pose::BoneTransform;
 use crate::skeleton::Skeleton;
-use crate::stack::{CustomReport, CustomStage, PoseBuffer, StackError};
+use crate::stack::{CustomReport, NonFinite, PoseBuffer, StackError, Stage, StageReport};
 
 /// Errors building a [`GroundingStage`].
 #[derive(Debug, Clone, PartialEq, Error)]
@@ -1082,20 +1082,27 @@ impl GroundingStage {
 
     /// Computes this frame's goals and pelvis offset ([`GroundingStage::output`]) from the
     /// pose in `buffer` and advances the smoothing, without writing the pose. (What
-    /// [`CustomStage::solve`] does before solving the legs.)
+    /// [`Stage::solve`] does before solving the legs.)
     ///
     /// # Errors
-    /// [`StackError::Custom`] when the ground samples or `dt` are not finite or do not match the
-    /// legs.
+    /// [`StackError::InputCountMismatch`] when the ground samples do not match the legs,
+    /// [`StackError::NonFinite`] when they, `dt` or the model frame are not finite.
     pub fn plan(&mut self, skeleton: &Skeleton, buffer: &mut PoseBuffer) -> Result<(), StackError> {
         if self.ground.len() != self.legs.len() {
-            return Err(StackError::Custom("one ground sample per leg expected"));
+            return Err(StackError::InputCountMismatch {
+                expected: self.legs.len(),
+                found: self.ground.len(),
+            });
         }
         if !self.ground.iter().all(FootGround::is_finite) {
-            return Err(StackError::Custom("a ground sample is not finite"));
+            return Err(StackError::NonFinite(NonFinite::Goal));
         }
         if !self.dt.is_finite() || !self.model_to_world.is_finite() {
-            return Err(StackError::Custom("grounding dt or model frame not finite"));
+            return Err(StackError::NonFinite(if self.dt.is_finite() {
+                NonFinite::ModelFrame
+            } else {
+                NonFinite::TimeStep
+            }));
         }
         let dt = self.dt.clamp(0.0, 0.25);
         let fresh = core::mem::take(&mut self.fresh);
@@ -1326,7 +1333,7 @@ fn smoothstep(x: f32) -> f32 {
     x * x * (3.0 - 2.0 * x)
 }
 
-impl CustomStage for GroundingStage {
+impl Stage for GroundingStage {
     fn bones(&self) -> &[usize] {
         &self.bones
     }
@@ -1335,7 +1342,7 @@ impl CustomStage for GroundingStage {
         &mut self,
         skeleton: &Skeleton,
         buffer: &mut PoseBuffer,
-    ) -> Result<CustomReport, StackError> {
+    ) -> Result<StageReport, StackError> {
         self.plan(skeleton, buffer)?;
         // The pelvis: its model translation moves by the offset.
         let offset = self.output.pelvis_offset;
@@ -1392,6 +1399,7 @@ impl CustomStage for GroundingStage {
             iterations: 1,
             position_residual: residual,
             angle_residual: angle,
-        })
+        }
+        .into())
     }
 }

@@ -26,7 +26,7 @@ use thiserror::Error;
 
 use crate::pose::{BoneTransform, Pose};
 use crate::skeleton::{Chain, Skeleton};
-use crate::stack::{CustomReport, CustomStage, PoseBuffer, StackError};
+use crate::stack::{CustomReport, PoseBuffer, StackError, Stage, StageReport};
 
 /// Polyline samples per bone of the chain. Eight: a quarter turn of the curve per bone is then
 /// sampled every 11°, a chord error under 0.5 % of the bone's length.
@@ -372,7 +372,7 @@ impl SplineIkStage {
     }
 }
 
-impl CustomStage for SplineIkStage {
+impl Stage for SplineIkStage {
     fn bones(&self) -> &[usize] {
         &self.ik.bones
     }
@@ -381,7 +381,7 @@ impl CustomStage for SplineIkStage {
         &mut self,
         skeleton: &Skeleton,
         buffer: &mut PoseBuffer,
-    ) -> Result<CustomReport, StackError> {
+    ) -> Result<StageReport, StackError> {
         let root = self.ik.bones[0];
         let parent = skeleton.parent(root).map_or(BoneTransform::IDENTITY, |p| {
             buffer.model_transform(skeleton, p)
@@ -390,13 +390,14 @@ impl CustomStage for SplineIkStage {
             .ik
             .solve_with_parent(buffer.pose_unchecked_mut(), &self.goal, &parent);
         buffer.invalidate_from(root);
-        let report = result.map_err(|_| StackError::Custom("spline IK: bad curve or chain"))?;
+        let report = result?;
         self.report = report;
         Ok(CustomReport {
             converged: report.past_end == 0,
             iterations: 1,
             position_residual: report.fit_error,
             angle_residual: 0.0,
-        })
+        }
+        .into())
     }
 }

@@ -73,7 +73,7 @@
 //! };
 //! let spring = SpringBoneStage::try_new(&skeleton, &[chain], &[])?;
 //! let mut stack = IkStack::new(skeleton);
-//! let slot = stack.push(Stage::custom(spring))?;
+//! let slot = stack.push(spring)?;
 //! let before = stack.model_transform(3).translation;
 //! // Every frame: the animated pose in, the frame time, solve.
 //! for _ in 0..120 {
@@ -91,7 +91,7 @@ use thiserror::Error;
 
 use crate::pose::BoneTransform;
 use crate::skeleton::Skeleton;
-use crate::stack::{CustomReport, CustomStage, PoseBuffer, StackError};
+use crate::stack::{CustomReport, NonFinite, PoseBuffer, StackError, Stage, StageReport};
 
 /// The frame rate VRM spring parameters are tuned at (the reference implementation steps
 /// once per rendered frame; content is authored at 60 Hz).
@@ -882,7 +882,7 @@ fn lerp_transform(a: &BoneTransform, b: &BoneTransform, t: f32) -> BoneTransform
     }
 }
 
-impl CustomStage for SpringBoneStage {
+impl Stage for SpringBoneStage {
     fn bones(&self) -> &[usize] {
         &self.bones
     }
@@ -895,9 +895,9 @@ impl CustomStage for SpringBoneStage {
         &mut self,
         skeleton: &Skeleton,
         buffer: &mut PoseBuffer,
-    ) -> Result<CustomReport, StackError> {
+    ) -> Result<StageReport, StackError> {
         if !self.model_to_world.is_finite() {
-            return Err(StackError::Custom("spring model_to_world not finite"));
+            return Err(StackError::NonFinite(NonFinite::ModelFrame));
         }
         // Frame time: hostile values advance nothing or are capped.
         let dt = if self.dt > 0.0 {
@@ -942,7 +942,7 @@ impl CustomStage for SpringBoneStage {
                 self.sim_space(chain, buffer, skeleton)
             };
             if !to_sim.is_finite() {
-                return Err(StackError::Custom("spring centre transform not finite"));
+                return Err(StackError::NonFinite(NonFinite::InputPose));
             }
             let world_rot_inv = match self.chains[ci].center {
                 Some(c) => {
@@ -1088,7 +1088,7 @@ impl CustomStage for SpringBoneStage {
                 if out.is_finite() {
                     buffer.set_local(j.bone, out, t);
                 } else {
-                    return Err(StackError::Custom("spring produced a non-finite rotation"));
+                    return Err(StackError::NonFinite(NonFinite::SolvedPose));
                 }
                 up = q;
             }
@@ -1103,6 +1103,7 @@ impl CustomStage for SpringBoneStage {
             // Largest tail motion of the last step (simulation units): how lively the chains are.
             position_residual: max_stretch,
             angle_residual: 0.0,
-        })
+        }
+        .into())
     }
 }

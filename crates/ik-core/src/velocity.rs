@@ -17,7 +17,7 @@
 use glam::Quat;
 
 use crate::skeleton::Skeleton;
-use crate::stack::{CustomReport, CustomStage, PoseBuffer, StackError};
+use crate::stack::{CustomReport, NonFinite, PoseBuffer, StackError, Stage, StageReport};
 
 /// The limiter stage: see the [module docs](self).
 #[derive(Clone, Debug)]
@@ -66,7 +66,7 @@ impl AngularVelocityLimiter {
     }
 }
 
-impl CustomStage for AngularVelocityLimiter {
+impl Stage for AngularVelocityLimiter {
     fn bones(&self) -> &[usize] {
         &self.bones
     }
@@ -75,7 +75,7 @@ impl CustomStage for AngularVelocityLimiter {
         &mut self,
         skeleton: &Skeleton,
         buffer: &mut PoseBuffer,
-    ) -> Result<CustomReport, StackError> {
+    ) -> Result<StageReport, StackError> {
         let len = skeleton.len().min(buffer.len());
         if let Some(&bone) = self.bones.iter().find(|&&b| b >= len) {
             return Err(StackError::BoneOutOfRange { bone, len });
@@ -89,7 +89,7 @@ impl CustomStage for AngularVelocityLimiter {
                 (pose.rotations[b], pose.translations[b])
             };
             if !q.is_finite() {
-                return Err(StackError::Custom("velocity limiter: non-finite rotation"));
+                return Err(StackError::NonFinite(NonFinite::InputPose));
             }
             let out = if self.primed {
                 let prev = self.previous[k];
@@ -119,6 +119,7 @@ impl CustomStage for AngularVelocityLimiter {
             iterations: 1,
             position_residual: 0.0,
             angle_residual: largest_cut,
-        })
+        }
+        .into())
     }
 }

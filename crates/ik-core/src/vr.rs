@@ -2,7 +2,7 @@
 //! pelvis and two foot trackers) drive a whole humanoid avatar that leans, crouches, reaches
 //! and steps — the job of Final IK's VRIK, on this crate's [`FullBodySolver`].
 //!
-//! [`VrBody`] is a [`CustomStage`] of an [`IkStack`](crate::stack::IkStack) (or used alone on
+//! [`VrBody`] is a [`Stage`] of an [`IkStack`](crate::stack::IkStack) (or used alone on
 //! a [`PoseBuffer`]). Each frame the host writes the tracker poses ([`VrBody::trackers`]) and
 //! the frame time ([`VrBody::dt`]); the stage then
 //!
@@ -127,7 +127,7 @@ use crate::humanoid::{
 use crate::limits::JointLimit;
 use crate::pose::BoneTransform;
 use crate::skeleton::Skeleton;
-use crate::stack::{CustomReport, CustomStage, PoseBuffer, StackError};
+use crate::stack::{CustomReport, NonFinite, PoseBuffer, StackError, Stage, StageReport};
 
 pub use locomotion::{FootPhase, GroundProbe, Locomotion};
 
@@ -1050,25 +1050,17 @@ impl VrBody {
         buffer: &mut PoseBuffer,
     ) -> Result<CustomReport, StackError> {
         if !self.trackers.is_finite() {
-            return Err(StackError::Custom("a VR tracker pose is not finite"));
+            return Err(StackError::NonFinite(NonFinite::Goal));
         }
         if !(self.dt.is_finite() && self.dt >= 0.0) {
-            return Err(StackError::Custom(
-                "the VR time step is not finite and non-negative",
-            ));
+            return Err(StackError::NonFinite(NonFinite::TimeStep));
         }
         if !self.calibration.is_valid() {
-            return Err(StackError::Custom(
-                "the VR calibration is not finite and positive",
-            ));
+            return Err(VrError::InvalidCalibration("not finite and positive").into());
         }
-        if self.settings.validate().is_err() {
-            return Err(StackError::Custom("a VR setting is out of range"));
-        }
+        self.settings.validate()?;
         if buffer.len() != skeleton.len() || skeleton.len() != self.bones.len() {
-            return Err(StackError::Custom(
-                "the VR body was built for another skeleton",
-            ));
+            return Err(StackError::SkeletonMismatch);
         }
         let s = self.settings;
         let frame = self.rig.frame;
@@ -1989,7 +1981,7 @@ impl VrBody {
     }
 }
 
-impl CustomStage for VrBody {
+impl Stage for VrBody {
     fn bones(&self) -> &[usize] {
         &self.bones
     }
@@ -2005,7 +1997,7 @@ impl CustomStage for VrBody {
         &mut self,
         skeleton: &Skeleton,
         buffer: &mut PoseBuffer,
-    ) -> Result<CustomReport, StackError> {
-        self.run(skeleton, buffer)
+    ) -> Result<StageReport, StackError> {
+        self.run(skeleton, buffer).map(StageReport::Custom)
     }
 }

@@ -9,7 +9,7 @@ use ik_core::behaviours::look_at::{LookAtChain, LookAtSettings};
 use ik_core::behaviours::motion::{Easing, GoalMotion, MotionTiming};
 use ik_core::behaviours::twist::TwistDistribution;
 use ik_core::humanoid::{HumanoidBone as H, HumanoidMap, RestAxes, RigConvention, test_rig};
-use ik_core::stack::{IkStack, Stage, TwoBoneStage};
+use ik_core::stack::{IkStack, TwoBoneStage};
 
 #[path = "support/alloc.rs"]
 mod alloc;
@@ -39,17 +39,13 @@ fn behaviour_stages_do_not_allocate() {
     let arm =
         TwoBoneIk::try_new(&s, g(H::LeftUpperArm), g(H::LeftLowerArm), g(H::LeftHand)).unwrap();
     let mut stack = IkStack::new(s.clone());
-    let li = stack.push(Stage::custom(look)).unwrap();
-    let ai = stack.push(Stage::custom(aim)).unwrap();
-    let ti = stack.push(Stage::custom(twist)).unwrap();
+    let li = stack.push(look).unwrap();
+    let ai = stack.push(aim).unwrap();
+    let ti = stack.push(twist).unwrap();
     let hand = g(H::LeftHand);
     let from = stack.model_transform(hand).translation;
     let wi = stack
-        .push(Stage::two_bone(TwoBoneStage::new(
-            &s,
-            arm,
-            LimbGoal::new(from),
-        )))
+        .push(TwoBoneStage::new(&s, arm, LimbGoal::new(from)))
         .unwrap();
     let mut motion = GoalMotion::try_new(MotionTiming::Speed(1.0), Easing::SmoothStep).unwrap();
     motion.engage();

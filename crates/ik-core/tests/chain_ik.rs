@@ -5,7 +5,7 @@
 use glam::{Quat, Vec2, Vec3};
 use ik_core::chain::{ChainGoal, ChainIk, ChainIkStage, ChainMethod, ChainSettings};
 use ik_core::limits::{JointLimit, SwingTwistLimit};
-use ik_core::stack::{IkStack, Stage, StageOutcome};
+use ik_core::stack::{IkStack, StageOutcome};
 use ik_core::{BoneTransform, Pose, Skeleton};
 
 #[path = "support/chains.rs"]
@@ -207,7 +207,7 @@ fn still_targets_give_bit_identical_output() {
             let target = s.model_transforms(&random_pose(&s, &mut Rng(4), 0.5))[n].translation;
             let mut stack = IkStack::new(s.clone());
             let slot = stack
-                .push(Stage::custom(ChainIkStage::new(ik, ChainGoal::new(target))))
+                .push(ChainIkStage::new(ik, ChainGoal::new(target)))
                 .unwrap();
             stack.slot_mut(slot).unwrap().warm_start = warm;
             let input = s.rest_pose();

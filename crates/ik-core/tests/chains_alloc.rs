@@ -7,7 +7,7 @@ use ik_core::spline::{CurveKind, SplineGoal, SplineIk, SplineIkStage};
 use ik_core::spring::{
     ColliderDesc, ColliderShape, SpringBoneStage, SpringChainDesc, SpringJointDesc,
 };
-use ik_core::stack::{IkStack, Stage};
+use ik_core::stack::IkStack;
 use ik_core::velocity::AngularVelocityLimiter;
 use ik_core::{Bone, BoneTransform, Skeleton};
 
@@ -90,21 +90,15 @@ fn chain_stages_do_not_allocate() {
     .unwrap();
     let spline = SplineIk::try_new(&s, &s.chain(19, 24).unwrap()).unwrap();
     let mut stack = IkStack::new(s.clone());
-    let si = stack.push(Stage::custom(spring)).unwrap();
+    let si = stack.push(spring).unwrap();
     let fi = stack
-        .push(Stage::custom(ChainIkStage::new(
-            fabrik,
-            ChainGoal::new(Vec3::ZERO),
-        )))
+        .push(ChainIkStage::new(fabrik, ChainGoal::new(Vec3::ZERO)))
         .unwrap();
     let ci = stack
-        .push(Stage::custom(ChainIkStage::new(
-            ccd,
-            ChainGoal::new(Vec3::ZERO),
-        )))
+        .push(ChainIkStage::new(ccd, ChainGoal::new(Vec3::ZERO)))
         .unwrap();
     let pi = stack
-        .push(Stage::custom(SplineIkStage::new(
+        .push(SplineIkStage::new(
             spline,
             SplineGoal {
                 kind: CurveKind::CatmullRom,
@@ -112,12 +106,10 @@ fn chain_stages_do_not_allocate() {
                 twist_start: 0.0,
                 twist_end: 0.5,
             },
-        )))
+        ))
         .unwrap();
     let all: Vec<usize> = (1..s.len()).collect();
-    let li = stack
-        .push(Stage::custom(AngularVelocityLimiter::new(&all, 6.0)))
-        .unwrap();
+    let li = stack.push(AngularVelocityLimiter::new(&all, 6.0)).unwrap();
     let mut input = s.rest_pose();
     let mut frame = |k: usize, stack: &mut IkStack| {
         let t = k as f32 / 60.0;

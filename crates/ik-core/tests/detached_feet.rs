@@ -9,7 +9,7 @@ mod gltf_rig;
 use ik_core::Skeleton;
 use ik_core::glam::Vec3;
 use ik_core::humanoid::{DetachedFeet, Effector, FullBodySolver, HumanoidBone as H, HumanoidMap};
-use ik_core::stack::{FullBodyStage, IkStack, Stage};
+use ik_core::stack::{FullBodyStage, IkStack};
 
 #[path = "support/alloc.rs"]
 mod alloc;
@@ -38,10 +38,10 @@ fn worker_feet_follow_the_legs_without_allocating() {
     let goals = solver.goals_at_pose(&s, &rest);
     let mut stack = IkStack::new(s.clone());
     stack
-        .push(Stage::full_body(FullBodyStage::new(solver, goals, s.len())))
+        .push(FullBodyStage::new(solver, goals, s.len()))
         .unwrap();
     stack
-        .push(Stage::custom(DetachedFeet::try_new(&s, &pairs).unwrap()))
+        .push(DetachedFeet::try_new(&s, &pairs).unwrap())
         .unwrap();
     let left0 = goals.get(Effector::LeftFoot).position;
     let right0 = goals.get(Effector::RightFoot).position;

@@ -33,7 +33,7 @@ use ik_core::rotation::{
     swing_vector, to_rotation_vector, twist_angle,
 };
 use ik_core::skeleton::{Bone, MAX_COORDINATE, Skeleton};
-use ik_core::stack::{CustomStage, PoseBuffer};
+use ik_core::stack::{PoseBuffer, Stage};
 
 // ---------------------------------------------------------------------------------------------
 // Generator

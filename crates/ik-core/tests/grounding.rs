@@ -19,7 +19,7 @@ use ik_core::grounding::{
     FootGround, GroundHit, GroundingSettings, GroundingStage, Leg, Spring, clamp_tilt,
     pelvis_offset,
 };
-use ik_core::stack::{IkStack, Stage, StageOutcome};
+use ik_core::stack::{IkStack, StageOutcome};
 use ik_core::{Bone, BoneTransform, Skeleton};
 
 const DT: f32 = course::DT;
@@ -256,7 +256,7 @@ fn four_legs_on_a_slope() {
     assert_eq!(stage.pelvis(), 0);
     assert!(stage.up().distance(Vec3::Y) < 1e-5);
     let mut stack = IkStack::new(skeleton.clone());
-    stack.push(Stage::custom(stage)).unwrap();
+    stack.push(stage).unwrap();
     // A 15° slope down toward -Z, through the origin.
     let n = Quat::from_rotation_x(15f32.to_radians()) * Vec3::Y;
     let rest = skeleton.rest_model_transforms();
@@ -311,7 +311,7 @@ fn bad_input_is_an_error_and_leaves_no_nan() {
     assert!(GroundingStage::try_with_settings(&skeleton, &legs, None, bad).is_err());
     let stage = GroundingStage::try_new(&skeleton, &legs, None).unwrap();
     let mut stack = IkStack::new(skeleton.clone());
-    stack.push(Stage::custom(stage)).unwrap();
+    stack.push(stage).unwrap();
     let input = skeleton.rest_pose();
     for poison in [
         FootGround::flat(GroundHit::new(Vec3::NAN, Vec3::Y)),
@@ -381,7 +381,7 @@ fn a_probe_flickering_across_an_edge_does_not_move_the_foot() {
     let (skeleton, legs) = quadruped();
     let stage = GroundingStage::try_new(&skeleton, &legs, None).unwrap();
     let mut stack = IkStack::new(skeleton.clone());
-    stack.push(Stage::custom(stage)).unwrap();
+    stack.push(stage).unwrap();
     let input = skeleton.rest_pose();
     let mut last: Option<Vec3> = None;
     let mut worst = 0.0f32;

@@ -3,7 +3,7 @@
 
 use glam::{Quat, Vec3};
 use ik_core::spline::{CurveKind, SplineGoal, SplineIk, SplineIkStage};
-use ik_core::stack::{IkStack, Stage};
+use ik_core::stack::IkStack;
 use ik_core::velocity::AngularVelocityLimiter;
 
 #[path = "support/chains.rs"]
@@ -66,10 +66,10 @@ fn a_curve_the_chain_can_lie_on_is_fitted_closely() {
                 };
                 let mut stack = IkStack::new(s.clone());
                 let slot = stack
-                    .push(Stage::custom(SplineIkStage::new(
+                    .push(SplineIkStage::new(
                         SplineIk::try_new(&s, &chain).unwrap(),
                         goal.clone(),
-                    )))
+                    ))
                     .unwrap();
                 stack.solve();
                 let report = *stack
@@ -151,9 +151,7 @@ fn the_velocity_limit_is_never_exceeded() {
     let mut stack = IkStack::new(s.clone());
     let max_speed = 4.0;
     let slot = stack
-        .push(Stage::custom(AngularVelocityLimiter::new(
-            &bones, max_speed,
-        )))
+        .push(AngularVelocityLimiter::new(&bones, max_speed))
         .unwrap();
     let mut rng = Rng(77);
     let mut previous: Option<Vec<Quat>> = None;

@@ -7,7 +7,7 @@ use glam::{Quat, Vec3};
 use ik_core::spring::{
     ColliderDesc, ColliderShape, SpringBoneStage, SpringChainDesc, SpringJointDesc, SpringTail,
 };
-use ik_core::stack::{IkStack, Stage, StageOutcome};
+use ik_core::stack::{IkStack, StageOutcome};
 use ik_core::{BoneTransform, Skeleton};
 
 #[path = "support/chains.rs"]
@@ -74,7 +74,7 @@ fn no_energy_is_gained_over_a_minute_without_input() {
             let spring =
                 SpringBoneStage::try_new(&s, &[chain_desc(6, joint, vec![])], &[]).unwrap();
             let mut stack = IkStack::new(s.clone());
-            let slot = stack.push(Stage::custom(spring)).unwrap();
+            let slot = stack.push(spring).unwrap();
             let input = s.rest_pose();
             let h = 1.0 / 60.0;
             // A kick: the model frame moves sideways for a few frames, then stands still.
@@ -143,7 +143,7 @@ fn no_nan_or_explosion_at_any_frame_time() {
             let spring =
                 SpringBoneStage::try_new(&s, &[chain_desc(6, joint, vec![0])], &colliders).unwrap();
             let mut stack = IkStack::new(s.clone());
-            let slot = stack.push(Stage::custom(spring)).unwrap();
+            let slot = stack.push(spring).unwrap();
             let mut input = s.rest_pose();
             let rest_model = s.model_transforms(&s.rest_pose());
             let span: f32 = (1..6)
@@ -262,7 +262,7 @@ fn colliders_are_never_penetrated_by_more_than_the_hit_radius() {
             let spring =
                 SpringBoneStage::try_new(&s, &[chain_desc(6, joint, vec![0])], &colliders).unwrap();
             let mut stack = IkStack::new(s.clone());
-            let slot = stack.push(Stage::custom(spring)).unwrap();
+            let slot = stack.push(spring).unwrap();
             let mut input = s.rest_pose();
             let dt = 1.0 / 60.0;
             for k in 0..600 {
@@ -316,7 +316,7 @@ fn without_forces_the_animated_pose_is_kept_on_every_rest_convention() {
             let spring =
                 SpringBoneStage::try_new(&s, &[chain_desc(6, joint, vec![])], &[]).unwrap();
             let mut stack = IkStack::new(s.clone());
-            let slot = stack.push(Stage::custom(spring)).unwrap();
+            let slot = stack.push(spring).unwrap();
             let input = s.rest_pose();
             let rest = s.model_transforms(&input);
             for _ in 0..120 {
@@ -350,7 +350,7 @@ fn walk_lag(center: Option<usize>) -> f32 {
     // (hanging_chain's bone 0 is the base the hair hangs from: a valid centre.)
     let spring = SpringBoneStage::try_new(&s, &[desc], &[]).unwrap();
     let mut stack = IkStack::new(s.clone());
-    let slot = stack.push(Stage::custom(spring)).unwrap();
+    let slot = stack.push(spring).unwrap();
     let mut input = s.rest_pose();
     let rest_tip = s.model_transforms(&input)[5].translation;
     let mut lag = 0.0f32;
@@ -389,7 +389,7 @@ fn a_teleport_resets_the_tails() {
     };
     let spring = SpringBoneStage::try_new(&s, &[chain_desc(4, joint, vec![])], &[]).unwrap();
     let mut stack = IkStack::new(s.clone());
-    let slot = stack.push(Stage::custom(spring)).unwrap();
+    let slot = stack.push(spring).unwrap();
     let input = s.rest_pose();
     let rest_tip = s.model_transforms(&input)[4].translation;
     let dt = 1.0 / 60.0;
@@ -460,7 +460,7 @@ fn weight_blends_and_frame_rate_does_not_change_the_motion() {
         desc.weight = weight;
         let spring = SpringBoneStage::try_new(&s, &[desc], &[]).unwrap();
         let mut stack = IkStack::new(s.clone());
-        let slot = stack.push(Stage::custom(spring)).unwrap();
+        let slot = stack.push(spring).unwrap();
         let mut input = s.rest_pose();
         let frames = (1.0 / dt).round() as usize;
         for k in 0..frames {
@@ -604,7 +604,7 @@ fn at_sixty_hertz_the_step_is_vrms_reference_update() {
     };
     let spring = SpringBoneStage::try_new(&s, &[chain_desc(4, joint, vec![])], &[]).unwrap();
     let mut stack = IkStack::new(s.clone());
-    let slot = stack.push(Stage::custom(spring)).unwrap();
+    let slot = stack.push(spring).unwrap();
     let mut input = s.rest_pose();
     let dt = 1.0 / 60.0;
     // The reference's state: tails at the animated pose.

@@ -9,9 +9,11 @@ use ik_core::humanoid::{
     random_pose_within_limits, test_rig,
 };
 use ik_core::jacobian::{JacobianSolver, JointSpec, SolverSettings, TaskSpec};
+#[allow(deprecated, reason = "checks the migration path")]
+use ik_core::stack::CustomStage;
 use ik_core::stack::{
-    CustomReport, CustomStage, FullBodyStage, IkStack, JacobianStage, PoseBuffer, StackError,
-    Stage, StageOutcome, StageReport, TwoBoneStage,
+    CustomReport, FullBodyStage, IkStack, JacobianStage, NonFinite, PoseBuffer, StackError, Stage,
+    StageOutcome, StageReport, TwoBoneStage,
 };
 use ik_core::{Pose, Skeleton};
 
@@ -97,7 +99,7 @@ fn one_stage_stack_equals_the_bare_solver_bit_for_bit() {
             .unwrap();
         let mut stack = IkStack::new(r.skeleton.clone());
         stack
-            .push(Stage::two_bone(TwoBoneStage::new(&r.skeleton, ik, goal)))
+            .push(TwoBoneStage::new(&r.skeleton, ik, goal))
             .unwrap();
         stack.set_input(&r.input).unwrap();
         stack.solve();
@@ -116,7 +118,7 @@ fn one_stage_stack_equals_the_bare_solver_bit_for_bit() {
             .solve_cold(&r.skeleton, &mut bare, &stage.goals)
             .unwrap();
         let mut stack = IkStack::new(r.skeleton.clone());
-        stack.push(Stage::full_body(stage)).unwrap();
+        stack.push(stage).unwrap();
         stack.set_input(&r.input).unwrap();
         stack.solve();
         assert_eq!(bits(stack.pose()), bits(&bare));
@@ -151,7 +153,7 @@ fn one_stage_stack_equals_the_bare_solver_bit_for_bit() {
             .solve(&r.skeleton, &mut bare, &stage.goals, &mut scratch)
             .unwrap();
         let mut stack = IkStack::new(r.skeleton.clone());
-        stack.push(Stage::jacobian(stage)).unwrap();
+        stack.push(stage).unwrap();
         stack.set_input(&r.input).unwrap();
         stack.solve();
         assert_eq!(bits(stack.pose()), bits(&bare));
@@ -171,14 +173,14 @@ fn an_arm_after_the_full_body_meets_its_target_exactly() {
     ] {
         let r = rig(axes, seed);
         let mut stack = IkStack::new(r.skeleton.clone());
-        stack.push(Stage::full_body(full_body(&r))).unwrap();
+        stack.push(full_body(&r)).unwrap();
         let target = arm_target(&r, &r.input);
         let arm = stack
-            .push(Stage::two_bone(TwoBoneStage::new(
+            .push(TwoBoneStage::new(
                 &r.skeleton,
                 left_arm(&r),
                 LimbGoal::new(target),
-            )))
+            ))
             .unwrap();
         stack.set_input(&r.input).unwrap();
         let report = stack.solve();
@@ -195,11 +197,11 @@ fn an_arm_after_the_full_body_meets_its_target_exactly() {
         // Without the full body the same arm solve also meets it, from another shoulder.
         let without = {
             let mut s = IkStack::new(r.skeleton.clone());
-            s.push(Stage::two_bone(TwoBoneStage::new(
+            s.push(TwoBoneStage::new(
                 &r.skeleton,
                 left_arm(&r),
                 LimbGoal::new(target),
-            )))
+            ))
             .unwrap();
             s.set_input(&r.input).unwrap();
             s.solve();
@@ -214,11 +216,11 @@ fn arm_stack(r: &Rig, weight: f32) -> (IkStack, Vec3) {
     let mut stack = IkStack::new(r.skeleton.clone());
     let target = arm_target(r, &r.input);
     stack
-        .push(Stage::two_bone(TwoBoneStage::new(
+        .push(TwoBoneStage::new(
             &r.skeleton,
             left_arm(r),
             LimbGoal::new(target).with_swivel(-0.3),
-        )))
+        ))
         .unwrap();
     stack.slots_mut()[0].weight = weight;
     (stack, target)
@@ -228,7 +230,7 @@ fn arm_stack(r: &Rig, weight: f32) -> (IkStack, Vec3) {
 fn weight_zero_returns_the_input_bit_for_bit() {
     let r = rig(RestAxes::PlusY, 9);
     let (mut stack, _) = arm_stack(&r, 0.0);
-    stack.push(Stage::full_body(full_body(&r))).unwrap();
+    stack.push(full_body(&r)).unwrap();
     stack.slots_mut()[1].weight = 0.0;
     stack.set_input(&r.input).unwrap();
     let report = stack.solve();
@@ -294,7 +296,7 @@ fn weight_half_blends_once_and_is_stationary() {
 fn a_disabled_stage_is_skipped() {
     let r = rig(RestAxes::PlusY, 6);
     let (mut stack, target) = arm_stack(&r, 1.0);
-    let fb = stack.push(Stage::full_body(full_body(&r))).unwrap();
+    let fb = stack.push(full_body(&r)).unwrap();
     stack.move_stage(fb, 0);
     stack.slots_mut()[0].enabled = false;
     stack.set_input(&r.input).unwrap();
@@ -312,22 +314,22 @@ fn a_disabled_stage_is_skipped() {
 fn a_failing_stage_is_reported_and_the_others_still_run() {
     let r = rig(RestAxes::MinusZ, 8);
     let mut stack = IkStack::new(r.skeleton.clone());
-    stack.push(Stage::full_body(full_body(&r))).unwrap();
+    stack.push(full_body(&r)).unwrap();
     // A NaN target.
     stack
-        .push(Stage::two_bone(TwoBoneStage::new(
+        .push(TwoBoneStage::new(
             &r.skeleton,
             left_arm(&r),
             LimbGoal::new(Vec3::new(f32::NAN, 0.0, 0.0)),
-        )))
+        ))
         .unwrap();
     // A NaN weight.
     stack
-        .push(Stage::two_bone(TwoBoneStage::new(
+        .push(TwoBoneStage::new(
             &r.skeleton,
             left_arm(&r),
             LimbGoal::new(Vec3::ZERO),
-        )))
+        ))
         .unwrap();
     stack.slots_mut()[2].weight = f32::NAN;
     let right = TwoBoneIk::try_new(
@@ -341,11 +343,7 @@ fn a_failing_stage_is_reported_and_the_others_still_run() {
     let target =
         r.skeleton.model_transforms(&r.input)[hand].translation + Vec3::new(0.0, 0.08, 0.05);
     stack
-        .push(Stage::two_bone(TwoBoneStage::new(
-            &r.skeleton,
-            right,
-            LimbGoal::new(target),
-        )))
+        .push(TwoBoneStage::new(&r.skeleton, right, LimbGoal::new(target)))
         .unwrap();
     stack.set_input(&r.input).unwrap();
     let report = stack.solve();
@@ -362,7 +360,7 @@ fn a_failing_stage_is_reported_and_the_others_still_run() {
     assert!(stack.model_transform(hand).translation.distance(target) < 1e-5);
     // The failed stages left the full body's output of the left arm alone.
     let mut fb_only = IkStack::new(r.skeleton.clone());
-    fb_only.push(Stage::full_body(full_body(&r))).unwrap();
+    fb_only.push(full_body(&r)).unwrap();
     fb_only.set_input(&r.input).unwrap();
     fb_only.solve();
     for b in left_arm(&r).bones() {
@@ -414,7 +412,7 @@ struct LookAt {
     seen: Vec3,
 }
 
-impl CustomStage for LookAt {
+impl Stage for LookAt {
     fn bones(&self) -> &[usize] {
         &self.head
     }
@@ -423,9 +421,9 @@ impl CustomStage for LookAt {
         &mut self,
         skeleton: &Skeleton,
         buffer: &mut PoseBuffer,
-    ) -> Result<CustomReport, StackError> {
+    ) -> Result<StageReport, StackError> {
         if !self.target.is_finite() {
-            return Err(StackError::Custom("look-at target is not finite"));
+            return Err(StackError::NonFinite(NonFinite::Goal));
         }
         self.seen = buffer.model_transform(skeleton, self.watch).translation;
         let head = self.head[0];
@@ -445,7 +443,8 @@ impl CustomStage for LookAt {
             iterations: 1,
             position_residual: 0.0,
             angle_residual: angle,
-        })
+        }
+        .into())
     }
 }
 
@@ -453,25 +452,25 @@ impl CustomStage for LookAt {
 fn full_body_then_arm_then_custom_look_at_each_see_the_previous_output() {
     let r = rig(RestAxes::PlusY, 13);
     let mut stack = IkStack::new(r.skeleton.clone());
-    stack.push(Stage::full_body(full_body(&r))).unwrap();
+    stack.push(full_body(&r)).unwrap();
     let target = arm_target(&r, &r.input);
     stack
-        .push(Stage::two_bone(TwoBoneStage::new(
+        .push(TwoBoneStage::new(
             &r.skeleton,
             left_arm(&r),
             LimbGoal::new(target),
-        )))
+        ))
         .unwrap();
     let head = r.map.get(H::Head).unwrap();
     let hand = r.map.get(H::LeftHand).unwrap();
     let look = stack
-        .push(Stage::custom(LookAt {
+        .push(LookAt {
             head: [head],
             aim: Vec3::Y,
             target: Vec3::new(0.5, 1.8, 2.0),
             watch: hand,
             seen: Vec3::NAN,
-        }))
+        })
         .unwrap();
     stack.set_input(&r.input).unwrap();
     stack.solve();
@@ -507,7 +506,7 @@ fn full_body_then_arm_then_custom_look_at_each_see_the_previous_output() {
     assert_eq!((report.solved, report.failed), (2, 1));
     assert_eq!(stack.pose().rotations[head], {
         let mut s = IkStack::new(r.skeleton.clone());
-        s.push(Stage::full_body(full_body(&r))).unwrap();
+        s.push(full_body(&r)).unwrap();
         s.set_input(&r.input).unwrap();
         s.solve();
         s.pose().rotations[head]
@@ -516,8 +515,10 @@ fn full_body_then_arm_then_custom_look_at_each_see_the_previous_output() {
 
 #[test]
 fn malformed_setup_is_an_error_not_a_panic() {
+    // The old trait still works (deprecated): the migration path for users' stages.
     #[derive(Debug)]
     struct Out([usize; 1]);
+    #[allow(deprecated, reason = "checks the migration path")]
     impl CustomStage for Out {
         fn bones(&self) -> &[usize] {
             &self.0
@@ -530,7 +531,7 @@ fn malformed_setup_is_an_error_not_a_panic() {
     let mut stack = IkStack::new(r.skeleton.clone());
     let n = r.skeleton.len();
     assert_eq!(
-        stack.push(Stage::custom(Out([n]))).unwrap_err(),
+        stack.push(Out([n])).unwrap_err(),
         StackError::BoneOutOfRange { bone: n, len: n }
     );
     assert!(stack.set_input(&Pose::default()).is_err());
@@ -550,7 +551,7 @@ fn an_unchanged_input_warm_starts_from_the_last_output_and_blends_against_the_in
     let mut bare_solver = stage.solver.clone();
     let goals = stage.goals;
     let mut stack = IkStack::new(r.skeleton.clone());
-    stack.push(Stage::full_body(stage)).unwrap();
+    stack.push(stage).unwrap();
     assert!(stack.slots()[0].warm_start);
     stack.set_input(&r.input).unwrap();
     stack.solve();
@@ -597,7 +598,7 @@ fn an_animated_input_carries_the_last_correction() {
     let r = rig(RestAxes::MinusZ, 5);
     let stage = full_body(&r);
     let mut stack = IkStack::new(r.skeleton.clone());
-    stack.push(Stage::full_body(stage)).unwrap();
+    stack.push(stage).unwrap();
     let spine = r.map.get(H::Spine).unwrap();
     let chest = r.map.get(H::Chest).unwrap();
     let mut worst_iterations = 0;
@@ -629,18 +630,18 @@ fn a_stage_solved_outside_the_stack_is_blended_and_reported_like_its_own_solve()
     for weight in [1.0, 0.5, 0.0] {
         // Reference: the stack's own solve of [arm, full body].
         let (mut own, _) = arm_stack(&r, weight);
-        own.push(Stage::full_body(full_body(&r))).unwrap();
+        own.push(full_body(&r)).unwrap();
         own.set_input(&r.input).unwrap();
         own.solve();
         // The arm solved by the host through `solve_stage_with` (the same solver, called by
         // hand on a copy of the pose), then the rest of the stack with `solve_from`.
         let (mut hosted, _) = arm_stack(&r, weight);
-        hosted.push(Stage::full_body(full_body(&r))).unwrap();
+        hosted.push(full_body(&r)).unwrap();
         hosted.set_input(&r.input).unwrap();
         let mut called = false;
         hosted.solve_stage_with(0, |stage, skeleton, buffer| {
             called = true;
-            let Stage::TwoBone(s) = stage else {
+            let Some(s) = stage.as_two_bone() else {
                 panic!("the arm")
             };
             let mut pose = buffer.pose().clone();
@@ -675,12 +676,12 @@ fn a_stage_solved_outside_the_stack_is_blended_and_reported_like_its_own_solve()
         for &b in stage.bones() {
             buffer.set_local(b, Quat::from_rotation_x(1.0), Vec3::ONE);
         }
-        Err(StackError::Custom("the host's solver failed"))
+        Err(StackError::NonFinite(NonFinite::SolvedPose))
     });
     assert_eq!(report.failed, 1);
     assert_eq!(
         stack.slots()[0].outcome,
-        StageOutcome::Failed(StackError::Custom("the host's solver failed"))
+        StageOutcome::Failed(StackError::NonFinite(NonFinite::SolvedPose))
     );
     assert_eq!(bits(stack.pose()), bits(&r.input));
     assert_eq!(

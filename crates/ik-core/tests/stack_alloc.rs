@@ -7,7 +7,7 @@ use ik_core::humanoid::{
     Effector, FullBodySolver, HumanoidBone as H, HumanoidMap, RestAxes, RigConvention, test_rig,
 };
 use ik_core::jacobian::{JacobianSolver, JointSpec, SolverSettings, TaskSpec};
-use ik_core::stack::{FullBodyStage, IkStack, JacobianStage, Stage, TwoBoneStage};
+use ik_core::stack::{FullBodyStage, IkStack, JacobianStage, TwoBoneStage};
 
 #[path = "support/alloc.rs"]
 mod alloc;
@@ -33,16 +33,14 @@ fn stack_solve_does_not_allocate() {
     );
     let model = s.model_transforms(&rest);
     let mut stack = IkStack::new(s.clone());
-    stack
-        .push(Stage::full_body(FullBodyStage::new(fb, goals, s.len())))
-        .unwrap();
+    stack.push(FullBodyStage::new(fb, goals, s.len())).unwrap();
     let arm = TwoBoneIk::try_new(&s, l_arm, l_fore, l_hand).unwrap();
     stack
-        .push(Stage::two_bone(TwoBoneStage::new(
+        .push(TwoBoneStage::new(
             &s,
             arm,
             LimbGoal::new(model[l_hand].translation),
-        )))
+        ))
         .unwrap();
     let joints = s
         .chain(r_arm, r_hand)
@@ -58,9 +56,7 @@ fn stack_solve_does_not_allocate() {
         SolverSettings::default(),
     )
     .unwrap();
-    stack
-        .push(Stage::jacobian(JacobianStage::new(jac)))
-        .unwrap();
+    stack.push(JacobianStage::new(jac)).unwrap();
     stack.slots_mut()[2].weight = 0.5;
     let pelvis0 = goals.get(Effector::Pelvis).position;
     let frame = |stack: &mut IkStack, f: usize| {
@@ -107,9 +103,7 @@ fn a_limb_batch_solve_does_not_allocate() {
     for [a, b, c] in limbs {
         let ik = TwoBoneIk::try_new(&s, a, b, c).unwrap();
         let goal = LimbGoal::new(model[c].translation);
-        stack
-            .push(Stage::two_bone(TwoBoneStage::new(&s, ik, goal)))
-            .unwrap();
+        stack.push(TwoBoneStage::new(&s, ik, goal)).unwrap();
     }
     stack.slots_mut()[1].weight = 0.5;
     let mut batch = LimbBatch::try_new(&stack).unwrap();

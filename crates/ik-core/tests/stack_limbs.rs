@@ -13,7 +13,7 @@ use ik_core::humanoid::{
     FullBodySolver, HumanoidBone as H, HumanoidMap, RestAxes, RigConvention,
     random_pose_within_limits, test_rig,
 };
-use ik_core::stack::{IkStack, LimbBatch, Stage, StageOutcome, StageReport, TwoBoneStage};
+use ik_core::stack::{AnyStage, IkStack, LimbBatch, StageOutcome, StageReport, TwoBoneStage};
 use ik_core::{Pose, Skeleton};
 
 #[path = "support/rng.rs"]
@@ -62,11 +62,7 @@ fn stack(r: &Rig) -> IkStack {
     for ik in &r.limbs {
         let goal = LimbGoal::new(Vec3::ZERO);
         stack
-            .push(Stage::two_bone(TwoBoneStage::new(
-                &r.skeleton,
-                ik.clone(),
-                goal,
-            )))
+            .push(TwoBoneStage::new(&r.skeleton, ik.clone(), goal))
             .unwrap();
     }
     stack
@@ -277,7 +273,7 @@ fn a_limb_batch_steps_aside_when_its_stages_changed_and_rebuilds_on_new_settings
         r.map.get(H::LeftFoot).unwrap(),
     )
     .unwrap();
-    batched.slot_mut(1).unwrap().stage = Stage::two_bone(TwoBoneStage::new(
+    batched.slot_mut(1).unwrap().stage = AnyStage::two_bone(TwoBoneStage::new(
         &r.skeleton,
         other,
         LimbGoal::new(Vec3::ZERO),
@@ -305,12 +301,8 @@ fn a_limb_with_twist_bones_ends_the_run() {
     let goal = LimbGoal::new(Vec3::ZERO);
     let mut s = IkStack::new(r.skeleton.clone());
     for ik in [&r.limbs[1], &r.limbs[2], &twisted, &r.limbs[3]] {
-        s.push(Stage::two_bone(TwoBoneStage::new(
-            &r.skeleton,
-            ik.clone(),
-            goal,
-        )))
-        .unwrap();
+        s.push(TwoBoneStage::new(&r.skeleton, ik.clone(), goal))
+            .unwrap();
     }
     assert_eq!(LimbBatch::try_new(&s).map(|b| b.len()), Some(2));
     s.move_stage(2, 0);

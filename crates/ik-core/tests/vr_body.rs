@@ -12,7 +12,7 @@ mod vr_recording;
 
 use gameplay::{Rig, rigs};
 use ik_core::glam::{Quat, Vec3};
-use ik_core::stack::{CustomStage, PoseBuffer};
+use ik_core::stack::{PoseBuffer, Stage};
 use ik_core::vr::{FootPhase, VrBody, VrSettings};
 use vr_recording::{Activity, FPS, calibration, recording};
 

@@ -7,7 +7,7 @@ mod gameplay;
 #[path = "support/vr_recording.rs"]
 mod vr_recording;
 
-use ik_core::stack::{IkStack, Stage};
+use ik_core::stack::IkStack;
 use ik_core::vr::VrBody;
 
 #[path = "support/alloc.rs"]
@@ -23,7 +23,7 @@ fn vr_body_does_not_allocate_per_frame() {
         body.calibration = vr_recording::calibration(&body);
         let frames = vr_recording::recording(&body, &rig.skeleton, &rig.map);
         let mut stack = IkStack::new(rig.skeleton.clone());
-        let slot = stack.push(Stage::custom(body)).unwrap();
+        let slot = stack.push(body).unwrap();
         let rest = rig.skeleton.rest_pose();
         let frame = |stack: &mut IkStack, f: usize| {
             let s = stack.slot_mut(slot).unwrap();

@@ -11,7 +11,7 @@ mod gameplay;
 use gameplay::{Rig, rigs};
 use ik_core::glam::{Quat, Vec3};
 use ik_core::humanoid::Effector;
-use ik_core::stack::{CustomStage, PoseBuffer};
+use ik_core::stack::{PoseBuffer, Stage};
 use ik_core::vr::{TrackerPose, VrBody, VrCalibration, VrSettings};
 
 /// The demo's tick rate.

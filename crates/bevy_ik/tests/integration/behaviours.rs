@@ -269,7 +269,7 @@ fn reach_moves_its_target_in_the_stated_time_and_the_limb_follows() {
         .id();
     rig.app.world_mut().entity_mut(proxy).insert(IkReach {
         character: Some(rig.character),
-        effector: Some(hand),
+        effector: Some(hand.into()),
         target: Some(target),
         engaged: true,
         duration: 0.5,

@@ -5,6 +5,7 @@ use crate::common;
 
 use bevy::app::AnimationSystems;
 use bevy::prelude::*;
+use bevy_ik::ik_core::StackError;
 use bevy_ik::prelude::*;
 use common::*;
 
@@ -266,8 +267,16 @@ fn zero_length_bone_is_reported_not_solved() {
     app.update();
     let s = status(&app, limb);
     assert!(!s.solved, "{s:?}");
+    // The core's error comes through typed (the analytic limb's zero-length bone), not as a
+    // message.
     assert!(
-        matches!(s.last_error, Some(IkError::InvalidChain(_))),
+        matches!(
+            &s.last_error,
+            Some(IkError::InvalidChain(e)) if matches!(
+                e.get(),
+                StackError::Analytic(_) | StackError::Skeleton(_)
+            )
+        ),
         "{s:?}"
     );
     assert_eq!(
@@ -393,4 +402,28 @@ fn a_disabled_limb_is_restored_once_then_costs_nothing() {
     app.update();
     assert!(status(&app, limb).solved);
     assert_ne!(rot(&app, arm.upper), animated, "solving again");
+}
+
+#[test]
+fn rest_axes_and_bone_indices_are_read_from_the_character() {
+    let mut app = app();
+    let arm = spawn_arm(app.world_mut(), Transform::default());
+    let target = spawn_target(&mut app, Vec3::new(0.3, 1.3, 0.3));
+    app.world_mut()
+        .entity_mut(arm.character)
+        .insert(IkLimb::new(arm.upper, arm.lower, arm.hand).with_target(target));
+    app.update();
+    let ch = app.world().get::<IkCharacter>(arm.character).unwrap();
+    let upper = ch.bone_index(arm.upper).expect("a bone of the character");
+    assert_eq!(ch.bones()[upper], arm.upper);
+    assert_eq!(ch.bone_index(target), None);
+    // The upper arm points at the elbow: measured in the world, brought into its local frame.
+    let g = |e| *app.world().get::<GlobalTransform>(e).unwrap();
+    let (u, l) = (g(arm.upper), g(arm.lower));
+    let want = (u.rotation().inverse() * (l.translation() - u.translation())).normalize();
+    let axis = ch.rest_axis(arm.upper).expect("one child");
+    assert!(axis.distance(want) < 1e-5, "{axis} vs {want}");
+    assert!(ch.rest_axis_toward(arm.upper, arm.hand).is_some());
+    assert_eq!(ch.rest_axis(arm.hand), None, "no child bone");
+    assert_eq!(ch.rest_axis_toward(arm.hand, arm.upper), None);
 }

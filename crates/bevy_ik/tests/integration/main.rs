@@ -10,6 +10,7 @@ mod common;
 mod balance;
 mod behaviours;
 mod debug_draw;
+mod first_scene;
 mod gltf_characters;
 mod grip;
 mod grounding;

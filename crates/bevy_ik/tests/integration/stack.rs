@@ -11,7 +11,9 @@ use std::sync::{Arc, Mutex};
 use bevy::ecs::schedule::{LogLevel, ScheduleBuildSettings};
 use bevy::prelude::*;
 use bevy_ik::ik_core::humanoid::HumanoidBone as H;
-use bevy_ik::ik_core::stack::{CustomReport, CustomStage, PoseBuffer, StackError};
+use bevy_ik::ik_core::stack::{
+    CustomReport, NonFinite, PoseBuffer, StackError, Stage, StageReport,
+};
 use bevy_ik::ik_core::{BoneTransform, Skeleton};
 use bevy_ik::prelude::*;
 use common::*;
@@ -211,7 +213,7 @@ struct LookAt {
     seen: Arc<Mutex<Option<Vec3>>>,
 }
 
-impl CustomStage for LookAt {
+impl Stage for LookAt {
     fn bones(&self) -> &[usize] {
         &self.head
     }
@@ -224,8 +226,8 @@ impl CustomStage for LookAt {
         &mut self,
         skeleton: &Skeleton,
         buffer: &mut PoseBuffer,
-    ) -> Result<CustomReport, StackError> {
-        let target = self.target.ok_or(StackError::Custom("no look-at target"))?;
+    ) -> Result<StageReport, StackError> {
+        let target = self.target.ok_or(StackError::NonFinite(NonFinite::Goal))?;
         *self.seen.lock().unwrap() = Some(buffer.model_transform(skeleton, self.hand).translation);
         let head = self.head[0];
         let model = buffer.model_transform(skeleton, head);
@@ -241,7 +243,8 @@ impl CustomStage for LookAt {
             converged: true,
             iterations: 1,
             ..CustomReport::default()
-        })
+        }
+        .into())
     }
 }
 
@@ -476,7 +479,7 @@ struct Turn {
     probe: Option<Vec3>,
 }
 
-impl CustomStage for Turn {
+impl Stage for Turn {
     fn bones(&self) -> &[usize] {
         &self.bone
     }
@@ -485,7 +488,7 @@ impl CustomStage for Turn {
         &mut self,
         _skeleton: &Skeleton,
         buffer: &mut PoseBuffer,
-    ) -> Result<CustomReport, StackError> {
+    ) -> Result<StageReport, StackError> {
         let b = self.bone[0];
         let input = buffer.pose().rotations[b];
         let t = buffer.pose().translations[b];
@@ -494,7 +497,8 @@ impl CustomStage for Turn {
             converged: true,
             iterations: 1,
             ..CustomReport::default()
-        })
+        }
+        .into())
     }
 }
 

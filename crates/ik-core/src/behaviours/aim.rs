@@ -28,7 +28,7 @@ use super::{BehaviourError, scale_rotation, usable};
 use crate::pose::BoneTransform;
 use crate::rotation::shortest_arc;
 use crate::skeleton::{Skeleton, SkeletonError};
-use crate::stack::{CustomReport, CustomStage, PoseBuffer, StackError};
+use crate::stack::{CustomReport, NonFinite, PoseBuffer, StackError, Stage, StageReport};
 
 /// Settings of an [`AimChain`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -340,7 +340,7 @@ impl AimChain {
         };
         self.forward_kinematics(skeleton, buffer, &parent, 0);
         if !parent.is_finite() || !self.model[self.chain.len() - 1].is_finite() {
-            return Err(StackError::Custom("aim: non-finite input pose"));
+            return Err(StackError::NonFinite(NonFinite::InputPose));
         }
         let last = self.chain.len() - 1;
         let (mut error, mut pole_error) = self.error(target);
@@ -391,7 +391,7 @@ impl AimChain {
     }
 }
 
-impl CustomStage for AimChain {
+impl Stage for AimChain {
     fn bones(&self) -> &[usize] {
         &self.bones
     }
@@ -404,7 +404,7 @@ impl CustomStage for AimChain {
         &mut self,
         skeleton: &Skeleton,
         buffer: &mut PoseBuffer,
-    ) -> Result<CustomReport, StackError> {
-        self.run(skeleton, buffer)
+    ) -> Result<StageReport, StackError> {
+        self.run(skeleton, buffer).map(StageReport::Custom)
     }
 }

@@ -50,7 +50,7 @@ use super::{BehaviourError, usable};
 use crate::humanoid::{BodyFrame, HumanoidBone, HumanoidMap};
 use crate::pose::BoneTransform;
 use crate::skeleton::{Skeleton, SkeletonError};
-use crate::stack::{CustomReport, CustomStage, PoseBuffer, StackError};
+use crate::stack::{CustomReport, NonFinite, PoseBuffer, StackError, Stage, StageReport};
 
 /// Yaw/pitch limits, radians: an ellipse per quadrant (left/right × up/down), each semi-axis in
 /// `(0, π]`.
@@ -683,7 +683,7 @@ impl LookAtChain {
             None => BoneTransform::IDENTITY,
         };
         if !parent.is_finite() {
-            return Err(StackError::Custom("look-at: non-finite input pose"));
+            return Err(StackError::NonFinite(NonFinite::InputPose));
         }
         let (f, l, u) = frame(parent.rotation, self.ref_forward, self.ref_up);
         // The animated chain.
@@ -694,7 +694,7 @@ impl LookAtChain {
         }
         let head = m;
         if !head.is_finite() {
-            return Err(StackError::Custom("look-at: non-finite input pose"));
+            return Err(StackError::NonFinite(NonFinite::InputPose));
         }
         let anim_forward = (head.rotation * self.head_forward).normalize();
         let anim = yaw_pitch(anim_forward, f, l, u);
@@ -864,7 +864,7 @@ impl LookAtChain {
     }
 }
 
-impl CustomStage for LookAtChain {
+impl Stage for LookAtChain {
     fn bones(&self) -> &[usize] {
         &self.bones
     }
@@ -877,8 +877,8 @@ impl CustomStage for LookAtChain {
         &mut self,
         skeleton: &Skeleton,
         buffer: &mut PoseBuffer,
-    ) -> Result<CustomReport, StackError> {
-        self.run(skeleton, buffer)
+    ) -> Result<StageReport, StackError> {
+        self.run(skeleton, buffer).map(StageReport::Custom)
     }
 }
 

@@ -4,7 +4,7 @@
 //!
 //! Each is engine-agnostic, built once from a [`Skeleton`](crate::Skeleton) (its axes derived
 //! from the rest pose, never assumed), and implements
-//! [`CustomStage`](crate::stack::CustomStage): push it with
+//! [`Stage`](crate::stack::Stage): push it with
 //! [`Stage::custom`](crate::stack::Stage::custom), reach it each frame with
 //! [`Stage::as_custom_mut`](crate::stack::Stage::as_custom_mut) to set its goal and the frame's
 //! time step. None allocates per solve.

@@ -30,7 +30,7 @@ use crate::humanoid::{HumanoidBone, HumanoidMap, Side};
 use crate::pose::Pose;
 use crate::rotation::twist_angle;
 use crate::skeleton::{Skeleton, SkeletonError};
-use crate::stack::{CustomReport, CustomStage, PoseBuffer, StackError};
+use crate::stack::{CustomReport, NonFinite, PoseBuffer, StackError, Stage, StageReport};
 
 /// A twist bone and its share of the segment's twist.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -499,7 +499,7 @@ impl TwistDistribution {
     }
 }
 
-impl CustomStage for TwistDistribution {
+impl Stage for TwistDistribution {
     fn bones(&self) -> &[usize] {
         &self.bones
     }
@@ -508,21 +508,22 @@ impl CustomStage for TwistDistribution {
         &mut self,
         _skeleton: &Skeleton,
         buffer: &mut PoseBuffer,
-    ) -> Result<CustomReport, StackError> {
+    ) -> Result<StageReport, StackError> {
         for s in &self.segments {
             if !s.apply(buffer) {
-                return Err(StackError::Custom("twist: non-finite input pose"));
+                return Err(StackError::NonFinite(NonFinite::InputPose));
             }
         }
         for c in &self.counter {
             if !c.apply(buffer) {
-                return Err(StackError::Custom("twist: non-finite input pose"));
+                return Err(StackError::NonFinite(NonFinite::InputPose));
             }
         }
         Ok(CustomReport {
             converged: true,
             iterations: 1,
             ..CustomReport::default()
-        })
+        }
+        .into())
     }
 }

@@ -18,20 +18,20 @@
 
 use crate::pose::BoneTransform;
 use crate::skeleton::Skeleton;
-use crate::stack::{CustomReport, CustomStage, PoseBuffer, StackError};
+use crate::stack::{CustomReport, NonFinite, PoseBuffer, StackError, Stage, StageReport};
 
 use super::map::{HumanoidMap, MappingReport, MappingSource};
 
 /// Moves detached foot bones to follow the lower legs' end bones (see the module docs).
 ///
-/// A [`CustomStage`]: run it after the stage that solves the legs. Closed-form, no allocation
+/// A [`Stage`]: run it after the stage that solves the legs. Closed-form, no allocation
 /// per solve.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DetachedFeet {
     /// `[end, foot, end, foot, …]`: the bones the stage writes are the feet (odd entries);
     /// the ends are read.
     pairs: Vec<usize>,
-    /// The feet alone (what [`CustomStage::bones`] returns).
+    /// The feet alone (what [`Stage::bones`] returns).
     feet: Vec<usize>,
     /// Per pair: the foot's rest model transform in its end bone's rest frame.
     offsets: Vec<BoneTransform>,
@@ -42,9 +42,9 @@ impl DetachedFeet {
     /// pose relative to its end bone.
     ///
     /// # Errors
-    /// [`StackError::Custom`] when a bone is out of range, a foot is the root (it has no
+    /// [`StackError::BoneOutOfRange`] when a bone is out of range, [`StackError::BadBonePair`] when a foot is the root (it has no
     /// parent to express its pose in), a foot is an ancestor of its end bone (moving it would
-    /// move the end), or the rest pose is not finite.
+    /// move the end), [`StackError::NonFinite`] when the rest pose is not finite.
     pub fn try_new(skeleton: &Skeleton, pairs: &[(usize, usize)]) -> Result<Self, StackError> {
         let rest = skeleton.rest_model_transforms();
         let mut out = Self {
@@ -54,20 +54,27 @@ impl DetachedFeet {
         };
         for &(end, foot) in pairs {
             if end >= skeleton.len() || foot >= skeleton.len() || end == foot {
-                return Err(StackError::Custom(
-                    "detached feet: an end or foot bone is out of range, or both are one bone",
-                ));
+                return Err(if end == foot {
+                    StackError::BadBonePair {
+                        bone: foot,
+                        other: end,
+                    }
+                } else {
+                    StackError::BoneOutOfRange {
+                        bone: end.max(foot),
+                        len: skeleton.len(),
+                    }
+                });
             }
             if skeleton.parent(foot).is_none() || skeleton.is_ancestor_or_self(foot, end) {
-                return Err(StackError::Custom(
-                    "detached feet: a foot bone is the root or above its end bone",
-                ));
+                return Err(StackError::BadBonePair {
+                    bone: foot,
+                    other: end,
+                });
             }
             let offset = rest[end].inverse().mul_transform(&rest[foot]);
             if !offset.is_finite() {
-                return Err(StackError::Custom(
-                    "detached feet: the rest pose is not finite",
-                ));
+                return Err(StackError::NonFinite(NonFinite::InputPose));
             }
             out.pairs.extend([end, foot]);
             out.feet.push(foot);
@@ -99,7 +106,7 @@ impl DetachedFeet {
     }
 }
 
-impl CustomStage for DetachedFeet {
+impl Stage for DetachedFeet {
     fn bones(&self) -> &[usize] {
         &self.feet
     }
@@ -108,7 +115,7 @@ impl CustomStage for DetachedFeet {
         &mut self,
         skeleton: &Skeleton,
         buffer: &mut PoseBuffer,
-    ) -> Result<CustomReport, StackError> {
+    ) -> Result<StageReport, StackError> {
         let mut worst = 0.0f32;
         for (pair, offset) in self.pairs.chunks_exact(2).zip(&self.offsets) {
             let (end, foot) = (pair[0], pair[1]);
@@ -124,9 +131,7 @@ impl CustomStage for DetachedFeet {
             // normalise: an error, and the stack restores the feet.
             let rotation = local.rotation.normalize();
             if !(rotation.is_finite() && local.translation.is_finite()) {
-                return Err(StackError::Custom(
-                    "detached feet: the solved pose is not finite",
-                ));
+                return Err(StackError::NonFinite(NonFinite::SolvedPose));
             }
             buffer.set_local(foot, rotation, local.translation);
             let got = buffer.model_transform(skeleton, foot);
@@ -137,7 +142,8 @@ impl CustomStage for DetachedFeet {
             iterations: 1,
             position_residual: worst,
             angle_residual: 0.0,
-        })
+        }
+        .into())
     }
 }
 
@@ -196,7 +202,7 @@ mod tests {
         let want_rel = rest[3].rotation.inverse() * rest[4].rotation;
         let got_rel = end.rotation.inverse() * foot.rotation;
         assert!(want_rel.angle_between(got_rel) < 1e-4);
-        assert!(report.position_residual < 1e-5);
+        assert!(report.position_residual() < 1e-5);
         // It moved: the end is no longer where the foot rested.
         assert!(end.translation.distance(rest[4].translation) > 0.1);
     }

@@ -9,7 +9,7 @@ use crate::analytic::batch::{BatchError, BatchScratch, LaneGoals, LanePoses, Two
 use crate::analytic::{AnalyticError, LimbGoal, LimbReport, LimbSettings};
 use crate::pose::BoneTransform;
 
-use super::{IkStack, StackError, Stage, StageOutcome, StageReport, TwoBoneStage};
+use super::{AnyStage, IkStack, StackError, StageOutcome, StageReport, TwoBoneStage};
 
 /// Fewest leading stages [`LimbBatch::try_new`] batches.
 pub const MIN_BATCHED_LIMBS: usize = 2;
@@ -34,7 +34,7 @@ struct Limb {
 ///
 /// # Which stages
 ///
-/// The leading run of [`Stage::TwoBone`] stages in which no stage reads a bone an earlier one
+/// The leading run of [`TwoBoneStage`]s in which no stage reads a bone an earlier one
 /// of the run writes: its own root, mid and tip, and its root's ancestors (whose model
 /// transform is its parent frame). Such a stage sees the stack's input pose whether it runs
 /// first or fourth, so solving the run at once on that pose gives what solving it in order
@@ -75,7 +75,7 @@ struct Limb {
 /// ```
 /// use glam::Vec3;
 /// use ik_core::analytic::{LimbGoal, TwoBoneIk};
-/// use ik_core::stack::{IkStack, LimbBatch, Stage, StageOutcome, TwoBoneStage};
+/// use ik_core::stack::{IkStack, LimbBatch, StageOutcome, TwoBoneStage};
 /// use ik_core::{Bone, BoneTransform, Skeleton};
 ///
 /// // Two arms on one body.
@@ -92,7 +92,7 @@ struct Limb {
 /// for (root, target) in [(1, Vec3::new(0.5, -0.2, 0.1)), (4, Vec3::new(-0.5, -0.2, 0.1))] {
 ///     let ik = TwoBoneIk::try_new(&skeleton, root, root + 1, root + 2)?;
 ///     let goal = LimbGoal::new(target).with_pole(Vec3::NEG_Z);
-///     stack.push(Stage::two_bone(TwoBoneStage::new(&skeleton, ik, goal)))?;
+///     stack.push(TwoBoneStage::new(&skeleton, ik, goal))?;
 /// }
 /// // Set-up, once (the goals as the stages hold them).
 /// let mut batch = LimbBatch::try_new(&stack).expect("two independent arms");
@@ -126,11 +126,8 @@ pub struct LimbBatch {
 }
 
 /// The two-bone stage in `stage`, if it is one.
-fn two_bone(stage: &Stage) -> Option<&TwoBoneStage> {
-    match stage {
-        Stage::TwoBone(s) => Some(s),
-        _ => None,
-    }
+fn two_bone(stage: &AnyStage) -> Option<&TwoBoneStage> {
+    stage.as_two_bone()
 }
 
 impl LimbBatch {
@@ -306,6 +303,7 @@ impl LimbBatch {
         let rotations = &mut buffer.pose_unchecked_mut().rotations;
         let mut touched = usize::MAX;
         for (i, (limb, slot)) in self.limbs.iter().zip(slots.iter_mut()).enumerate() {
+            slot.touched_from = None;
             if !slot.enabled {
                 slot.outcome = StageOutcome::Disabled;
                 continue;
@@ -334,6 +332,7 @@ impl LimbBatch {
                     if q != q0 {
                         rotations[b] = if weight < 1.0 { q0.slerp(q, weight) } else { q };
                         touched = touched.min(b);
+                        slot.touched_from = Some(slot.touched_from.map_or(b, |t| t.min(b)));
                     }
                 }
             }

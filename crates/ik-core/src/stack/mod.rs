@@ -35,15 +35,21 @@
 //! humanoid's four limbs) together, four per SIMD vector, with the same per-stage semantics;
 //! [`IkStack::solve_from`] then runs the rest.
 //!
+//! **Honest results:** after the last stage, every solved stage's goals are measured on the
+//! final pose ([`Stage::measure`] into [`StageSlot::final_residual`]), and
+//! [`StageSlot::goals_moved`] says whether a later stage carried them away (a look-at's spine
+//! turn moving a reaching hand off its cup). A stage with [`StageSlot::keep_goals`] is then
+//! solved once more on the final pose; the flag says whether that could not restore it.
+//!
 //! Goals are per-frame parameters: write them into the slots ([`StageSlot::stage`], e.g.
-//! [`Stage::as_two_bone_mut`]) every frame; nothing is rebuilt. After set-up,
+//! [`AnyStage::as_two_bone_mut`]) every frame; nothing is rebuilt. After set-up,
 //! [`IkStack::solve`] does not allocate (a test counts allocations), provided the stages'
 //! solvers do not (the built-in ones do not).
 //!
 //! ```
 //! use glam::{Quat, Vec3};
 //! use ik_core::analytic::{LimbGoal, TwoBoneIk};
-//! use ik_core::stack::{IkStack, Stage, StageOutcome, TwoBoneStage};
+//! use ik_core::stack::{IkStack, StageOutcome, TwoBoneStage};
 //! use ik_core::{Bone, BoneTransform, Skeleton};
 //!
 //! let skeleton = Skeleton::try_new(vec![
@@ -58,7 +64,7 @@
 //! let ik = TwoBoneIk::from_names(&skeleton, "shoulder", "elbow", "wrist")?;
 //! let arm_stage = TwoBoneStage::new(&skeleton, ik, LimbGoal::new(Vec3::ZERO));
 //! let mut stack = IkStack::new(skeleton);
-//! let arm = stack.push(Stage::two_bone(arm_stage))?;
+//! let arm = stack.push(arm_stage)?;
 //!
 //! // Every frame: the animated pose in, the goals, solve, read the pose out.
 //! let target = Vec3::new(0.3, 0.1, 0.2);
@@ -80,18 +86,30 @@ mod stage;
 
 pub use buffer::PoseBuffer;
 pub use limbs::{LimbBatch, MIN_BATCHED_LIMBS};
+#[allow(
+    deprecated,
+    reason = "the old trait name stays importable (migration path)"
+)]
+pub use stage::CustomStage;
 pub use stage::{
-    CustomReport, CustomStage, FullBodyStage, JacobianStage, Stage, StageReport, TwoBoneStage,
+    AnyStage, CustomReport, FullBodyStage, GoalResidual, JacobianStage, Stage, StageReport,
+    TwoBoneStage,
 };
 
 use glam::{Quat, Vec3};
 use thiserror::Error;
 
 use crate::analytic::AnalyticError;
+use crate::behaviours::BehaviourError;
+use crate::chain::ChainError;
+use crate::grounding::GroundingError;
 use crate::humanoid::HumanoidError;
 use crate::jacobian::JacobianError;
 use crate::pose::{BoneTransform, Pose};
 use crate::skeleton::{Skeleton, SkeletonError};
+use crate::spline::SplineError;
+use crate::spring::SpringError;
+use crate::vr::VrError;
 
 /// Errors of a stack or one of its stages.
 #[derive(Debug, Clone, PartialEq, Error)]
@@ -120,9 +138,122 @@ pub enum StackError {
         /// Number of bones.
         len: usize,
     },
-    /// A custom stage's own problem.
+    /// A chain stage rejected its input.
+    #[error(transparent)]
+    Chain(#[from] ChainError),
+    /// A spline stage rejected its input.
+    #[error(transparent)]
+    Spline(#[from] SplineError),
+    /// A spring stage rejected its input.
+    #[error(transparent)]
+    Spring(#[from] SpringError),
+    /// The grounding stage rejected its input.
+    #[error(transparent)]
+    Grounding(#[from] GroundingError),
+    /// The VR body rejected its input.
+    #[error(transparent)]
+    Vr(#[from] VrError),
+    /// A behaviour stage (look-at, aim, twist…) rejected its input.
+    #[error(transparent)]
+    Behaviour(#[from] BehaviourError),
+    /// A value a stage reads or writes is NaN or infinite.
+    #[error("{0} is not finite")]
+    NonFinite(NonFinite),
+    /// A stage was given a different number of per-frame inputs than it has parts (e.g. one
+    /// ground sample per leg).
+    #[error("{expected} per-frame inputs expected, {found} given")]
+    InputCountMismatch {
+        /// What the stage was built for.
+        expected: usize,
+        /// What it was given.
+        found: usize,
+    },
+    /// A stage was built for another skeleton.
+    #[error("the stage was built for another skeleton")]
+    SkeletonMismatch,
+    /// Bone `bone` cannot play its part in the stage: it is the root, or an ancestor of
+    /// `other` where it must not be (e.g. a detached foot above its leg's end bone).
+    #[error("bone {bone} cannot be used with bone {other} in this stage")]
+    BadBonePair {
+        /// The bone rejected.
+        bone: usize,
+        /// The bone it was paired with.
+        other: usize,
+    },
+    /// A user stage's own typed error ([`StageError::new`]).
+    #[error(transparent)]
+    Stage(StageError),
+    /// A user stage's own problem as a message.
+    #[deprecated(
+        since = "0.2.0",
+        note = "return a typed error: `StackError::Stage(StageError::new(your_error))` or a typed variant"
+    )]
     #[error("{0}")]
     Custom(&'static str),
+}
+
+/// What [`StackError::NonFinite`] found not finite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NonFinite {
+    /// The pose a stage read.
+    InputPose,
+    /// The pose a stage computed (it was not written).
+    SolvedPose,
+    /// A goal, target or tracker pose.
+    Goal,
+    /// The frame time.
+    TimeStep,
+    /// The model-to-world transform.
+    ModelFrame,
+}
+
+impl core::fmt::Display for NonFinite {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            Self::InputPose => "the input pose",
+            Self::SolvedPose => "the solved pose",
+            Self::Goal => "a goal",
+            Self::TimeStep => "the time step",
+            Self::ModelFrame => "the model-to-world transform",
+        })
+    }
+}
+
+/// A user stage's own error, typed ([`StackError::Stage`]): any `std` error, shared (so
+/// [`StackError`] stays `Clone`). Two are equal when they are the same error value.
+#[derive(Clone, Debug)]
+pub struct StageError(std::sync::Arc<dyn std::error::Error + Send + Sync>);
+
+impl StageError {
+    /// Wraps `error`.
+    pub fn new(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(error))
+    }
+
+    /// The wrapped error, to downcast to the stage's own type.
+    #[must_use]
+    pub fn get(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
+}
+
+impl PartialEq for StageError {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl core::fmt::Display for StageError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for StageError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.0)
+    }
 }
 
 /// What happened to a stage in the last [`IkStack::solve`].
@@ -146,8 +277,8 @@ pub enum StageOutcome {
 /// One stage of a stack with its weight, enabled flag and last outcome.
 #[derive(Debug)]
 pub struct StageSlot {
-    /// The stage and its goals.
-    pub stage: Stage,
+    /// The stage and its goals ([`AnyStage::get_mut`] reaches the concrete stage).
+    pub stage: AnyStage,
     /// Blend weight in `[0, 1]` of the stage's output over its input (see the module docs).
     pub weight: f32,
     /// Whether the stage runs.
@@ -159,16 +290,104 @@ pub struct StageSlot {
     /// output instead of the input. On by default for the iterative stages (Jacobian, full
     /// body), off for the others.
     pub warm_start: bool,
+    /// Whether the later stages must keep this stage's goals: when one of them moved them
+    /// away (see [`StageSlot::final_residual`]), the stack solves this stage once more after
+    /// the last stage, on the final pose (the look-at then keeps the hand on the cup), and
+    /// [`StageSlot::goals_moved`] says whether it still could not. Off by default.
+    pub keep_goals: bool,
+    /// This stage's goals measured on the character's final pose after the last
+    /// [`IkStack::solve`], after every later stage ([`Stage::measure`]); `None` when the stage
+    /// did not solve or has no measurable goal.
+    pub final_residual: Option<GoalResidual>,
+    /// Whether a later stage moved this stage's goals away: on the final pose they are
+    /// further than [`StackSettings::goal_tolerance`] from what the stage itself reached
+    /// ([`StageReport::position_residual`], [`StageReport::angle_residual`]). The stage's own
+    /// report says it converged; this says whether the character still shows it.
+    pub goals_moved: bool,
     /// The last successful solve's unblended output and its input, over the stage's bones.
     warm: Vec<(Quat, Vec3)>,
     warm_input: Vec<(Quat, Vec3)>,
     warm_valid: bool,
+    /// The first bone this stage changed in the last solve (after its blend).
+    touched_from: Option<usize>,
+    /// What the stage's own solve reached this frame, before any re-solve.
+    reached: GoalResidual,
+    /// Bit sets over the skeleton's bones, for the stage's bones as of `masks_of`: the bones
+    /// the stage writes, and those bones with their ancestors (whose change can move the
+    /// stage's effectors). Recomputed only when the stage's bones change.
+    writes: Vec<u64>,
+    deps: Vec<u64>,
+    masks_of: Vec<usize>,
+}
+
+impl StageSlot {
+    /// Brings `writes`/`deps` up to date with the stage's bones (allocates only when they
+    /// changed).
+    fn refresh_masks(&mut self, skeleton: &Skeleton) {
+        let bones = self.stage.bones();
+        if self.masks_of == bones {
+            return;
+        }
+        let words = skeleton.len().div_ceil(64);
+        self.writes.clear();
+        self.writes.resize(words, 0);
+        self.deps.clear();
+        self.deps.resize(words, 0);
+        for &b in bones {
+            if b / 64 < words {
+                self.writes[b / 64] |= 1 << (b % 64);
+            }
+            for a in skeleton.ancestors_inclusive(b) {
+                if a / 64 < words {
+                    self.deps[a / 64] |= 1 << (a % 64);
+                }
+            }
+        }
+        self.masks_of.clear();
+        self.masks_of.extend_from_slice(bones);
+    }
 }
 
 impl StageSlot {
     /// Forgets the warm start (the next solve starts from its input).
     pub fn reset_warm_start(&mut self) {
         self.warm_valid = false;
+    }
+
+    /// The stage if it is a `T` ([`AnyStage::get`]).
+    #[must_use]
+    pub fn stage<T: Stage>(&self) -> Option<&T> {
+        self.stage.get()
+    }
+
+    /// The stage if it is a `T`, to write its goals ([`AnyStage::get_mut`]).
+    #[must_use]
+    pub fn stage_mut<T: Stage>(&mut self) -> Option<&mut T> {
+        self.stage.get_mut()
+    }
+}
+
+/// A stack's settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StackSettings {
+    /// How far (model units; radians for angles) a stage's goals may drift from what the
+    /// stage reached before a later stage is said to have moved them
+    /// ([`StageSlot::goals_moved`]). Default [`StackSettings::DEFAULT_GOAL_TOLERANCE`].
+    pub goal_tolerance: f32,
+}
+
+impl StackSettings {
+    /// 1e-4: a tenth of a millimetre on a rig in metres, the two-bone limb's convergence
+    /// tolerance ([`StageReport::converged`]) on a limb of unit length, and well above the
+    /// f32 rounding of forward kinematics over a few bones at character scale.
+    pub const DEFAULT_GOAL_TOLERANCE: f32 = 1e-4;
+}
+
+impl Default for StackSettings {
+    fn default() -> Self {
+        Self {
+            goal_tolerance: Self::DEFAULT_GOAL_TOLERANCE,
+        }
     }
 }
 
@@ -182,6 +401,9 @@ pub struct StackReport {
     /// The first bone (flat order) whose local transform the stack changed, `None` if the
     /// output equals the input.
     pub first_changed: Option<usize>,
+    /// Stages whose goals a later stage moved away (measured on the final pose, after any
+    /// [`StageSlot::keep_goals`] re-solve): see [`StageSlot::goals_moved`].
+    pub goals_moved: u32,
 }
 
 /// A character's pose and its ordered IK stages: see the [module docs](self).
@@ -192,6 +414,12 @@ pub struct IkStack {
     slots: Vec<StageSlot>,
     /// A stage's bones before it ran (capacity for the largest stage).
     saved: Vec<(Quat, Vec3)>,
+    /// The stack's settings.
+    pub settings: StackSettings,
+    /// A [`StageSlot::keep_goals`] re-solve is running (see `run_slot`).
+    resolving: bool,
+    /// Bit set of the bones written by the stages after the one being measured.
+    later_writes: Vec<u64>,
 }
 
 impl IkStack {
@@ -203,6 +431,9 @@ impl IkStack {
             skeleton,
             slots: Vec::new(),
             saved: Vec::new(),
+            settings: StackSettings::default(),
+            resolving: false,
+            later_writes: Vec::new(),
         }
     }
 
@@ -216,7 +447,7 @@ impl IkStack {
     ///
     /// # Errors
     /// [`StackError::BoneOutOfRange`] if the stage lists a bone the skeleton does not have.
-    pub fn push(&mut self, stage: Stage) -> Result<usize, StackError> {
+    pub fn push(&mut self, stage: impl Into<AnyStage>) -> Result<usize, StackError> {
         self.insert(self.slots.len(), stage)?;
         Ok(self.slots.len() - 1)
     }
@@ -225,14 +456,15 @@ impl IkStack {
     ///
     /// # Errors
     /// As [`IkStack::push`].
-    pub fn insert(&mut self, index: usize, stage: Stage) -> Result<(), StackError> {
+    pub fn insert(&mut self, index: usize, stage: impl Into<AnyStage>) -> Result<(), StackError> {
+        let stage = stage.into();
         let len = self.skeleton.len();
         if let Some(&bone) = stage.bones().iter().find(|&&b| b >= len) {
             return Err(StackError::BoneOutOfRange { bone, len });
         }
         let need = stage.bones().len();
         self.saved.reserve(need.saturating_sub(self.saved.len()));
-        let warm_start = matches!(stage, Stage::Jacobian(_) | Stage::FullBody(_));
+        let warm_start = stage.as_dyn().warm_starts();
         self.slots.insert(
             index.min(self.slots.len()),
             StageSlot {
@@ -244,6 +476,14 @@ impl IkStack {
                 warm: Vec::with_capacity(need),
                 warm_input: Vec::with_capacity(need),
                 warm_valid: false,
+                keep_goals: false,
+                final_residual: None,
+                goals_moved: false,
+                touched_from: None,
+                reached: GoalResidual::default(),
+                writes: Vec::new(),
+                deps: Vec::new(),
+                masks_of: Vec::new(),
             },
         );
         Ok(())
@@ -357,7 +597,112 @@ impl IkStack {
                 stage.run(skeleton, buffer, cold)
             });
         }
+        self.measure_final(&mut report);
         report
+    }
+
+    /// Measures every solved stage's goals on the final pose ([`StageSlot::final_residual`],
+    /// [`StageSlot::goals_moved`]); re-solves once, on the final pose, a stage that must keep
+    /// its goals ([`StageSlot::keep_goals`]) and lost them, then measures again.
+    ///
+    /// A stage is measured by forward kinematics only when a later stage changed something and
+    /// wrote one of its bones or their ancestors, the only bones that can move its effectors;
+    /// otherwise its own report stands (no forward kinematics: a crowd of independent limbs
+    /// pays nothing).
+    fn measure_final(&mut self, report: &mut StackReport) {
+        let tolerance = self.settings.goal_tolerance;
+        let mut resolved = false;
+        // Walking back from the last stage: the first bone (flat order) that a later stage
+        // changing the pose writes.
+        let mut later_first = usize::MAX;
+        let words = self.skeleton.len().div_ceil(64);
+        self.later_writes.clear();
+        self.later_writes.resize(words, 0);
+        for index in (0..self.slots.len()).rev() {
+            let slot = &mut self.slots[index];
+            slot.refresh_masks(&self.skeleton);
+            if let StageOutcome::Solved(own) = &slot.outcome {
+                slot.reached = GoalResidual {
+                    position: own.position_residual(),
+                    angle: own.angle_residual(),
+                };
+            }
+            let affected = self.affected_by_later(index, later_first);
+            let (moved, keep) = self.measure_slot(index, affected, tolerance);
+            if moved && keep {
+                let mut again = StackReport::default();
+                self.resolving = true;
+                self.run_slot(index, &mut again, |stage, skeleton, buffer, cold| {
+                    stage.run(skeleton, buffer, cold)
+                });
+                self.resolving = false;
+                report.first_changed = match (report.first_changed, again.first_changed) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                resolved = true;
+            }
+            let slot = &self.slots[index];
+            if slot.touched_from.is_some() {
+                later_first =
+                    later_first.min(slot.masks_of.iter().copied().min().unwrap_or(usize::MAX));
+                for (w, m) in self.later_writes.iter_mut().zip(&slot.writes) {
+                    *w |= m;
+                }
+            }
+        }
+        if resolved {
+            // A re-solve may have moved an earlier kept stage's goals or a later stage's:
+            // measure every stage once more on the pose the character shows.
+            for index in 0..self.slots.len() {
+                self.measure_slot(index, true, tolerance);
+            }
+        }
+        report.goals_moved = self.slots.iter().filter(|s| s.goals_moved).count() as u32;
+    }
+
+    /// Whether a later stage that changed the pose wrote a bone at or above one of stage
+    /// `index`'s bones (the only bones whose change can move its effectors). `later_first`:
+    /// the first bone such stages write. Ancestors come first in flat (topological) order, so
+    /// when that is past the stage's last bone nothing is walked (the common case).
+    fn affected_by_later(&self, index: usize, later_first: usize) -> bool {
+        let slot = &self.slots[index];
+        if later_first > slot.masks_of.iter().copied().max().unwrap_or(0) {
+            return false;
+        }
+        slot.deps
+            .iter()
+            .zip(&self.later_writes)
+            .any(|(d, w)| d & w != 0)
+    }
+
+    /// Measures stage `index` on the current pose when `affected` (a later stage wrote a bone
+    /// that can move its effectors), against what its own solve reached this frame; returns
+    /// (goals moved, keep goals).
+    fn measure_slot(&mut self, index: usize, affected: bool, tolerance: f32) -> (bool, bool) {
+        let Self {
+            skeleton,
+            buffer,
+            slots,
+            ..
+        } = self;
+        let slot = &mut slots[index];
+        let StageOutcome::Solved(_) = &slot.outcome else {
+            slot.final_residual = None;
+            slot.goals_moved = false;
+            return (false, false);
+        };
+        let reached = slot.reached;
+        if !affected {
+            slot.final_residual = Some(reached);
+            slot.goals_moved = false;
+            return (false, false);
+        }
+        slot.final_residual = slot.stage.measure(skeleton, buffer);
+        slot.goals_moved = slot.final_residual.is_some_and(|r| {
+            r.position > reached.position + tolerance || r.angle > reached.angle + tolerance
+        });
+        (slot.goals_moved, slot.keep_goals)
     }
 
     /// Runs stage `index` alone with `solve` in place of the stage's own solver, with
@@ -377,7 +722,7 @@ impl IkStack {
     pub fn solve_stage_with(
         &mut self,
         index: usize,
-        solve: impl FnOnce(&mut Stage, &Skeleton, &mut PoseBuffer) -> Result<StageReport, StackError>,
+        solve: impl FnOnce(&mut AnyStage, &Skeleton, &mut PoseBuffer) -> Result<StageReport, StackError>,
     ) -> StackReport {
         let mut report = StackReport::default();
         if index < self.slots.len() {
@@ -395,7 +740,7 @@ impl IkStack {
         index: usize,
         report: &mut StackReport,
         solve: impl FnOnce(
-            &mut Stage,
+            &mut AnyStage,
             &Skeleton,
             &mut PoseBuffer,
             bool,
@@ -406,8 +751,11 @@ impl IkStack {
             buffer,
             slots,
             saved,
+            resolving,
+            ..
         } = self;
         let slot = &mut slots[index];
+        slot.touched_from = None;
         if !slot.enabled {
             slot.outcome = StageOutcome::Disabled;
             return;
@@ -432,7 +780,10 @@ impl IkStack {
                 .iter()
                 .map(|&b| (pose.rotations[b], pose.translations[b])),
         );
-        let warm = slot.warm_start && slot.warm_valid && slot.warm.len() == saved.len();
+        // A re-solve on the final pose ([`StageSlot::keep_goals`]) starts from that pose and
+        // leaves the warm start to this frame's first solve, which tracks from frame to frame.
+        let warm =
+            !*resolving && slot.warm_start && slot.warm_valid && slot.warm.len() == saved.len();
         if warm {
             // Unchanged input: the last output itself. Animated input: the last frame's IK
             // correction (output relative to its input, per bone) carried onto this frame's
@@ -456,9 +807,14 @@ impl IkStack {
         }
         // Without a warm start (the first solve, after a failure or a reset) an iterative
         // stage solves cold.
-        let result = solve(&mut slot.stage, skeleton, buffer, slot.warm_start && !warm);
+        let result = solve(
+            &mut slot.stage,
+            skeleton,
+            buffer,
+            slot.warm_start && !warm && !*resolving,
+        );
         let pose = buffer.pose_unchecked_mut();
-        if slot.warm_start {
+        if slot.warm_start && !*resolving {
             slot.warm_valid = result.is_ok();
             if slot.warm_valid {
                 slot.warm.clear();
@@ -495,6 +851,7 @@ impl IkStack {
             if kept {
                 report.first_changed =
                     Some(report.first_changed.map_or(touched, |f| f.min(touched)));
+                slot.touched_from = Some(touched);
             }
         }
         match result {

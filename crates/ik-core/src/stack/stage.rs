@@ -1,157 +1,312 @@
-//! The stages an [`IkStack`](super::IkStack) runs: the built-in solvers ([`TwoBoneStage`],
-//! [`JacobianStage`], [`FullBodyStage`]) and the [`CustomStage`] trait for the rest.
+//! The stages an [`IkStack`](super::IkStack) runs: one [`Stage`] trait that the built-in
+//! solvers ([`TwoBoneStage`], [`JacobianStage`], [`FullBodyStage`], and the behaviours,
+//! grounding, VR body, springs and chains elsewhere in the crate) and users' own stages
+//! implement alike (Godot's `SkeletonModifier3D::_process_modification`, Unity's
+//! `IAnimationJob`).
 
 use core::any::Any;
 use core::fmt::Debug;
 
+use glam::Vec3;
+
 use crate::analytic::{LimbGoal, LimbReport, TwoBoneIk};
-use crate::humanoid::{FullBodyGoals, FullBodyReport, FullBodySolver};
+use crate::humanoid::{FullBodyGoals, FullBodyReport, FullBodySolver, GoalFrame};
 use crate::jacobian::{Goals, JacobianScratch, JacobianSolver, SolveReport};
+use crate::pose::BoneTransform;
 use crate::skeleton::Skeleton;
 
 use super::{PoseBuffer, StackError};
 
-/// One stage of a stack: which solver, with its per-frame goals.
+/// One stage of an [`IkStack`](super::IkStack): the one extension point, implemented by the
+/// built-in solvers and by users alike.
 ///
-/// An enum rather than only trait objects: the built-in solvers are matched statically (no
-/// virtual call, no downcast to reach a stage's typed goals, `Clone` and `Debug` for free),
-/// and [`Stage::Custom`] takes everything else — look-at chains, aim, twist distribution,
-/// grounding, VR body tracking — until such a stage earns an arm of its own.
+/// `solve` reads and writes the pose through the [`PoseBuffer`] (whose model transforms are
+/// those of every earlier stage's output) and may write only the bones [`Stage::bones`] lists:
+/// the stack saves, blends by the slot's weight and, on error, restores exactly those. It must
+/// not allocate. Its goals are fields of the implementing type, reached with
+/// [`AnyStage::get_mut`] (or [`StageSlot::stage_mut`](super::StageSlot::stage_mut)).
+///
+/// The stack keeps the one warm-start store (see the [module docs](super)); a stage opts in
+/// with [`Stage::warm_starts`] and is told when it must start cold ([`Stage::start_cold`]).
+pub trait Stage: Any + Debug + Send + Sync {
+    /// The bones `solve` may write, each a valid index of the stack's skeleton.
+    fn bones(&self) -> &[usize];
+
+    /// Receives this frame's target from the host (model space), if the host has one for the
+    /// stage (the Bevy plugin passes a target entity's transform). Ignored by default.
+    fn set_target(&mut self, _target: Option<BoneTransform>) {}
+
+    /// Whether the stack's warm start is on for this stage by default
+    /// ([`StageSlot::warm_start`](super::StageSlot::warm_start)): true for iterative solvers.
+    fn warm_starts(&self) -> bool {
+        false
+    }
+
+    /// Called by the stack before a solve that must start cold (the first, the first after a
+    /// failure, a fade-out or [`StageSlot::reset_warm_start`](super::StageSlot::reset_warm_start)):
+    /// forget solver-internal state carried from the last frame. Nothing by default.
+    fn start_cold(&mut self) {}
+
+    /// Solves in place.
+    ///
+    /// # Errors
+    /// A [`StackError`] when its input is malformed (a typed variant, or
+    /// [`StackError::Stage`] wrapping the stage's own error type); the stack restores
+    /// [`Stage::bones`] and goes on with the next stage.
+    fn solve(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+    ) -> Result<StageReport, StackError>;
+
+    /// This stage's goals measured on `buffer`'s pose, which after
+    /// [`IkStack::solve`](super::IkStack::solve) is the character's final pose, after every later stage. `None`
+    /// (the default) when the stage has no goal that can be measured on a pose (a spring, a
+    /// twist distribution). Must not allocate.
+    fn measure(&self, _skeleton: &Skeleton, _buffer: &mut PoseBuffer) -> Option<GoalResidual> {
+        None
+    }
+}
+
+/// How far a stage's goals are from being met on a pose ([`Stage::measure`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GoalResidual {
+    /// Largest position error, model units.
+    pub position: f32,
+    /// Largest angle error, radians.
+    pub angle: f32,
+}
+
+/// The old name of the stage trait, with its old report type.
+///
+/// Migration: implement [`Stage`] instead; `solve` returns a [`StageReport`]
+/// (`Ok(custom_report.into())`). Every `CustomStage` is a [`Stage`] through a blanket
+/// implementation, so existing code keeps compiling.
+#[deprecated(
+    since = "0.2.0",
+    note = "implement `ik_core::stack::Stage` (the one stage trait)"
+)]
+pub trait CustomStage: Any + Debug + Send + Sync {
+    /// See [`Stage::bones`].
+    fn bones(&self) -> &[usize];
+
+    /// See [`Stage::set_target`].
+    fn set_target(&mut self, _target: Option<BoneTransform>) {}
+
+    /// See [`Stage::solve`].
+    ///
+    /// # Errors
+    /// See [`Stage::solve`].
+    fn solve(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+    ) -> Result<CustomReport, StackError>;
+}
+
+#[allow(deprecated, reason = "the migration path from the old trait")]
+impl<T: CustomStage> Stage for T {
+    fn bones(&self) -> &[usize] {
+        CustomStage::bones(self)
+    }
+
+    fn set_target(&mut self, target: Option<BoneTransform>) {
+        CustomStage::set_target(self, target);
+    }
+
+    fn solve(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+    ) -> Result<StageReport, StackError> {
+        CustomStage::solve(self, skeleton, buffer).map(StageReport::Custom)
+    }
+}
+
+/// A stage as a stack holds it: any [`Stage`], the two-bone limb inline (the hot, cheap stage
+/// of a crowd: a solve saves a pointer chase), the others boxed. Reach the concrete stage with
+/// [`AnyStage::get`] / [`AnyStage::get_mut`].
 #[derive(Debug)]
-#[non_exhaustive]
+pub struct AnyStage(Inner);
+
+#[derive(Debug)]
 #[allow(
     clippy::large_enum_variant,
     reason = "the two-bone stage is the hot, cheap one: inline, a solve saves a pointer chase (a cache miss in a crowd)"
 )]
-pub enum Stage {
-    /// An analytic two-bone limb (inline: see [`Stage::two_bone`]).
+enum Inner {
     TwoBone(TwoBoneStage),
-    /// The generic Jacobian solver.
-    Jacobian(Box<JacobianStage>),
-    /// The humanoid full-body solver.
-    FullBody(Box<FullBodyStage>),
-    /// Any other stage.
-    Custom(Box<dyn CustomStage>),
+    Boxed(Box<dyn Stage>),
 }
 
-impl Stage {
+impl<S: Stage> From<S> for AnyStage {
+    fn from(stage: S) -> Self {
+        Self::new(stage)
+    }
+}
+
+impl AnyStage {
+    /// Holds `stage`.
+    #[must_use]
+    pub fn new<S: Stage>(stage: S) -> Self {
+        let mut stage = Some(stage);
+        if let Some(limb) = (&mut stage as &mut dyn Any)
+            .downcast_mut::<Option<TwoBoneStage>>()
+            .and_then(Option::take)
+        {
+            return Self(Inner::TwoBone(limb));
+        }
+        match stage {
+            Some(s) => Self(Inner::Boxed(Box::new(s))),
+            None => unreachable!("taken only when it is a two-bone stage"),
+        }
+    }
+
+    /// Holds a boxed `stage` (a two-bone limb is unboxed and held inline).
+    #[must_use]
+    pub fn from_boxed(stage: Box<dyn Stage>) -> Self {
+        if !(&*stage as &dyn Any).is::<TwoBoneStage>() {
+            return Self(Inner::Boxed(stage));
+        }
+        match (stage as Box<dyn Any>).downcast::<TwoBoneStage>() {
+            Ok(limb) => Self(Inner::TwoBone(*limb)),
+            Err(_) => unreachable!("checked to be a two-bone stage"),
+        }
+    }
+
     /// A two-bone limb stage.
     #[must_use]
     pub fn two_bone(stage: TwoBoneStage) -> Self {
-        Self::TwoBone(stage)
+        Self(Inner::TwoBone(stage))
     }
 
     /// A Jacobian stage.
     #[must_use]
     pub fn jacobian(stage: JacobianStage) -> Self {
-        Self::Jacobian(Box::new(stage))
+        Self::new(stage)
     }
 
     /// A full-body stage.
     #[must_use]
     pub fn full_body(stage: FullBodyStage) -> Self {
-        Self::FullBody(Box::new(stage))
+        Self::new(stage)
     }
 
-    /// A custom stage.
+    /// Any other stage (same as [`AnyStage::new`]).
     #[must_use]
-    pub fn custom(stage: impl CustomStage) -> Self {
-        Self::Custom(Box::new(stage))
+    pub fn custom(stage: impl Stage) -> Self {
+        Self::new(stage)
     }
 
-    /// The bones this stage may write. The stack saves them before the stage runs, blends only
-    /// them by the stage's weight, and restores them if the stage fails.
+    /// The stage as the trait object.
+    #[must_use]
+    pub fn as_dyn(&self) -> &dyn Stage {
+        match &self.0 {
+            Inner::TwoBone(s) => s,
+            Inner::Boxed(s) => &**s,
+        }
+    }
+
+    /// The stage as the trait object, for writing.
+    pub fn as_dyn_mut(&mut self) -> &mut dyn Stage {
+        match &mut self.0 {
+            Inner::TwoBone(s) => s,
+            Inner::Boxed(s) => &mut **s,
+        }
+    }
+
+    /// The stage if it is a `T`.
+    #[must_use]
+    pub fn get<T: Stage>(&self) -> Option<&T> {
+        (self.as_dyn() as &dyn Any).downcast_ref::<T>()
+    }
+
+    /// The stage if it is a `T`, for writing its goals.
+    #[must_use]
+    pub fn get_mut<T: Stage>(&mut self) -> Option<&mut T> {
+        (self.as_dyn_mut() as &mut dyn Any).downcast_mut::<T>()
+    }
+
+    /// Whether the stage is a `T`.
+    #[must_use]
+    pub fn is<T: Stage>(&self) -> bool {
+        self.get::<T>().is_some()
+    }
+
+    /// The bones this stage may write ([`Stage::bones`]).
     #[must_use]
     pub fn bones(&self) -> &[usize] {
-        match self {
-            Self::TwoBone(s) => &s.bones,
-            Self::Jacobian(s) => &s.bones,
-            Self::FullBody(s) => &s.bones,
-            Self::Custom(s) => s.bones(),
+        match &self.0 {
+            Inner::TwoBone(s) => &s.bones,
+            Inner::Boxed(s) => s.bones(),
+        }
+    }
+
+    /// The two-bone stage, if this is one (no downcast: it is held inline).
+    #[must_use]
+    #[inline]
+    pub fn as_two_bone(&self) -> Option<&TwoBoneStage> {
+        match &self.0 {
+            Inner::TwoBone(s) => Some(s),
+            Inner::Boxed(_) => None,
         }
     }
 
     /// The two-bone stage, if this is one.
     #[must_use]
+    #[inline]
     pub fn as_two_bone_mut(&mut self) -> Option<&mut TwoBoneStage> {
-        match self {
-            Self::TwoBone(s) => Some(s),
-            _ => None,
+        match &mut self.0 {
+            Inner::TwoBone(s) => Some(s),
+            Inner::Boxed(_) => None,
         }
     }
 
     /// The Jacobian stage, if this is one.
     #[must_use]
     pub fn as_jacobian_mut(&mut self) -> Option<&mut JacobianStage> {
-        match self {
-            Self::Jacobian(s) => Some(s),
-            _ => None,
-        }
+        self.get_mut()
     }
 
     /// The full-body stage, if this is one.
     #[must_use]
     pub fn as_full_body_mut(&mut self) -> Option<&mut FullBodyStage> {
-        match self {
-            Self::FullBody(s) => Some(s),
-            _ => None,
-        }
+        self.get_mut()
     }
 
-    /// The custom stage of type `T`, if this is one.
+    /// The stage of type `T`, if this is one (same as [`AnyStage::get_mut`]).
     #[must_use]
-    pub fn as_custom_mut<T: CustomStage>(&mut self) -> Option<&mut T> {
-        match self {
-            Self::Custom(s) => (&mut **s as &mut dyn Any).downcast_mut::<T>(),
-            _ => None,
-        }
+    pub fn as_custom_mut<T: Stage>(&mut self) -> Option<&mut T> {
+        self.get_mut()
     }
 
-    /// Runs the stage on `buffer` (in place). On error the pose may be partly written; the
-    /// stack restores the stage's bones.
-    /// `cold`: an iterative stage solves from scratch (no warm start this time).
+    /// Runs the stage on `buffer` (in place); `cold`: it starts cold ([`Stage::start_cold`]).
     pub(crate) fn run(
         &mut self,
         skeleton: &Skeleton,
         buffer: &mut PoseBuffer,
         cold: bool,
     ) -> Result<StageReport, StackError> {
-        match self {
-            Self::TwoBone(s) => {
-                let parent = match s.parent {
-                    Some(p) if p < buffer.len() => buffer.model_transform(skeleton, p),
-                    _ => crate::pose::BoneTransform::IDENTITY,
-                };
-                let report = s.ik.solve_with_parent(
-                    skeleton,
-                    buffer.pose_unchecked_mut(),
-                    &s.goal,
-                    &parent,
-                )?;
-                Ok(StageReport::TwoBone(report))
-            }
-            Self::Jacobian(s) => {
+        match &mut self.0 {
+            Inner::TwoBone(s) => s.solve(skeleton, buffer),
+            Inner::Boxed(s) => {
                 if cold {
-                    s.scratch.reset();
+                    s.start_cold();
                 }
-                let report = s.solver.solve(
-                    skeleton,
-                    buffer.pose_unchecked_mut(),
-                    &s.goals,
-                    &mut s.scratch,
-                )?;
-                Ok(StageReport::Jacobian(report))
+                s.solve(skeleton, buffer)
             }
-            Self::FullBody(s) => {
-                let pose = buffer.pose_unchecked_mut();
-                let report = if cold {
-                    s.solver.solve_cold(skeleton, pose, &s.goals)?
-                } else {
-                    s.solver.solve(skeleton, pose, &s.goals)?
-                };
-                Ok(StageReport::FullBody(report))
-            }
-            Self::Custom(s) => Ok(StageReport::Custom(s.solve(skeleton, buffer)?)),
+        }
+    }
+
+    /// [`Stage::measure`].
+    pub(crate) fn measure(
+        &self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+    ) -> Option<GoalResidual> {
+        match &self.0 {
+            Inner::TwoBone(s) => s.measure(skeleton, buffer),
+            Inner::Boxed(s) => s.measure(skeleton, buffer),
         }
     }
 }
@@ -266,6 +421,8 @@ pub struct FullBodyStage {
     /// This frame's goals.
     pub goals: FullBodyGoals,
     bones: Vec<usize>,
+    /// The next solve starts cold ([`Stage::start_cold`]).
+    cold: bool,
 }
 
 impl FullBodyStage {
@@ -277,11 +434,12 @@ impl FullBodyStage {
             solver,
             goals,
             bones: (0..bone_count).collect(),
+            cold: true,
         }
     }
 }
 
-/// What a [`CustomStage`] reports.
+/// What a stage without a report type of its own reports (inside [`StageReport::Custom`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct CustomReport {
     /// Whether the stage met its goal within its tolerance.
@@ -292,33 +450,6 @@ pub struct CustomReport {
     pub position_residual: f32,
     /// Largest angle error left, radians.
     pub angle_residual: f32,
-}
-
-/// A stage the crate does not ship: look-at chains, aim, twist distribution, grounding, VR
-/// body tracking…
-///
-/// `solve` reads and writes the pose through the [`PoseBuffer`] (whose model transforms are
-/// those of every earlier stage's output) and may write only the bones [`CustomStage::bones`]
-/// lists: the stack saves, blends and, on error, restores exactly those. It must not allocate.
-/// Its goals are fields of the implementing type, reached with [`Stage::as_custom_mut`].
-pub trait CustomStage: Any + Debug + Send + Sync {
-    /// The bones `solve` may write, each a valid index of the stack's skeleton.
-    fn bones(&self) -> &[usize];
-
-    /// Receives this frame's target from the host (model space), if the host has one for the
-    /// stage (the Bevy plugin passes a target entity's transform). Ignored by default.
-    fn set_target(&mut self, _target: Option<crate::pose::BoneTransform>) {}
-
-    /// Solves in place.
-    ///
-    /// # Errors
-    /// A [`StackError`] (e.g. [`StackError::Custom`]) when its input is malformed; the stack
-    /// restores [`CustomStage::bones`] and goes on with the next stage.
-    fn solve(
-        &mut self,
-        skeleton: &Skeleton,
-        buffer: &mut PoseBuffer,
-    ) -> Result<CustomReport, StackError>;
 }
 
 /// A stage's report: the solver's own (measured on its output by forward kinematics, before
@@ -332,8 +463,14 @@ pub enum StageReport {
     Jacobian(SolveReport),
     /// From [`FullBodySolver`].
     FullBody(FullBodyReport),
-    /// From a [`CustomStage`].
+    /// From any other [`Stage`].
     Custom(CustomReport),
+}
+
+impl From<CustomReport> for StageReport {
+    fn from(report: CustomReport) -> Self {
+        Self::Custom(report)
+    }
 }
 
 impl StageReport {
@@ -383,5 +520,152 @@ impl StageReport {
             Self::FullBody(r) => r.residuals.iter().fold(r.look_at, |m, g| m.max(g.rotation)),
             Self::Custom(r) => r.angle_residual,
         }
+    }
+}
+
+impl TwoBoneStage {
+    /// The solve, inline (the stack calls it without a virtual call).
+    #[inline]
+    fn solve_limb(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+    ) -> Result<StageReport, StackError> {
+        let parent = match self.parent {
+            Some(p) if p < buffer.len() => buffer.model_transform(skeleton, p),
+            _ => BoneTransform::IDENTITY,
+        };
+        let report = self.ik.solve_with_parent(
+            skeleton,
+            buffer.pose_unchecked_mut(),
+            &self.goal,
+            &parent,
+        )?;
+        Ok(StageReport::TwoBone(report))
+    }
+}
+
+impl Stage for TwoBoneStage {
+    fn bones(&self) -> &[usize] {
+        &self.bones
+    }
+
+    /// The target's translation becomes the goal's target.
+    fn set_target(&mut self, target: Option<BoneTransform>) {
+        if let Some(t) = target {
+            self.goal.target = t.translation;
+        }
+    }
+
+    fn solve(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+    ) -> Result<StageReport, StackError> {
+        self.solve_limb(skeleton, buffer)
+    }
+
+    /// The tip's distance to the goal's target.
+    fn measure(&self, skeleton: &Skeleton, buffer: &mut PoseBuffer) -> Option<GoalResidual> {
+        let tip = self.bones[2];
+        (tip < buffer.len()).then(|| GoalResidual {
+            position: buffer
+                .model_transform(skeleton, tip)
+                .translation
+                .distance(self.goal.target),
+            angle: 0.0,
+        })
+    }
+}
+
+impl Stage for JacobianStage {
+    fn bones(&self) -> &[usize] {
+        &self.bones
+    }
+
+    fn warm_starts(&self) -> bool {
+        true
+    }
+
+    fn start_cold(&mut self) {
+        self.scratch.reset();
+    }
+
+    fn solve(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+    ) -> Result<StageReport, StackError> {
+        let report = self.solver.solve(
+            skeleton,
+            buffer.pose_unchecked_mut(),
+            &self.goals,
+            &mut self.scratch,
+        )?;
+        Ok(StageReport::Jacobian(report))
+    }
+}
+
+impl Stage for FullBodyStage {
+    fn bones(&self) -> &[usize] {
+        &self.bones
+    }
+
+    fn warm_starts(&self) -> bool {
+        true
+    }
+
+    fn start_cold(&mut self) {
+        self.cold = true;
+    }
+
+    fn solve(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+    ) -> Result<StageReport, StackError> {
+        let pose = buffer.pose_unchecked_mut();
+        let report = if core::mem::take(&mut self.cold) {
+            self.solver.solve_cold(skeleton, pose, &self.goals)
+        } else {
+            self.solver.solve(skeleton, pose, &self.goals)
+        };
+        // A failed solve leaves the next one cold.
+        self.cold = report.is_err();
+        Ok(StageReport::FullBody(report?))
+    }
+
+    /// Each enabled effector goal (position and, where weighted, rotation) measured on the
+    /// pose, goals in another bone's frame resolved through that bone's model transform.
+    fn measure(&self, skeleton: &Skeleton, buffer: &mut PoseBuffer) -> Option<GoalResidual> {
+        let bones = self.solver.effector_bones();
+        let mut residual = GoalResidual::default();
+        let mut any = false;
+        for (goal, &bone) in self.goals.effectors.iter().zip(&bones) {
+            if !goal.enabled || bone >= buffer.len() {
+                continue;
+            }
+            let frame = match goal.frame {
+                GoalFrame::Model => BoneTransform::IDENTITY,
+                GoalFrame::Effector(e) => match bones.get(e as usize) {
+                    Some(&b) if b < buffer.len() => buffer.model_transform(skeleton, b),
+                    _ => continue,
+                },
+                GoalFrame::Bone(b) if b < buffer.len() => buffer.model_transform(skeleton, b),
+                GoalFrame::Bone(_) => continue,
+            };
+            let actual = buffer.model_transform(skeleton, bone);
+            if goal.position_weight > 0.0 {
+                let target: Vec3 = frame.transform_point(goal.position);
+                residual.position = residual.position.max(actual.translation.distance(target));
+                any = true;
+            }
+            if goal.rotation_weight > 0.0 {
+                let target = (frame.rotation * goal.rotation).normalize();
+                residual.angle = residual.angle.max(actual.rotation.angle_between(target));
+                any = true;
+            }
+        }
+        any.then_some(residual)
     }
 }

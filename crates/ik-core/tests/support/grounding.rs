@@ -22,7 +22,7 @@ use ik_core::analytic::{LimbGoal, TwoBoneIk};
 use ik_core::glam::Vec3;
 use ik_core::grounding::{FootGround, GroundHit, GroundingStage, Leg};
 use ik_core::humanoid::{BodyFrame, HumanoidBone as B, RestAxes, RigConvention, test_rig};
-use ik_core::stack::{IkStack, Stage, StageOutcome};
+use ik_core::stack::{IkStack, StageOutcome};
 use ik_core::{BoneTransform, Pose};
 
 use crate::gameplay::{Rig, load_skeleton};
@@ -341,7 +341,7 @@ impl Run {
     pub fn new(rig: &Rig, clip: &Rc<Clip>, ground: Ground) -> Self {
         let stage = GroundingStage::try_new(&rig.skeleton, &clip.legs, None).expect("grounding");
         let mut stack = IkStack::new(rig.skeleton.clone());
-        stack.push(Stage::custom(stage)).expect("push");
+        stack.push(stage).expect("push");
         let (fr, s) = (clip.frame, clip.scale);
         let roots = (0..FRAMES)
             .map(|f| {

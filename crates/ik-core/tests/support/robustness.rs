@@ -40,7 +40,7 @@ use ik_core::humanoid::{
     RigConvention, random_pose_within_limits, test_rig,
 };
 use ik_core::limits::JointLimit;
-use ik_core::stack::{CustomStage, PoseBuffer};
+use ik_core::stack::{PoseBuffer, Stage};
 use ik_core::vr::{FootPhase, TrackerPose, VrBody, VrTrackers};
 use ik_core::{Pose, Skeleton};
 
