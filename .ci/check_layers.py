@@ -37,6 +37,8 @@ LAYERS = {
     "vr": 2,
     "vrm": 2,
     "debug_draw": 2,
+    "secondary": 2,
+    "vrm_spring": 2,
     # plugin
     "lib": 3,
 }

@@ -59,6 +59,7 @@ use ik_core::spring::{
     ColliderDesc, ColliderShape, SpringBoneStage, SpringChainDesc, SpringJointDesc, SpringSettings,
     SpringTail,
 };
+use ik_core::stack::StackError;
 use ik_core::velocity::AngularVelocityLimiter;
 
 use crate::components::BoneRef;
@@ -627,8 +628,7 @@ fn spring_custom(chain: &IkSpringChain, shapes: Vec<Option<IkColliderShape>>) ->
             colliders: (0..colliders.len()).collect(),
             weight: 1.0,
         };
-        SpringBoneStage::try_with_settings(s, &[desc], &colliders, settings)
-            .map_err(|e| e.to_string())
+        SpringBoneStage::try_with_settings(s, &[desc], &colliders, settings).map_err(Into::into)
     })
     .with_key(key)
 }
@@ -639,11 +639,11 @@ fn chain_custom(chain: &IkChain) -> IkCustom {
     IkCustom::new(
         [chain.root.clone(), chain.tip.clone()],
         move |s: &Skeleton, b: &[usize]| {
-            let c = s.chain(b[0], b[1]).map_err(|e| e.to_string())?;
-            let ik = ChainIk::try_new(s, &c, &limits, settings).map_err(|e| e.to_string())?;
+            let c = s.chain(b[0], b[1])?;
+            let ik = ChainIk::try_new(s, &c, &limits, settings)?;
             // Until a target is handed in, the goal is where the tip stands at rest.
             let tip = s.rest_model_transforms()[b[1]].translation;
-            Ok::<_, String>(ChainIkStage::new(ik, ChainGoal::new(tip)))
+            Ok::<_, StackError>(ChainIkStage::new(ik, ChainGoal::new(tip)))
         },
     )
     .with_key(format!("{:?}", chain.limits))
@@ -653,9 +653,9 @@ fn spline_custom(spline: &IkSpline) -> IkCustom {
     IkCustom::new(
         [spline.root.clone(), spline.tip.clone()],
         |s: &Skeleton, b: &[usize]| {
-            let c = s.chain(b[0], b[1]).map_err(|e| e.to_string())?;
-            let ik = SplineIk::try_new(s, &c).map_err(|e| e.to_string())?;
-            Ok::<_, String>(SplineIkStage::new(ik, SplineGoal::default()))
+            let c = s.chain(b[0], b[1])?;
+            let ik = SplineIk::try_new(s, &c)?;
+            Ok::<_, StackError>(SplineIkStage::new(ik, SplineGoal::default()))
         },
     )
     .with_key(())
@@ -664,7 +664,7 @@ fn spline_custom(spline: &IkSpline) -> IkCustom {
 fn velocity_custom(limit: &IkVelocityLimit) -> IkCustom {
     let speed = limit.max_speed.to_radians();
     IkCustom::new(limit.bones.clone(), move |_: &Skeleton, b: &[usize]| {
-        Ok::<_, String>(AngularVelocityLimiter::new(b, speed))
+        Ok::<_, StackError>(AngularVelocityLimiter::new(b, speed))
     })
     .with_key(())
 }
