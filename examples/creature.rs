@@ -6,6 +6,8 @@
 //! `cargo run --example creature --features demo` (`--screenshot PATH [--after SECONDS]`
 //! saves a frame and quits)
 
+#[path = "creature/body.rs"]
+mod body;
 #[path = "creature/rig.rs"]
 mod rig;
 
@@ -103,33 +105,8 @@ fn setup(
         ))
         .id();
     let bones = rig::spawn_skeleton(&mut commands, root);
-    // The body meshes hang from the bones: they take part in visibility.
-    for &b in &bones {
-        commands.entity(b).insert(Visibility::default());
-    }
     rig::spawn_stages(&mut commands, root, &bones, Some(ball));
-    // Body: a capsule from each joint to its parent's, on the parent bone.
-    let fur = materials.add(Color::srgb(0.62, 0.45, 0.3));
-    let locals = rig::rest_locals();
-    for (i, &(name, parent, _)) in rig::JOINTS.iter().enumerate() {
-        let Some(p) = parent else { continue };
-        let offset = locals[i].translation;
-        let radius = match name {
-            n if n.starts_with("tail") => 0.035,
-            n if n.contains("upper") || n.contains("lower") => 0.04,
-            n if n.contains("foot") || n.contains("toe") => 0.03,
-            "spine" | "chest" => 0.14,
-            "snout" => 0.07,
-            _ => 0.08,
-        };
-        commands.spawn((
-            Mesh3d(meshes.add(Capsule3d::new(radius, offset.length()))),
-            MeshMaterial3d(fur.clone()),
-            Transform::from_translation(offset / 2.0)
-                .with_rotation(Quat::from_rotation_arc(Vec3::Y, offset.normalize())),
-            ChildOf(bones[p]),
-        ));
-    }
+    body::spawn_body(&mut commands, &mut meshes, &mut materials, &bones);
 }
 
 /// Around the circle, facing the way it walks; the root stays at height 0 (no character
@@ -139,7 +116,8 @@ fn walk(time: Res<Time>, mut q: Query<&mut Transform, With<Creature>>) {
     for mut t in &mut q {
         t.translation = Vec3::new(angle.cos(), 0.0, angle.sin()) * WALK_RADIUS;
         let heading = Vec3::new(-angle.sin(), 0.0, angle.cos());
-        t.rotation = Quat::from_rotation_arc(Vec3::Z, heading);
+        // A turn about +Y (a half-turn arc from +Z could roll the creature over).
+        t.rotation = Quat::from_rotation_y(heading.x.atan2(heading.z));
     }
 }
 

@@ -5,7 +5,7 @@
 //! cargo run --release --features demo --example demo [-- CHARACTER.glb|.gltf|.vrm]
 //! cargo run --features demo --example demo -- --screenshot shot.png [--frames 60]
 //!     [--character FILE.glb|FILE.gltf|FILE.vrm] [--solver full-body|rig|limbs]
-//!     [--settings saved.ron] [--yaw DEGREES] [--terrain] [--walk] [--vr]
+//!     [--settings saved.ron] [--yaw DEGREES] [--terrain] [--walk] [--vr] [--creature]
 //! ```
 //!
 //! * Any humanoid glTF or VRM character opens: a path on the command line (a file on disk, or
@@ -37,15 +37,23 @@
 //! (residuals, plots, summary), [`stack`] (the character's IK stack window, analytic arms after
 //! the solver), [`screenshot`], [`grounding`] (the terrain mode: feet on a stair and a ramp,
 //! `--terrain`; `--walk`: the walk clip across a scrolling course), [`behaviours`] (look-at, aim, twist stages, two-handed grip) and [`vr`] (`--vr`:
-//! the head and hand handles are the trackers of a VR body).
+//! the head and hand handles are the trackers of a VR body) and [`creature`] (`--creature`: the
+//! procedural quadruped of `examples/creature.rs` walking beside the character on the terrain).
 
 mod behaviours;
+/// The creature's body meshes (shared with `examples/creature.rs`).
+#[path = "../creature/body.rs"]
+mod body;
 mod camera;
 mod character;
+mod creature;
 mod grounding;
 mod handles;
 mod panel;
 mod readouts;
+/// The creature's skeleton and stages (shared with `examples/creature.rs` and its test).
+#[path = "../creature/rig.rs"]
+mod rig;
 mod screenshot;
 mod settings;
 mod solver;
@@ -75,7 +83,7 @@ use crate::settings::{DemoSettings, SettingsPlugin, load_settings};
 use crate::solver::{SolverPlugin, SolverUi};
 use crate::stack::StackPlugin;
 
-const USAGE: &str = "usage: demo [CHARACTER | --character FILE.glb|FILE.gltf|FILE.vrm] [--screenshot PATH [--frames N]] [--solver full-body|rig|limbs [--switch-from full-body|rig|limbs]] [--settings FILE.ron] [--yaw DEGREES] [--terrain] [--walk] [--vr]";
+const USAGE: &str = "usage: demo [CHARACTER | --character FILE.glb|FILE.gltf|FILE.vrm] [--screenshot PATH [--frames N]] [--solver full-body|rig|limbs [--switch-from full-body|rig|limbs]] [--settings FILE.ron] [--yaw DEGREES] [--terrain] [--walk] [--vr] [--creature]";
 
 fn main() -> ExitCode {
     let options = match Options::parse(std::env::args().skip(1)) {
@@ -179,9 +187,13 @@ fn main() -> ExitCode {
             },
         ))
         .add_plugins(GroundingDemoPlugin {
-            initial: options.terrain,
+            // The creature's legs need the terrain's ground.
+            initial: options.terrain || options.creature,
             walk: options.walk,
         });
+    if options.creature {
+        app.add_plugins(creature::CreatureDemoPlugin);
+    }
     if let Some(path) = &options.screenshot {
         app.add_plugins(ScreenshotPlugin {
             path: path.clone(),
@@ -260,6 +272,8 @@ struct Options {
     walk: bool,
     /// Start in VR mode (head and hand handles are the trackers of a VR body).
     vr: bool,
+    /// Add the procedural quadruped beside the character (and the terrain it walks on).
+    creature: bool,
 }
 
 impl Options {
@@ -271,6 +285,7 @@ impl Options {
         while let Some(arg) = args.next() {
             match arg.as_str() {
                 "--vr" => options.vr = true,
+                "--creature" => options.creature = true,
                 "--screenshot" => {
                     let path = args.next().ok_or("--screenshot needs a path")?;
                     options.screenshot = Some(PathBuf::from(path));
@@ -364,6 +379,7 @@ mod tests {
             "-30",
             "--character",
             "robot.glb",
+            "--creature",
         ]))
         .expect("valid arguments");
         assert_eq!(o.screenshot, Some(PathBuf::from("shot.png")));
@@ -372,9 +388,11 @@ mod tests {
         assert_eq!(o.switch_from, Some(SolverUi::Rig));
         assert_eq!(o.yaw, Some(-30.0));
         assert_eq!(o.character.as_deref(), Some("robot.glb"));
+        assert!(o.creature);
         let positional = Options::parse(args(&["my model.gltf"])).expect("a positional path");
         assert_eq!(positional.character.as_deref(), Some("my model.gltf"));
         assert_eq!(positional.frames, 60);
+        assert!(!positional.creature);
         assert!(Options::parse(args(&["a.glb", "--character", "b.glb"])).is_err());
         assert!(Options::parse(args(&["--character"])).is_err());
         assert!(Options::parse(args(&["--frames", "many"])).is_err());
