@@ -5,8 +5,8 @@
 //! Each is engine-agnostic, built once from a [`Skeleton`](crate::Skeleton) (its axes derived
 //! from the rest pose, never assumed), and implements
 //! [`Stage`](crate::stack::Stage): push it with
-//! [`Stage::custom`](crate::stack::Stage::custom), reach it each frame with
-//! [`Stage::as_custom_mut`](crate::stack::Stage::as_custom_mut) to set its goal and the frame's
+//! [`IkStack::push`](crate::stack::IkStack::push), reach it each frame with
+//! [`StageSlot::stage_mut`](crate::stack::StageSlot::stage_mut) to set its goal and the frame's
 //! time step. None allocates per solve.
 //!
 //! | behaviour | Unreal | Unity Animation Rigging | Final IK | Godot 4.6 |
