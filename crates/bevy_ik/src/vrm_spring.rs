@@ -19,7 +19,7 @@
 //! The loader tags the nodes the springs name with [`IkVrmNode`] and puts the table,
 //! [`IkVrmSprings`], on the scene's root entity. When the scene is spawned,
 //! `spawn_vrm_springs` finds the character (the nearest entity at or above the scene's root
-//! with an [`IkCharacter`](crate::IkCharacter), e.g. the entity holding the `WorldAssetRoot`
+//! with an [`IkCharacter`], e.g. the entity holding the `WorldAssetRoot`
 //! and an `IkHumanoid`; else the scene's root itself), spawns each collider as a child of its
 //! node and each chain as a stage entity of that character (after the stages it already
 //! has), named `VRM spring <name>`. Bad indices are skipped with a warning.
