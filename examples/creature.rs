@@ -10,10 +10,11 @@
 mod body;
 #[path = "creature/rig.rs"]
 mod rig;
+#[path = "support/screenshot.rs"]
+mod screenshot;
 
 use bevy::mesh::VertexAttributeValues;
 use bevy::prelude::*;
-use bevy::render::view::screenshot::{Screenshot, save_to_disk};
 use bevy_ik::prelude::*;
 
 /// Radius of the circle the creature walks, metres.
@@ -22,23 +23,13 @@ const WALK_RADIUS: f32 = 2.5;
 const WALK_SPEED: f32 = 0.7;
 
 fn main() {
-    let arg = |name: &str| std::env::args().skip_while(|a| a != name).nth(1);
-    let screenshot = ScreenshotPath(
-        arg("--screenshot"),
-        arg("--after").and_then(|s| s.parse().ok()).unwrap_or(2.0),
-    );
     App::new()
         .add_plugins((DefaultPlugins, IkPlugin::default()))
-        .insert_resource(screenshot)
+        .add_plugins(screenshot::ScreenshotOption)
         .add_systems(Startup, setup)
-        .add_systems(Update, (walk, float_ball, take_screenshot))
+        .add_systems(Update, (walk, float_ball))
         .run();
 }
-
-/// `--screenshot PATH` and `--after SECONDS` (default 2; a software renderer compiling its
-/// pipelines needs longer).
-#[derive(Resource)]
-struct ScreenshotPath(Option<String>, f32);
 
 #[derive(Component)]
 struct Creature;
@@ -130,28 +121,5 @@ fn float_ball(time: Res<Time>, mut q: Query<&mut Transform, With<Ball>>) {
             1.0 + 0.3 * (2.0 * t).sin(),
             1.8 * (t * 0.5).cos(),
         );
-    }
-}
-
-/// `--screenshot PATH`: a frame after `--after` seconds (default 2), then quit.
-fn take_screenshot(
-    mut commands: Commands,
-    path: Res<ScreenshotPath>,
-    time: Res<Time>,
-    mut state: Local<u32>,
-    mut exit: MessageWriter<AppExit>,
-) {
-    let after = path.1;
-    let Some(path) = &path.0 else { return };
-    if *state == 0 && time.elapsed_secs() > after {
-        commands
-            .spawn(Screenshot::primary_window())
-            .observe(save_to_disk(path.clone()));
-        *state = 1;
-    } else if *state > 0 {
-        *state += 1;
-        if *state > 30 && std::path::Path::new(path).exists() {
-            exit.write(AppExit::Success);
-        }
     }
 }

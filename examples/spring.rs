@@ -5,8 +5,10 @@
 //! `cargo run --example spring --features demo` (`R` resets the hair to the pose;
 //! `--screenshot PATH [--after SECONDS]` saves a frame and quits)
 
+#[path = "support/screenshot.rs"]
+mod screenshot;
+
 use bevy::prelude::*;
-use bevy::render::view::screenshot::{Screenshot, save_to_disk};
 use bevy::world_serialization::WorldInstanceReady;
 use bevy_ik::prelude::*;
 
@@ -23,23 +25,13 @@ const HAIR: [[f32; 3]; 5] = [
 ];
 
 fn main() {
-    let arg = |name: &str| std::env::args().skip_while(|a| a != name).nth(1);
-    let screenshot = ScreenshotPath(
-        arg("--screenshot"),
-        arg("--after").and_then(|s| s.parse().ok()).unwrap_or(2.0),
-    );
     App::new()
         .add_plugins((DefaultPlugins, IkPlugin::default()))
-        .insert_resource(screenshot)
+        .add_plugins(screenshot::ScreenshotOption)
         .add_systems(Startup, setup)
-        .add_systems(Update, (sway, reset, take_screenshot))
+        .add_systems(Update, (sway, reset))
         .run();
 }
-
-/// `--screenshot PATH` and `--after SECONDS` (default 2; a software renderer compiling its
-/// pipelines needs longer).
-#[derive(Resource)]
-struct ScreenshotPath(Option<String>, f32);
 
 #[derive(Component)]
 struct Swaying;
@@ -146,29 +138,6 @@ fn reset(keys: Res<ButtonInput<KeyCode>>, mut commands: Commands, hair: Query<En
     if keys.just_pressed(KeyCode::KeyR) {
         for e in &hair {
             commands.entity(e).insert(IkSpringReset);
-        }
-    }
-}
-
-/// `--screenshot PATH`: a frame after `--after` seconds (default 2), then quit.
-fn take_screenshot(
-    mut commands: Commands,
-    path: Res<ScreenshotPath>,
-    time: Res<Time>,
-    mut state: Local<u32>,
-    mut exit: MessageWriter<AppExit>,
-) {
-    let after = path.1;
-    let Some(path) = &path.0 else { return };
-    if *state == 0 && time.elapsed_secs() > after {
-        commands
-            .spawn(Screenshot::primary_window())
-            .observe(save_to_disk(path.clone()));
-        *state = 1;
-    } else if *state > 0 {
-        *state += 1;
-        if *state > 30 && std::path::Path::new(path).exists() {
-            exit.write(AppExit::Success);
         }
     }
 }
