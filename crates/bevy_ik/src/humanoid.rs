@@ -47,7 +47,7 @@ use bevy::ecs::reflect::ReflectComponent;
 use bevy::ecs::system::{Commands, Query, Res};
 use bevy::math::Vec3;
 use bevy::reflect::prelude::*;
-use bevy::transform::components::{GlobalTransform, Transform};
+use bevy::transform::components::Transform;
 use ik_core::humanoid::{
     BodyFrame, CenterOfMassGoal, DetachedFeet, Effector, FullBodySettings, FullBodySolver,
     GoalFrame, HumanoidBone, HumanoidMap, MappingOptions, MappingReport,
@@ -56,11 +56,14 @@ use ik_core::stack::{AnyStage, FullBodyStage};
 use ik_core::{BoneTransform, Skeleton};
 
 use crate::balance::{IkBalance, IkCenterOfMass};
-use crate::character::{IkCharacter, read_target};
+use crate::character::IkCharacter;
 use crate::components::{IkLimb, IkStatus};
 use crate::error::IkError;
+use crate::kind::{
+    IkBoneResolver, IkBuildContext, IkGatherContext, IkStageComponent, IkStageEntity,
+    IkStageSummary,
+};
 use crate::pipeline::warn_once;
-use crate::pose_io::TargetReader;
 use crate::setup::{IkRescan, hierarchy_skeleton};
 use crate::stage::{IkCustom, IkStageOf, IkStages};
 
@@ -965,10 +968,9 @@ fn set_up_full_body(
 fn gather_grip(
     grip: &IkGrip,
     stage: &mut FullBodyStage,
-    model: &GlobalTransform,
-    helper: &TargetReader<'_, '_, '_>,
-    bones: &[Entity],
+    cx: &IkGatherContext<'_, '_, '_, '_>,
 ) -> Result<(), IkError> {
+    let bones = cx.bones();
     let (hand, other) = match grip.hand {
         IkGripHand::Left => (Effector::LeftHand, Effector::RightHand),
         IkGripHand::Right => (Effector::RightHand, Effector::LeftHand),
@@ -989,7 +991,7 @@ fn gather_grip(
             Some(i) => GoalFrame::Bone(i),
             None => {
                 // Not moved by this character's IK: its transform this frame is exact.
-                let m = read_target(helper, model, e, false)?;
+                let m = cx.read(e, false)?;
                 goal.position = m.position + m.rotation * offset.translation;
                 goal.rotation = (m.rotation * offset.rotation).normalize();
                 GoalFrame::Model
@@ -999,18 +1001,96 @@ fn gather_grip(
     Ok(())
 }
 
-/// Per-character data of a full-body stage.
-#[derive(Debug)]
-pub(crate) struct FullBodyData {
-    #[cfg_attr(not(feature = "debug-draw"), allow(dead_code, reason = "drawn"))]
-    pub(crate) map: HumanoidMap,
-    /// The rest body's up (the balance goal's ground normal).
-    pub(crate) up: Vec3,
+pub(crate) use state::FullBodyData;
+
+/// The full-body kind's state (a public type in a private module: named by the
+/// [`IkStageComponent`] impl, not reachable from outside).
+mod state {
+    use super::{HumanoidMap, Vec3};
+
+    /// Per-character data of a full-body stage.
+    #[derive(Debug)]
+    pub struct FullBodyData {
+        #[cfg_attr(not(feature = "debug-draw"), allow(dead_code, reason = "drawn"))]
+        pub(crate) map: HumanoidMap,
+        /// The rest body's up (the balance goal's ground normal).
+        pub(crate) up: Vec3,
+    }
+}
+
+/// The full-body stage of an [`IkHumanoid`] with [`IkHumanoidSolver::FullBody`] (on the
+/// humanoid's entity, with its [`IkHumanoidTargets`]).
+impl IkStageComponent for IkHumanoid {
+    type Key = ();
+    type State = FullBodyData;
+
+    fn describes(&self, entity: &IkStageEntity<'_, '_, '_>) -> bool {
+        self.solver == IkHumanoidSolver::FullBody && entity.contains::<IkHumanoidTargets>()
+    }
+
+    fn key(&self) {}
+
+    /// The hips and everything below them with a Transform (bone directions need the
+    /// children): not the targets and props parented to the character root.
+    fn resolve(&self, r: &mut IkBoneResolver<'_, '_, '_>) -> Result<Vec<Entity>, IkError> {
+        let hips = r.role(HumanoidBone::Hips)?;
+        Ok(r.subtree(hips))
+    }
+
+    fn build(
+        &self,
+        cx: &IkBuildContext<'_, '_, '_>,
+        _bones: &[usize],
+    ) -> Result<(AnyStage, FullBodyData), IkError> {
+        build_full_body_stage(self, cx.skeleton(), cx.humanoid_map())
+    }
+
+    fn weight(&self) -> f32 {
+        self.weight
+    }
+
+    fn gather(
+        &self,
+        entity: &IkStageEntity<'_, '_, '_>,
+        stage: &mut AnyStage,
+        _state: &mut FullBodyData,
+        cx: &mut IkGatherContext<'_, '_, '_, '_>,
+    ) -> Result<(), IkError> {
+        let targets = entity
+            .get::<IkHumanoidTargets>()
+            .ok_or(IkError::NotAChain)?;
+        let stage = stage.get_mut::<FullBodyStage>().ok_or(IkError::NotAChain)?;
+        gather_full_body(self, targets, stage, cx)
+    }
+
+    /// Per-effector residuals and the look-at's, the centre of mass's residual, and (balance
+    /// on) the centre of mass of the solved pose.
+    fn summarise(stage: &mut AnyStage, state: &FullBodyData, summary: &mut IkStageSummary<'_>) {
+        let Some(stage) = stage.get_mut::<FullBodyStage>() else {
+            return;
+        };
+        if let ik_core::stack::StageReport::FullBody(r) = summary.report {
+            for g in &r.residuals {
+                summary.push_residual(g.position);
+            }
+            summary.push_residual(r.look_at);
+            summary.center_of_mass_residual = r.center_of_mass;
+        }
+        let goal = stage.goals.center_of_mass;
+        if goal.enabled
+            && let Some(c) = stage
+                .solver
+                .center_of_mass(summary.skeleton(), summary.pose())
+                .filter(|c| c.is_finite())
+        {
+            summary.center_of_mass = Some((c, goal.target, state.up));
+        }
+    }
 }
 
 /// Builds the full-body stage on the character's skeleton (the whole hierarchy under the
 /// humanoid entity).
-pub(crate) fn build_full_body_stage(
+fn build_full_body_stage(
     humanoid: &IkHumanoid,
     skeleton: &Skeleton,
     mapped: Option<HumanoidMap>,
@@ -1048,13 +1128,11 @@ pub(crate) fn build_full_body_stage(
 ///
 /// `bones` are the character's bone entities (parallel to the stage's skeleton), for a grip
 /// anchored on one of them.
-pub(crate) fn gather_full_body(
+fn gather_full_body(
     humanoid: &IkHumanoid,
     targets: &IkHumanoidTargets,
     stage: &mut FullBodyStage,
-    model: &GlobalTransform,
-    helper: &TargetReader<'_, '_, '_>,
-    bones: &[Entity],
+    cx: &IkGatherContext<'_, '_, '_, '_>,
 ) -> Result<(), IkError> {
     if *stage.solver.settings() != humanoid.full_body_settings {
         *stage.solver.settings_mut() = humanoid.full_body_settings;
@@ -1074,7 +1152,7 @@ pub(crate) fn gather_full_body(
         };
         match target.filter(|_| on) {
             Some(t) => {
-                let m = read_target(helper, model, t, false)?;
+                let m = cx.read(t, false)?;
                 goal.position = m.position;
                 goal.rotation = m.rotation;
                 goal.enabled = true;
@@ -1084,11 +1162,11 @@ pub(crate) fn gather_full_body(
         goal.frame = GoalFrame::Model;
     }
     if let Some(grip) = humanoid.grip.filter(|_| humanoid.arms) {
-        gather_grip(&grip, stage, model, helper, bones)?;
+        gather_grip(&grip, stage, cx)?;
     }
     match targets.head.filter(|_| humanoid.head) {
         Some(t) => {
-            stage.goals.look_at.target = read_target(helper, model, t, false)?.position;
+            stage.goals.look_at.target = cx.read(t, false)?.position;
             stage.goals.look_at.enabled = true;
         }
         None => stage.goals.look_at.enabled = false,

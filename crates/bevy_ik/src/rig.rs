@@ -11,19 +11,20 @@ use bevy::ecs::entity::Entity;
 use bevy::ecs::reflect::ReflectComponent;
 use bevy::math::{Quat, Vec3};
 use bevy::reflect::prelude::*;
-use bevy::transform::components::GlobalTransform;
-use ik_core::Skeleton;
 use ik_core::humanoid::{HumanoidLimits, HumanoidMap};
 use ik_core::jacobian::{JacobianSolver, JointSpec, PostureReference, SolverSettings, TaskSpec};
 use ik_core::limits::JointLimit;
-use ik_core::stack::{AnyStage, JacobianStage, PoseBuffer};
+use ik_core::stack::{AnyStage, JacobianStage};
 
-use crate::character::{Hierarchy, IkCharacter, read_target};
-use crate::components::{BoneRef, IkStatus};
+use crate::character::Hierarchy;
+use crate::components::BoneRef;
 use crate::error::IkError;
+use crate::kind::{
+    IkBoneResolver, IkBuildContext, IkGatherContext, IkStageComponent, IkStageEntity,
+    IkStageSummary,
+};
 use crate::pipeline::finite_weight;
 use crate::pose_io::ModelTarget;
-use crate::pose_io::TargetReader;
 use crate::setup;
 
 pub(crate) fn register(app: &mut bevy::app::App) {
@@ -211,7 +212,6 @@ impl Default for IkRigSettings {
     derive(serde::Serialize, serde::Deserialize),
     reflect(Serialize, Deserialize)
 )]
-#[require(IkStatus, IkCharacter)]
 pub struct IkRig {
     /// The goals, in priority order within a level.
     pub goals: Vec<IkGoal>,
@@ -269,57 +269,63 @@ impl IkRig {
     }
 }
 
-/// The structural part of an [`IkRig`]; a change here rebuilds the stage. Goal weights and
-/// blends, targets, the rig weight and the solver settings are per-frame parameters.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct RigKey {
-    bones: Vec<(BoneRef, IkGoalKind, u8)>,
-    movable_root: Option<BoneRef>,
-    limits: IkJointLimits,
-    posture_gain: u32,
-}
+pub(crate) use state::{GoalTasks, RigKey, RigStage};
 
-impl RigKey {
-    pub(crate) fn of(rig: &IkRig) -> Self {
-        Self {
-            bones: rig
-                .goals
-                .iter()
-                .map(|g| (g.bone.clone(), g.kind, g.priority))
-                .collect(),
-            movable_root: rig.movable_root.clone(),
-            limits: rig.limits,
-            posture_gain: rig.settings.posture_gain.to_bits(),
+/// The rig kind's key and state (public types in a private module: named by the
+/// [`IkStageComponent`] impl, not reachable from outside).
+mod state {
+    use super::{BoneRef, IkGoalKind, IkJointLimits, IkRig, ModelTarget};
+
+    /// The structural part of an [`IkRig`]; a change here rebuilds the stage. Goal weights and
+    /// blends, targets, the rig weight and the solver settings are per-frame parameters.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct RigKey {
+        bones: Vec<(BoneRef, IkGoalKind, u8)>,
+        movable_root: Option<BoneRef>,
+        limits: IkJointLimits,
+        posture_gain: u32,
+    }
+
+    impl RigKey {
+        pub(crate) fn of(rig: &IkRig) -> Self {
+            Self {
+                bones: rig
+                    .goals
+                    .iter()
+                    .map(|g| (g.bone.clone(), g.kind, g.priority))
+                    .collect(),
+                movable_root: rig.movable_root.clone(),
+                limits: rig.limits,
+                posture_gain: rig.settings.posture_gain.to_bits(),
+            }
         }
     }
-}
 
-/// Where a goal's rows are in the solver.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct GoalTasks {
-    pub(crate) bone: usize,
-    position: Option<usize>,
-    rotation: Option<usize>,
-}
+    /// Where a goal's rows are in the solver.
+    #[derive(Debug, Clone, Copy)]
+    pub struct GoalTasks {
+        pub(crate) bone: usize,
+        pub(crate) position: Option<usize>,
+        pub(crate) rotation: Option<usize>,
+    }
 
-/// Per-rig data of a character's Jacobian stage.
-#[derive(Debug)]
-pub(crate) struct RigStage {
-    pub(crate) goal_tasks: Vec<GoalTasks>,
-    /// This frame's model-space target per goal (`None`: goal off this frame).
-    targets: Vec<Option<ModelTarget>>,
+    /// Per-rig data of a character's Jacobian stage.
+    #[derive(Debug)]
+    pub struct RigStage {
+        pub(crate) goal_tasks: Vec<GoalTasks>,
+        /// This frame's model-space target per goal (`None`: goal off this frame).
+        pub(crate) targets: Vec<Option<ModelTarget>>,
+    }
 }
 
 /// Builds the Jacobian stage of `rig` on the character's skeleton; `bones` are the skeleton
 /// indices of the goal bones, then of the movable root.
-pub(crate) fn build_stage(
+fn build_stage(
     rig: &IkRig,
-    character: Entity,
-    skeleton: &Skeleton,
-    entities: &[Entity],
+    cx: &IkBuildContext<'_, '_, '_>,
     bones: &[usize],
-    h: &Hierarchy<'_, '_>,
 ) -> Result<(AnyStage, RigStage), IkError> {
+    let (character, skeleton, entities, h) = (cx.character, cx.skeleton, cx.entities, cx.h);
     let (goal_bones, root_index) = if rig.movable_root.is_some() {
         let (g, r) = bones.split_at(bones.len() - 1);
         (g, r.first().copied())
@@ -441,25 +447,19 @@ fn humanoid_limits(
 
 /// Writes this frame's goals (targets read now, blended from the stage's input pose by each
 /// goal's `blend`), goal weights and solver settings into the stage.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the per-frame inputs of one stage"
-)]
-pub(crate) fn gather(
+fn gather(
     rig: &IkRig,
     data: &mut RigStage,
     stage: &mut JacobianStage,
-    skeleton: &Skeleton,
-    buffer: &mut PoseBuffer,
-    model: &GlobalTransform,
-    helper: &TargetReader<'_, '_, '_>,
+    cx: &mut IkGatherContext<'_, '_, '_, '_>,
 ) -> Result<(), IkError> {
     for (slot, goal) in data.targets.iter_mut().zip(&rig.goals) {
         *slot = match goal.target {
             None => None,
-            Some(t) => Some(read_target(helper, model, t, false)?),
+            Some(t) => Some(cx.read(t, false)?),
         };
     }
+    let (skeleton, buffer) = cx.parts();
     let settings = solver_settings(&rig.settings);
     if *stage.solver().settings() != settings {
         stage
@@ -501,11 +501,7 @@ pub(crate) fn gather(
 }
 
 /// Per-goal residuals of the last solve, in goal order.
-pub(crate) fn residuals(
-    data: &RigStage,
-    stage: &JacobianStage,
-    out: &mut crate::character::Residuals,
-) {
+fn residuals(data: &RigStage, stage: &JacobianStage, out: &mut crate::character::Residuals) {
     out.clear();
     let residuals = stage.scratch().residuals();
     out.extend(data.goal_tasks.iter().map(|g| {
@@ -514,4 +510,61 @@ pub(crate) fn residuals(
             .and_then(|t| residuals.get(t).copied())
             .unwrap_or(0.0)
     }));
+}
+
+impl IkStageComponent for IkRig {
+    type Key = RigKey;
+    type State = RigStage;
+
+    fn key(&self) -> RigKey {
+        RigKey::of(self)
+    }
+
+    /// The goal bones, then the movable root; all under the character.
+    fn resolve(&self, r: &mut IkBoneResolver<'_, '_, '_>) -> Result<Vec<Entity>, IkError> {
+        if self.goals.is_empty() {
+            return Err(IkError::NoTarget);
+        }
+        let character = r.character();
+        let mut bones = Vec::with_capacity(self.goals.len() + 1);
+        for g in &self.goals {
+            bones.push(r.find(&g.bone, character)?);
+        }
+        if let Some(root) = &self.movable_root {
+            bones.push(r.find(root, character)?);
+        }
+        if bones.iter().any(|&b| r.chain(character, b).is_none()) {
+            return Err(IkError::NotAChain);
+        }
+        Ok(bones)
+    }
+
+    fn build(
+        &self,
+        cx: &IkBuildContext<'_, '_, '_>,
+        bones: &[usize],
+    ) -> Result<(AnyStage, RigStage), IkError> {
+        build_stage(self, cx, bones)
+    }
+
+    fn weight(&self) -> f32 {
+        self.weight
+    }
+
+    fn gather(
+        &self,
+        _entity: &IkStageEntity<'_, '_, '_>,
+        stage: &mut AnyStage,
+        state: &mut RigStage,
+        cx: &mut IkGatherContext<'_, '_, '_, '_>,
+    ) -> Result<(), IkError> {
+        let stage = stage.get_mut::<JacobianStage>().ok_or(IkError::NotAChain)?;
+        gather(self, state, stage, cx)
+    }
+
+    fn summarise(stage: &mut AnyStage, state: &RigStage, summary: &mut IkStageSummary<'_>) {
+        if let Some(stage) = stage.get::<JacobianStage>() {
+            residuals(state, stage, summary.residuals);
+        }
+    }
 }

@@ -141,11 +141,15 @@ use bevy::reflect::prelude::*;
 use bevy::time::Time;
 use bevy::transform::components::GlobalTransform;
 use bevy::transform::helper::TransformHelper;
-use ik_core::stack::{StackError, Stage};
+use ik_core::stack::{AnyStage, StackError, Stage};
 use ik_core::{BoneTransform, Skeleton};
 
 use crate::character::IkCharacter;
 use crate::components::{BoneRef, IkStatus};
+use crate::error::IkError;
+use crate::kind::{
+    IkBoneResolver, IkBuildContext, IkGatherContext, IkStageComponent, IkStageEntity,
+};
 
 /// Makes this entity a stage of the character entity `0` (which gets an
 /// [`IkCharacter`] if it has none). The stage description is this entity's
@@ -523,5 +527,50 @@ pub(crate) fn sync_custom(
             None => new,
         };
         commands.entity(entity).insert(new);
+    }
+}
+
+/// A custom stage registers as every stage kind does: built by its builder on its bones,
+/// handed its target entity's current transform every frame.
+impl IkStageComponent for IkCustom {
+    type Key = (Vec<BoneRef>, (bool, u64));
+    type State = ();
+
+    fn key(&self) -> Self::Key {
+        (self.bones.clone(), self.builder_id())
+    }
+
+    fn resolve(&self, r: &mut IkBoneResolver<'_, '_, '_>) -> Result<Vec<Entity>, IkError> {
+        let character = r.character();
+        self.bones.iter().map(|b| r.find(b, character)).collect()
+    }
+
+    fn build(
+        &self,
+        cx: &IkBuildContext<'_, '_, '_>,
+        bones: &[usize],
+    ) -> Result<(AnyStage, ()), IkError> {
+        let stage =
+            (self.build)(cx.skeleton(), bones).map_err(|e| IkError::InvalidSettings(e.into()))?;
+        Ok((AnyStage::from_boxed(stage), ()))
+    }
+
+    fn weight(&self) -> f32 {
+        self.weight
+    }
+
+    fn gather(
+        &self,
+        _entity: &IkStageEntity<'_, '_, '_>,
+        stage: &mut AnyStage,
+        _state: &mut (),
+        cx: &mut IkGatherContext<'_, '_, '_, '_>,
+    ) -> Result<(), IkError> {
+        let target = match self.target {
+            None => None,
+            Some(t) => Some(cx.target(t)?),
+        };
+        stage.as_dyn_mut().set_target(target);
+        Ok(())
     }
 }
