@@ -567,13 +567,7 @@ impl IkStageInput for IkLookAt {
         }
     }
 
-    fn weight(look: &&Self) -> Option<f32> {
-        Some(look.weight)
-    }
-
-    fn target(look: &&Self) -> Option<Option<Entity>> {
-        Some(look.target)
-    }
+    crate::stage::weight_and_target_fields!();
 }
 
 impl IkStageInput for IkAim {
@@ -591,13 +585,7 @@ impl IkStageInput for IkAim {
         }
     }
 
-    fn weight(aim: &&Self) -> Option<f32> {
-        Some(aim.weight)
-    }
-
-    fn target(aim: &&Self) -> Option<Option<Entity>> {
-        Some(aim.target)
-    }
+    crate::stage::weight_and_target_fields!();
 }
 
 impl IkStageInput for IkTwist {

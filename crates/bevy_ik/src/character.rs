@@ -45,7 +45,7 @@ use crate::stage::{IkStageOf, IkStages};
 /// Inserted automatically by every stage description ([`IkLimb`](crate::IkLimb), [`IkRig`](crate::IkRig), [`IkHumanoid`](crate::IkHumanoid),
 /// [`IkCustom`](crate::IkCustom)) and by [`IkStages`]; it holds the runtime state the plugin keeps between
 /// frames (skeleton, solvers, the remembered input pose), so there is nothing to configure on
-/// it. [`IkDisabled`] on the character entity switches the whole character off.
+/// it. [`IkDisabled`](crate::IkDisabled) on the character entity switches the whole character off.
 #[derive(Component, Default)]
 pub struct IkCharacter {
     pub(crate) rt: Option<Runtime>,

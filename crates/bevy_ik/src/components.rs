@@ -88,6 +88,10 @@ impl From<&Name> for BoneRef {
 ///
 /// The solved rotations are blended with the animated ones by [`IkLimb::weight`]; with
 /// `rotation_weight > 0` the tip also turns toward the target entity's rotation.
+///
+/// A registered stage kind ([`IkStageComponent`](crate::IkStageComponent), registered by
+/// [`IkPlugin`](crate::IkPlugin)): with the plugin, an entity with it gets an [`IkStatus`] and
+/// an [`IkCharacter`](crate::IkCharacter).
 #[derive(Component, Debug, Clone, PartialEq, Reflect)]
 #[reflect(Component, Default, Debug)]
 #[cfg_attr(

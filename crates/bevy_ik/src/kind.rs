@@ -30,7 +30,7 @@ use bevy::app::App;
 use bevy::ecs::component::Component;
 use bevy::ecs::entity::Entity;
 use bevy::ecs::lifecycle::RemovedComponents;
-use bevy::ecs::query::{Changed, Or, Without};
+use bevy::ecs::query::{Changed, Without};
 use bevy::ecs::resource::{IsResource, Resource};
 use bevy::ecs::schedule::{IntoScheduleConfigs, SystemSet};
 use bevy::ecs::system::{Query, ResMut};
@@ -123,8 +123,12 @@ pub trait IkStageAppExt {
     /// Registers `C` as a stage kind (see [`IkStageComponent`]): entities with `C` become
     /// stages of their character (the entity itself, or the one their
     /// [`IkStageOf`] names), get an [`IkStatus`], and a change of `C` is looked at by
-    /// set-up. Add it after [`IkPlugin`](crate::IkPlugin). Registering a kind twice does
-    /// nothing.
+    /// set-up. Registering a kind twice does nothing.
+    ///
+    /// # Panics
+    ///
+    /// Without [`IkPlugin`](crate::IkPlugin): add it first (the kind's systems go in its
+    /// schedule).
     fn register_ik_stage<C: IkStageComponent>(&mut self) -> &mut Self;
 }
 
@@ -184,7 +188,7 @@ pub(crate) struct StageChanges {
 }
 
 fn note_stage_changes<T: Component>(
-    changed: Query<(Entity, Option<&IkStageOf>), Or<(Changed<T>,)>>,
+    changed: Query<(Entity, Option<&IkStageOf>), Changed<T>>,
     mut removed: RemovedComponents<T>,
     mut out: ResMut<StageChanges>,
 ) {

@@ -25,7 +25,8 @@
 //! The order a character runs its stages: a stage component on the character entity itself
 //! first (for example the full-body stage of [`IkHumanoid::auto`](crate::IkHumanoid::auto)),
 //! then its [`IkStages`] in order. An entity carries one stage; if it has several stage
-//! components, the first of `IkHumanoid` (full body), `IkRig`, `IkLimb`, `IkCustom` is used.
+//! components, the first of `IkHumanoid` (full body), `IkRig`, `IkLimb`, `IkCustom` is used,
+//! then kinds of your own in the order they were registered (see [`crate::kind`]).
 //! An entity with `IkStageOf` is never a character itself.
 //!
 //! # Per-frame inputs: [`IkStageInput`]
@@ -394,6 +395,22 @@ impl IkStageContext<'_, '_, '_> {
         self.bones
     }
 }
+
+/// The [`IkStageInput::weight`] and [`IkStageInput::target`] of an input whose data is the
+/// component itself (`type Data = &'static Self`) with `weight` and `target` fields: written
+/// once here for the behaviours that have both.
+macro_rules! weight_and_target_fields {
+    () => {
+        fn weight(data: &&Self) -> Option<f32> {
+            Some(data.weight)
+        }
+
+        fn target(data: &&Self) -> Option<Option<bevy::ecs::entity::Entity>> {
+            Some(data.target)
+        }
+    };
+}
+pub(crate) use weight_and_target_fields;
 
 /// Registers an [`IkStageInput`]: one system, in [`IkSystems::Prepare`](crate::IkSystems)
 /// after set-up, hands every stage entity's input to its built stage. Add it after

@@ -309,13 +309,7 @@ impl IkVrmSprings {
         } else {
             return Ok(None);
         };
-        let bad = table
-            .chains
-            .iter()
-            .flat_map(|c| c.joints.iter().map(|j| j.node).chain(c.center))
-            .chain(table.colliders.iter().map(|c| c.node))
-            .find(|&n| n >= nodes);
-        if let Some(node) = bad {
+        if let Some(node) = table.nodes().find(|&n| n >= nodes) {
             return Err(format!(
                 "VRM spring bones name node {node}, but the file has {nodes} nodes"
             ));
