@@ -13,6 +13,12 @@ use ik_core::humanoid::HumanoidBone;
 
 use crate::error::IkError;
 
+pub(crate) mod behaviours;
+pub(crate) mod grounding;
+pub(crate) mod rig;
+pub(crate) mod secondary;
+pub(crate) mod vr;
+
 /// A bone, given as its entity, as its `Name` (looked up among the descendants of the
 /// limb's hierarchy root, which is how glTF bones are found once their scene has spawned), or
 /// as a humanoid role (recognised from the bone names under the character, see
