@@ -15,6 +15,7 @@ use crate::error::IkError;
 
 pub(crate) mod behaviours;
 pub(crate) mod grounding;
+pub(crate) mod humanoid;
 pub(crate) mod rig;
 pub(crate) mod secondary;
 pub(crate) mod vr;
