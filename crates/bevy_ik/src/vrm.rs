@@ -104,10 +104,9 @@ impl VrmHumanoidTable {
     /// A message when a VRM extension is there but its humanoid table is malformed (missing,
     /// of the wrong shape, or naming a node the document does not have).
     pub fn from_document(document: &gltf::Document) -> Result<Option<Self>, String> {
-        let Some(ext) = document.extensions() else {
+        let Some((ext, nodes)) = root_extensions(document) else {
             return Ok(None);
         };
-        let nodes = document.nodes().len();
         let table = if let Some(v) = ext.get("VRMC_vrm") {
             let vrm = Vrm1::deserialize(v).map_err(|e| format!("VRMC_vrm humanoid: {e}"))?;
             let mut bones: Vec<(String, usize)> = vrm
@@ -151,6 +150,14 @@ impl VrmHumanoidTable {
             .filter(|(_, n)| *n == node)
             .find_map(|(role, _)| HumanoidBone::from_vrm_name(role))
     }
+}
+
+/// A glTF document's root extensions (`None`: it has none) and its node count: where the VRM
+/// tables are, and the bound their node indices are checked against.
+pub(crate) fn root_extensions(
+    document: &gltf::Document,
+) -> Option<(&serde_json::Map<String, serde_json::Value>, usize)> {
+    Some((document.extensions()?, document.nodes().len()))
 }
 
 /// The glTF extension handler of VRM files, one for both tables it reads while a file loads

@@ -45,6 +45,7 @@ use crate::secondary::{
     IkColliderShape, IkSpringChain, IkSpringCollider, IkSpringJoint, IkSpringTail,
 };
 use crate::stage::IkStageOf;
+use crate::vrm::root_extensions;
 
 /// VRM 0.x's virtual tail past a leaf bone, metres (`three-vrm` and `UniVRM` use 7 cm).
 pub const VRM0_LEAF_TAIL: f32 = 0.07;
@@ -294,10 +295,9 @@ impl IkVrmSprings {
     /// # Errors
     /// A message when the extension is malformed or names a node the document does not have.
     pub fn from_document(document: &gltf::Document) -> Result<Option<Self>, String> {
-        let Some(ext) = document.extensions() else {
+        let Some((ext, nodes)) = root_extensions(document) else {
             return Ok(None);
         };
-        let nodes = document.nodes().len();
         let table = if let Some(v) = ext.get("VRMC_springBone") {
             Self::from_vrm1(v)?
         } else if let Some(v) = ext.get("VRM").and_then(|v| v.get("secondaryAnimation")) {
