@@ -397,9 +397,9 @@ fn apply_solver_settings(
         new.rotation_weight = ui.rotation_weight;
         new.pole = role.pole(&targets).filter(|_| ui.use_pole);
         new.pole_weight = ui.pole_weight;
-        new.soft_reach = ui.soft_reach;
-        new.flex_min = flex_min;
-        new.flex_max = flex_max;
+        new.settings.soft_reach = ui.soft_reach;
+        new.settings.flex_min = flex_min;
+        new.settings.flex_max = flex_max;
         if *limb != new {
             *limb = new;
         }

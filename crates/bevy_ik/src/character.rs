@@ -23,29 +23,29 @@ use bevy::ecs::resource::Resource;
 use bevy::ecs::system::{Query, Res, ResMut, SystemParam};
 use bevy::math::{Quat, Vec3};
 use bevy::transform::components::Transform;
-use ik_core::analytic::{LimbGoal, TwoBoneIk};
 use ik_core::humanoid::{HumanoidBone, HumanoidMap};
-use ik_core::stack::{AnyStage, IkStack, Stage, TwoBoneStage};
+use ik_core::stack::{AnyStage, IkStack, Stage};
 use ik_core::{Pose, Skeleton};
 
-use crate::components::{BoneRef, IkDisabled, IkKeepGoals, IkLimb, IkStatus};
+use crate::components::{BoneRef, IkStatus};
 use crate::error::IkError;
-use crate::humanoid::{
-    self, IkHumanoid, IkHumanoidBone, IkHumanoidBones, IkHumanoidSolver, IkHumanoidTargets,
+use crate::humanoid::{IkHumanoidBone, IkHumanoidBones};
+use crate::kind::{
+    ErasedKey, ErasedState, IkBoneResolver, IkBuildContext, IkStageKinds, StageChanges,
+    StageEntities,
 };
 use crate::limb_batch::LimbBatch;
 use crate::pose_io::{self, ModelTarget};
-use crate::rig::{self, IkRig, RigKey};
 use crate::setup::{self, IkRescan};
-use crate::stage::{IkCustom, IkStageOf, IkStages};
+use crate::stage::{IkStageOf, IkStages};
 
 /// The IK character: one pose buffer and an ordered stack of stages, on the character's root
-/// entity (the skeleton's or glTF scene's root; any entity for a one-stage [`IkLimb`]).
+/// entity (the skeleton's or glTF scene's root; any entity for a one-stage [`IkLimb`](crate::IkLimb)).
 ///
-/// Inserted automatically by every stage description ([`IkLimb`], [`IkRig`], [`IkHumanoid`],
-/// [`IkCustom`]) and by [`IkStages`]; it holds the runtime state the plugin keeps between
+/// Inserted automatically by every stage description ([`IkLimb`](crate::IkLimb), [`IkRig`](crate::IkRig), [`IkHumanoid`](crate::IkHumanoid),
+/// [`IkCustom`](crate::IkCustom)) and by [`IkStages`]; it holds the runtime state the plugin keeps between
 /// frames (skeleton, solvers, the remembered input pose), so there is nothing to configure on
-/// it. [`IkDisabled`] on the character entity switches the whole character off.
+/// it. [`IkDisabled`](crate::IkDisabled) on the character entity switches the whole character off.
 #[derive(Component, Default)]
 pub struct IkCharacter {
     pub(crate) rt: Option<Runtime>,
@@ -54,7 +54,7 @@ pub struct IkCharacter {
     /// Set-up ran at least once.
     pub(crate) seen: bool,
     /// The structural keys of the last set-up (also when it failed).
-    keys: Vec<(Entity, StageKey)>,
+    keys: Vec<(Entity, ErasedKey)>,
     /// A stage failed set-up: retry when bones may have appeared.
     incomplete: bool,
     /// Character-level set-up problem (reported on every stage).
@@ -97,7 +97,7 @@ impl IkCharacter {
     /// child bone of the character's skeleton (`None` when it has no child or several — use
     /// [`IkCharacter::rest_axis_toward`] — or zero length). Derived from the rig, never
     /// assumed (+Y, +X, …): what an aim or a look-at axis should be. With an
-    /// [`IkHumanoid`], [`IkHumanoidBones::get`] gives the bone of a role.
+    /// [`IkHumanoid`](crate::IkHumanoid), [`IkHumanoidBones::get`] gives the bone of a role.
     #[must_use]
     pub fn rest_axis(&self, bone: Entity) -> Option<Vec3> {
         let skeleton = self.stack()?.skeleton();
@@ -173,7 +173,7 @@ impl IkCharacter {
         self.rt.as_ref().and_then(|rt| rt.frame)
     }
 
-    /// The built custom stage of stage entity `stage` (its [`IkCustom`]), if it is set up and
+    /// The built custom stage of stage entity `stage` (its [`IkCustom`](crate::IkCustom)), if it is set up and
     /// is a `T`: to read its output after [`IkSystems::Solve`](crate::IkSystems) (e.g. the
     /// grounding's foot decisions). Per-frame inputs go in through an
     /// [`IkStageInput`](crate::stage::IkStageInput).
@@ -273,7 +273,10 @@ pub(crate) struct StageRt {
     /// This frame's problem (a target is missing, the solver rejected the input).
     pub(crate) frame_error: Option<IkError>,
     pub(crate) setup_error: Option<IkError>,
-    pub(crate) kind: StageKind,
+    /// The stage's kind: its index among the registered kinds ([`IkStageKinds`]).
+    pub(crate) kind: usize,
+    /// The kind's data beside the built stage (see [`IkStageComponent::State`](crate::IkStageComponent::State)).
+    pub(crate) state: ErasedState,
     /// Full body with balance on, last solve: the centre of mass and support point (model
     /// space), up.
     pub(crate) center_of_mass: Option<(Vec3, Vec3, Vec3)>,
@@ -294,110 +297,6 @@ pub(crate) struct Summary {
     pub(crate) goals_moved: bool,
 }
 
-/// What a stage is, with the per-kind data the pipeline needs.
-pub(crate) enum StageKind {
-    Limb {
-        /// Skeleton indices of root, mid, tip.
-        bones: [usize; 3],
-        /// The target's rotation this frame when the tip turns toward it.
-        rotation_target: Option<Quat>,
-        /// Pole position this frame (model space), for drawing.
-        pole: Option<Entity>,
-        target: Option<Entity>,
-        /// The settings the stage's solver has (compared here, not in the stage: the stage
-        /// slot's solver is cold in cache in a crowd).
-        settings: ik_core::analytic::LimbSettings,
-    },
-    Rig(rig::RigStage),
-    FullBody(Box<humanoid::FullBodyData>),
-    Custom,
-}
-
-/// The structural part of a stage description: a change rebuilds the stage.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum StageKey {
-    Limb {
-        bones: [BoneRef; 3],
-        hierarchy: Option<Entity>,
-    },
-    Rig(RigKey),
-    FullBody,
-    Custom {
-        bones: Vec<BoneRef>,
-        builder: (bool, u64),
-    },
-}
-
-/// The stage description components an entity may carry (query data).
-pub(crate) type DescItem = (
-    Option<&'static IkLimb>,
-    Option<&'static IkRig>,
-    Option<&'static IkHumanoid>,
-    Option<&'static IkHumanoidTargets>,
-    Option<&'static IkCustom>,
-    Has<IkDisabled>,
-    Has<IkKeepGoals>,
-);
-
-/// One row of [`DescItem`].
-pub(crate) type DescRow<'a> = (
-    Option<&'a IkLimb>,
-    Option<&'a IkRig>,
-    Option<&'a IkHumanoid>,
-    Option<&'a IkHumanoidTargets>,
-    Option<&'a IkCustom>,
-    bool,
-    bool,
-);
-
-/// One stage description.
-pub(crate) enum Desc<'a> {
-    Limb(&'a IkLimb),
-    Rig(&'a IkRig),
-    FullBody(&'a IkHumanoid, &'a IkHumanoidTargets),
-    Custom(&'a IkCustom),
-}
-
-impl<'a> Desc<'a> {
-    /// The stage an entity describes (see the precedence in [`crate::stage`]).
-    pub(crate) fn of(item: &DescRow<'a>) -> Option<Self> {
-        let (limb, rig, humanoid, targets, custom, ..) = *item;
-        if let (Some(h), Some(t)) = (humanoid, targets)
-            && h.solver == IkHumanoidSolver::FullBody
-        {
-            return Some(Self::FullBody(h, t));
-        }
-        rig.map(Self::Rig)
-            .or(limb.map(Self::Limb))
-            .or(custom.map(Self::Custom))
-    }
-
-    fn key(&self) -> StageKey {
-        match self {
-            Self::Limb(l) => StageKey::Limb {
-                bones: [l.root.clone(), l.mid.clone(), l.tip.clone()],
-                hierarchy: l.hierarchy,
-            },
-            Self::Rig(r) => StageKey::Rig(RigKey::of(r)),
-            Self::FullBody(..) => StageKey::FullBody,
-            Self::Custom(c) => StageKey::Custom {
-                bones: c.bones.clone(),
-                builder: c.builder_id(),
-            },
-        }
-    }
-
-    /// The stage's IK/FK weight this frame.
-    pub(crate) fn weight(&self) -> f32 {
-        match self {
-            Self::Limb(l) => l.weight,
-            Self::Rig(r) => r.weight,
-            Self::FullBody(h, _) => h.weight,
-            Self::Custom(c) => c.weight,
-        }
-    }
-}
-
 /// The hierarchy queries set-up needs.
 #[derive(SystemParam)]
 pub(crate) struct Hierarchy<'w, 's> {
@@ -411,7 +310,7 @@ pub(crate) struct Hierarchy<'w, 's> {
 }
 
 impl Hierarchy<'_, '_> {
-    /// The humanoid roles an [`IkHumanoid`] on `character` mapped at set-up (tables,
+    /// The humanoid roles an [`IkHumanoid`](crate::IkHumanoid) on `character` mapped at set-up (tables,
     /// detached-feet ends) as indices into `entities` (a skeleton's bones).
     pub(crate) fn humanoid_map(
         &self,
@@ -433,21 +332,21 @@ impl Hierarchy<'_, '_> {
 }
 
 /// Resolves bone references for one character (humanoid roles mapped once, on demand).
-struct Resolver<'a, 'w, 's> {
-    h: &'a Hierarchy<'w, 's>,
-    character: Entity,
+pub(crate) struct Resolver<'a, 'w, 's> {
+    pub(crate) h: &'a Hierarchy<'w, 's>,
+    pub(crate) character: Entity,
     roles: Option<Vec<Option<Entity>>>,
 }
 
 impl Resolver<'_, '_, '_> {
-    fn find(&mut self, bone: &BoneRef, search: Entity) -> Result<Entity, IkError> {
+    pub(crate) fn find(&mut self, bone: &BoneRef, search: Entity) -> Result<Entity, IkError> {
         match bone {
             BoneRef::Role(role) => self.role(*role),
             other => setup::find_bone(other, search, &self.h.children, &self.h.names),
         }
     }
 
-    fn role(&mut self, role: HumanoidBone) -> Result<Entity, IkError> {
+    pub(crate) fn role(&mut self, role: HumanoidBone) -> Result<Entity, IkError> {
         if self.roles.is_none() {
             self.roles = Some(match self.h.humanoid_bones.get(self.character) {
                 Ok(b) => HumanoidBone::ALL.iter().map(|&r| b.get(r)).collect(),
@@ -493,64 +392,6 @@ impl Resolver<'_, '_, '_> {
 /// The bones a stage needs, resolved to entities.
 struct Needs {
     bones: Vec<Entity>,
-}
-
-fn resolve(
-    desc: &Desc<'_>,
-    character: Entity,
-    r: &mut Resolver<'_, '_, '_>,
-) -> Result<Needs, IkError> {
-    let bones = match desc {
-        Desc::Limb(l) => {
-            let search = l.hierarchy.unwrap_or(character);
-            let root = r.find(&l.root, search)?;
-            let mid = r.find(&l.mid, search)?;
-            let tip = r.find(&l.tip, search)?;
-            let path = setup::chain_path(root, tip, &r.h.parents).ok_or(IkError::NotAChain)?;
-            if !path[1..path.len().saturating_sub(1)].contains(&mid) {
-                return Err(IkError::NotAChain);
-            }
-            vec![root, mid, tip]
-        }
-        Desc::Rig(rig) => {
-            if rig.goals.is_empty() {
-                return Err(IkError::NoTarget);
-            }
-            let mut bones = Vec::with_capacity(rig.goals.len() + 1);
-            for g in &rig.goals {
-                bones.push(r.find(&g.bone, character)?);
-            }
-            if let Some(root) = &rig.movable_root {
-                bones.push(r.find(root, character)?);
-            }
-            for &b in &bones {
-                if !r.h.is_ancestor_or_self(character, b) {
-                    return Err(IkError::NotAChain);
-                }
-            }
-            bones
-        }
-        Desc::FullBody(..) => {
-            // The hips and everything below them with a Transform (bone directions need the
-            // children): not the targets and props parented to the character root.
-            let hips = r.role(HumanoidBone::Hips)?;
-            let mut bones = vec![hips];
-            let mut i = 0;
-            while i < bones.len() {
-                if let Ok(c) = r.h.children.get(bones[i]) {
-                    bones.extend(c.iter().filter(|&&e| r.h.transforms.contains(e)));
-                }
-                i += 1;
-            }
-            bones
-        }
-        Desc::Custom(c) => c
-            .bones
-            .iter()
-            .map(|b| r.find(b, character))
-            .collect::<Result<_, _>>()?,
-    };
-    Ok(Needs { bones })
 }
 
 /// Longest parent walk accepted.
@@ -652,68 +493,6 @@ fn build_skeleton(
     Ok((frame, entities, skeleton))
 }
 
-/// Builds one stage on the character's skeleton.
-fn build_stage(
-    desc: &Desc<'_>,
-    needs: &Needs,
-    character: Entity,
-    skeleton: &Skeleton,
-    entities: &[Entity],
-    h: &Hierarchy<'_, '_>,
-) -> Result<(AnyStage, StageKind), IkError> {
-    let index = |e: Entity| {
-        entities
-            .iter()
-            .position(|&x| x == e)
-            .ok_or(IkError::NotAChain)
-    };
-    match desc {
-        Desc::Limb(limb) => {
-            let [root, mid, tip] = [
-                index(needs.bones[0])?,
-                index(needs.bones[1])?,
-                index(needs.bones[2])?,
-            ];
-            let ik = TwoBoneIk::try_with_settings(skeleton, root, mid, tip, limb.settings())
-                .map_err(|e| IkError::InvalidChain(e.into()))?;
-            Ok((
-                AnyStage::two_bone(TwoBoneStage::new(skeleton, ik, LimbGoal::new(Vec3::ZERO))),
-                StageKind::Limb {
-                    bones: [root, mid, tip],
-                    rotation_target: None,
-                    pole: None,
-                    target: None,
-                    settings: limb.settings(),
-                },
-            ))
-        }
-        Desc::Rig(r) => {
-            let bones = needs
-                .bones
-                .iter()
-                .map(|&e| index(e))
-                .collect::<Result<Vec<_>, _>>()?;
-            let (stage, data) = rig::build_stage(r, character, skeleton, entities, &bones, h)?;
-            Ok((stage, StageKind::Rig(data)))
-        }
-        Desc::FullBody(hum, _) => {
-            let mapped = h.humanoid_map(character, entities);
-            let (stage, data) = humanoid::build_full_body_stage(hum, skeleton, mapped)?;
-            Ok((stage, StageKind::FullBody(Box::new(data))))
-        }
-        Desc::Custom(c) => {
-            let bones = needs
-                .bones
-                .iter()
-                .map(|&e| index(e))
-                .collect::<Result<Vec<_>, _>>()?;
-            let stage =
-                (c.build)(skeleton, &bones).map_err(|e| IkError::InvalidSettings(e.into()))?;
-            Ok((AnyStage::from_boxed(stage), StageKind::Custom))
-        }
-    }
-}
-
 /// Marks characters whose stage descriptions changed, then (re)builds their skeleton and stack
 /// where the structure changed.
 #[allow(clippy::type_complexity, reason = "system parameters")]
@@ -724,25 +503,9 @@ pub(crate) fn set_up_characters(
         Option<Ref<IkStages>>,
         Has<IkStageOf>,
     )>,
-    changed: Query<
-        (Entity, Option<&IkStageOf>),
-        Or<(
-            Changed<IkLimb>,
-            Changed<IkRig>,
-            Changed<IkHumanoid>,
-            Changed<IkHumanoidTargets>,
-            Changed<IkCustom>,
-            Changed<IkStageOf>,
-        )>,
-    >,
-    mut removed: (
-        RemovedComponents<IkLimb>,
-        RemovedComponents<IkRig>,
-        RemovedComponents<IkCustom>,
-        RemovedComponents<IkStageOf>,
-        RemovedComponents<IkStages>,
-    ),
-    descs: Query<DescItem>,
+    changed: Query<(Entity, &IkStageOf), Changed<IkStageOf>>,
+    mut removed: (RemovedComponents<IkStageOf>, RemovedComponents<IkStages>),
+    (descs, kinds, mut noted): (StageEntities, Res<IkStageKinds>, ResMut<StageChanges>),
     mut statuses: Query<&mut IkStatus>,
     rescan: Res<IkRescan>,
     h: Hierarchy,
@@ -753,8 +516,12 @@ pub(crate) fn set_up_characters(
     // appeared, when every character is looked at. A frame where nothing changed touches no
     // character (in a crowd each one is a cache miss).
     let mut visit: Vec<Entity> = Vec::new();
-    for (e, of) in &changed {
-        let c = of.map_or(e, |o| o.0);
+    let noted_removed = core::mem::take(&mut noted.removed);
+    let changed_stages = changed
+        .iter()
+        .map(|(e, of)| (e, of.0))
+        .chain(noted.changed.drain(..));
+    for (e, c) in changed_stages {
         if let Ok((_, mut ch, ..)) = characters.get_mut(c) {
             ch.dirty = true;
             visit.push(c);
@@ -768,12 +535,7 @@ pub(crate) fn set_up_characters(
     let mut new =
         characters.transmute_lens_filtered::<Entity, Or<(Added<IkCharacter>, Changed<IkStages>)>>();
     visit.extend(new.query().iter());
-    let any_removed = removed.0.read().count()
-        + removed.1.read().count()
-        + removed.2.read().count()
-        + removed.3.read().count()
-        + removed.4.read().count()
-        > 0;
+    let any_removed = noted_removed || removed.0.read().count() + removed.1.read().count() > 0;
     let characters_gone = gone.read().count() > 0;
     let every = any_removed || rescan.0;
     if !every {
@@ -805,14 +567,13 @@ pub(crate) fn set_up_characters(
             .chain(list.iter().flat_map(|l| l.entities().iter().copied()))
             .filter_map(|e| {
                 let item = descs.get(e).ok()?;
-                let key = Desc::of(&item)?.key();
-                Some((e, key))
+                Some((e, kinds.key(&item)?))
             })
             .collect::<Vec<_>>();
         if order == ch.keys && !ch.incomplete {
             return;
         }
-        rebuild(entity, &mut ch, order, &descs, &mut statuses, &h);
+        rebuild(entity, &mut ch, order, (&descs, &kinds), &mut statuses, &h);
         rebuilt = true;
     };
     if every {
@@ -845,8 +606,8 @@ pub(crate) struct BatchableCharacters(pub(crate) usize);
 fn rebuild(
     character: Entity,
     ch: &mut IkCharacter,
-    order: Vec<(Entity, StageKey)>,
-    descs: &Query<DescItem>,
+    order: Vec<(Entity, ErasedKey)>,
+    (descs, kinds): (&StageEntities, &IkStageKinds),
     statuses: &mut Query<&mut IkStatus>,
     h: &Hierarchy<'_, '_>,
 ) {
@@ -856,7 +617,7 @@ fn rebuild(
         .chain(
             order
                 .iter()
-                .filter_map(|(e, _)| descs.get(*e).ok()?.0?.hierarchy),
+                .filter_map(|(e, key)| kinds.search_root(key.kind(), &descs.get(*e).ok()?)),
         )
         .all(|root| setup::scene_pending(root, &h.children, &h.names));
     let mut old = ch.rt.take();
@@ -873,18 +634,19 @@ fn rebuild(
         .unwrap_or_default();
     ch.set_ups += 1;
     ch.incomplete = false;
-    let mut resolver = Resolver {
+    let mut resolver = IkBoneResolver(Resolver {
         h,
         character,
         roles: None,
-    };
+    });
     // Resolve every stage's bones; a stage that cannot be resolved is reported and skipped.
     let mut needs: Vec<Result<Needs, IkError>> = Vec::with_capacity(order.len());
-    for (e, _) in &order {
-        let item = descs.get(*e).ok();
-        let need = match item.as_ref().and_then(Desc::of) {
-            Some(d) => resolve(&d, character, &mut resolver),
-            None => Err(IkError::NotAChain),
+    for (e, key) in &order {
+        let need = match descs.get(*e) {
+            Ok(item) => kinds
+                .resolve(key.kind(), &item, &mut resolver)
+                .map(|bones| Needs { bones }),
+            Err(_) => Err(IkError::NotAChain),
         };
         needs.push(need);
     }
@@ -951,15 +713,29 @@ fn rebuild(
                     &mut rt.stack.slots_mut()[slot].stage,
                     AnyStage::custom(Placeholder),
                 );
-                Ok((moved, st.kind))
+                Ok((moved, st.state))
             }
-            (None, Ok(need)) => {
-                let item = descs.get(*e).ok();
-                match item.as_ref().and_then(Desc::of) {
-                    Some(d) => build_stage(&d, need, character, &skeleton, &entities, h),
-                    None => Err(IkError::NotAChain),
+            (None, Ok(need)) => match descs.get(*e) {
+                Ok(item) => {
+                    let cx = IkBuildContext {
+                        skeleton: &skeleton,
+                        entities: &entities,
+                        character,
+                        h,
+                    };
+                    need.bones
+                        .iter()
+                        .map(|&b| {
+                            entities
+                                .iter()
+                                .position(|&x| x == b)
+                                .ok_or(IkError::NotAChain)
+                        })
+                        .collect::<Result<Vec<_>, _>>()
+                        .and_then(|bones| kinds.build(key.kind(), &item, &cx, &bones))
                 }
-            }
+                Err(_) => Err(IkError::NotAChain),
+            },
             (None, Err(err)) => Err(err.clone()),
         };
         let warned_before = old_warned
@@ -969,7 +745,8 @@ fn rebuild(
             .unwrap_or_default();
         let mut rt_stage = StageRt {
             entity: *e,
-            kind: StageKind::Custom,
+            kind: key.kind(),
+            state: Box::new(()),
             slot: None,
             setup_error: None,
             frame_error: None,
@@ -979,9 +756,9 @@ fn rebuild(
             warned: warned_before,
         };
         match built {
-            Ok((stage, kind)) => match stack.push(stage) {
+            Ok((stage, state)) => match stack.push(stage) {
                 Ok(slot) => {
-                    rt_stage.kind = kind;
+                    rt_stage.state = state;
                     rt_stage.slot = Some(slot);
                     if let Ok(mut s) = statuses.get_mut(*e)
                         && (!s.ready || s.last_error.is_some())
@@ -1081,36 +858,4 @@ pub(crate) fn read_target(
         (pose_io::TargetProblem::Missing, true) => IkError::MissingPole(entity),
         (pose_io::TargetProblem::NonFinite, true) => IkError::NonFinitePole(entity),
     })
-}
-
-/// A built stage seen as the plugin's stage kinds (the ik-core stack holds any
-/// [`Stage`]; the plugin feeds and reads its own built-ins by their concrete types).
-pub(crate) enum StageMut<'a> {
-    TwoBone(&'a mut TwoBoneStage),
-    Jacobian(&'a mut ik_core::stack::JacobianStage),
-    FullBody(&'a mut ik_core::stack::FullBodyStage),
-    Other(&'a mut dyn Stage),
-}
-
-impl<'a> StageMut<'a> {
-    /// `stage` by its concrete type.
-    pub(crate) fn of(stage: &'a mut AnyStage) -> Self {
-        use ik_core::stack::{FullBodyStage, JacobianStage};
-        if stage.is::<TwoBoneStage>() {
-            return stage
-                .get_mut()
-                .map_or_else(|| unreachable!("checked"), StageMut::TwoBone);
-        }
-        if stage.is::<JacobianStage>() {
-            return stage
-                .get_mut()
-                .map_or_else(|| unreachable!("checked"), StageMut::Jacobian);
-        }
-        if stage.is::<FullBodyStage>() {
-            return stage
-                .get_mut()
-                .map_or_else(|| unreachable!("checked"), StageMut::FullBody);
-        }
-        StageMut::Other(stage.as_dyn_mut())
-    }
 }

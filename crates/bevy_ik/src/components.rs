@@ -11,8 +11,14 @@ use bevy::reflect::prelude::*;
 use ik_core::analytic::LimbSettings;
 use ik_core::humanoid::HumanoidBone;
 
-use crate::character::IkCharacter;
 use crate::error::IkError;
+
+pub(crate) mod behaviours;
+pub(crate) mod grounding;
+pub(crate) mod humanoid;
+pub(crate) mod rig;
+pub(crate) mod secondary;
+pub(crate) mod vr;
 
 /// A bone, given as its entity, as its `Name` (looked up among the descendants of the
 /// limb's hierarchy root, which is how glTF bones are found once their scene has spawned), or
@@ -89,6 +95,10 @@ impl From<&Name> for BoneRef {
 ///
 /// The solved rotations are blended with the animated ones by [`IkLimb::weight`]; with
 /// `rotation_weight > 0` the tip also turns toward the target entity's rotation.
+///
+/// A registered stage kind ([`IkStageComponent`](crate::IkStageComponent), registered by
+/// [`IkPlugin`](crate::IkPlugin)): with the plugin, an entity with it gets an [`IkStatus`] and
+/// an [`IkCharacter`](crate::IkCharacter).
 #[derive(Component, Debug, Clone, PartialEq, Reflect)]
 #[reflect(Component, Default, Debug)]
 #[cfg_attr(
@@ -96,7 +106,6 @@ impl From<&Name> for BoneRef {
     derive(serde::Serialize, serde::Deserialize),
     reflect(Serialize, Deserialize)
 )]
-#[require(IkStatus, IkCharacter)]
 pub struct IkLimb {
     /// The limb's first bone (upper arm, thigh).
     pub root: BoneRef,
@@ -123,16 +132,11 @@ pub struct IkLimb {
     /// How much the tip takes the target's rotation (0 = keeps its animated orientation
     /// relative to the forearm, 1 = matches the target entity's global rotation).
     pub rotation_weight: f32,
-    /// Smallest flex angle of the middle joint, radians (0 = straight).
-    pub flex_min: f32,
-    /// Largest flex angle of the middle joint, radians (π = fully folded).
-    pub flex_max: f32,
-    /// Fraction of the full reach over which the limb eases into full extension instead of
-    /// snapping straight, in `[0, 1)` (0 = off; targets in that band are not quite reached).
-    pub soft_reach: f32,
-    /// Axis the middle joint flexes about, in the limb root's parent space at rest. `None`:
-    /// derived from the rest pose's bend (give it for rigs whose limbs are straight at rest).
-    pub bend_axis: Option<Vec3>,
+    /// The core solver's settings: the middle joint's flex range (`flex_min`, `flex_max`,
+    /// radians, 0 = straight), the soft-reach band and the bend axis (see
+    /// [`LimbSettings`]). A change is applied to the built stage next frame (no rebuild).
+    #[reflect(ignore)]
+    pub settings: LimbSettings,
 }
 
 impl Default for IkLimb {
@@ -148,10 +152,7 @@ impl Default for IkLimb {
             pole_weight: 1.0,
             weight: 1.0,
             rotation_weight: 0.0,
-            flex_min: 0.0,
-            flex_max: core::f32::consts::PI,
-            soft_reach: 0.0,
-            bend_axis: None,
+            settings: LimbSettings::default(),
         }
     }
 }
@@ -206,34 +207,30 @@ impl IkLimb {
     /// Limits the middle joint's flex angle to `[min, max]` radians (0 = straight).
     #[must_use]
     pub fn with_flex_limits(mut self, min: f32, max: f32) -> Self {
-        self.flex_min = min;
-        self.flex_max = max;
+        self.settings.flex_min = min;
+        self.settings.flex_max = max;
         self
     }
 
-    /// Sets the soft-reach fraction (see [`IkLimb::soft_reach`]).
+    /// Sets the soft-reach fraction (see [`LimbSettings::soft_reach`]).
     #[must_use]
     pub fn with_soft_reach(mut self, fraction: f32) -> Self {
-        self.soft_reach = fraction;
+        self.settings.soft_reach = fraction;
         self
     }
 
-    /// Sets the bend axis (see [`IkLimb::bend_axis`]).
+    /// Sets the bend axis (see [`LimbSettings::bend_axis`]).
     #[must_use]
     pub fn with_bend_axis(mut self, axis: Vec3) -> Self {
-        self.bend_axis = Some(axis);
+        self.settings.bend_axis = Some(axis);
         self
     }
 
-    /// The core solver settings these fields describe.
+    /// Sets every core solver setting at once (see [`IkLimb::settings`]).
     #[must_use]
-    pub fn settings(&self) -> LimbSettings {
-        LimbSettings {
-            flex_min: self.flex_min,
-            flex_max: self.flex_max,
-            soft_reach: self.soft_reach,
-            bend_axis: self.bend_axis,
-        }
+    pub fn with_settings(mut self, settings: LimbSettings) -> Self {
+        self.settings = settings;
+        self
     }
 
     /// Searches bones given by name among `root` and its descendants (e.g. a `WorldAssetRoot`).
@@ -321,7 +318,7 @@ pub struct IkStatus {
 pub struct IkKeepGoals;
 
 /// Opt-in timing of one character's IK. Insert it on an
-/// [`IkCharacter`]'s entity (the character root: the entity of its
+/// [`IkCharacter`](crate::IkCharacter)'s entity (the character root: the entity of its
 /// [`IkHumanoid`](crate::IkHumanoid), or of a one-stage [`IkLimb`]) and the plugin writes, every
 /// frame the character is solved (not while it has [`IkDisabled`]), how long its own work took: reading its pose and targets,
 /// solving its stack and choosing the bones to write, timed inside the task that ran it.

@@ -25,9 +25,10 @@ use ik_core::limits::JointLimit;
 use ik_core::stack::{FullBodyStage, JacobianStage};
 
 use crate::balance::IkCenterOfMass;
-use crate::character::{DescItem, IkCharacter, StageKind};
-use crate::components::IkDisabled;
-use crate::humanoid::IkHumanoidTargets;
+use crate::character::IkCharacter;
+use crate::components::{IkDisabled, IkLimb};
+use crate::humanoid::{FullBodyData, IkHumanoidTargets};
+use crate::rig::{IkRig, RigStage};
 use crate::stage::IkStageOf;
 
 /// What the debug drawing shows. Insert or change it at run time.
@@ -124,7 +125,7 @@ fn draw_ik_gizmos(
         (&IkCharacter, Option<&IkHumanoidTargets>),
         (Without<IkDisabled>, Without<IkStageOf>),
     >,
-    descs: Query<DescItem>,
+    (limbs, rigs): (Query<&IkLimb>, Query<&IkRig>),
     globals: Query<&GlobalTransform>,
     balances: Query<(&IkCenterOfMass, &GlobalTransform), Without<IkDisabled>>,
 ) {
@@ -150,20 +151,17 @@ fn draw_ik_gizmos(
             };
             let solved = st.summary.is_some();
             match (
-                &st.kind,
-                slot.stage.get::<JacobianStage>(),
-                slot.stage.get::<FullBodyStage>(),
+                slot.stage.as_two_bone().zip(limbs.get(st.entity).ok()),
+                slot.stage
+                    .get::<JacobianStage>()
+                    .zip(st.state.downcast_ref::<RigStage>()),
+                slot.stage
+                    .get::<FullBodyStage>()
+                    .zip(st.state.downcast_ref::<FullBodyData>()),
             ) {
-                (
-                    StageKind::Limb {
-                        bones: [root, _, tip],
-                        target,
-                        pole,
-                        ..
-                    },
-                    _,
-                    _,
-                ) => {
+                (Some((limb_stage, limb)), _, _) => {
+                    let [root, _, tip] = limb_stage.ik().bones();
+                    let (root, tip, target, pole) = (&root, &tip, limb.target, limb.pole);
                     let mut chain = Vec::new();
                     let mut cur = Some(*tip);
                     while let Some(c) = cur {
@@ -202,14 +200,13 @@ fn draw_ik_gizmos(
                         }
                     }
                 }
-                (StageKind::Rig(data), Some(stage), _) => {
+                (_, Some((stage, data)), _) => {
                     if settings.chains {
                         for joint in stage.solver().joints() {
                             bone_line(&mut gizmos, joint.bone);
                         }
                     }
-                    let rig = descs.get(st.entity).ok().and_then(|d| d.1);
-                    if let Some(rig) = rig {
+                    if let Ok(rig) = rigs.get(st.entity) {
                         for (goal, tasks) in rig.goals.iter().zip(&data.goal_tasks) {
                             let bone = pos(entities[tasks.bone]);
                             draw_target(
@@ -234,7 +231,7 @@ fn draw_ik_gizmos(
                         }
                     }
                 }
-                (StageKind::FullBody(data), _, Some(stage)) => {
+                (_, _, Some((stage, data))) => {
                     let map = &data.map;
                     let entity_of = |role| map.get(role).map(|i| entities[i]);
                     if settings.chains {

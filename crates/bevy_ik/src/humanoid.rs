@@ -43,24 +43,27 @@ use bevy::ecs::entity::Entity;
 use bevy::ecs::hierarchy::{ChildOf, Children};
 use bevy::ecs::name::Name;
 use bevy::ecs::query::{Changed, Or};
-use bevy::ecs::reflect::ReflectComponent;
 use bevy::ecs::system::{Commands, Query, Res};
 use bevy::math::Vec3;
-use bevy::reflect::prelude::*;
-use bevy::transform::components::{GlobalTransform, Transform};
+use bevy::transform::components::Transform;
 use ik_core::humanoid::{
-    BodyFrame, CenterOfMassGoal, DetachedFeet, Effector, FullBodySettings, FullBodySolver,
-    GoalFrame, HumanoidBone, HumanoidMap, MappingOptions, MappingReport,
+    BodyFrame, CenterOfMassGoal, DetachedFeet, Effector, FullBodySolver, GoalFrame, HumanoidBone,
+    HumanoidMap, MappingOptions, MappingReport,
 };
 use ik_core::stack::{AnyStage, FullBodyStage};
 use ik_core::{BoneTransform, Skeleton};
 
-use crate::balance::{IkBalance, IkCenterOfMass};
-use crate::character::{IkCharacter, read_target};
+pub use crate::components::humanoid::{
+    IkGrip, IkGripAnchor, IkGripHand, IkHumanoid, IkHumanoidBone, IkHumanoidBones,
+    IkHumanoidMapping, IkHumanoidSolver, IkHumanoidTargets,
+};
 use crate::components::{IkLimb, IkStatus};
 use crate::error::IkError;
+use crate::kind::{
+    IkBoneResolver, IkBuildContext, IkGatherContext, IkStageComponent, IkStageEntity,
+    IkStageSummary,
+};
 use crate::pipeline::warn_once;
-use crate::pose_io::TargetReader;
 use crate::setup::{IkRescan, hierarchy_skeleton};
 use crate::stage::{IkCustom, IkStageOf, IkStages};
 
@@ -73,319 +76,9 @@ pub(crate) fn register(app: &mut bevy::app::App) {
         .register_type::<IkGrip>()
         .register_type::<IkGripHand>()
         .register_type::<IkGripAnchor>();
-}
-
-/// Tags a bone entity with the humanoid role it plays, by the role's VRM name
-/// (`"leftUpperArm"`, see [`HumanoidBone::vrm_name`]). [`IkHumanoid`] takes tagged bones as
-/// given ([`HumanoidMap::from_table`]) and maps the other roles by name and hierarchy. The
-/// `vrm` feature tags a VRM avatar's bones from the file's humanoid table while it loads; tag
-/// bones yourself for a rig whose names no convention covers.
-#[derive(Component, Debug, Clone, Default, PartialEq, Eq, Reflect)]
-#[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
-pub struct IkHumanoidBone(pub String);
-
-impl IkHumanoidBone {
-    /// The tag for `role`.
-    #[must_use]
-    pub fn new(role: HumanoidBone) -> Self {
-        Self(role.vrm_name().to_owned())
-    }
-
-    /// The role, if the name is one of [`HumanoidBone`]'s VRM names (the tag of an unknown
-    /// role, e.g. a finger, is ignored).
-    #[must_use]
-    pub fn role(&self) -> Option<HumanoidBone> {
-        HumanoidBone::from_vrm_name(&self.0)
-    }
-}
-
-/// Auto-maps a humanoid character: put it on the character's root entity (e.g. the entity with
-/// the glTF `WorldAssetRoot`). Once the bones exist, the plugin
-///
-/// 1. recognises the humanoid bones by name (case- and separator-insensitive; see
-///    [`ik_core::humanoid`]),
-/// 2. spawns target entities (children of this entity, listed in [`IkHumanoidTargets`]) at the
-///    current pelvis, hand and foot poses and a look-at target ahead of the face,
-/// 3. drives the body toward them every frame with ik-core's full-body solver (the default,
-///    [`IkHumanoidSolver::FullBody`]: anatomical limits, the hips translate) as the first
-///    stage of this entity's [`IkCharacter`], or with an [`IkLimb`] stage entity per arm and
-///    leg plus elbow/knee pole entities ([`IkHumanoid::limbs`]),
-///
-/// and records the role → bone mapping in [`IkHumanoidBones`]. Roles it could not map are listed
-/// in this entity's [`IkStatus::unmapped`]; if a required one is missing, nothing is set up and
-/// [`IkStatus::last_error`] says which.
-///
-/// More stages go after it on the same pose: spawn them with
-/// [`IkStageOf(this entity)`](crate::IkStageOf) (see the crate docs).
-#[derive(Component, Debug, Clone, PartialEq, Reflect)]
-#[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
-#[require(IkStatus, HumanoidCache, IkCenterOfMass, IkCharacter)]
-pub struct IkHumanoid {
-    /// Set up IK for the arms. Changing `arms`, `legs`, `poles`, `head` or `solver` after set-up
-    /// sets the humanoid up again in place (see the module docs).
-    pub arms: bool,
-    /// Set up IK for the legs.
-    pub legs: bool,
-    /// Spawn pole entities for the elbows and knees (analytic limbs; else the limbs keep
-    /// their animated bend).
-    pub poles: bool,
-    /// Turn the head toward its look-at target (full body).
-    pub head: bool,
-    /// IK/FK blend weight of every stage the humanoid set up: read every frame by the
-    /// full-body stage, written into its limbs and detached-feet stage whenever it changes.
-    pub weight: f32,
-    /// Which solver drives the character.
-    pub solver: IkHumanoidSolver,
-    /// Settings of ik-core's full-body solver (with [`IkHumanoidSolver::FullBody`]).
-    #[reflect(ignore)]
-    pub full_body_settings: FullBodySettings,
-    /// Keep the centre of mass over the feet (full body; off by default, read every frame).
-    #[cfg_attr(feature = "serialize", serde(default))]
-    pub balance: IkBalance,
-    /// A two-handed grip or a hand on a prop (full body; read every frame): one hand's goal
-    /// held relative to the other hand or to an entity, solved in the same frame (see
-    /// [`IkGrip`]). `None` (the default): both hands follow their targets.
-    #[cfg_attr(feature = "serialize", serde(default))]
-    pub grip: Option<IkGrip>,
-}
-
-/// A hand held relative to the other hand or to an entity — the left hand on a rifle the
-/// right hand holds, a hand on a prop — set on [`IkHumanoid::grip`] (full body).
-///
-/// The hand's goal is the anchor's current transform times [`IkGrip::offset`], solved by the
-/// full-body solver in the same solve as every other goal: when the anchor is the other hand,
-/// a bone of the character or an entity parented below one (a prop in the hand), it is a
-/// *relative task* of that solve ([`ik_core::humanoid::GoalFrame`]) — the grip holds while
-/// the holding hand is moved by its own goal in the same frame, with no one-frame lag and no
-/// second pass. Any other entity is read at its current global transform this frame. While a
-/// grip is set, the gripping hand's own target entity is not used.
-#[derive(Debug, Clone, Copy, PartialEq, Reflect)]
-#[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
-pub struct IkGrip {
-    /// The hand that grips.
-    pub hand: IkGripHand,
-    /// What it holds on to.
-    pub anchor: IkGripAnchor,
-    /// The gripping hand's transform in the anchor's frame (the anchor's local space).
-    pub offset: Transform,
-}
-
-impl Default for IkGrip {
-    fn default() -> Self {
-        Self {
-            hand: IkGripHand::Left,
-            anchor: IkGripAnchor::OtherHand,
-            offset: Transform::IDENTITY,
-        }
-    }
-}
-
-impl IkGrip {
-    /// The left hand held at `offset` in the right hand's frame (a two-handed prop the right
-    /// hand carries).
-    #[must_use]
-    pub fn left_on_right(offset: Transform) -> Self {
-        Self {
-            hand: IkGripHand::Left,
-            anchor: IkGripAnchor::OtherHand,
-            offset,
-        }
-    }
-
-    /// `hand` held at `offset` in `entity`'s frame (a prop, a bone, a handle in the world).
-    #[must_use]
-    pub fn on_entity(hand: IkGripHand, entity: Entity, offset: Transform) -> Self {
-        Self {
-            hand,
-            anchor: IkGripAnchor::Entity(entity),
-            offset,
-        }
-    }
-}
-
-/// Which hand an [`IkGrip`] moves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Reflect)]
-#[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
-pub enum IkGripHand {
-    /// The left hand.
-    #[default]
-    Left,
-    /// The right hand.
-    Right,
-}
-
-/// What an [`IkGrip`] is relative to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Reflect)]
-#[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
-pub enum IkGripAnchor {
-    /// The other hand's bone.
-    #[default]
-    OtherHand,
-    /// An entity: a bone of the character, or an entity below one that was there when the
-    /// character was set up (a prop in the hand; both solved as a relative task), or any
-    /// entity outside the character (read at its transform this frame; an entity parented
-    /// below a bone *after* set-up is read at its animated, not solved, transform until the
-    /// character is rebuilt).
-    Entity(Entity),
-}
-
-/// The solver [`IkHumanoid`] sets up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Reflect)]
-#[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
-pub enum IkHumanoidSolver {
-    /// ik-core's hybrid full-body solver (a Jacobian over every humanoid joint with anatomical
-    /// limits, each limb finished analytically): hands and feet (position and rotation), the
-    /// pelvis (position; the hips translate) and the head look-at, on one priority level.
-    #[default]
-    FullBody,
-    /// Four independent analytic [`IkLimb`]s (arms and legs) with elbow and knee poles; the
-    /// pelvis and head targets are spawned but unused.
-    Limbs,
-}
-
-impl Default for IkHumanoid {
-    fn default() -> Self {
-        Self {
-            arms: true,
-            legs: true,
-            poles: true,
-            head: true,
-            weight: 1.0,
-            solver: IkHumanoidSolver::FullBody,
-            full_body_settings: FullBodySettings::default(),
-            balance: IkBalance::default(),
-            grip: None,
-        }
-    }
-}
-
-impl IkHumanoid {
-    /// Map everything: arms, legs, poles, weight 1.
-    #[must_use]
-    pub fn auto() -> Self {
-        Self::default()
-    }
-
-    /// Four analytic limbs instead of the full-body rig (cheaper, exact, no pelvis motion).
-    #[must_use]
-    pub fn limbs() -> Self {
-        Self {
-            solver: IkHumanoidSolver::Limbs,
-            ..Self::default()
-        }
-    }
-
-    /// Sets the balance goal (see [`IkBalance`]), e.g. `IkHumanoid::auto().with_balance(IkBalance::on())`.
-    #[must_use]
-    pub fn with_balance(mut self, balance: IkBalance) -> Self {
-        self.balance = balance;
-        self
-    }
-
-    /// Sets the grip (see [`IkGrip`]), e.g.
-    /// `IkHumanoid::auto().with_grip(IkGrip::left_on_right(offset))`.
-    #[must_use]
-    pub fn with_grip(mut self, grip: IkGrip) -> Self {
-        self.grip = Some(grip);
-        self
-    }
-
-    /// Only the legs (e.g. for foot placement on uneven ground).
-    #[must_use]
-    pub fn legs_only() -> Self {
-        Self {
-            arms: false,
-            ..Self::default()
-        }
-    }
-}
-
-/// The entities [`IkHumanoid`] spawned, inserted on the humanoid's entity once set up: move
-/// these to drive the character. Targets are children of the humanoid entity (they move with
-/// it), placed where the bones were at set-up.
-#[derive(Component, Debug, Clone, Default, PartialEq, Reflect)]
-#[reflect(Component, Default, Debug)]
-pub struct IkHumanoidTargets {
-    /// At the hips bone.
-    pub pelvis: Option<Entity>,
-    /// Full body: the look-at point ahead of the face (move it to turn the head). Limbs: at the
-    /// head bone (unused by the limbs).
-    pub head: Option<Entity>,
-    /// At the left hand (wrist) bone.
-    pub left_hand: Option<Entity>,
-    /// At the right hand bone.
-    pub right_hand: Option<Entity>,
-    /// At the left foot (ankle) bone.
-    pub left_foot: Option<Entity>,
-    /// At the right foot bone.
-    pub right_foot: Option<Entity>,
-    /// Behind the left elbow (analytic limbs only).
-    pub left_elbow_pole: Option<Entity>,
-    /// Behind the right elbow (analytic limbs only).
-    pub right_elbow_pole: Option<Entity>,
-    /// In front of the left knee (analytic limbs only).
-    pub left_knee_pole: Option<Entity>,
-    /// In front of the right knee (analytic limbs only).
-    pub right_knee_pole: Option<Entity>,
-    /// The entities holding the [`IkLimb`]s: left arm, right arm, left leg, right leg (those
-    /// set up; empty for the full body).
-    pub limbs: Vec<Entity>,
-    /// The stage entity that moves detached IK-control foot bones along with the legs (see
-    /// the module docs), on a rig that has them.
-    pub detached_feet: Option<Entity>,
-}
-
-/// Which bone entity plays each humanoid role, inserted on the humanoid's entity once mapped.
-#[derive(Component, Debug, Clone, Default, PartialEq, Reflect)]
-#[reflect(Component, Default, Debug)]
-pub struct IkHumanoidBones {
-    /// Indexed by `HumanoidBone::index()`.
-    bones: Vec<Option<Entity>>,
-}
-
-impl IkHumanoidBones {
-    /// The bone entity of `role`, if the rig has one.
-    #[must_use]
-    pub fn get(&self, role: HumanoidBone) -> Option<Entity> {
-        self.bones.get(role.index()).copied().flatten()
-    }
-
-    /// Every mapped role and its entity.
-    pub fn iter(&self) -> impl Iterator<Item = (HumanoidBone, Entity)> + '_ {
-        HumanoidBone::ALL
-            .iter()
-            .filter_map(|&r| self.get(r).map(|e| (r, e)))
-    }
+    // The set-up's per-humanoid cache goes with every `IkHumanoid` (the component itself is
+    // data and does not name this systems-layer type).
+    app.register_required_components::<IkHumanoid, HumanoidCache>();
 }
 
 /// Per-humanoid set-up state. Internal.
@@ -480,20 +173,6 @@ impl Reuse {
         .flatten()
         .chain(t.limbs)
     }
-}
-
-/// What the humanoid name mapping found on this [`IkHumanoid`]'s bones (ik-core's
-/// [`MappingReport`]): inserted when the bones are mapped, and also
-/// when mapping fails for want of a required bone, so a user (or a tool's panel) can see why.
-#[derive(Component, Reflect, Clone, Debug, Default, PartialEq, Eq)]
-#[reflect(Component, Default, Debug)]
-pub struct IkHumanoidMapping {
-    /// One line: how many roles were mapped and which are missing.
-    pub summary: String,
-    /// The whole report: each role with its bone and how it was found, the roles not mapped
-    /// and why, and the bones passed over (control bones, bones off the chain, detached IK
-    /// feet) and why.
-    pub details: String,
 }
 
 /// Maps new humanoids (and retries incomplete ones when bones may have appeared).
@@ -965,10 +644,9 @@ fn set_up_full_body(
 fn gather_grip(
     grip: &IkGrip,
     stage: &mut FullBodyStage,
-    model: &GlobalTransform,
-    helper: &TargetReader<'_, '_, '_>,
-    bones: &[Entity],
+    cx: &IkGatherContext<'_, '_, '_, '_>,
 ) -> Result<(), IkError> {
+    let bones = cx.bones();
     let (hand, other) = match grip.hand {
         IkGripHand::Left => (Effector::LeftHand, Effector::RightHand),
         IkGripHand::Right => (Effector::RightHand, Effector::LeftHand),
@@ -989,7 +667,7 @@ fn gather_grip(
             Some(i) => GoalFrame::Bone(i),
             None => {
                 // Not moved by this character's IK: its transform this frame is exact.
-                let m = read_target(helper, model, e, false)?;
+                let m = cx.read(e, false)?;
                 goal.position = m.position + m.rotation * offset.translation;
                 goal.rotation = (m.rotation * offset.rotation).normalize();
                 GoalFrame::Model
@@ -999,18 +677,96 @@ fn gather_grip(
     Ok(())
 }
 
-/// Per-character data of a full-body stage.
-#[derive(Debug)]
-pub(crate) struct FullBodyData {
-    #[cfg_attr(not(feature = "debug-draw"), allow(dead_code, reason = "drawn"))]
-    pub(crate) map: HumanoidMap,
-    /// The rest body's up (the balance goal's ground normal).
-    pub(crate) up: Vec3,
+pub(crate) use state::FullBodyData;
+
+/// The full-body kind's state (a public type in a private module: named by the
+/// [`IkStageComponent`] impl, not reachable from outside).
+mod state {
+    use super::{HumanoidMap, Vec3};
+
+    /// Per-character data of a full-body stage.
+    #[derive(Debug)]
+    pub struct FullBodyData {
+        #[cfg_attr(not(feature = "debug-draw"), allow(dead_code, reason = "drawn"))]
+        pub(crate) map: HumanoidMap,
+        /// The rest body's up (the balance goal's ground normal).
+        pub(crate) up: Vec3,
+    }
+}
+
+/// The full-body stage of an [`IkHumanoid`] with [`IkHumanoidSolver::FullBody`] (on the
+/// humanoid's entity, with its [`IkHumanoidTargets`]).
+impl IkStageComponent for IkHumanoid {
+    type Key = ();
+    type State = FullBodyData;
+
+    fn describes(&self, entity: &IkStageEntity<'_, '_, '_>) -> bool {
+        self.solver == IkHumanoidSolver::FullBody && entity.contains::<IkHumanoidTargets>()
+    }
+
+    fn key(&self) {}
+
+    /// The hips and everything below them with a Transform (bone directions need the
+    /// children): not the targets and props parented to the character root.
+    fn resolve(&self, r: &mut IkBoneResolver<'_, '_, '_>) -> Result<Vec<Entity>, IkError> {
+        let hips = r.role(HumanoidBone::Hips)?;
+        Ok(r.subtree(hips))
+    }
+
+    fn build(
+        &self,
+        cx: &IkBuildContext<'_, '_, '_>,
+        _bones: &[usize],
+    ) -> Result<(AnyStage, FullBodyData), IkError> {
+        build_full_body_stage(self, cx.skeleton(), cx.humanoid_map())
+    }
+
+    fn weight(&self) -> f32 {
+        self.weight
+    }
+
+    fn gather(
+        &self,
+        entity: &IkStageEntity<'_, '_, '_>,
+        stage: &mut AnyStage,
+        _state: &mut FullBodyData,
+        cx: &mut IkGatherContext<'_, '_, '_, '_>,
+    ) -> Result<(), IkError> {
+        let targets = entity
+            .get::<IkHumanoidTargets>()
+            .ok_or(IkError::NotAChain)?;
+        let stage = stage.get_mut::<FullBodyStage>().ok_or(IkError::NotAChain)?;
+        gather_full_body(self, targets, stage, cx)
+    }
+
+    /// Per-effector residuals and the look-at's, the centre of mass's residual, and (balance
+    /// on) the centre of mass of the solved pose.
+    fn summarise(stage: &mut AnyStage, state: &FullBodyData, summary: &mut IkStageSummary<'_>) {
+        let Some(stage) = stage.get_mut::<FullBodyStage>() else {
+            return;
+        };
+        if let ik_core::stack::StageReport::FullBody(r) = summary.report {
+            for g in &r.residuals {
+                summary.push_residual(g.position);
+            }
+            summary.push_residual(r.look_at);
+            summary.center_of_mass_residual = r.center_of_mass;
+        }
+        let goal = stage.goals.center_of_mass;
+        if goal.enabled
+            && let Some(c) = stage
+                .solver
+                .center_of_mass(summary.skeleton(), summary.pose())
+                .filter(|c| c.is_finite())
+        {
+            summary.center_of_mass = Some((c, goal.target, state.up));
+        }
+    }
 }
 
 /// Builds the full-body stage on the character's skeleton (the whole hierarchy under the
 /// humanoid entity).
-pub(crate) fn build_full_body_stage(
+fn build_full_body_stage(
     humanoid: &IkHumanoid,
     skeleton: &Skeleton,
     mapped: Option<HumanoidMap>,
@@ -1048,13 +804,11 @@ pub(crate) fn build_full_body_stage(
 ///
 /// `bones` are the character's bone entities (parallel to the stage's skeleton), for a grip
 /// anchored on one of them.
-pub(crate) fn gather_full_body(
+fn gather_full_body(
     humanoid: &IkHumanoid,
     targets: &IkHumanoidTargets,
     stage: &mut FullBodyStage,
-    model: &GlobalTransform,
-    helper: &TargetReader<'_, '_, '_>,
-    bones: &[Entity],
+    cx: &IkGatherContext<'_, '_, '_, '_>,
 ) -> Result<(), IkError> {
     if *stage.solver.settings() != humanoid.full_body_settings {
         *stage.solver.settings_mut() = humanoid.full_body_settings;
@@ -1074,7 +828,7 @@ pub(crate) fn gather_full_body(
         };
         match target.filter(|_| on) {
             Some(t) => {
-                let m = read_target(helper, model, t, false)?;
+                let m = cx.read(t, false)?;
                 goal.position = m.position;
                 goal.rotation = m.rotation;
                 goal.enabled = true;
@@ -1084,11 +838,11 @@ pub(crate) fn gather_full_body(
         goal.frame = GoalFrame::Model;
     }
     if let Some(grip) = humanoid.grip.filter(|_| humanoid.arms) {
-        gather_grip(&grip, stage, model, helper, bones)?;
+        gather_grip(&grip, stage, cx)?;
     }
     match targets.head.filter(|_| humanoid.head) {
         Some(t) => {
-            stage.goals.look_at.target = read_target(helper, model, t, false)?.position;
+            stage.goals.look_at.target = cx.read(t, false)?.position;
             stage.goals.look_at.enabled = true;
         }
         None => stage.goals.look_at.enabled = false,

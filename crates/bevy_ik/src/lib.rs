@@ -10,6 +10,8 @@ pub mod debug_draw;
 pub mod error;
 pub mod grounding;
 pub mod humanoid;
+pub mod kind;
+mod limb;
 mod limb_batch;
 mod pipeline;
 mod pose_io;
@@ -39,6 +41,10 @@ pub use humanoid::{
     IkHumanoidMapping, IkHumanoidSolver, IkHumanoidTargets,
 };
 pub use ik_core;
+pub use kind::{
+    IkBoneResolver, IkBuildContext, IkGatherContext, IkStageAppExt, IkStageComponent,
+    IkStageEntity, IkStageSummary,
+};
 pub use rig::{IkGoal, IkGoalKind, IkJointLimits, IkRig, IkRigSettings};
 pub use secondary::{
     IkChain, IkChainMethod, IkColliderShape, IkCurveKind, IkSpline, IkSplineCurve, IkSpringChain,
@@ -69,6 +75,7 @@ pub mod prelude {
         IkGrip, IkGripAnchor, IkGripHand, IkHumanoid, IkHumanoidBone, IkHumanoidBones,
         IkHumanoidMapping, IkHumanoidSolver, IkHumanoidTargets,
     };
+    pub use crate::kind::{IkStageAppExt, IkStageComponent};
     pub use crate::rig::{IkGoal, IkGoalKind, IkJointLimits, IkRig, IkRigSettings};
     pub use crate::secondary::{
         IkChain, IkChainMethod, IkColliderShape, IkCurveKind, IkSpline, IkSplineCurve,
@@ -220,7 +227,23 @@ impl Plugin for IkPlugin {
                 .in_set(IkSystems::Prepare)
                 .after(setup::SetupSystems),
         );
-        app.init_resource::<character::BatchableCharacters>();
+        app.init_resource::<character::BatchableCharacters>()
+            .init_resource::<kind::IkStageKinds>()
+            .init_resource::<kind::StageChanges>();
+        // The built-in stage kinds, registered as a user's are; the order is their precedence
+        // on an entity carrying several (see `kind`).
+        app.register_ik_stage::<IkHumanoid>()
+            .register_ik_stage::<IkRig>()
+            .register_ik_stage::<IkLimb>()
+            .register_ik_stage::<IkCustom>();
+        kind::watch_stage_component::<IkHumanoidTargets>(app);
+        app.configure_sets(
+            schedule,
+            kind::StageChangeSystems
+                .in_set(setup::SetupSystems)
+                .after(humanoid::sync_humanoid_stage_weights)
+                .before(character::set_up_characters),
+        );
         app.insert_resource(pipeline::IkPipelineSettings {
             batch_limbs: self.batch_limbs,
         });

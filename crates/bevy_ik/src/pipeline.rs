@@ -43,30 +43,23 @@
 use bevy::ecs::batching::BatchingStrategy;
 use bevy::ecs::change_detection::{DetectChangesMut, Mut};
 use bevy::ecs::entity::Entity;
-use bevy::ecs::query::{Has, Or, With, Without};
+use bevy::ecs::query::{Has, With, Without};
 use bevy::ecs::resource::Resource;
 use bevy::ecs::system::{Query, Res};
 use bevy::log::warn;
 use bevy::math::Vec3;
 use bevy::platform::time::Instant;
-use bevy::transform::components::GlobalTransform;
 use bevy::transform::components::Transform;
-use ik_core::analytic::{LimbGoal, Pole};
-use ik_core::stack::{StageOutcome, TwoBoneStage};
-
-use crate::character::{StageMut, read_target};
+use ik_core::stack::StageOutcome;
 
 use crate::balance::IkCenterOfMass;
-use crate::character::{
-    BatchableCharacters, Desc, DescItem, IkCharacter, Runtime, StageKind, StageRt, Summary,
-};
-use crate::components::{IkDisabled, IkLimb, IkSolveTime, IkStatus};
+use crate::character::{BatchableCharacters, IkCharacter, Runtime, StageRt, Summary};
+use crate::components::{IkDisabled, IkKeepGoals, IkSolveTime, IkStatus};
 use crate::error::IkError;
-use crate::humanoid::{self, IkHumanoid};
+use crate::kind::{IkGatherContext, IkStageKinds, IkStageSummary, StageEntities};
 use crate::limb_batch;
 use crate::pose_io::{self, CurrentTransforms, TargetReader};
-use crate::rig::{self, IkRig};
-use crate::stage::{IkCustom, IkStageOf};
+use crate::stage::IkStageOf;
 
 /// How the pipeline solves (set with [`IkPlugin`](crate::IkPlugin)'s builder).
 #[derive(Resource, Clone, Copy, Debug, Default)]
@@ -81,7 +74,7 @@ fn gather(
     rt: &mut Runtime,
     disabled: bool,
     batching: bool,
-    descs: &Query<DescItem>,
+    (descs, kinds): (&StageEntities, &IkStageKinds),
     current: &CurrentTransforms,
 ) {
     rt.solved = false;
@@ -102,7 +95,6 @@ fn gather(
         queries: current,
         frame: rt.frame,
     };
-    let helper = &reader;
     let model = match pose_io::model_space(&current.helper, rt.frame) {
         Ok(m) => m,
         Err(err) => {
@@ -129,54 +121,44 @@ fn gather(
         let Some((index, slot)) = st.slot.and_then(|i| Some((i, slots.get_mut(i)?))) else {
             continue;
         };
-        let item = descs.get(st.entity).ok();
-        let desc = item.as_ref().and_then(Desc::of);
-        let (Some(desc), Some(item)) = (desc, item) else {
+        // The entity no longer describes a stage of this kind: set-up rebuilds it.
+        let Some((item, weight)) = descs
+            .get(st.entity)
+            .ok()
+            .and_then(|item| Some((kinds.weight(st.kind, &item)?, item)))
+            .map(|(w, item)| (item, w))
+        else {
             slot.enabled = false;
             continue;
         };
         // `IkDisabled` on a stage entity switches that stage off (on the character entity,
         // the whole character, handled above).
-        slot.enabled = !item.5;
-        slot.keep_goals = item.6;
-        slot.weight = desc.weight();
+        slot.enabled = !item.contains::<IkDisabled>();
+        slot.keep_goals = item.contains::<IkKeepGoals>();
+        slot.weight = weight;
         if !slot.enabled {
             continue;
         }
-        let result = match (&desc, StageMut::of(&mut slot.stage)) {
-            (Desc::Limb(limb), StageMut::TwoBone(stage)) => {
-                gather_limb(limb, stage, &mut st.kind, &model, helper).map(|()| {
-                    if let Some(b) = batch.as_deref_mut().filter(|b| index < b.len()) {
-                        b.set_goal(index, &stage.goal);
-                    }
-                })
-            }
-            (Desc::Rig(r), StageMut::Jacobian(stage)) => match &mut st.kind {
-                StageKind::Rig(data) => {
-                    rig::gather(r, data, stage, skeleton, buffer, &model, helper)
-                }
-                _ => Err(IkError::NotAChain),
-            },
-            (Desc::FullBody(h, targets), StageMut::FullBody(stage)) => {
-                humanoid::gather_full_body(h, targets, stage, &model, helper, entities)
-            }
-            (Desc::Custom(c), StageMut::Other(stage)) => match c.target {
-                None => {
-                    stage.set_target(None);
-                    Ok(())
-                }
-                Some(t) => read_target(helper, &model, t, false).map(|m| {
-                    stage.set_target(Some(ik_core::BoneTransform::from_translation_rotation(
-                        m.position, m.rotation,
-                    )));
-                }),
-            },
-            // The description changed kind: set-up rebuilds it next frame.
-            _ => Err(IkError::NotAChain),
+        let mut cx = IkGatherContext {
+            skeleton,
+            buffer,
+            model: &model,
+            reader: &reader,
+            entities,
         };
-        if let Err(err) = result {
-            slot.enabled = false;
-            st.frame_error = Some(err);
+        let result = kinds.gather(st.kind, &item, &mut slot.stage, &mut st.state, &mut cx);
+        match result {
+            Ok(()) => {
+                if let Some(b) = batch.as_deref_mut().filter(|b| index < b.len())
+                    && let Some(stage) = slot.stage.as_two_bone()
+                {
+                    b.set_goal(index, &stage.goal);
+                }
+            }
+            Err(err) => {
+                slot.enabled = false;
+                st.frame_error = Some(err);
+            }
         }
     }
 }
@@ -226,7 +208,8 @@ pub(crate) fn solve_characters(
         ),
         Without<IkStageOf>,
     >,
-    descs: Query<DescItem>,
+    descs: StageEntities,
+    kinds: Res<IkStageKinds>,
     current: CurrentTransforms,
     settings: Res<IkPipelineSettings>,
     batchable: Res<BatchableCharacters>,
@@ -247,7 +230,7 @@ pub(crate) fn solve_characters(
                 return;
             };
             let started = (timing.is_some() && !disabled).then(Instant::now);
-            solve_character(entity, rt, disabled, batching, &descs, &current);
+            solve_character(entity, rt, disabled, batching, (&descs, &kinds), &current);
             plan_writes(rt);
             rt.idle = disabled && rt.to_write.is_empty();
             if let (Some(started), Some(mut timing)) = (started, timing) {
@@ -268,7 +251,7 @@ fn solve_character(
     rt: &mut Runtime,
     disabled: bool,
     batching: bool,
-    descs: &Query<DescItem>,
+    descs: (&StageEntities, &IkStageKinds),
     current: &CurrentTransforms,
 ) {
     gather(rt, disabled, batching, descs, current);
@@ -286,7 +269,7 @@ fn solve_character(
     rt.batched_now = first;
     rt.stack.solve_from(first);
     rt.solved = true;
-    summarise(rt);
+    summarise(rt, descs.1);
 }
 
 /// Decides, still in the character's task, which bones [`write_bone_transforms`] writes this
@@ -317,7 +300,7 @@ fn plan_writes(rt: &mut Runtime) {
 
 /// Turns the stack's per-stage outcomes into status summaries (and measures what the reports
 /// do not: a limb's tip rotation, the centre of mass of the output pose).
-fn summarise(rt: &mut Runtime) {
+fn summarise(rt: &mut Runtime, kinds: &IkStageKinds) {
     let Runtime { stack, stages, .. } = rt;
     let (skeleton, buffer, slots) = stack.parts_mut();
     for st in stages.iter_mut() {
@@ -343,12 +326,25 @@ fn summarise(rt: &mut Runtime) {
                 continue;
             }
         };
-        let mut summary = Summary {
-            converged: report.converged(),
-            iterations: report.iterations(),
+        st.residuals.clear();
+        let mut summary = IkStageSummary {
+            skeleton,
+            buffer,
+            report,
             position_residual: report.position_residual(),
             rotation_residual: report.angle_residual(),
+            residuals: &mut st.residuals,
             center_of_mass_residual: 0.0,
+            center_of_mass: None,
+        };
+        kinds.summarise(st.kind, &mut slot.stage, &st.state, &mut summary);
+        st.center_of_mass = summary.center_of_mass;
+        st.summary = Some(Summary {
+            converged: report.converged(),
+            iterations: report.iterations(),
+            position_residual: summary.position_residual,
+            rotation_residual: summary.rotation_residual,
+            center_of_mass_residual: summary.center_of_mass_residual,
             final_position_residual: slot
                 .final_residual
                 .map_or(report.position_residual(), |r| r.position),
@@ -356,46 +352,7 @@ fn summarise(rt: &mut Runtime) {
                 .final_residual
                 .map_or(report.angle_residual(), |r| r.angle),
             goals_moved: slot.goals_moved,
-        };
-        st.residuals.clear();
-        st.center_of_mass = None;
-        match (&mut st.kind, StageMut::of(&mut slot.stage)) {
-            (
-                StageKind::Limb {
-                    bones,
-                    rotation_target,
-                    ..
-                },
-                _,
-            ) => {
-                if let Some(want) = rotation_target {
-                    let tip = buffer.model_transform(skeleton, bones[2]);
-                    summary.rotation_residual = tip.rotation.angle_between(*want);
-                }
-                st.residuals.push(summary.position_residual);
-            }
-            (StageKind::Rig(data), StageMut::Jacobian(stage)) => {
-                rig::residuals(data, stage, &mut st.residuals);
-            }
-            (StageKind::FullBody(data), StageMut::FullBody(stage)) => {
-                if let ik_core::stack::StageReport::FullBody(r) = report {
-                    st.residuals.extend(r.residuals.iter().map(|g| g.position));
-                    st.residuals.push(r.look_at);
-                    summary.center_of_mass_residual = r.center_of_mass;
-                }
-                let goal = stage.goals.center_of_mass;
-                if goal.enabled
-                    && let Some(c) = stage
-                        .solver
-                        .center_of_mass(skeleton, buffer.pose())
-                        .filter(|c| c.is_finite())
-                {
-                    st.center_of_mass = Some((c, goal.target, data.up));
-                }
-            }
-            _ => st.residuals.push(summary.position_residual),
-        }
-        st.summary = Some(summary);
+        });
     }
 }
 
@@ -447,7 +404,7 @@ pub(crate) fn publish_ik_status(
             Option<&IkStageOf>,
             Option<&mut IkCenterOfMass>,
         ),
-        Or<(With<IkLimb>, With<IkRig>, With<IkHumanoid>, With<IkCustom>)>,
+        With<IkStatus>,
     >,
     characters: Query<(&IkCharacter, Has<IkDisabled>)>,
 ) {
@@ -575,56 +532,4 @@ pub(crate) fn warn_once(warned: &mut Vec<IkError>, entity: Entity, err: &IkError
 /// A weight clamped to `[0, 1]`; NaN counts as 0.
 pub(crate) fn finite_weight(w: f32) -> f32 {
     if w.is_nan() { 0.0 } else { w.clamp(0.0, 1.0) }
-}
-
-/// Writes an [`IkLimb`]'s goal for this frame into its stage: target and pole read now (model
-/// space), weights, and the settings when they changed.
-pub(crate) fn gather_limb(
-    limb: &IkLimb,
-    stage: &mut TwoBoneStage,
-    kind: &mut StageKind,
-    model: &GlobalTransform,
-    helper: &TargetReader<'_, '_, '_>,
-) -> Result<(), IkError> {
-    let target = limb.target.ok_or(IkError::NoTarget)?;
-    let target = read_target(helper, model, target, false)?;
-    let pole = match limb.pole {
-        None => None,
-        Some(p) => Some(read_target(helper, model, p, true)?.position),
-    };
-    let settings = limb.settings();
-    if let StageKind::Limb { settings: s, .. } = kind
-        && *s != settings
-    {
-        stage
-            .set_settings(settings)
-            .map_err(|e| IkError::InvalidSettings(e.into()))?;
-        *s = settings;
-    }
-    let rotation_weight = finite_weight(limb.rotation_weight);
-    let mut goal = LimbGoal::new(target.position).with_weights(
-        1.0,
-        rotation_weight,
-        finite_weight(limb.pole_weight),
-    );
-    goal.pole = match (pole, limb.swivel.filter(|a| a.is_finite())) {
-        (Some(p), _) => Pole::Position(p),
-        (None, Some(angle)) => Pole::Swivel(angle),
-        (None, None) => Pole::Keep,
-    };
-    let orientation = (rotation_weight > 0.0).then_some(target.rotation);
-    goal.orientation = orientation;
-    stage.goal = goal;
-    if let StageKind::Limb {
-        rotation_target,
-        pole: p,
-        target: t,
-        ..
-    } = kind
-    {
-        *rotation_target = orientation;
-        *p = limb.pole;
-        *t = limb.target;
-    }
-    Ok(())
 }

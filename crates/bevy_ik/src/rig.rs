@@ -6,24 +6,23 @@
 //! the iteration budget and tolerances are read every frame; the goal set (bones, kinds,
 //! priorities), the movable root, the limits and the posture gain are its structure.
 
-use bevy::ecs::component::Component;
 use bevy::ecs::entity::Entity;
-use bevy::ecs::reflect::ReflectComponent;
 use bevy::math::{Quat, Vec3};
-use bevy::reflect::prelude::*;
-use bevy::transform::components::GlobalTransform;
-use ik_core::Skeleton;
 use ik_core::humanoid::{HumanoidLimits, HumanoidMap};
 use ik_core::jacobian::{JacobianSolver, JointSpec, PostureReference, SolverSettings, TaskSpec};
 use ik_core::limits::JointLimit;
-use ik_core::stack::{AnyStage, JacobianStage, PoseBuffer};
+use ik_core::stack::{AnyStage, JacobianStage};
 
-use crate::character::{Hierarchy, IkCharacter, read_target};
-use crate::components::{BoneRef, IkStatus};
+use crate::character::Hierarchy;
+use crate::components::BoneRef;
+pub use crate::components::rig::{IkGoal, IkGoalKind, IkJointLimits, IkRig, IkRigSettings};
 use crate::error::IkError;
+use crate::kind::{
+    IkBoneResolver, IkBuildContext, IkGatherContext, IkStageComponent, IkStageEntity,
+    IkStageSummary,
+};
 use crate::pipeline::finite_weight;
 use crate::pose_io::ModelTarget;
-use crate::pose_io::TargetReader;
 use crate::setup;
 
 pub(crate) fn register(app: &mut bevy::app::App) {
@@ -34,292 +33,63 @@ pub(crate) fn register(app: &mut bevy::app::App) {
         .register_type::<IkJointLimits>();
 }
 
-/// What a goal constrains.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Reflect)]
-#[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
-pub enum IkGoalKind {
-    /// The bone's origin reaches the target's position.
-    #[default]
-    Position,
-    /// The bone's origin reaches the target's position and the bone takes its rotation.
-    PositionRotation,
-    /// The bone takes the target's rotation only.
-    Rotation,
-    /// The bone turns so that `axis` (in the bone's local frame, e.g. the head's forward axis)
-    /// points at the target's position.
-    LookAt {
-        /// The aiming axis in the bone's local frame.
-        axis: Vec3,
-    },
-}
+pub(crate) use state::{GoalTasks, RigKey, RigStage};
 
-/// One goal of an [`IkRig`].
-#[derive(Debug, Clone, PartialEq, Reflect)]
-#[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
-pub struct IkGoal {
-    /// The bone that reaches (hand, foot, head, hips...).
-    pub bone: BoneRef,
-    /// The target entity (its current global transform is used). `None` disables the goal.
-    pub target: Option<Entity>,
-    /// What is constrained.
-    pub kind: IkGoalKind,
-    /// Weight of the goal within its priority level (relative to the other goals there).
-    pub weight: f32,
-    /// Priority level, 0 = highest: a lower level only uses the freedom the higher ones leave.
-    pub priority: u8,
-    /// IK/FK blend of this goal: the effective target is blended from the bone's pose in the
-    /// character's input (animated) pose (0) to the target (1). (The rig's
-    /// [`IkRig::weight`] blends the rig stage's whole output over the pose it received.)
-    pub blend: f32,
-}
+/// The rig kind's key and state (public types in a private module: named by the
+/// [`IkStageComponent`] impl, not reachable from outside).
+mod state {
+    use super::{BoneRef, IkGoalKind, IkJointLimits, IkRig, ModelTarget};
 
-impl Default for IkGoal {
-    fn default() -> Self {
-        Self {
-            bone: BoneRef::default(),
-            target: None,
-            kind: IkGoalKind::Position,
-            weight: 1.0,
-            priority: 0,
-            blend: 1.0,
-        }
+    /// The structural part of an [`IkRig`]; a change here rebuilds the stage. Goal weights and
+    /// blends, targets, the rig weight and the solver settings are per-frame parameters.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct RigKey {
+        bones: Vec<(BoneRef, IkGoalKind, u8)>,
+        movable_root: Option<BoneRef>,
+        limits: IkJointLimits,
+        posture_gain: u32,
     }
-}
 
-impl IkGoal {
-    /// A position goal: `bone` reaches `target`.
-    #[must_use]
-    pub fn position(bone: impl Into<BoneRef>, target: Entity) -> Self {
-        Self {
-            bone: bone.into(),
-            target: Some(target),
-            ..Self::default()
+    impl RigKey {
+        pub(crate) fn of(rig: &IkRig) -> Self {
+            Self {
+                bones: rig
+                    .goals
+                    .iter()
+                    .map(|g| (g.bone.clone(), g.kind, g.priority))
+                    .collect(),
+                movable_root: rig.movable_root.clone(),
+                limits: rig.limits,
+                posture_gain: rig.settings.posture_gain.to_bits(),
+            }
         }
     }
 
-    /// A position-and-rotation goal.
-    #[must_use]
-    pub fn pose(bone: impl Into<BoneRef>, target: Entity) -> Self {
-        Self {
-            kind: IkGoalKind::PositionRotation,
-            ..Self::position(bone, target)
-        }
+    /// Where a goal's rows are in the solver.
+    #[derive(Debug, Clone, Copy)]
+    pub struct GoalTasks {
+        pub(crate) bone: usize,
+        pub(crate) position: Option<usize>,
+        pub(crate) rotation: Option<usize>,
     }
 
-    /// A look-at goal: the bone's local `axis` points at `target`.
-    #[must_use]
-    pub fn look_at(bone: impl Into<BoneRef>, axis: Vec3, target: Entity) -> Self {
-        Self {
-            kind: IkGoalKind::LookAt { axis },
-            ..Self::position(bone, target)
-        }
+    /// Per-rig data of a character's Jacobian stage.
+    #[derive(Debug)]
+    pub struct RigStage {
+        pub(crate) goal_tasks: Vec<GoalTasks>,
+        /// This frame's model-space target per goal (`None`: goal off this frame).
+        pub(crate) targets: Vec<Option<ModelTarget>>,
     }
-
-    /// Sets the priority level (0 = highest).
-    #[must_use]
-    pub fn with_priority(mut self, priority: u8) -> Self {
-        self.priority = priority;
-        self
-    }
-
-    /// Sets the weight within the level.
-    #[must_use]
-    pub fn with_weight(mut self, weight: f32) -> Self {
-        self.weight = weight;
-        self
-    }
-
-    /// Sets the IK/FK blend.
-    #[must_use]
-    pub fn with_blend(mut self, blend: f32) -> Self {
-        self.blend = blend;
-        self
-    }
-}
-
-/// Joint limits of an [`IkRig`]'s joints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Reflect)]
-#[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
-pub enum IkJointLimits {
-    /// Every joint is a free ball joint.
-    #[default]
-    Free,
-    /// Recognise the rig as a humanoid (by bone names) and use ik-core's anatomical limits for
-    /// the mapped bones (free where unmapped).
-    Humanoid,
-}
-
-/// Iteration budget and tolerances of the full-body solver.
-#[derive(Debug, Clone, Copy, PartialEq, Reflect)]
-#[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
-pub struct IkRigSettings {
-    /// Most solver iterations per frame.
-    pub max_iterations: u32,
-    /// Position tolerance, model units.
-    pub position_tolerance: f32,
-    /// Angle tolerance, radians.
-    pub angle_tolerance: f32,
-    /// Gain of the null-space term pulling toward the animated pose (0 = off): keeps the
-    /// animation's style in the freedom the goals leave. Off by default: with it the solver
-    /// keeps iterating until the posture settles, which costs most of the iteration budget.
-    pub posture_gain: f32,
-}
-
-impl Default for IkRigSettings {
-    fn default() -> Self {
-        let core = SolverSettings::default();
-        Self {
-            max_iterations: 16,
-            position_tolerance: core.position_tolerance,
-            angle_tolerance: core.angle_tolerance,
-            posture_gain: 0.0,
-        }
-    }
-}
-
-/// A Jacobian IK rig: put it on the character's root entity (the entity above the skeleton,
-/// e.g. the `WorldAssetRoot`; it never moves itself), or on a stage entity with
-/// [`IkStageOf(root)`](crate::IkStageOf). Every bone between the root and a goal bone becomes a
-/// ball joint; [`IkRig::movable_root`] (the hips, typically) may also translate.
-///
-/// The solved pose is blended with the animated one by [`IkRig::weight`] and per goal by
-/// [`IkGoal::blend`].
-#[derive(Component, Debug, Clone, PartialEq, Reflect)]
-#[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
-#[require(IkStatus, IkCharacter)]
-pub struct IkRig {
-    /// The goals, in priority order within a level.
-    pub goals: Vec<IkGoal>,
-    /// A bone that may also translate (the hips), or `None` for a rooted rig.
-    pub movable_root: Option<BoneRef>,
-    /// Joint limits.
-    pub limits: IkJointLimits,
-    /// Solver settings.
-    pub settings: IkRigSettings,
-    /// IK/FK blend of the whole rig: 1 = solved, 0 = animated.
-    pub weight: f32,
-}
-
-impl Default for IkRig {
-    fn default() -> Self {
-        Self {
-            goals: Vec::new(),
-            movable_root: None,
-            limits: IkJointLimits::Free,
-            settings: IkRigSettings::default(),
-            weight: 1.0,
-        }
-    }
-}
-
-impl IkRig {
-    /// A rig with these goals and default settings.
-    #[must_use]
-    pub fn new(goals: impl IntoIterator<Item = IkGoal>) -> Self {
-        Self {
-            goals: goals.into_iter().collect(),
-            ..Self::default()
-        }
-    }
-
-    /// Lets `bone` translate (a movable root, typically the hips).
-    #[must_use]
-    pub fn with_movable_root(mut self, bone: impl Into<BoneRef>) -> Self {
-        self.movable_root = Some(bone.into());
-        self
-    }
-
-    /// Sets the joint limits.
-    #[must_use]
-    pub fn with_limits(mut self, limits: IkJointLimits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// Sets the solver settings.
-    #[must_use]
-    pub fn with_settings(mut self, settings: IkRigSettings) -> Self {
-        self.settings = settings;
-        self
-    }
-}
-
-/// The structural part of an [`IkRig`]; a change here rebuilds the stage. Goal weights and
-/// blends, targets, the rig weight and the solver settings are per-frame parameters.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct RigKey {
-    bones: Vec<(BoneRef, IkGoalKind, u8)>,
-    movable_root: Option<BoneRef>,
-    limits: IkJointLimits,
-    posture_gain: u32,
-}
-
-impl RigKey {
-    pub(crate) fn of(rig: &IkRig) -> Self {
-        Self {
-            bones: rig
-                .goals
-                .iter()
-                .map(|g| (g.bone.clone(), g.kind, g.priority))
-                .collect(),
-            movable_root: rig.movable_root.clone(),
-            limits: rig.limits,
-            posture_gain: rig.settings.posture_gain.to_bits(),
-        }
-    }
-}
-
-/// Where a goal's rows are in the solver.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct GoalTasks {
-    pub(crate) bone: usize,
-    position: Option<usize>,
-    rotation: Option<usize>,
-}
-
-/// Per-rig data of a character's Jacobian stage.
-#[derive(Debug)]
-pub(crate) struct RigStage {
-    pub(crate) goal_tasks: Vec<GoalTasks>,
-    /// This frame's model-space target per goal (`None`: goal off this frame).
-    targets: Vec<Option<ModelTarget>>,
 }
 
 /// Builds the Jacobian stage of `rig` on the character's skeleton; `bones` are the skeleton
 /// indices of the goal bones, then of the movable root.
-pub(crate) fn build_stage(
+fn build_stage(
     rig: &IkRig,
-    character: Entity,
-    skeleton: &Skeleton,
-    entities: &[Entity],
+    cx: &IkBuildContext<'_, '_, '_>,
     bones: &[usize],
-    h: &Hierarchy<'_, '_>,
 ) -> Result<(AnyStage, RigStage), IkError> {
+    let (character, skeleton, entities, h) = (cx.character, cx.skeleton, cx.entities, cx.h);
     let (goal_bones, root_index) = if rig.movable_root.is_some() {
         let (g, r) = bones.split_at(bones.len() - 1);
         (g, r.first().copied())
@@ -441,25 +211,19 @@ fn humanoid_limits(
 
 /// Writes this frame's goals (targets read now, blended from the stage's input pose by each
 /// goal's `blend`), goal weights and solver settings into the stage.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the per-frame inputs of one stage"
-)]
-pub(crate) fn gather(
+fn gather(
     rig: &IkRig,
     data: &mut RigStage,
     stage: &mut JacobianStage,
-    skeleton: &Skeleton,
-    buffer: &mut PoseBuffer,
-    model: &GlobalTransform,
-    helper: &TargetReader<'_, '_, '_>,
+    cx: &mut IkGatherContext<'_, '_, '_, '_>,
 ) -> Result<(), IkError> {
     for (slot, goal) in data.targets.iter_mut().zip(&rig.goals) {
         *slot = match goal.target {
             None => None,
-            Some(t) => Some(read_target(helper, model, t, false)?),
+            Some(t) => Some(cx.read(t, false)?),
         };
     }
+    let (skeleton, buffer) = cx.parts();
     let settings = solver_settings(&rig.settings);
     if *stage.solver().settings() != settings {
         stage
@@ -501,11 +265,7 @@ pub(crate) fn gather(
 }
 
 /// Per-goal residuals of the last solve, in goal order.
-pub(crate) fn residuals(
-    data: &RigStage,
-    stage: &JacobianStage,
-    out: &mut crate::character::Residuals,
-) {
+fn residuals(data: &RigStage, stage: &JacobianStage, out: &mut crate::character::Residuals) {
     out.clear();
     let residuals = stage.scratch().residuals();
     out.extend(data.goal_tasks.iter().map(|g| {
@@ -514,4 +274,61 @@ pub(crate) fn residuals(
             .and_then(|t| residuals.get(t).copied())
             .unwrap_or(0.0)
     }));
+}
+
+impl IkStageComponent for IkRig {
+    type Key = RigKey;
+    type State = RigStage;
+
+    fn key(&self) -> RigKey {
+        RigKey::of(self)
+    }
+
+    /// The goal bones, then the movable root; all under the character.
+    fn resolve(&self, r: &mut IkBoneResolver<'_, '_, '_>) -> Result<Vec<Entity>, IkError> {
+        if self.goals.is_empty() {
+            return Err(IkError::NoTarget);
+        }
+        let character = r.character();
+        let mut bones = Vec::with_capacity(self.goals.len() + 1);
+        for g in &self.goals {
+            bones.push(r.find(&g.bone, character)?);
+        }
+        if let Some(root) = &self.movable_root {
+            bones.push(r.find(root, character)?);
+        }
+        if bones.iter().any(|&b| r.chain(character, b).is_none()) {
+            return Err(IkError::NotAChain);
+        }
+        Ok(bones)
+    }
+
+    fn build(
+        &self,
+        cx: &IkBuildContext<'_, '_, '_>,
+        bones: &[usize],
+    ) -> Result<(AnyStage, RigStage), IkError> {
+        build_stage(self, cx, bones)
+    }
+
+    fn weight(&self) -> f32 {
+        self.weight
+    }
+
+    fn gather(
+        &self,
+        _entity: &IkStageEntity<'_, '_, '_>,
+        stage: &mut AnyStage,
+        state: &mut RigStage,
+        cx: &mut IkGatherContext<'_, '_, '_, '_>,
+    ) -> Result<(), IkError> {
+        let stage = stage.get_mut::<JacobianStage>().ok_or(IkError::NotAChain)?;
+        gather(self, state, stage, cx)
+    }
+
+    fn summarise(stage: &mut AnyStage, state: &RigStage, summary: &mut IkStageSummary<'_>) {
+        if let Some(stage) = stage.get::<JacobianStage>() {
+            residuals(state, stage, summary.residuals);
+        }
+    }
 }

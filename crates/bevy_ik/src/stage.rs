@@ -25,7 +25,8 @@
 //! The order a character runs its stages: a stage component on the character entity itself
 //! first (for example the full-body stage of [`IkHumanoid::auto`](crate::IkHumanoid::auto)),
 //! then its [`IkStages`] in order. An entity carries one stage; if it has several stage
-//! components, the first of `IkHumanoid` (full body), `IkRig`, `IkLimb`, `IkCustom` is used.
+//! components, the first of `IkHumanoid` (full body), `IkRig`, `IkLimb`, `IkCustom` is used,
+//! then kinds of your own in the order they were registered (see [`crate::kind`]).
 //! An entity with `IkStageOf` is never a character itself.
 //!
 //! # Per-frame inputs: [`IkStageInput`]
@@ -141,11 +142,15 @@ use bevy::reflect::prelude::*;
 use bevy::time::Time;
 use bevy::transform::components::GlobalTransform;
 use bevy::transform::helper::TransformHelper;
-use ik_core::stack::{StackError, Stage};
+use ik_core::stack::{AnyStage, StackError, Stage};
 use ik_core::{BoneTransform, Skeleton};
 
 use crate::character::IkCharacter;
 use crate::components::{BoneRef, IkStatus};
+use crate::error::IkError;
+use crate::kind::{
+    IkBoneResolver, IkBuildContext, IkGatherContext, IkStageComponent, IkStageEntity,
+};
 
 /// Makes this entity a stage of the character entity `0` (which gets an
 /// [`IkCharacter`] if it has none). The stage description is this entity's
@@ -391,6 +396,22 @@ impl IkStageContext<'_, '_, '_> {
     }
 }
 
+/// The [`IkStageInput::weight`] and [`IkStageInput::target`] of an input whose data is the
+/// component itself (`type Data = &'static Self`) with `weight` and `target` fields: written
+/// once here for the behaviours that have both.
+macro_rules! weight_and_target_fields {
+    () => {
+        fn weight(data: &&Self) -> Option<f32> {
+            Some(data.weight)
+        }
+
+        fn target(data: &&Self) -> Option<Option<bevy::ecs::entity::Entity>> {
+            Some(data.target)
+        }
+    };
+}
+pub(crate) use weight_and_target_fields;
+
 /// Registers an [`IkStageInput`]: one system, in [`IkSystems::Prepare`](crate::IkSystems)
 /// after set-up, hands every stage entity's input to its built stage. Add it after
 /// [`IkPlugin`](crate::IkPlugin) (it runs in the same schedule).
@@ -523,5 +544,50 @@ pub(crate) fn sync_custom(
             None => new,
         };
         commands.entity(entity).insert(new);
+    }
+}
+
+/// A custom stage registers as every stage kind does: built by its builder on its bones,
+/// handed its target entity's current transform every frame.
+impl IkStageComponent for IkCustom {
+    type Key = (Vec<BoneRef>, (bool, u64));
+    type State = ();
+
+    fn key(&self) -> Self::Key {
+        (self.bones.clone(), self.builder_id())
+    }
+
+    fn resolve(&self, r: &mut IkBoneResolver<'_, '_, '_>) -> Result<Vec<Entity>, IkError> {
+        let character = r.character();
+        self.bones.iter().map(|b| r.find(b, character)).collect()
+    }
+
+    fn build(
+        &self,
+        cx: &IkBuildContext<'_, '_, '_>,
+        bones: &[usize],
+    ) -> Result<(AnyStage, ()), IkError> {
+        let stage =
+            (self.build)(cx.skeleton(), bones).map_err(|e| IkError::InvalidSettings(e.into()))?;
+        Ok((AnyStage::from_boxed(stage), ()))
+    }
+
+    fn weight(&self) -> f32 {
+        self.weight
+    }
+
+    fn gather(
+        &self,
+        _entity: &IkStageEntity<'_, '_, '_>,
+        stage: &mut AnyStage,
+        _state: &mut (),
+        cx: &mut IkGatherContext<'_, '_, '_, '_>,
+    ) -> Result<(), IkError> {
+        let target = match self.target {
+            None => None,
+            Some(t) => Some(cx.target(t)?),
+        };
+        stage.as_dyn_mut().set_target(target);
+        Ok(())
     }
 }

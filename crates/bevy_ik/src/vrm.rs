@@ -26,7 +26,8 @@ use std::sync::{Arc, Mutex};
 use bevy::app::App;
 use bevy::asset::io::Reader;
 use bevy::asset::{AssetApp, AssetLoader, LoadContext};
-use bevy::ecs::world::EntityWorldMut;
+use bevy::ecs::entity::Entity;
+use bevy::ecs::world::{EntityWorldMut, World};
 use bevy::gltf::extensions::{
     ErasedGltfExtensionHandler, GltfExtensionHandler, GltfExtensionHandlers,
 };
@@ -41,6 +42,7 @@ use ik_core::humanoid::HumanoidBone;
 use serde::Deserialize;
 
 use crate::humanoid::IkHumanoidBone;
+use crate::vrm_spring::{IkVrmNode, IkVrmSprings};
 
 /// Which VRM version a humanoid table came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,10 +104,9 @@ impl VrmHumanoidTable {
     /// A message when a VRM extension is there but its humanoid table is malformed (missing,
     /// of the wrong shape, or naming a node the document does not have).
     pub fn from_document(document: &gltf::Document) -> Result<Option<Self>, String> {
-        let Some(ext) = document.extensions() else {
+        let Some((ext, nodes)) = root_extensions(document) else {
             return Ok(None);
         };
-        let nodes = document.nodes().len();
         let table = if let Some(v) = ext.get("VRMC_vrm") {
             let vrm = Vrm1::deserialize(v).map_err(|e| format!("VRMC_vrm humanoid: {e}"))?;
             let mut bones: Vec<(String, usize)> = vrm
@@ -151,14 +152,25 @@ impl VrmHumanoidTable {
     }
 }
 
-/// The glTF extension handler that tags VRM humanoid bones with [`IkHumanoidBone`] while a
-/// file loads (state per load: the table read from the file's root).
-#[derive(Clone, Default)]
-struct VrmHumanoidExtension {
-    table: Option<VrmHumanoidTable>,
+/// A glTF document's root extensions (`None`: it has none) and its node count: where the VRM
+/// tables are, and the bound their node indices are checked against.
+pub(crate) fn root_extensions(
+    document: &gltf::Document,
+) -> Option<(&serde_json::Map<String, serde_json::Value>, usize)> {
+    Some((document.extensions()?, document.nodes().len()))
 }
 
-impl GltfExtensionHandler for VrmHumanoidExtension {
+/// The glTF extension handler of VRM files, one for both tables it reads while a file loads
+/// (state per load, from the file's root): the humanoid table tags bones with
+/// [`IkHumanoidBone`]; the spring table ([`crate::vrm_spring`]) tags the nodes it names with
+/// [`IkVrmNode`] and goes on the scene's root as [`IkVrmSprings`].
+#[derive(Clone, Default)]
+struct VrmExtension {
+    humanoid: Option<VrmHumanoidTable>,
+    springs: Option<IkVrmSprings>,
+}
+
+impl GltfExtensionHandler for VrmExtension {
     fn dyn_clone(&self) -> Box<dyn ErasedGltfExtensionHandler> {
         Box::new(self.clone())
     }
@@ -169,13 +181,14 @@ impl GltfExtensionHandler for VrmHumanoidExtension {
         gltf: &gltf::Gltf,
         _settings: &GltfLoaderSettings,
     ) {
-        self.table = match VrmHumanoidTable::from_document(&gltf.document) {
-            Ok(table) => table,
-            Err(e) => {
-                warn!("bevy_ik: {e}; the avatar's bones are mapped by name instead");
-                None
-            }
-        };
+        self.humanoid = VrmHumanoidTable::from_document(&gltf.document)
+            .inspect_err(|e| warn!("bevy_ik: {e}; the avatar's bones are mapped by name instead"))
+            .ok()
+            .flatten();
+        self.springs = IkVrmSprings::from_document(&gltf.document)
+            .inspect_err(|e| warn!("bevy_ik: {e}; the avatar's spring bones are not set up"))
+            .ok()
+            .flatten();
     }
 
     fn on_gltf_node(
@@ -184,12 +197,30 @@ impl GltfExtensionHandler for VrmHumanoidExtension {
         gltf_node: &gltf::Node,
         entity: &mut EntityWorldMut,
     ) {
-        if let Some(role) = self
-            .table
-            .as_ref()
-            .and_then(|t| t.role_of(gltf_node.index()))
-        {
+        let node = gltf_node.index();
+        if let Some(role) = self.humanoid.as_ref().and_then(|t| t.role_of(node)) {
             entity.insert(IkHumanoidBone::new(role));
+        }
+        if self
+            .springs
+            .as_ref()
+            .is_some_and(|t| t.nodes().any(|n| n == node))
+        {
+            entity.insert(IkVrmNode(node));
+        }
+    }
+
+    fn on_scene_completed(
+        &mut self,
+        _load_context: &mut LoadContext<'_>,
+        _scene: &gltf::Scene,
+        world_root_id: Entity,
+        scene_world: &mut World,
+    ) {
+        if let Some(table) = &self.springs
+            && let Ok(mut root) = scene_world.get_entity_mut(world_root_id)
+        {
+            root.insert(table.clone());
         }
     }
 }
@@ -244,11 +275,7 @@ pub(crate) fn finish(app: &mut App) {
         .clone();
     handlers
         .write_blocking()
-        .push(Box::new(VrmHumanoidExtension::default()));
-    // The spring bones (`crate::vrm_spring`).
-    handlers
-        .write_blocking()
-        .push(Box::new(crate::vrm_spring::VrmSpringExtension::default()));
+        .push(Box::new(VrmExtension::default()));
     let supported_compressed_formats = world
         .get_resource::<CompressedImageFormatSupport>()
         .map_or(CompressedImageFormats::NONE, |s| s.0);

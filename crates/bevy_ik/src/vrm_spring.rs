@@ -16,15 +16,15 @@
 //!   `colliderGroups[]`. VRM 0.x files store collider offsets with Z negated (Unity's
 //!   left-handed export); they are turned back here, as three-vrm does.
 //!
-//! The loader tags the nodes the springs name with [`IkVrmNode`] and puts the table,
-//! [`IkVrmSprings`], on the scene's root entity. When the scene is spawned,
+//! The loader (the one VRM glTF extension handler of [`crate::vrm`], which reads the humanoid
+//! and spring tables together) tags the nodes the springs name with [`IkVrmNode`] and puts the
+//! table, [`IkVrmSprings`], on the scene's root entity. When the scene is spawned,
 //! `spawn_vrm_springs` finds the character (the nearest entity at or above the scene's root
 //! with an [`IkCharacter`], e.g. the entity holding the `WorldAssetRoot`
 //! and an `IkHumanoid`; else the scene's root itself), spawns each collider as a child of its
 //! node and each chain as a stage entity of that character (after the stages it already
 //! has), named `VRM spring <name>`. Bad indices are skipped with a warning.
 
-use bevy::asset::LoadContext;
 use bevy::ecs::component::Component;
 use bevy::ecs::entity::Entity;
 use bevy::ecs::hierarchy::{ChildOf, Children};
@@ -32,9 +32,6 @@ use bevy::ecs::name::Name;
 use bevy::ecs::query::{With, Without};
 use bevy::ecs::reflect::ReflectComponent;
 use bevy::ecs::system::{Commands, Query};
-use bevy::ecs::world::{EntityWorldMut, World};
-use bevy::gltf::GltfLoaderSettings;
-use bevy::gltf::extensions::{ErasedGltfExtensionHandler, GltfExtensionHandler};
 use bevy::log::warn;
 use bevy::math::Vec3;
 use bevy::reflect::prelude::*;
@@ -48,6 +45,7 @@ use crate::secondary::{
     IkColliderShape, IkSpringChain, IkSpringCollider, IkSpringJoint, IkSpringTail,
 };
 use crate::stage::IkStageOf;
+use crate::vrm::root_extensions;
 
 /// VRM 0.x's virtual tail past a leaf bone, metres (`three-vrm` and `UniVRM` use 7 cm).
 pub const VRM0_LEAF_TAIL: f32 = 0.07;
@@ -297,10 +295,9 @@ impl IkVrmSprings {
     /// # Errors
     /// A message when the extension is malformed or names a node the document does not have.
     pub fn from_document(document: &gltf::Document) -> Result<Option<Self>, String> {
-        let Some(ext) = document.extensions() else {
+        let Some((ext, nodes)) = root_extensions(document) else {
             return Ok(None);
         };
-        let nodes = document.nodes().len();
         let table = if let Some(v) = ext.get("VRMC_springBone") {
             Self::from_vrm1(v)?
         } else if let Some(v) = ext.get("VRM").and_then(|v| v.get("secondaryAnimation")) {
@@ -312,13 +309,7 @@ impl IkVrmSprings {
         } else {
             return Ok(None);
         };
-        let bad = table
-            .chains
-            .iter()
-            .flat_map(|c| c.joints.iter().map(|j| j.node).chain(c.center))
-            .chain(table.colliders.iter().map(|c| c.node))
-            .find(|&n| n >= nodes);
-        if let Some(node) = bad {
+        if let Some(node) = table.nodes().find(|&n| n >= nodes) {
             return Err(format!(
                 "VRM spring bones name node {node}, but the file has {nodes} nodes"
             ));
@@ -565,64 +556,6 @@ pub(crate) fn spawn_vrm_springs(
                 spring,
                 IkStageOf(character),
             ));
-        }
-    }
-}
-
-/// The glTF extension handler that reads the spring table while a file loads: tags the nodes
-/// it names with [`IkVrmNode`] and puts the table on the scene's root.
-#[derive(Clone, Default)]
-pub(crate) struct VrmSpringExtension {
-    table: Option<IkVrmSprings>,
-}
-
-impl GltfExtensionHandler for VrmSpringExtension {
-    fn dyn_clone(&self) -> Box<dyn ErasedGltfExtensionHandler> {
-        Box::new(self.clone())
-    }
-
-    fn on_root(
-        &mut self,
-        _load_context: &mut LoadContext<'_>,
-        gltf: &gltf::Gltf,
-        _settings: &GltfLoaderSettings,
-    ) {
-        self.table = match IkVrmSprings::from_document(&gltf.document) {
-            Ok(table) => table,
-            Err(e) => {
-                warn!("bevy_ik: {e}; the avatar's spring bones are not set up");
-                None
-            }
-        };
-    }
-
-    fn on_gltf_node(
-        &mut self,
-        _load_context: &mut LoadContext<'_>,
-        gltf_node: &gltf::Node,
-        entity: &mut EntityWorldMut,
-    ) {
-        let i = gltf_node.index();
-        if self
-            .table
-            .as_ref()
-            .is_some_and(|t| t.nodes().any(|n| n == i))
-        {
-            entity.insert(IkVrmNode(i));
-        }
-    }
-
-    fn on_scene_completed(
-        &mut self,
-        _load_context: &mut LoadContext<'_>,
-        _scene: &gltf::Scene,
-        world_root_id: Entity,
-        scene_world: &mut World,
-    ) {
-        if let Some(table) = &self.table
-            && let Ok(mut root) = scene_world.get_entity_mut(world_root_id)
-        {
-            root.insert(table.clone());
         }
     }
 }

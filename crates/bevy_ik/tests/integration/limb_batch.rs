@@ -92,11 +92,11 @@ fn spawn_crowd(app: &mut App, count: usize) -> Vec<Character> {
                 ik.rotation_weight = 1.0;
             }
             if (c + k) % 6 == 2 {
-                ik.flex_min = 0.3;
-                ik.flex_max = 1.8;
+                ik.settings.flex_min = 0.3;
+                ik.settings.flex_max = 1.8;
             }
             if (c + k) % 7 == 3 {
-                ik.soft_reach = 0.1;
+                ik.settings.soft_reach = 0.1;
             }
             let mut e = app.world_mut().spawn((ik, IkStageOf(root)));
             if c % 5 == 2 && k == 2 {
@@ -173,7 +173,11 @@ fn batched_limbs_match_the_scalar_limbs() {
                 // A settings change (the batch is rebuilt) and a longer forearm (its lane's
                 // bone lengths are updated).
                 let limb = crowd[1].limbs[0];
-                app.world_mut().get_mut::<IkLimb>(limb).unwrap().flex_max = 1.5;
+                app.world_mut()
+                    .get_mut::<IkLimb>(limb)
+                    .unwrap()
+                    .settings
+                    .flex_max = 1.5;
                 let hand = crowd[2].bones[12];
                 app.world_mut()
                     .get_mut::<Transform>(hand)

@@ -12,9 +12,12 @@ use bevy::ecs::schedule::{LogLevel, ScheduleBuildSettings};
 use bevy::prelude::*;
 use bevy_ik::ik_core::humanoid::HumanoidBone as H;
 use bevy_ik::ik_core::stack::{
-    CustomReport, NonFinite, PoseBuffer, StackError, Stage, StageReport,
+    AnyStage, CustomReport, NonFinite, PoseBuffer, StackError, Stage, StageReport,
 };
 use bevy_ik::ik_core::{BoneTransform, Skeleton};
+use bevy_ik::kind::{
+    IkBoneResolver, IkBuildContext, IkGatherContext, IkStageEntity, IkStageSummary,
+};
 use bevy_ik::prelude::*;
 use common::*;
 
@@ -630,5 +633,148 @@ fn solve_time_is_written_only_for_characters_that_ask_for_it() {
         app.world().get::<IkSolveTime>(timed).unwrap().last,
         std::time::Duration::ZERO,
         "a disabled character was timed"
+    );
+}
+
+/// A user's stage kind registered exactly as the built-ins are: turns its bone about `axis`
+/// (the bone's local frame) by `angle`; its structure is the bone and axis, its per-frame
+/// parameters the angle and weight.
+#[derive(Component)]
+struct SpinKind {
+    bone: BoneRef,
+    axis: Vec3,
+    angle: f32,
+    weight: f32,
+}
+
+/// The ik-core stage it builds.
+#[derive(Debug)]
+struct SpinStage {
+    bone: [usize; 1],
+    axis: Vec3,
+    angle: f32,
+}
+
+impl Stage for SpinStage {
+    fn bones(&self) -> &[usize] {
+        &self.bone
+    }
+
+    fn solve(&mut self, _: &Skeleton, pose: &mut PoseBuffer) -> Result<StageReport, StackError> {
+        let b = self.bone[0];
+        let (q, t) = (pose.pose().rotations[b], pose.pose().translations[b]);
+        pose.set_local(b, q * Quat::from_axis_angle(self.axis, self.angle), t);
+        Ok(CustomReport {
+            converged: true,
+            iterations: 1,
+            ..default()
+        }
+        .into())
+    }
+}
+
+impl IkStageComponent for SpinKind {
+    type Key = (BoneRef, [u32; 3]);
+    /// How many times `gather` ran on this build (kept beside the stage).
+    type State = u32;
+
+    fn key(&self) -> Self::Key {
+        (self.bone.clone(), self.axis.to_array().map(f32::to_bits))
+    }
+
+    fn resolve(&self, bones: &mut IkBoneResolver) -> Result<Vec<Entity>, IkError> {
+        let character = bones.character();
+        Ok(vec![bones.find(&self.bone, character)?])
+    }
+
+    fn build(&self, _cx: &IkBuildContext, bones: &[usize]) -> Result<(AnyStage, u32), IkError> {
+        let stage = SpinStage {
+            bone: [bones[0]],
+            axis: self.axis.try_normalize().ok_or(IkError::NotAChain)?,
+            angle: 0.0,
+        };
+        Ok((stage.into(), 0))
+    }
+
+    fn weight(&self) -> f32 {
+        self.weight
+    }
+
+    fn gather(
+        &self,
+        _entity: &IkStageEntity,
+        stage: &mut AnyStage,
+        gathered: &mut u32,
+        _cx: &mut IkGatherContext,
+    ) -> Result<(), IkError> {
+        *gathered += 1;
+        stage
+            .get_mut::<SpinStage>()
+            .ok_or(IkError::NotAChain)?
+            .angle = self.angle;
+        Ok(())
+    }
+
+    fn summarise(_stage: &mut AnyStage, gathered: &u32, summary: &mut IkStageSummary) {
+        // The count, as a residual the test can read back through `IkStatus::residuals`.
+        summary.push_residual(*gathered as f32);
+    }
+}
+
+#[test]
+fn a_user_stage_kind_registers_like_the_built_ins() {
+    let mut app = app();
+    app.register_ik_stage::<SpinKind>();
+    let root = app.world_mut().spawn(Transform::default()).id();
+    let bones = spawn_humanoid(app.world_mut(), root, &MIXAMO_NAMES);
+    let rest = app.world().get::<Transform>(bones[HEAD]).unwrap().rotation;
+    let stage = app
+        .world_mut()
+        .spawn((
+            SpinKind {
+                bone: BoneRef::Role(H::Head),
+                axis: Vec3::new(0.3, 1.0, -0.2),
+                angle: 0.0,
+                weight: 1.0,
+            },
+            IkStageOf(root),
+        ))
+        .id();
+    app.update();
+    let built = stack_id(&app, root);
+    // The registration added the status (and the character got its runtime).
+    assert!(status(&app, stage).ready, "{:?}", status(&app, stage));
+    let head = |app: &App| app.world().get::<Transform>(bones[HEAD]).unwrap().rotation;
+    for frame in 1..=5 {
+        let angle = 0.2 * frame as f32;
+        app.world_mut().get_mut::<SpinKind>(stage).unwrap().angle = angle;
+        app.update();
+        let turned = head(&app).angle_between(rest);
+        assert!(
+            (turned - angle).abs() < 1e-3,
+            "frame {frame}: {turned} for {angle}"
+        );
+        assert_eq!(stack_id(&app, root), built, "frame {frame}: rebuilt");
+        // Its state went from build through every gather to its summary.
+        assert_eq!(status(&app, stage).residuals, [(frame + 1) as f32]);
+    }
+    // The weight is read every frame: half the turn, no rebuild.
+    app.world_mut().get_mut::<SpinKind>(stage).unwrap().weight = 0.5;
+    app.update();
+    let half = head(&app).angle_between(rest);
+    assert!((half - 0.5).abs() < 1e-3, "weight 0.5 turned {half} of 1.0");
+    assert_eq!(stack_id(&app, root), built);
+    // A structural change (another bone) rebuilds it, with a fresh state.
+    app.world_mut().get_mut::<SpinKind>(stage).unwrap().bone = BoneRef::Role(H::Neck);
+    app.update();
+    assert_ne!(stack_id(&app, root), built, "the key changed: rebuilt");
+    assert_eq!(status(&app, stage).residuals, [1.0]);
+    // A bone that is not there is reported in its status, not panicked on.
+    app.world_mut().get_mut::<SpinKind>(stage).unwrap().bone = BoneRef::from("no such bone");
+    app.update();
+    let s = status(&app, stage);
+    assert!(
+        !s.ready && matches!(s.last_error, Some(IkError::MissingBone(_))),
+        "{s:?}"
     );
 }
