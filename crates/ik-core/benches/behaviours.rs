@@ -20,11 +20,10 @@ use ik_core::behaviours::look_at::{LookAtChain, LookAtSettings};
 use ik_core::behaviours::motion::{Easing, GoalMotion, MotionTiming};
 use ik_core::behaviours::twist::TwistDistribution;
 use ik_core::glam::{Quat, Vec3};
-use ik_core::humanoid::{
-    BodyFrame, HumanoidBone as H, HumanoidMap, RestAxes, RigConvention, test_rig,
-};
+use ik_core::humanoid::{BodyFrame, HumanoidBone as H, HumanoidMap};
 use ik_core::stack::{PoseBuffer, Stage};
 use ik_core::{Bone, BoneTransform, Skeleton};
+use ik_test_rigs::{RestAxes, RigConvention, test_rig};
 
 fn rig() -> (Skeleton, HumanoidMap) {
     let s = test_rig(RigConvention::Unreal, RestAxes::PlusX);

@@ -12,10 +12,8 @@ use core::hint::black_box;
 use criterion::{Criterion, criterion_group, criterion_main};
 use ik_core::Pose;
 use ik_core::Skeleton;
-use ik_core::humanoid::{
-    Effector, FullBodyGoals, FullBodySolver, GoalFrame, HumanoidMap, RestAxes, RigConvention,
-    random_pose_within_limits, test_rig,
-};
+use ik_core::humanoid::{Effector, FullBodyGoals, FullBodySolver, GoalFrame, HumanoidMap};
+use ik_test_rigs::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
 
 #[path = "../tests/support/rng.rs"]
 mod rng;

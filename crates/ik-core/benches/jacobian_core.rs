@@ -17,14 +17,12 @@ use std::time::Instant;
 use criterion::{Criterion, criterion_group, criterion_main};
 use ik_core::Skeleton;
 use ik_core::glam::Vec3;
-use ik_core::humanoid::{
-    Effector, FullBodyGoals, FullBodySolver, HumanoidBone as B, HumanoidMap, RestAxes,
-    RigConvention, random_pose_within_limits, test_rig,
-};
+use ik_core::humanoid::{Effector, FullBodyGoals, FullBodySolver, HumanoidBone as B, HumanoidMap};
 use ik_core::jacobian::{
     Goals, JacobianScratch, JacobianSolver, JointSpec, PostureReference, SolverSettings, TaskSpec,
 };
 use ik_core::limits::JointLimit;
+use ik_test_rigs::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
 
 #[path = "../tests/support/rng.rs"]
 mod rng;

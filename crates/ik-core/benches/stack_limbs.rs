@@ -17,12 +17,10 @@ use std::time::Instant;
 use criterion::{Criterion, criterion_group};
 use glam::Vec3;
 use ik_core::analytic::{LimbGoal, TwoBoneIk};
-use ik_core::humanoid::{
-    FullBodySolver, HumanoidBone as H, HumanoidMap, RestAxes, RigConvention,
-    random_pose_within_limits, test_rig,
-};
+use ik_core::humanoid::{FullBodySolver, HumanoidBone as H, HumanoidMap};
 use ik_core::stack::{IkStack, LimbBatch, TwoBoneStage};
 use ik_core::{Pose, Skeleton};
+use ik_test_rigs::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
 
 const CHARACTERS: usize = 256;
 

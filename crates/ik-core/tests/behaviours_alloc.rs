@@ -8,8 +8,9 @@ use ik_core::behaviours::aim::AimChain;
 use ik_core::behaviours::look_at::{LookAtChain, LookAtSettings};
 use ik_core::behaviours::motion::{Easing, GoalMotion, MotionTiming};
 use ik_core::behaviours::twist::TwistDistribution;
-use ik_core::humanoid::{HumanoidBone as H, HumanoidMap, RestAxes, RigConvention, test_rig};
+use ik_core::humanoid::{HumanoidBone as H, HumanoidMap};
 use ik_core::stack::{IkStack, TwoBoneStage};
+use ik_test_rigs::{RestAxes, RigConvention, test_rig};
 
 #[path = "support/alloc.rs"]
 mod alloc;

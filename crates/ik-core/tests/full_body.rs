@@ -3,10 +3,10 @@
 
 use glam::{Quat, Vec3};
 use ik_core::humanoid::{
-    Effector, EffectorGoal, FullBodyGoals, FullBodySolver, HumanoidMap, LookAtGoal, RestAxes,
-    RigConvention, random_pose_within_limits, test_rig,
+    Effector, EffectorGoal, FullBodyGoals, FullBodySolver, HumanoidMap, LookAtGoal,
 };
 use ik_core::{HumanoidError, Pose};
+use ik_test_rigs::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
 
 #[path = "support/rng.rs"]
 mod rng;

@@ -4,8 +4,8 @@
 use glam::Vec3;
 use ik_core::humanoid::{
     Effector, EffectorGoal, FullBodyGoals, FullBodySolver, GoalFrame, HumanoidMap, LookAtGoal,
-    RestAxes, RigConvention, random_pose_within_limits, test_rig,
 };
+use ik_test_rigs::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
 
 #[path = "support/alloc.rs"]
 mod alloc;

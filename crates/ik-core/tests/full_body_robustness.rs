@@ -5,8 +5,9 @@
 use glam::{Quat, Vec3};
 use ik_core::humanoid::{
     CenterOfMassGoal, EffectorGoal, FullBodyGoals, FullBodySolver, GoalFrame, HumanoidMap,
-    LookAtGoal, RestAxes, RigConvention, test_rig,
+    LookAtGoal,
 };
+use ik_test_rigs::{RestAxes, RigConvention, test_rig};
 use proptest::prelude::*;
 
 fn vec3(range: f32) -> impl Strategy<Value = Vec3> {

@@ -12,11 +12,11 @@
 use glam::{Quat, Vec3};
 use ik_core::humanoid::{
     Effector, EffectorGoal, FullBodyGoals, FullBodySettings, FullBodySolver, HumanoidBone as B,
-    HumanoidMap, LookAtGoal, RestAxes, RigConvention, TrackingMode, random_pose_within_limits,
-    test_rig,
+    HumanoidMap, LookAtGoal, TrackingMode,
 };
 use ik_core::pose::Pose;
 use ik_core::skeleton::Skeleton;
+use ik_test_rigs::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
 
 const AXES: [RestAxes; 4] = [
     RestAxes::Identity,

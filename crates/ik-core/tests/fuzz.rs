@@ -18,8 +18,7 @@ use glam::{Quat, Vec2, Vec3};
 use ik_core::analytic::{LimbGoal, LimbSettings, Pole, TwoBoneIk};
 use ik_core::humanoid::{
     CenterOfMassGoal, DetachedFeet, EffectorGoal, FullBodyGoals, FullBodySolver, GoalFrame,
-    HumanoidBone, HumanoidError, HumanoidLimits, HumanoidMap, LookAtGoal, MappingOptions, RestAxes,
-    RigConvention, random_pose_within_limits, test_rig,
+    HumanoidBone, HumanoidError, HumanoidLimits, HumanoidMap, LookAtGoal, MappingOptions,
 };
 use ik_core::jacobian::{
     AxisMask, BoneMass, JacobianSolver, JointKind, JointSpec, PostureReference, SolverSettings,
@@ -34,6 +33,7 @@ use ik_core::rotation::{
 };
 use ik_core::skeleton::{Bone, MAX_COORDINATE, Skeleton};
 use ik_core::stack::{PoseBuffer, Stage};
+use ik_test_rigs::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
 
 // ---------------------------------------------------------------------------------------------
 // Generator

@@ -9,7 +9,6 @@ use glam::{Quat, Vec3};
 use ik_core::analytic::{LimbGoal, TwoBoneIk};
 use ik_core::humanoid::{
     FullBodyGoals, FullBodySolver, HumanoidBone, HumanoidError, HumanoidLimits, HumanoidMap,
-    RestAxes, RigConvention, test_rig,
 };
 use ik_core::jacobian::{
     Goals, JacobianError, JacobianSolver, JointSpec, SolverSettings, TaskSpec,
@@ -18,6 +17,7 @@ use ik_core::limits::{JointLimit, LimitError};
 use ik_core::pose::{BoneTransform, Pose};
 use ik_core::rotation::{from_rotation_vector, from_swing_vector_twist, to_rotation_vector};
 use ik_core::skeleton::{Bone, Skeleton, SkeletonError};
+use ik_test_rigs::{RestAxes, RigConvention, test_rig};
 
 fn arm(scale: f32, offset: Vec3) -> Skeleton {
     Skeleton::try_new(vec![

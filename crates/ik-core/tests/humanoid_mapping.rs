@@ -3,11 +3,11 @@
 
 use glam::{Quat, Vec3};
 use ik_core::humanoid::{
-    BodyFrame, HumanoidBone as B, HumanoidLimits, HumanoidMap, HumanoidMasses, RestAxes,
-    RigConvention, test_rig,
+    BodyFrame, HumanoidBone as B, HumanoidLimits, HumanoidMap, HumanoidMasses,
 };
 use ik_core::limits::JointLimit;
 use ik_core::{Bone, BoneTransform, Skeleton};
+use ik_test_rigs::{RestAxes, RigConvention, test_rig};
 
 const AXES: [RestAxes; 4] = [
     RestAxes::Identity,
@@ -330,10 +330,10 @@ mod real {
     use glam::{Quat, Vec3};
     use ik_core::humanoid::{
         FullBodySolver, HumanoidBone as B, HumanoidLimits, HumanoidMap, MappingOptions,
-        MappingReport, MappingSource, PassedOverReason, RestAxes, RigConvention, UnmappedReason,
-        random_pose_within_limits, test_rig,
+        MappingReport, MappingSource, PassedOverReason, UnmappedReason,
     };
     use ik_core::{Bone, BoneTransform, Skeleton};
+    use ik_test_rigs::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
 
     /// A rig from the data file: its skeleton (every scene node) and per-node skin flags.
     pub struct Rig {

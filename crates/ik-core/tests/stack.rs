@@ -4,10 +4,7 @@
 
 use glam::{Quat, Vec3};
 use ik_core::analytic::{AnalyticError, LimbGoal, TwoBoneIk};
-use ik_core::humanoid::{
-    Effector, FullBodySolver, HumanoidBone as H, HumanoidMap, RestAxes, RigConvention,
-    random_pose_within_limits, test_rig,
-};
+use ik_core::humanoid::{Effector, FullBodySolver, HumanoidBone as H, HumanoidMap};
 use ik_core::jacobian::{JacobianSolver, JointSpec, SolverSettings, TaskSpec};
 #[allow(deprecated, reason = "checks the migration path")]
 use ik_core::stack::CustomStage;
@@ -16,6 +13,7 @@ use ik_core::stack::{
     StageOutcome, StageReport, TwoBoneStage,
 };
 use ik_core::{Pose, Skeleton};
+use ik_test_rigs::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
 
 #[path = "support/rng.rs"]
 mod rng;

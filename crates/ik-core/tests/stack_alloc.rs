@@ -3,11 +3,10 @@
 
 use glam::Vec3;
 use ik_core::analytic::{LimbGoal, TwoBoneIk};
-use ik_core::humanoid::{
-    Effector, FullBodySolver, HumanoidBone as H, HumanoidMap, RestAxes, RigConvention, test_rig,
-};
+use ik_core::humanoid::{Effector, FullBodySolver, HumanoidBone as H, HumanoidMap};
 use ik_core::jacobian::{JacobianSolver, JointSpec, SolverSettings, TaskSpec};
 use ik_core::stack::{FullBodyStage, IkStack, JacobianStage, TwoBoneStage};
+use ik_test_rigs::{RestAxes, RigConvention, test_rig};
 
 #[path = "support/alloc.rs"]
 mod alloc;

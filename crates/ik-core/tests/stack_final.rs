@@ -171,6 +171,26 @@ fn a_later_stage_on_other_bones_costs_no_measurement_and_moves_nothing() {
 }
 
 #[test]
+fn a_stage_replaced_or_reordered_through_the_slots_is_measured_by_its_new_bones() {
+    // Planned with the turn on the head (nothing to measure), then the turn replaced in place
+    // by one on the chest: the next solve finds the new bones and reports the moved hand.
+    let mut stack = stack(4);
+    assert_eq!(stack.solve().goals_moved, 0);
+    stack.slots_mut()[1].stage = AnyStage::new(Turn {
+        bone: [0],
+        rotation: Quat::from_rotation_z(SMALL_TURN),
+    });
+    assert_eq!(stack.solve().goals_moved, 1);
+    assert!(stack.slot(0).expect("the arm").goals_moved);
+    // Swapped through the slots (the turn first, the arm last): nothing after the arm.
+    stack.slots_mut().swap(0, 1);
+    assert_eq!(stack.solve().goals_moved, 0);
+    let arm = stack.slot(1).expect("the arm");
+    assert!(!arm.goals_moved);
+    assert!(arm.final_residual.expect("its own figure").position < 1e-5);
+}
+
+#[test]
 fn stages_are_reached_by_type_and_errors_are_typed() {
     let mut stack = stack(0);
     // The limb is held inline whichever way it came in.

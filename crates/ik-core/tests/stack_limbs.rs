@@ -9,12 +9,10 @@
 
 use glam::{Quat, Vec3};
 use ik_core::analytic::{LimbGoal, LimbSettings, TwoBoneIk};
-use ik_core::humanoid::{
-    FullBodySolver, HumanoidBone as H, HumanoidMap, RestAxes, RigConvention,
-    random_pose_within_limits, test_rig,
-};
+use ik_core::humanoid::{FullBodySolver, HumanoidBone as H, HumanoidMap};
 use ik_core::stack::{AnyStage, IkStack, LimbBatch, StageOutcome, StageReport, TwoBoneStage};
 use ik_core::{Pose, Skeleton};
+use ik_test_rigs::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
 
 #[path = "support/rng.rs"]
 mod rng;

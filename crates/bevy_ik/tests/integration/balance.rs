@@ -6,12 +6,11 @@
 use crate::common;
 
 use bevy::prelude::*;
-use bevy_ik::ik_core::humanoid::{
-    BodyFrame, FullBodySolver, HumanoidBone, HumanoidMap, RestAxes, RigConvention, test_rig,
-};
+use bevy_ik::ik_core::humanoid::{BodyFrame, FullBodySolver, HumanoidBone, HumanoidMap};
 use bevy_ik::ik_core::{Pose, Skeleton};
 use bevy_ik::prelude::*;
 use common::*;
+use ik_test_rigs::{RestAxes, RigConvention, test_rig};
 
 /// A character built from ik-core's test rig, its bone entities (in skeleton order) and the
 /// core objects used to measure it independently of the plugin.

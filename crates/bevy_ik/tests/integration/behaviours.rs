@@ -18,12 +18,11 @@ use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
 use bevy_ik::ik_core::Skeleton;
 use bevy_ik::ik_core::behaviours::look_at::{LookAtChain, LookAtSettings};
-use bevy_ik::ik_core::humanoid::{
-    BodyFrame, HumanoidBone as B, HumanoidMap, RestAxes, RigConvention, test_rig,
-};
+use bevy_ik::ik_core::humanoid::{BodyFrame, HumanoidBone as B, HumanoidMap};
 use bevy_ik::ik_core::rotation::twist_angle;
 use bevy_ik::prelude::*;
 use common::*;
+use ik_test_rigs::{RestAxes, RigConvention, test_rig};
 
 struct Rig {
     app: App,

@@ -10,11 +10,10 @@ use std::time::Duration;
 
 use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
-use bevy_ik::ik_core::humanoid::{
-    HumanoidBone as B, HumanoidMap, RestAxes, RigConvention, test_rig,
-};
+use bevy_ik::ik_core::humanoid::{HumanoidBone as B, HumanoidMap};
 use bevy_ik::prelude::*;
 use common::*;
+use ik_test_rigs::{RestAxes, RigConvention, test_rig};
 
 struct Scene {
     app: App,

@@ -1,9 +1,8 @@
 //! Humanoid rigs: the humanoid bone roles ([`HumanoidBone`]), recognising them from bone names
 //! in common conventions ([`HumanoidMap::from_skeleton`]), anatomical default limits
 //! ([`HumanoidLimits`]) and masses ([`HumanoidMasses`]) derived from the rig, the full-body
-//! solver ([`FullBodySolver`]; method, hybrid-vs-Jacobian measurements: [`solver`]) and, behind
-//! the non-default `test-fixtures` feature (for tests and benches, not part of the public API),
-//! procedurally built test rigs (`test_rig`).
+//! solver ([`FullBodySolver`]; method, hybrid-vs-Jacobian measurements: [`solver`]). The
+//! procedurally built test rigs are the workspace crate `ik-test-rigs` (not published).
 //!
 //! # Bone names
 //!
@@ -77,7 +76,14 @@ mod detached_feet;
 mod map;
 mod names;
 pub mod solver;
-#[cfg(any(test, feature = "test-fixtures"))]
+// The workspace's test rigs (crate `ik-test-rigs`), compiled into this crate's own unit tests
+// only: a dev-dependency on that crate would give them a second copy of this crate's types.
+#[cfg(test)]
+#[path = "../../../ik-test-rigs/src/rigs.rs"]
+#[allow(
+    dead_code,
+    reason = "the whole rig set is compiled; the unit tests use a few rigs"
+)]
 mod test_rig;
 
 pub use anatomy::{
@@ -97,9 +103,8 @@ pub use solver::{
     FullBodyScratch, FullBodySettings, FullBodySolver, GoalFrame, GoalResidual, LookAtGoal,
     PostureReference, TrackingMode,
 };
-#[cfg(any(test, feature = "test-fixtures"))]
-#[doc(hidden)]
-pub use test_rig::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
+#[cfg(test)]
+pub(crate) use test_rig::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
 
 use thiserror::Error;
 

@@ -303,27 +303,27 @@ impl LimbBatch {
         let rotations = &mut buffer.pose_unchecked_mut().rotations;
         let mut touched = usize::MAX;
         for (i, (limb, slot)) in self.limbs.iter().zip(slots.iter_mut()).enumerate() {
-            slot.touched_from = None;
+            slot.touched = false;
             if !slot.enabled {
-                slot.outcome = StageOutcome::Disabled;
+                slot.record(StageOutcome::Disabled, false);
                 continue;
             }
             if !slot.weight.is_finite() {
-                slot.outcome = StageOutcome::Failed(StackError::NonFiniteWeight);
+                slot.record(StageOutcome::Failed(StackError::NonFiniteWeight), false);
                 continue;
             }
             let weight = slot.weight.clamp(0.0, 1.0);
             if weight == 0.0 {
                 // Faded out, as in the stack's own solve: its bones pass through unchanged
                 // (its lanes were solved with the others; the result is not used).
-                slot.outcome = StageOutcome::Faded;
+                slot.record(StageOutcome::Faded, false);
                 continue;
             }
             let report = match &self.reports[i] {
                 Ok(r) => *r,
                 Err(e) => {
                     // (The batch left the limb's rotations as they were: nothing to restore.)
-                    slot.outcome = StageOutcome::Failed(StackError::Analytic(e.clone()));
+                    slot.record(StageOutcome::Failed(StackError::Analytic(e.clone())), false);
                     continue;
                 }
             };
@@ -332,11 +332,11 @@ impl LimbBatch {
                     if q != q0 {
                         rotations[b] = if weight < 1.0 { q0.slerp(q, weight) } else { q };
                         touched = touched.min(b);
-                        slot.touched_from = Some(slot.touched_from.map_or(b, |t| t.min(b)));
+                        slot.touched = true;
                     }
                 }
             }
-            slot.outcome = StageOutcome::Solved(StageReport::TwoBone(report));
+            slot.record(StageOutcome::Solved(StageReport::TwoBone(report)), false);
         }
         if touched != usize::MAX {
             buffer.invalidate_from(touched);

@@ -275,7 +275,12 @@ pub enum StageOutcome {
 }
 
 /// One stage of a stack with its weight, enabled flag and last outcome.
+///
+/// (`repr(C)`: the fields every solve reads or writes follow the stage, together, so a slot of
+/// a crowd touches as few cache lines as it can; the warm-start store, used by the iterative
+/// stages only, comes last.)
 #[derive(Debug)]
+#[repr(C)]
 pub struct StageSlot {
     /// The stage and its goals ([`AnyStage::get_mut`] reaches the concrete stage).
     pub stage: AnyStage,
@@ -283,68 +288,185 @@ pub struct StageSlot {
     pub weight: f32,
     /// Whether the stage runs.
     pub enabled: bool,
-    /// The last solve's outcome (written by [`IkStack::solve`]).
-    pub outcome: StageOutcome,
     /// Warm start (see the module docs): when the stage's input for its bones equals the
     /// input of its last successful solve, the solver starts from that solve's (unblended)
     /// output instead of the input. On by default for the iterative stages (Jacobian, full
     /// body), off for the others.
     pub warm_start: bool,
+    warm_valid: bool,
     /// Whether the later stages must keep this stage's goals: when one of them moved them
     /// away (see [`StageSlot::final_residual`]), the stack solves this stage once more after
     /// the last stage, on the final pose (the look-at then keeps the hand on the cup), and
     /// [`StageSlot::goals_moved`] says whether it still could not. Off by default.
     pub keep_goals: bool,
-    /// This stage's goals measured on the character's final pose after the last
-    /// [`IkStack::solve`], after every later stage ([`Stage::measure`]); `None` when the stage
-    /// did not solve or has no measurable goal.
-    pub final_residual: Option<GoalResidual>,
     /// Whether a later stage moved this stage's goals away: on the final pose they are
     /// further than [`StackSettings::goal_tolerance`] from what the stage itself reached
     /// ([`StageReport::position_residual`], [`StageReport::angle_residual`]). The stage's own
     /// report says it converged; this says whether the character still shows it.
     pub goals_moved: bool,
-    /// The last successful solve's unblended output and its input, over the stage's bones.
-    warm: Vec<(Quat, Vec3)>,
-    warm_input: Vec<(Quat, Vec3)>,
-    warm_valid: bool,
-    /// The first bone this stage changed in the last solve (after its blend).
-    touched_from: Option<usize>,
+    /// Whether this stage changed the pose in the last solve (after its blend).
+    touched: bool,
     /// What the stage's own solve reached this frame, before any re-solve.
     reached: GoalResidual,
-    /// Bit sets over the skeleton's bones, for the stage's bones as of `masks_of`: the bones
-    /// the stage writes, and those bones with their ancestors (whose change can move the
-    /// stage's effectors). Recomputed only when the stage's bones change.
-    writes: Vec<u64>,
-    deps: Vec<u64>,
-    masks_of: Vec<usize>,
+    /// This stage's goals measured on the character's final pose after the last
+    /// [`IkStack::solve`], after every later stage ([`Stage::measure`]); `None` when the stage
+    /// did not solve or has no measurable goal.
+    pub final_residual: Option<GoalResidual>,
+    /// This slot's bones packed ([`packed_bones`], `u64::MAX` when they do not pack) and its
+    /// index when the measurement was last planned (`MeasurePlan`): a solve that finds either
+    /// changed (a stage replaced or reordered through [`IkStack::slots_mut`]) re-plans. Kept
+    /// beside the flags every solve reads, so checking costs no memory access of its own.
+    plan_key: u64,
+    plan_index: usize,
+    /// The last solve's outcome (written by [`IkStack::solve`]).
+    pub outcome: StageOutcome,
+    /// The last successful solve's unblended output, then its input, over the stage's bones
+    /// (one allocation: a slot of a crowd stays within fewer cache lines).
+    warm: Vec<(Quat, Vec3)>,
 }
 
-impl StageSlot {
-    /// Brings `writes`/`deps` up to date with the stage's bones (allocates only when they
-    /// changed).
-    fn refresh_masks(&mut self, skeleton: &Skeleton) {
-        let bones = self.stage.bones();
-        if self.masks_of == bones {
-            return;
-        }
+/// A stage's bones packed exactly into one word when it has at most three, each below
+/// 2^20 (a limb: checking them each solve reads one word of the plan per character), `None`
+/// otherwise (then compared bone by bone with the plan's copy).
+#[inline]
+fn packed_bones(bones: &[usize]) -> Option<u64> {
+    const BITS: u32 = 20;
+    if bones.len() > 3 {
+        return None;
+    }
+    let mut key = bones.len() as u64;
+    for (i, &b) in bones.iter().enumerate() {
+        let b = u64::try_from(b).ok().filter(|&b| b < 1 << BITS)?;
+        key |= b << (4 + BITS * i as u32);
+    }
+    Some(key)
+}
+
+/// Which stages a later stage can move, from the stages' bones alone (rebuilt only when a
+/// stage was added, removed, moved or its bones changed): per slot, bit sets over the
+/// skeleton's bones of what it writes and of its bones with their ancestors (whose change can
+/// move its effectors), and the slots one of whose dependencies a later slot writes. Only
+/// those are ever measured by forward kinematics on the final pose; a crowd of independent
+/// limbs has none and its measurement costs nothing.
+#[derive(Debug, Default)]
+struct MeasurePlan {
+    valid: bool,
+    /// Per slot, its bones when planned, a `(start, len)` span of `bones` (compared when they
+    /// do not pack into [`StageSlot`]'s key).
+    spans: Vec<(usize, usize)>,
+    bones: Vec<usize>,
+    /// `u64` words per bit set.
+    words: usize,
+    /// Slot `i`'s bit sets at `i * words..`.
+    writes: Vec<u64>,
+    deps: Vec<u64>,
+    /// Slots a later slot could move, in order.
+    exposed: Vec<usize>,
+    /// Scratch: the bones written by the changing stages after the one being measured.
+    later: Vec<u64>,
+}
+
+impl MeasurePlan {
+    fn rebuild(&mut self, skeleton: &Skeleton, slots: &mut [StageSlot]) {
         let words = skeleton.len().div_ceil(64);
+        self.words = words;
         self.writes.clear();
-        self.writes.resize(words, 0);
+        self.writes.resize(words * slots.len(), 0);
         self.deps.clear();
-        self.deps.resize(words, 0);
-        for &b in bones {
-            if b / 64 < words {
-                self.writes[b / 64] |= 1 << (b % 64);
-            }
-            for a in skeleton.ancestors_inclusive(b) {
-                if a / 64 < words {
-                    self.deps[a / 64] |= 1 << (a % 64);
+        self.deps.resize(words * slots.len(), 0);
+        self.spans.clear();
+        self.bones.clear();
+        for (i, slot) in slots.iter_mut().enumerate() {
+            let bones = slot.stage.bones();
+            slot.plan_key = packed_bones(bones).unwrap_or(u64::MAX);
+            slot.plan_index = i;
+            self.spans.push((self.bones.len(), bones.len()));
+            self.bones.extend_from_slice(bones);
+            let (writes, deps) = (
+                &mut self.writes[i * words..(i + 1) * words],
+                &mut self.deps[i * words..(i + 1) * words],
+            );
+            for &b in bones {
+                if b / 64 < words {
+                    writes[b / 64] |= 1 << (b % 64);
+                }
+                for a in skeleton.ancestors_inclusive(b) {
+                    if a / 64 < words {
+                        deps[a / 64] |= 1 << (a % 64);
+                    }
                 }
             }
         }
-        self.masks_of.clear();
-        self.masks_of.extend_from_slice(bones);
+        self.exposed.clear();
+        self.later.clear();
+        self.later.resize(words, 0);
+        for i in (0..slots.len()).rev() {
+            if self
+                .deps_of(i)
+                .iter()
+                .zip(&self.later)
+                .any(|(d, w)| d & w != 0)
+            {
+                self.exposed.push(i);
+            }
+            for (w, m) in self
+                .later
+                .iter_mut()
+                .zip(&self.writes[i * words..(i + 1) * words])
+            {
+                *w |= m;
+            }
+        }
+        self.exposed.reverse();
+        self.valid = true;
+    }
+
+    /// Whether `slot`, at `index`, has the bones it was planned with.
+    #[inline]
+    fn planned(&self, index: usize, slot: &StageSlot) -> bool {
+        let bones = slot.stage.bones();
+        if slot.plan_index != index {
+            return false;
+        }
+        match packed_bones(bones) {
+            Some(packed) => packed == slot.plan_key,
+            None => {
+                slot.plan_key == u64::MAX
+                    && self.spans.get(index).is_some_and(|&(start, len)| {
+                        len == bones.len()
+                            && self.bones[start..start + len]
+                                .iter()
+                                .zip(bones)
+                                .all(|(a, b)| a == b)
+                    })
+            }
+        }
+    }
+
+    fn deps_of(&self, slot: usize) -> &[u64] {
+        &self.deps[slot * self.words..(slot + 1) * self.words]
+    }
+}
+
+impl StageSlot {
+    /// Records the outcome of this frame's solve; a solved stage's final residual is what it
+    /// reached until a later stage is found to have moved it (`IkStack::measure_final`).
+    #[inline(always)]
+    fn record(&mut self, outcome: StageOutcome, resolving: bool) {
+        self.outcome = outcome;
+        if !resolving {
+            self.final_residual = match &self.outcome {
+                StageOutcome::Solved(own) => {
+                    self.reached = GoalResidual {
+                        position: own.position_residual(),
+                        angle: own.angle_residual(),
+                    };
+                    Some(self.reached)
+                }
+                _ => None,
+            };
+            self.goals_moved = false;
+        }
     }
 }
 
@@ -418,8 +540,8 @@ pub struct IkStack {
     pub settings: StackSettings,
     /// A [`StageSlot::keep_goals`] re-solve is running (see `run_slot`).
     resolving: bool,
-    /// Bit set of the bones written by the stages after the one being measured.
-    later_writes: Vec<u64>,
+    /// Which stages the final-pose measurement must look at.
+    plan: MeasurePlan,
 }
 
 impl IkStack {
@@ -433,7 +555,7 @@ impl IkStack {
             saved: Vec::new(),
             settings: StackSettings::default(),
             resolving: false,
-            later_writes: Vec::new(),
+            plan: MeasurePlan::default(),
         }
     }
 
@@ -473,29 +595,30 @@ impl IkStack {
                 enabled: true,
                 outcome: StageOutcome::NotRun,
                 warm_start,
-                warm: Vec::with_capacity(need),
-                warm_input: Vec::with_capacity(need),
+                warm: Vec::with_capacity(2 * need),
                 warm_valid: false,
                 keep_goals: false,
                 final_residual: None,
                 goals_moved: false,
-                touched_from: None,
+                touched: false,
                 reached: GoalResidual::default(),
-                writes: Vec::new(),
-                deps: Vec::new(),
-                masks_of: Vec::new(),
+                plan_key: u64::MAX,
+                plan_index: usize::MAX,
             },
         );
+        self.plan.valid = false;
         Ok(())
     }
 
     /// Removes and returns the stage at `index`.
     pub fn remove(&mut self, index: usize) -> Option<StageSlot> {
+        self.plan.valid = false;
         (index < self.slots.len()).then(|| self.slots.remove(index))
     }
 
     /// Moves the stage at `from` to position `to` (reordering; both clamped).
     pub fn move_stage(&mut self, from: usize, to: usize) {
+        self.plan.valid = false;
         if from < self.slots.len() {
             let slot = self.slots.remove(from);
             self.slots.insert(to.min(self.slots.len()), slot);
@@ -601,52 +724,56 @@ impl IkStack {
         report
     }
 
-    /// Measures every solved stage's goals on the final pose ([`StageSlot::final_residual`],
-    /// [`StageSlot::goals_moved`]); re-solves once, on the final pose, a stage that must keep
-    /// its goals ([`StageSlot::keep_goals`]) and lost them, then measures again.
+    /// Measures on the final pose the goals of every solved stage a later stage moved
+    /// ([`StageSlot::final_residual`], [`StageSlot::goals_moved`]); re-solves once, on the
+    /// final pose, a stage that must keep its goals ([`StageSlot::keep_goals`]) and lost them,
+    /// then measures again.
     ///
-    /// A stage is measured by forward kinematics only when a later stage changed something and
+    /// A stage is measured by forward kinematics only when a later stage changed the pose and
     /// wrote one of its bones or their ancestors, the only bones that can move its effectors;
-    /// otherwise its own report stands (no forward kinematics: a crowd of independent limbs
-    /// pays nothing).
+    /// otherwise what it reached stands (recorded when it solved). Which stages a later one
+    /// can reach at all is known from their bones (`MeasurePlan`): when none can (a crowd of
+    /// independent limbs), nothing is walked.
     fn measure_final(&mut self, report: &mut StackReport) {
+        if !self.plan.valid {
+            self.plan.rebuild(&self.skeleton, &mut self.slots);
+        }
+        if self.plan.exposed.is_empty() {
+            return;
+        }
         let tolerance = self.settings.goal_tolerance;
         let mut resolved = false;
-        // Walking back from the last stage: the first bone (flat order) that a later stage
-        // changing the pose writes.
-        let mut later_first = usize::MAX;
-        let words = self.skeleton.len().div_ceil(64);
-        self.later_writes.clear();
-        self.later_writes.resize(words, 0);
+        let words = self.plan.words;
+        let mut plan = core::mem::take(&mut self.plan);
+        plan.later.clear();
+        plan.later.resize(words, 0);
+        let mut next_exposed = plan.exposed.len();
         for index in (0..self.slots.len()).rev() {
-            let slot = &mut self.slots[index];
-            slot.refresh_masks(&self.skeleton);
-            if let StageOutcome::Solved(own) = &slot.outcome {
-                slot.reached = GoalResidual {
-                    position: own.position_residual(),
-                    angle: own.angle_residual(),
-                };
+            if next_exposed > 0 && plan.exposed[next_exposed - 1] == index {
+                next_exposed -= 1;
+                let affected = plan
+                    .deps_of(index)
+                    .iter()
+                    .zip(&plan.later)
+                    .any(|(d, w)| d & w != 0);
+                let (moved, keep) = self.measure_slot(index, affected, tolerance);
+                if moved && keep {
+                    let mut again = StackReport::default();
+                    self.resolving = true;
+                    self.run_slot(index, &mut again, |stage, skeleton, buffer, cold| {
+                        stage.run(skeleton, buffer, cold)
+                    });
+                    self.resolving = false;
+                    report.first_changed = match (report.first_changed, again.first_changed) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                    resolved = true;
+                }
             }
-            let affected = self.affected_by_later(index, later_first);
-            let (moved, keep) = self.measure_slot(index, affected, tolerance);
-            if moved && keep {
-                let mut again = StackReport::default();
-                self.resolving = true;
-                self.run_slot(index, &mut again, |stage, skeleton, buffer, cold| {
-                    stage.run(skeleton, buffer, cold)
-                });
-                self.resolving = false;
-                report.first_changed = match (report.first_changed, again.first_changed) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
-                resolved = true;
-            }
-            let slot = &self.slots[index];
-            if slot.touched_from.is_some() {
-                later_first =
-                    later_first.min(slot.masks_of.iter().copied().min().unwrap_or(usize::MAX));
-                for (w, m) in self.later_writes.iter_mut().zip(&slot.writes) {
+            if self.slots[index].touched {
+                let writes = &plan.writes[index * words..(index + 1) * words];
+                for (w, m) in plan.later.iter_mut().zip(writes) {
                     *w |= m;
                 }
             }
@@ -658,22 +785,8 @@ impl IkStack {
                 self.measure_slot(index, true, tolerance);
             }
         }
+        self.plan = plan;
         report.goals_moved = self.slots.iter().filter(|s| s.goals_moved).count() as u32;
-    }
-
-    /// Whether a later stage that changed the pose wrote a bone at or above one of stage
-    /// `index`'s bones (the only bones whose change can move its effectors). `later_first`:
-    /// the first bone such stages write. Ancestors come first in flat (topological) order, so
-    /// when that is past the stage's last bone nothing is walked (the common case).
-    fn affected_by_later(&self, index: usize, later_first: usize) -> bool {
-        let slot = &self.slots[index];
-        if later_first > slot.masks_of.iter().copied().max().unwrap_or(0) {
-            return false;
-        }
-        slot.deps
-            .iter()
-            .zip(&self.later_writes)
-            .any(|(d, w)| d & w != 0)
     }
 
     /// Measures stage `index` on the current pose when `affected` (a later stage wrote a bone
@@ -752,25 +865,33 @@ impl IkStack {
             slots,
             saved,
             resolving,
+            plan,
             ..
         } = self;
+        let resolving = *resolving;
         let slot = &mut slots[index];
-        slot.touched_from = None;
+        slot.touched = false;
         if !slot.enabled {
-            slot.outcome = StageOutcome::Disabled;
+            slot.record(StageOutcome::Disabled, resolving);
             return;
         }
         if !slot.weight.is_finite() {
-            slot.outcome = StageOutcome::Failed(StackError::NonFiniteWeight);
+            slot.record(StageOutcome::Failed(StackError::NonFiniteWeight), resolving);
             report.failed += 1;
             return;
         }
         let weight = slot.weight.clamp(0.0, 1.0);
         if weight == 0.0 {
-            slot.outcome = StageOutcome::Faded;
+            slot.record(StageOutcome::Faded, resolving);
             // The carried correction would be stale by the time the stage fades back in.
             slot.warm_valid = false;
             return;
+        }
+        // A stage that runs with other bones, or at another index, than the measurement was
+        // planned for (replaced or reordered through `slots_mut`) re-plans it. (A stage that
+        // does not run neither changes the pose nor is measured.)
+        if !plan.planned(index, slot) {
+            plan.valid = false;
         }
         saved.clear();
         let pose = buffer.pose();
@@ -783,20 +904,21 @@ impl IkStack {
         // A re-solve on the final pose ([`StageSlot::keep_goals`]) starts from that pose and
         // leaves the warm start to this frame's first solve, which tracks from frame to frame.
         let warm =
-            !*resolving && slot.warm_start && slot.warm_valid && slot.warm.len() == saved.len();
+            !resolving && slot.warm_start && slot.warm_valid && slot.warm.len() == 2 * saved.len();
         if warm {
             // Unchanged input: the last output itself. Animated input: the last frame's IK
             // correction (output relative to its input, per bone) carried onto this frame's
             // input, so tracking goes on over animation instead of starting over.
-            let exact = slot.warm_input == *saved;
+            let (warm_output, warm_input) = slot.warm.split_at(saved.len());
+            let exact = warm_input == &saved[..];
             let pose = buffer.pose_unchecked_mut();
             for (i, &b) in slot.stage.bones().iter().enumerate() {
-                let (q, t) = slot.warm[i];
+                let (q, t) = warm_output[i];
                 if exact {
                     pose.rotations[b] = q;
                     pose.translations[b] = t;
                 } else {
-                    let ((qi, ti), (qp, tp)) = (saved[i], slot.warm_input[i]);
+                    let ((qi, ti), (qp, tp)) = (saved[i], warm_input[i]);
                     pose.rotations[b] = (qi * (qp.conjugate() * q)).normalize();
                     pose.translations[b] = ti + (t - tp);
                 }
@@ -811,10 +933,10 @@ impl IkStack {
             &mut slot.stage,
             skeleton,
             buffer,
-            slot.warm_start && !warm && !*resolving,
+            slot.warm_start && !warm && !resolving,
         );
         let pose = buffer.pose_unchecked_mut();
-        if slot.warm_start && !*resolving {
+        if slot.warm_start && !resolving {
             slot.warm_valid = result.is_ok();
             if slot.warm_valid {
                 slot.warm.clear();
@@ -824,7 +946,7 @@ impl IkStack {
                         .iter()
                         .map(|&b| (pose.rotations[b], pose.translations[b])),
                 );
-                slot.warm_input.clone_from(saved);
+                slot.warm.extend_from_slice(saved);
             }
         }
         let kept = result.is_ok() && weight > 0.0;
@@ -851,17 +973,17 @@ impl IkStack {
             if kept {
                 report.first_changed =
                     Some(report.first_changed.map_or(touched, |f| f.min(touched)));
-                slot.touched_from = Some(touched);
+                slot.touched = true;
             }
         }
         match result {
             Ok(r) => {
                 report.solved += 1;
-                slot.outcome = StageOutcome::Solved(r);
+                slot.record(StageOutcome::Solved(r), resolving);
             }
             Err(e) => {
                 report.failed += 1;
-                slot.outcome = StageOutcome::Failed(e);
+                slot.record(StageOutcome::Failed(e), resolving);
             }
         }
     }

@@ -281,6 +281,7 @@ impl AnyStage {
     }
 
     /// Runs the stage on `buffer` (in place); `cold`: it starts cold ([`Stage::start_cold`]).
+    #[inline]
     pub(crate) fn run(
         &mut self,
         skeleton: &Skeleton,

@@ -22,10 +22,11 @@
 use ik_core::glam::{Quat, Vec3};
 use ik_core::humanoid::{
     BodyFrame, Effector, FullBodyGoals, FullBodyReport, FullBodySolver, HumanoidBone as B,
-    HumanoidMap, RestAxes, RigConvention, test_rig,
+    HumanoidMap,
 };
 use ik_core::limits::JointLimit;
 use ik_core::{Pose, Skeleton};
+use ik_test_rigs::{RestAxes, RigConvention, test_rig};
 
 #[path = "gltf_rig.rs"]
 mod gltf_rig;

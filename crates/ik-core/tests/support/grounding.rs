@@ -21,9 +21,10 @@ use std::rc::Rc;
 use ik_core::analytic::{LimbGoal, TwoBoneIk};
 use ik_core::glam::Vec3;
 use ik_core::grounding::{FootGround, GroundHit, GroundingStage, Leg};
-use ik_core::humanoid::{BodyFrame, HumanoidBone as B, RestAxes, RigConvention, test_rig};
+use ik_core::humanoid::{BodyFrame, HumanoidBone as B};
 use ik_core::stack::{IkStack, StageOutcome};
 use ik_core::{BoneTransform, Pose};
+use ik_test_rigs::{RestAxes, RigConvention, test_rig};
 
 use crate::gameplay::{Rig, load_skeleton};
 

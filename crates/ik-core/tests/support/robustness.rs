@@ -3,7 +3,7 @@
 //! Everything is measured through the public API, by forward kinematics of the output; the
 //! solver's internals and reports are never trusted.
 //!
-//! Rigs: the 6 naming conventions × 4 rest-axis styles of `ik_core::humanoid::test_rig` and
+//! Rigs: the 6 naming conventions × 4 rest-axis styles of `ik_test_rigs::test_rig` and
 //! the CC0 characters in `assets/` (read as the gameplay support reads them; the two with
 //! detached IK-control feet get end bones under their lower legs, as a user does with
 //! `HumanoidMap::lower_leg_ends_for_detached_feet`).
@@ -36,13 +36,13 @@ use std::time::Instant;
 
 use ik_core::glam::{Mat3, Quat, Vec3};
 use ik_core::humanoid::{
-    BodyFrame, Effector, FullBodyGoals, FullBodySolver, HumanoidBone as B, HumanoidMap, RestAxes,
-    RigConvention, random_pose_within_limits, test_rig,
+    BodyFrame, Effector, FullBodyGoals, FullBodySolver, HumanoidBone as B, HumanoidMap,
 };
 use ik_core::limits::JointLimit;
 use ik_core::stack::{PoseBuffer, Stage};
 use ik_core::vr::{FootPhase, TrackerPose, VrBody, VrTrackers};
 use ik_core::{Pose, Skeleton};
+use ik_test_rigs::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
 
 #[path = "gameplay.rs"]
 pub mod gameplay;

@@ -173,7 +173,7 @@ fn add_side(spec: &mut Spec, torso_top: usize, hips: usize, s: f32, n: &Limbs<'_
 /// A 1.8 m humanoid in T-pose (facing +Z, up +Y, its left hand toward +X, hips 1 m above the
 /// origin, slightly bent elbows and knees) named in `convention`, with rest rotations in the
 /// `axes` style. The bone list (fingers, end bones, helpers, split limb bones) mimics the real
-/// convention closely enough to exercise [`HumanoidMap::from_skeleton`](super::HumanoidMap).
+/// convention closely enough to exercise [`HumanoidMap::from_skeleton`](crate::humanoid::HumanoidMap).
 #[must_use]
 pub fn test_rig(convention: RigConvention, axes: RestAxes) -> Skeleton {
     let mut spec = Spec { bones: Vec::new() };
@@ -486,8 +486,8 @@ fn build(spec: &Spec, axes: RestAxes) -> Skeleton {
 #[must_use]
 pub fn random_pose_within_limits(
     skeleton: &Skeleton,
-    map: &super::HumanoidMap,
-    limits: &super::HumanoidLimits,
+    map: &crate::humanoid::HumanoidMap,
+    limits: &crate::humanoid::HumanoidLimits,
     fraction: f32,
     next: &mut impl FnMut() -> f32,
 ) -> crate::pose::Pose {
@@ -512,7 +512,7 @@ pub fn random_pose_within_limits(
                 let twist = mid + sym(0.5 * (l.twist_max - l.twist_min) * fraction, next);
                 l.compose(swing, twist)
             }
-            JointLimit::Free if role == super::HumanoidBone::Hips => {
+            JointLimit::Free if role == crate::humanoid::HumanoidBone::Hips => {
                 let t = Vec3::new(sym(1.0, next), sym(1.0, next), sym(1.0, next)) * 0.1 * fraction;
                 pose.translations[b] += t;
                 let w = Vec3::new(sym(1.0, next), sym(1.0, next), sym(1.0, next)) * 0.3 * fraction;
