@@ -300,7 +300,7 @@ pub struct FullBodySettings {
     /// already meets every goal is returned unchanged.
     pub posture_gain: f32,
     /// How [`FullBodySolver::solve`] tracks (see [`TrackingMode`]; default
-    /// [`TrackingMode::Corrective`], today's behaviour).
+    /// [`TrackingMode::Corrective`]).
     #[cfg_attr(feature = "serde", serde(default))]
     pub tracking: TrackingMode,
     /// With [`TrackingMode::Bounded`]: the per-frame turn bound, radians — no joint turns

@@ -24,18 +24,23 @@
 //!
 //! # Steps and the acceptance rule
 //!
-//! A frame takes at most [`FullBodySettings::max_iterations`](super::FullBodySettings::max_iterations)
-//! candidate steps: an analytic candidate first (the hips onto a pelvis goal, each limb's own
+//! A frame tries an analytic candidate first (the hips onto a pelvis goal, each limb's own
 //! joints onto its goal, the head and neck onto the look-at; without a pelvis goal, or when
-//! that is not kept, the same without the hips), then Gauss–Newton steps of the strictly prioritised least-squares problem (the crate's one dense
+//! that is not kept, the same without the hips), then at most
+//! [`FullBodySettings::max_iterations`](super::FullBodySettings::max_iterations) candidate
+//! Gauss–Newton steps (the report's `iterations`) of the strictly prioritised least-squares problem (the crate's one dense
 //! kernel, `DlsBuffers::prioritized_step`: each level solved in the null space of the levels
 //! above it). A candidate is kept only if it lowers the **lexicographic cost** — the vector of
 //! per-level costs, level 0 first — in the sense of [`better`]: no level above the deciding
-//! one gets worse, and the deciding level drops by more than [`ACCEPT_RATIO`] of its cost
-//! (and at least [`ACCEPT_FLOOR`]). A goal within its tolerance costs exactly 0, so a met goal
+//! one gets worse, the deciding level drops by more than [`ACCEPT_RATIO`] of its cost
+//! (and at least [`ACCEPT_FLOOR`]), and no single goal on the deciding level or above it gets
+//! worse (the goals of one level never trade against each other: weights shape the step,
+//! not what is kept; on the centre of mass's level, balance trades by weight). A goal within its tolerance costs exactly 0, so a met goal
 //! never blocks the levels below it with round-off. A rejected candidate is undone bit for bit;
 //! a rejected Gauss–Newton step is retried with the joints it pushed onto a bound left
-//! out, else with [`LM_GROWTH`] times the damping (Levenberg–Marquardt), and the frame ends after [`MAX_REJECTS`] rejections in a row. Each
+//! out, else shortened by [`BACKTRACK`] along the same direction (a backtracking line
+//! search: at a straight limb a full step overshoots to second order, a short one does not),
+//! until the frame's budget is spent. Each
 //! Gauss–Newton candidate ends with the analytic limb finish (the step's second-order drift of
 //! every limb closed onto its goal), judged with it.
 //!
@@ -47,21 +52,25 @@
 //!   bit for bit. A level can only rise when a level above it falls by such a fraction, and
 //!   costs are bounded below, so only finitely many frames can change the pose: the output
 //!   comes to rest and is then bit-identical — whether or not the goals can be met.
-//!   This holds while the levels stay the same from frame to frame. The give-way rule below
-//!   ranks goals from where the frame's input puts the limb roots, so a frame that moves a
-//!   shoulder across its hand's reach changes the order; the argument then starts again, and
-//!   it can cycle (measured: 1 of 1,008 "hand beyond" goal sets never rests — this is the
-//!   likely cause, not yet confirmed; see `docs/benchmarks.md`).
+//!   The levels are a function of the pose and the goals alone (the give-way rule below
+//!   reads the pose being scored, never the frame's input or an earlier frame), so the
+//!   lexicographic cost is the same function from frame to frame and the argument holds
+//!   across frames.
 //!
 //! # Goals that cannot be met (the give-way rule)
 //!
-//! At the start of a frame each hand or foot goal in model space whose target lies farther
-//! from its limb's root (shoulder, hip; where the pose passed in puts it) than the limb's
-//! reach is ranked in a sub-level **below** the other goals of its level. It then moves only
-//! what the level's other goals leave free (their null space, and the acceptance rule will not
-//! let it raise their cost), so a hand held out of reach does not drag the other hand or the
-//! feet off their goals; it still reaches as far as the body allows. The rule reads only the
-//! goals and the frame's input pose: deterministic, no history.
+//! A hand or foot goal in model space whose target lies farther from its limb's root
+//! (shoulder, hip) than the limb's reach **at the pose being scored** counts in a sub-level
+//! below the other goals of its level (position and rotation). It then moves only what the
+//! level's other goals leave free (the step solves its rows in their null space, and the
+//! acceptance rule will not let it raise their cost), so a hand held out of reach does not
+//! drag the other hand or the feet off their goals; it still reaches as far as the body
+//! allows. The rule reads only the goals and the pose it scores: deterministic, no history,
+//! the same at every iterate of every frame. A step that brings the root close enough to
+//! put the goal within reach moves its cost up a level, so it is kept only if it meets that
+//! goal at no cost to the level's others or the levels above. (Conversely a step that takes
+//! the root away from an unmet goal within reach lowers the level's cost; the goal's rows
+//! then pull the root back, so such a goal hovers at the edge of its limb's reach.)
 //!
 //! # What animators tune
 //!
@@ -87,9 +96,12 @@ pub(super) const ACCEPT_RATIO: f32 = 0.01;
 /// ... and by at least this much (squared tolerances): residuals are tolerance-scaled, so
 /// this is a hundredth of a goal moving from twice its tolerance to within it.
 pub(super) const ACCEPT_FLOOR: f32 = 1e-2;
-/// The factor by which a rejected Gauss–Newton step's damping grows (and a kept one's
-/// shrinks, down to [`FullBodySettings::damping`](super::FullBodySettings::damping)).
-const LM_GROWTH: f32 = 10.0;
+/// The factor by which a rejected Gauss–Newton step is shortened before it is tried again
+/// (backtracking along the same direction; the usual halving of an Armijo line search). At a
+/// straight limb the step's second-order error (the limb must bend to follow) shrinks with
+/// the square of its length and its first-order gain with the length, so a short enough step
+/// is always kept where the direction is one of descent.
+const BACKTRACK: f32 = 0.5;
 /// A joint the step turns past the per-frame bound is put this fraction of the bound from
 /// its start: float round-off in the slerp and the angle (about 1e-7 rad) must not read a
 /// joint put exactly on the bound as beyond it (1e-4 of 15° is 0.0015°).
@@ -97,8 +109,6 @@ const BOUND_AIM: f32 = 1.0 - 1e-4;
 /// Projections onto the turn bound and the joint's limit tried (each from the last) before a
 /// joint the limit projection keeps pushing past the bound is left where it started.
 const BOUND_TRIES: usize = 2;
-/// Consecutive rejected candidates after which a frame ends.
-const MAX_REJECTS: u32 = 2;
 /// Distinct priority numbers told apart (one per goal channel group at most); goals on
 /// larger numbers share the last.
 const PRIORITIES: usize = 7;
@@ -125,22 +135,71 @@ fn group(c: usize) -> usize {
     }
 }
 
-/// The lexicographic cost: per level (see [`Solve::rank_goals`]), level 0 first.
-pub(super) type Costs = [f32; LEVELS];
+/// Goals told apart by the acceptance rule: the five effectors (position and rotation
+/// together), the look-at and the centre of mass.
+const GOALS: usize = 7;
+
+/// The lexicographic cost of a pose: per level (see [`Solve::rank_goals`]), level 0 first,
+/// and per goal its cost and level.
+#[derive(Clone, Copy)]
+pub(super) struct Costs {
+    /// Summed cost per level.
+    level: [f32; LEVELS],
+    /// Per goal (effectors in [`Effector::ALL`] order, the look-at, the centre of mass).
+    goal: [f32; GOALS],
+    /// Per goal, its level.
+    goal_level: [u8; GOALS],
+}
+
+impl Costs {
+    const ZERO: Self = Self {
+        level: [0.0; LEVELS],
+        goal: [0.0; GOALS],
+        goal_level: [u8::MAX; GOALS],
+    };
+
+    /// Adds `cost` to goal `g` on `level`.
+    fn add(&mut self, g: usize, level: usize, cost: f32) {
+        self.level[level] += cost;
+        self.goal[g] += cost;
+        self.goal_level[g] = level as u8;
+    }
+
+    /// Whether every level is 0 (every goal within tolerance, no posture to follow).
+    fn is_zero(&self) -> bool {
+        self.level.iter().all(|&c| c == 0.0)
+    }
+}
 
 /// Whether `new` is better than `old` by the acceptance rule (see the module docs): at the
-/// first level that changes by more than its threshold it decreased, and no level before it
-/// increased at all.
+/// first level that changes by more than its threshold it decreased, no level before it
+/// increased at all, and no goal on it or before it got worse (goals of one level never
+/// trade against each other: a goal that cannot be met cannot move another) — but on the
+/// centre of mass's level, where balance trades the support goals by weight.
 pub(super) fn better(old: &Costs, new: &Costs) -> bool {
-    for (&o, &n) in old.iter().zip(new) {
+    let mut deciding = None;
+    for (l, (&o, &n)) in old.level.iter().zip(&new.level).enumerate() {
         if n.is_nan() || n > o {
             return false;
         }
         if n < o - (ACCEPT_RATIO * o).max(ACCEPT_FLOOR) {
-            return true;
+            deciding = Some(l);
+            break;
         }
     }
-    false
+    let Some(deciding) = deciding else {
+        return false;
+    };
+    // A level with the centre of mass (balance) trades by weight: the centre of mass is a
+    // compromise with the support by definition.
+    let com = GOALS - 1;
+    let level_of = |g: usize| usize::from(old.goal_level[g].min(new.goal_level[g]));
+    (0..GOALS).all(|g| {
+        let level = level_of(g);
+        level > deciding
+            || new.goal[g] <= old.goal[g]
+            || (level == level_of(com) && old.goal_level[com] != u8::MAX)
+    })
 }
 
 /// The scale of a joint's Gauss–Newton columns for its
@@ -182,8 +241,9 @@ impl Solve<'_> {
         let mut cost = self.costs(skeleton, pose, goals);
         self.s.best.copy_from(pose);
         self.s.model_best.clone_from(&self.s.model);
-        // Levenberg–Marquardt: the damping grows after a rejected step, shrinks after a kept one.
-        let mut mu = 1.0f32;
+        // The line search: the length of the next Gauss–Newton step, shortened after a
+        // rejection, back to a full step after a kept one.
+        let mut scale = 1.0f32;
         if s.analytic_limbs {
             // The analytic candidates: the hips onto the pelvis goal (within the turn bound),
             // then each limb's own joints onto its goal (the finish never moves another
@@ -198,24 +258,26 @@ impl Solve<'_> {
                 report.limits_hit += self.finish_look_at(skeleton, pose, goals);
                 self.bound_turns(skeleton, pose);
                 kept = self.accept(skeleton, pose, goals, &mut cost);
-                report.iterations += 1;
             }
             if !kept {
                 report.limits_hit += self.finish_limbs(skeleton, pose, goals);
                 report.limits_hit += self.finish_look_at(skeleton, pose, goals);
                 self.bound_turns(skeleton, pose);
                 self.accept(skeleton, pose, goals, &mut cost);
-                report.iterations += 1;
             }
         }
-        let mut rejects = 0;
-        while report.iterations < s.max_iterations.max(1) && rejects < MAX_REJECTS {
-            if cost.iter().all(|&c| c == 0.0) {
+        while report.iterations < s.max_iterations.max(1) {
+            if cost.is_zero() {
                 // Every goal within tolerance (and no posture to follow): no step can be kept.
                 break;
             }
-            if self.step(skeleton, pose, goals, mu) == 0 {
+            if self.step(skeleton, pose, goals) == 0 {
                 break;
+            }
+            if scale < 1.0 {
+                for v in &mut self.s.dls.dq[..self.rig.cols] {
+                    *v *= scale;
+                }
             }
             report.iterations += 1;
             report.limits_hit = self.apply(skeleton, pose);
@@ -226,11 +288,9 @@ impl Solve<'_> {
             }
             self.bound_turns(skeleton, pose);
             if self.accept(skeleton, pose, goals, &mut cost) {
-                rejects = 0;
-                mu = (mu / LM_GROWTH).max(1.0);
+                scale = 1.0;
                 continue;
             }
-            rejects += 1;
             // The active set: joints this step pushed onto a bound or limit leave the next
             // one; with none new, the step is damped more.
             let mut freed = false;
@@ -242,18 +302,19 @@ impl Solve<'_> {
                 }
             }
             if !freed {
-                mu *= LM_GROWTH;
+                scale *= BACKTRACK;
             }
         }
         self.fk(skeleton, pose);
         report.converged = self.measure(skeleton, pose, goals, &mut report);
         report.cost = self.score(&report, goals);
-        for (k, g) in report.giving_way.iter_mut().enumerate() {
-            *g = if k < 5 {
-                self.s.demoted[channel(k, false)] || self.s.demoted[channel(k, true)]
-            } else {
-                false
-            };
+        let resolved = self.resolved(skeleton, pose, goals);
+        let g = resolved.as_ref().unwrap_or(goals);
+        for (k, e) in g.effectors.iter().enumerate() {
+            let below = e.wants_position() && self.beyond_reach(k, e.position, goals);
+            report.giving_way[k] = below;
+            self.s.demoted[channel(k, false)] = below;
+            self.s.demoted[channel(k, true)] = below;
         }
         report
     }
@@ -292,6 +353,33 @@ impl Solve<'_> {
     fn bound_turns(&mut self, skeleton: &Skeleton, pose: &mut Pose) {
         let max = self.rig.settings.max_turn;
         self.s.model_fresh = false;
+        // First the whole move is shortened along its path (every joint slerped from its
+        // start by one fraction, the hips' translation with them) until the joint that turns
+        // most is on the bound: clipping each joint on its own would bend the move (a limb
+        // closed by its finish would no longer reach along its line).
+        let largest = self
+            .rig
+            .joints
+            .iter()
+            .map(|j| quat_angle(self.s.start.rotations[j.bone], pose.rotations[j.bone]))
+            .fold(0.0f32, f32::max);
+        if largest > max {
+            let t = BOUND_AIM * max / largest;
+            for j in &self.rig.joints {
+                let b = j.bone;
+                let (q0, q) = (self.s.start.rotations[b], pose.rotations[b]);
+                let t0 = self.s.start.translations[b];
+                if q != q0 || pose.translations[b] != t0 {
+                    let mut r = q0.slerp(q, t).normalize();
+                    let mut tr = t0 + (pose.translations[b] - t0) * t;
+                    let rest = &skeleton.bones()[b].rest;
+                    j.limit
+                        .clamp_valid(rest.rotation, rest.translation, &mut r, &mut tr);
+                    pose.rotations[b] = r;
+                    pose.translations[b] = tr;
+                }
+            }
+        }
         for (ji, j) in self.rig.joints.iter().enumerate() {
             let b = j.bone;
             let (q0, q) = (self.s.start.rotations[b], pose.rotations[b]);
@@ -332,26 +420,12 @@ impl Solve<'_> {
         }
     }
 
-    /// Ranks every goal channel into a lexicographic level (`self.s.rank`): priorities in
-    /// order, each split into the goals the body can meet and, below them, the hand or foot
-    /// goals beyond their limb's reach from where the frame's input puts the limb's root
-    /// (`self.s.demoted`); see the module docs.
+    /// Ranks every goal channel into a lexicographic level (`self.s.rank`, even: the level of
+    /// a goal within its limb's reach; `costs` and `step` add the sub-level below for a goal
+    /// beyond it at the pose they read); see the module docs.
     fn rank_goals(&mut self, skeleton: &Skeleton, pose: &Pose, goals: &FullBodyGoals) {
         let resolved = self.resolved(skeleton, pose, goals);
         let g = resolved.as_ref().unwrap_or(goals);
-        self.s.demoted = [false; super::CHANNELS];
-        for limb in &self.rig.limbs {
-            let k = limb.effector;
-            let e = &g.effectors[k];
-            if !e.wants_position() || goals.effectors[k].frame != GoalFrame::Model {
-                continue;
-            }
-            let root = self.s.model[limb.chain.upper].translation;
-            if root.distance(e.position) > limb.reach {
-                self.s.demoted[channel(k, false)] = true;
-                self.s.demoted[channel(k, true)] = true;
-            }
-        }
         // Dense ranks of the priorities in use.
         let mut prio = [u8::MAX; super::CHANNELS];
         for k in 0..5 {
@@ -365,7 +439,7 @@ impl Solve<'_> {
                 .filter(|&d| prio[d] < prio[c])
                 .fold(0u32, |m, d| m | 1 << prio[d].min(31));
             let level = below.count_ones().min(PRIORITIES as u32 - 1) as usize;
-            let rank = (level * GROUPS + group(c)) * 2 + usize::from(self.s.demoted[c]);
+            let rank = (level * GROUPS + group(c)) * 2;
             self.s.rank[c] = rank as u8;
         }
     }
@@ -375,27 +449,38 @@ impl Solve<'_> {
         let s = self.rig.settings;
         let resolved = self.resolved(skeleton, pose, goals);
         let g = resolved.as_ref().unwrap_or(goals);
-        let mut c = [0.0f32; LEVELS];
+        let mut c = Costs::ZERO;
         for (k, e) in g.effectors.iter().enumerate() {
             let m = &self.s.model[self.rig.effector_bones[k]];
+            // A goal beyond its limb's reach from where this pose puts the limb's root counts
+            // one sub-level below (see "Goals that cannot be met" in the module docs).
+            let below = usize::from(e.wants_position() && self.beyond_reach(k, e.position, goals));
             if e.wants_position() {
                 let r = m.translation.distance(e.position);
-                c[self.s.rank[channel(k, false)] as usize] +=
-                    excess(r, s.position_tolerance, e.position_weight);
+                let level = (self.s.rank[channel(k, false)] & !1) as usize + below;
+                c.add(k, level, excess(r, s.position_tolerance, e.position_weight));
             }
             if e.wants_rotation() {
                 let r = quat_angle(m.rotation, e.rotation);
-                c[self.s.rank[channel(k, true)] as usize] +=
-                    excess(r, s.rotation_tolerance, e.rotation_weight);
+                let level = (self.s.rank[channel(k, true)] & !1) as usize + below;
+                c.add(k, level, excess(r, s.rotation_tolerance, e.rotation_weight));
             }
         }
         if let Some((d, t)) = self.look_dirs(g) {
-            c[self.s.rank[channel(5, false)] as usize] +=
-                excess(vec_angle(d, t), s.rotation_tolerance, g.look_at.weight);
+            let level = self.s.rank[channel(5, false)] as usize;
+            c.add(
+                5,
+                level,
+                excess(vec_angle(d, t), s.rotation_tolerance, g.look_at.weight),
+            );
         }
         if let Some((err, _)) = self.com_error_from_model(g) {
-            c[self.s.rank[channel(6, false)] as usize] +=
-                excess(err.length(), s.com_tolerance, g.center_of_mass.weight);
+            let level = self.s.rank[channel(6, false)] as usize;
+            c.add(
+                6,
+                level,
+                excess(err.length(), s.com_tolerance, g.center_of_mass.weight),
+            );
         }
         if s.posture_gain > 0.0 {
             let mut p = 0.0;
@@ -403,9 +488,21 @@ impl Solve<'_> {
                 let a = quat_angle(pose.rotations[j.bone], self.s.reference.rotations[j.bone]);
                 p += (a / s.rotation_tolerance).powi(2);
             }
-            c[LEVELS - 1] = s.posture_gain * p;
+            c.level[LEVELS - 1] = s.posture_gain * p;
         }
         c
+    }
+
+    /// Whether effector `k`'s position goal `target` (model space) lies beyond its limb's
+    /// reach from where the current model puts the limb's root (false for an effector
+    /// without a limb and for a goal not in model space).
+    fn beyond_reach(&self, k: usize, target: Vec3, goals: &FullBodyGoals) -> bool {
+        if goals.effectors[k].frame != GoalFrame::Model {
+            return false;
+        }
+        self.rig.limbs.iter().any(|l| {
+            l.effector == k && self.s.model[l.chain.upper].translation.distance(target) > l.reach
+        })
     }
 
     /// Whether a 6D pelvis goal in model space on the first level is met: the hips are then
@@ -430,9 +527,10 @@ impl Solve<'_> {
 
     /// The prioritised Gauss–Newton step at the current pose into `dls.dq` (model fresh), its
     /// damping scaled by `mu`; returns its row count (0: nothing to solve).
-    fn step(&mut self, skeleton: &Skeleton, pose: &Pose, goals: &FullBodyGoals, mu: f32) -> usize {
+    fn step(&mut self, skeleton: &Skeleton, pose: &Pose, goals: &FullBodyGoals) -> usize {
         let s = self.rig.settings;
         let cols = self.rig.cols;
+        let given = goals;
         let resolved = self.resolved(skeleton, pose, goals);
         let goals = resolved.as_ref().unwrap_or(goals);
         let mut rows = 0;
@@ -441,6 +539,14 @@ impl Solve<'_> {
         let mut wp = [0.0f32; 5];
         let mut wr = [0.0f32; 5];
         let pinned = self.pelvis_held(goals);
+        // The sub-level of each effector's rows, as `costs` ranks them at this pose.
+        let mut below = [0u8; 5];
+        for (k, b) in below.iter_mut().enumerate() {
+            let target = goals.effectors[k].position;
+            *b = u8::from(
+                goals.effectors[k].wants_position() && self.beyond_reach(k, target, given),
+            );
+        }
         for (k, g) in goals.effectors.iter().enumerate() {
             if pinned && k == Effector::Pelvis as usize {
                 continue;
@@ -451,7 +557,7 @@ impl Solve<'_> {
                 let err = clamp_len(g.position - m.translation, s.max_position_step) * wp[k];
                 self.s.dls.e[rows..rows + 3].copy_from_slice(&err.to_array());
                 row_of[k][0] = rows;
-                row_level[rows..rows + 3].fill(self.s.rank[channel(k, false)]);
+                row_level[rows..rows + 3].fill(self.s.rank[channel(k, false)] | below[k]);
                 rows += 3;
             }
             if g.wants_rotation() {
@@ -460,7 +566,7 @@ impl Solve<'_> {
                 let err = clamp_len(err, s.max_rotation_step) * wr[k];
                 self.s.dls.e[rows..rows + 3].copy_from_slice(&err.to_array());
                 row_of[k][1] = rows;
-                row_level[rows..rows + 3].fill(self.s.rank[channel(k, true)]);
+                row_level[rows..rows + 3].fill(self.s.rank[channel(k, true)] | below[k]);
                 rows += 3;
             }
         }
@@ -570,7 +676,7 @@ impl Solve<'_> {
             .map(|v| v * v)
             .sum::<f32>()
             .sqrt();
-        let lambda2 = s.damping * s.damping * (1.0 + err_norm) * mu;
+        let lambda2 = s.damping * s.damping * (1.0 + err_norm);
         if s.posture_gain > 0.0 {
             self.posture(skeleton, pose);
         }
