@@ -18,15 +18,18 @@ use crate::panel::PANEL_WIDTH;
 pub struct CameraPlugin {
     /// Initial yaw (degrees, 0 = in front of the character).
     pub yaw: Option<f32>,
+    /// Anti-aliasing of the 3D view (`--msaa`).
+    pub msaa: Msaa,
 }
 
 impl Plugin for CameraPlugin {
     fn build(&self, app: &mut App) {
         let yaw = self.yaw.unwrap_or(-45.0).to_radians();
+        let msaa = self.msaa;
         app.add_systems(
             Startup,
             move |commands: Commands, egui: ResMut<EguiGlobalSettings>| {
-                spawn_cameras(commands, egui, yaw);
+                spawn_cameras(commands, egui, yaw, msaa);
             },
         )
         .add_systems(
@@ -79,7 +82,12 @@ pub fn viewport_rect(camera: &Camera) -> Option<Rect> {
     camera.logical_viewport_rect()
 }
 
-fn spawn_cameras(mut commands: Commands, mut egui_settings: ResMut<EguiGlobalSettings>, yaw: f32) {
+fn spawn_cameras(
+    mut commands: Commands,
+    mut egui_settings: ResMut<EguiGlobalSettings>,
+    yaw: f32,
+    msaa: Msaa,
+) {
     // The 3D camera renders into the part of the window right of the panel; egui gets its own
     // camera over the whole window.
     egui_settings.auto_create_primary_context = false;
@@ -95,7 +103,7 @@ fn spawn_cameras(mut commands: Commands, mut egui_settings: ResMut<EguiGlobalSet
         orbit.transform(),
         orbit,
         GizmoCamera,
-        Msaa::Sample4,
+        msaa,
     ));
     commands.spawn((
         PrimaryEguiContext,

@@ -6,6 +6,7 @@
 //! cargo run --features demo --example demo -- --screenshot shot.png [--frames 60]
 //!     [--character FILE.glb|FILE.gltf|FILE.vrm] [--solver full-body|rig|limbs]
 //!     [--settings saved.ron] [--yaw DEGREES] [--terrain] [--walk] [--vr] [--creature]
+//!     [--msaa 1|2|4|8]
 //! ```
 //!
 //! * Any humanoid glTF or VRM character opens: a path on the command line (a file on disk, or
@@ -83,7 +84,7 @@ use crate::settings::{DemoSettings, SettingsPlugin, load_settings};
 use crate::solver::{SolverPlugin, SolverUi};
 use crate::stack::StackPlugin;
 
-const USAGE: &str = "usage: demo [CHARACTER | --character FILE.glb|FILE.gltf|FILE.vrm] [--screenshot PATH [--frames N]] [--solver full-body|rig|limbs [--switch-from full-body|rig|limbs]] [--settings FILE.ron] [--yaw DEGREES] [--terrain] [--walk] [--vr] [--creature]";
+const USAGE: &str = "usage: demo [CHARACTER | --character FILE.glb|FILE.gltf|FILE.vrm] [--screenshot PATH [--frames N]] [--solver full-body|rig|limbs [--switch-from full-body|rig|limbs]] [--settings FILE.ron] [--yaw DEGREES] [--terrain] [--walk] [--vr] [--creature] [--msaa 1|2|4|8]";
 
 fn main() -> ExitCode {
     let options = match Options::parse(std::env::args().skip(1)) {
@@ -175,7 +176,10 @@ fn main() -> ExitCode {
             SolverPlugin,
             StackPlugin,
             HandlesPlugin,
-            CameraPlugin { yaw: options.yaw },
+            CameraPlugin {
+                yaw: options.yaw,
+                msaa: options.msaa,
+            },
             PanelPlugin,
             KeysPlugin,
             ReadoutsPlugin {
@@ -274,12 +278,15 @@ struct Options {
     vr: bool,
     /// Add the procedural quadruped beside the character (and the terrain it walks on).
     creature: bool,
+    /// Multisample anti-aliasing of the 3D view: samples per pixel (1 = off).
+    msaa: Msaa,
 }
 
 impl Options {
     fn parse(mut args: impl Iterator<Item = String>) -> Result<Self, String> {
         let mut options = Self {
             frames: 60,
+            msaa: Msaa::Sample4,
             ..Self::default()
         };
         while let Some(arg) = args.next() {
@@ -317,6 +324,16 @@ impl Options {
                 "--settings" => {
                     let path = args.next().ok_or("--settings needs a path")?;
                     options.settings = Some(PathBuf::from(path));
+                }
+                "--msaa" => {
+                    let n = args.next().ok_or("--msaa needs 1, 2, 4 or 8")?;
+                    options.msaa = match n.as_str() {
+                        "1" => Msaa::Off,
+                        "2" => Msaa::Sample2,
+                        "4" => Msaa::Sample4,
+                        "8" => Msaa::Sample8,
+                        _ => return Err(format!("--msaa takes 1, 2, 4 or 8, not `{n}`")),
+                    };
                 }
                 "--terrain" => options.terrain = true,
                 "--walk" => options.walk = true,
@@ -380,6 +397,8 @@ mod tests {
             "--character",
             "robot.glb",
             "--creature",
+            "--msaa",
+            "1",
         ]))
         .expect("valid arguments");
         assert_eq!(o.screenshot, Some(PathBuf::from("shot.png")));
@@ -389,10 +408,13 @@ mod tests {
         assert_eq!(o.yaw, Some(-30.0));
         assert_eq!(o.character.as_deref(), Some("robot.glb"));
         assert!(o.creature);
+        assert_eq!(o.msaa, Msaa::Off);
         let positional = Options::parse(args(&["my model.gltf"])).expect("a positional path");
         assert_eq!(positional.character.as_deref(), Some("my model.gltf"));
         assert_eq!(positional.frames, 60);
         assert!(!positional.creature);
+        assert_eq!(positional.msaa, Msaa::Sample4);
+        assert!(Options::parse(args(&["--msaa", "3"])).is_err());
         assert!(Options::parse(args(&["a.glb", "--character", "b.glb"])).is_err());
         assert!(Options::parse(args(&["--character"])).is_err());
         assert!(Options::parse(args(&["--frames", "many"])).is_err());
