@@ -1,0 +1,698 @@
+//! One frame of the VR body, in the steps the [module docs](super) list.
+
+use core::f32::consts::{FRAC_PI_2, PI};
+
+use glam::{Quat, Vec3};
+
+use super::limbs::UpperInput;
+use super::locomotion::{self, FootPhase};
+use super::{LEAN_RELAX_TIME, SHIN_LEAN_RATE, TrackerPose, VrBody, VrError};
+use crate::analytic::LimbGoal;
+use crate::humanoid::{BodyFrame, Effector, EffectorGoal, FullBodyReport};
+use crate::pose::BoneTransform;
+use crate::skeleton::Skeleton;
+use crate::stack::{CustomReport, NonFinite, PoseBuffer, StackError};
+
+fn yaw_of(dir: Vec3, frame: &BodyFrame) -> Option<f32> {
+    let (x, y) = (dir.dot(frame.forward), dir.dot(frame.left));
+    (x * x + y * y > 1e-8).then(|| y.atan2(x))
+}
+
+fn wrap(a: f32) -> f32 {
+    let a = (a + PI).rem_euclid(2.0 * PI) - PI;
+    if a.is_finite() { a } else { 0.0 }
+}
+
+/// Turns unit `from` toward unit `to` by at most `max` radians.
+fn turn_toward(from: Vec3, to: Vec3, max: f32) -> Vec3 {
+    let angle = from.angle_between(to);
+    if !angle.is_finite() || angle <= max {
+        return to;
+    }
+    let axis = from
+        .cross(to)
+        .try_normalize()
+        .unwrap_or_else(|| from.any_orthonormal_vector());
+    Quat::from_axis_angle(axis, max) * from
+}
+
+/// This frame's targets, mapped to the avatar (model space).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Targets {
+    pub(super) head: TrackerPose,
+    /// The head target's rotation, normalised.
+    pub(super) head_rot: Quat,
+    /// The head's rotation from its rest rotation.
+    pub(super) head_delta: Quat,
+    /// Left, right.
+    pub(super) hands: [TrackerPose; 2],
+    /// The pelvis tracker, mapped.
+    pub(super) pelvis: Option<TrackerPose>,
+}
+
+/// Where the body faces this frame (step 2).
+#[derive(Clone, Copy, Debug)]
+struct Heading {
+    body_yaw: f32,
+    neck_yaw: f32,
+    /// The head's pitch below level, radians.
+    pitch_down: f32,
+}
+
+impl VrBody {
+    /// One frame: the steps of the [module docs](super), in order.
+    pub(super) fn run(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+    ) -> Result<CustomReport, StackError> {
+        self.check_input(skeleton, buffer)?;
+        let dt = self.dt.min(0.25);
+        let first = !self.state.started;
+        // 1. Trackers onto the avatar.
+        let [head, lhand, rhand] = self.targets();
+        let head_rot = head.rotation.normalize();
+        let t = Targets {
+            head,
+            head_rot,
+            head_delta: head_rot * self.rig.rest_head.rotation.inverse(),
+            hands: [lhand, rhand],
+            pelvis: self
+                .trackers
+                .pelvis
+                .map(|p| TrackerPose::new(self.map_point(p.position), p.rotation.normalize())),
+        };
+        // 2. Heading; 3. lean; 4. the trunk and the pelvis from the head.
+        let heading = self.turn_body(&t, dt, first);
+        self.ease_lean(t.head.position, heading.pitch_down, dt, first);
+        let pelvis = self.bend_trunk(skeleton, buffer, &t, heading, dt, first);
+        // 5. The feet, and the pelvis lowered if a leg cannot reach its foot.
+        let (mut feet, hip_joints) = self.plan_feet(
+            skeleton,
+            buffer,
+            pelvis,
+            t.head.position,
+            heading.body_yaw,
+            dt,
+            first,
+        );
+        self.keep_swing_in_reach(&mut feet, hip_joints);
+        self.seat_pelvis(skeleton, buffer, pelvis, &feet);
+        Self::set_model_rotation(skeleton, buffer, self.rig.head, t.head_rot);
+        // 6. The analytic limbs.
+        let body_rot = Quat::from_axis_angle(self.rig.frame.up, heading.body_yaw);
+        self.pose_legs(skeleton, buffer, &mut feet, body_rot, first)?;
+        for side in 0..2 {
+            self.pose_arm(skeleton, buffer, side, t.hands[side], body_rot, first)?;
+        }
+        // 7. The full-body solver: limits, unreachable controllers, giving way.
+        let fb = self.solve_full_body(skeleton, buffer, &t.hands, &feet, first)?;
+        // 8. The head back, when the solver moved the trunk.
+        if fb.iterations > 0 {
+            self.bring_head_back(skeleton, buffer, &t, &feet);
+        }
+        Ok(self.measure(skeleton, buffer, fb, &t))
+    }
+
+    /// Rejects what the frame cannot run on: non-finite trackers or time step, an invalid
+    /// calibration or settings, a skeleton other than the one the body was built for.
+    fn check_input(&self, skeleton: &Skeleton, buffer: &PoseBuffer) -> Result<(), StackError> {
+        if !self.trackers.is_finite() {
+            return Err(StackError::NonFinite(NonFinite::Goal));
+        }
+        if !(self.dt.is_finite() && self.dt >= 0.0) {
+            return Err(StackError::NonFinite(NonFinite::TimeStep));
+        }
+        if !self.calibration.is_valid() {
+            return Err(VrError::InvalidCalibration("not finite and positive").into());
+        }
+        self.settings.validate()?;
+        if buffer.len() != skeleton.len() || skeleton.len() != self.bones.len() {
+            return Err(StackError::SkeletonMismatch);
+        }
+        Ok(())
+    }
+
+    /// Step 2: the head's heading and pitch, and the body's heading after it.
+    fn turn_body(&mut self, t: &Targets, dt: f32, first: bool) -> Heading {
+        let s = self.settings;
+        let frame = self.rig.frame;
+        let face = t.head_delta * frame.forward;
+        if let Some(y) = yaw_of(face, &frame) {
+            self.state.head_yaw = y;
+        }
+        let pitch_down = (-face.dot(frame.up)).clamp(-1.0, 1.0).asin();
+        let hands_mid = 0.5 * (t.hands[0].position + t.hands[1].position) - t.head.position;
+        let mut target_yaw = self.state.head_yaw;
+        if let Some(hy) = yaw_of(hands_mid, &frame) {
+            let d = wrap(hy - target_yaw);
+            if d.abs() < FRAC_PI_2 {
+                target_yaw += s.hands_yaw * d;
+            }
+        }
+        if first {
+            self.state.body_yaw = target_yaw;
+        } else {
+            // The body turns after the head once the head has turned past the dead zone (a
+            // glance does not turn the body), and slowly drifts under the head anyway.
+            let d = wrap(target_yaw - self.state.body_yaw);
+            let excess = (d.abs() - s.turn_dead_zone).max(0.0).copysign(d);
+            let k = if s.turn_time > 0.0 {
+                1.0 - (-dt / s.turn_time).exp()
+            } else {
+                1.0
+            };
+            let drift = 1.0 - (-dt / 2.0).exp();
+            self.state.body_yaw = wrap(self.state.body_yaw + k * excess + drift * (d - excess));
+            let neck = wrap(self.state.head_yaw - self.state.body_yaw);
+            if neck.abs() > s.max_neck_yaw {
+                self.state.body_yaw = wrap(self.state.head_yaw - s.max_neck_yaw.copysign(neck));
+            }
+        }
+        let body_yaw = self.state.body_yaw;
+        Heading {
+            body_yaw,
+            neck_yaw: wrap(self.state.head_yaw - body_yaw),
+            pitch_down,
+        }
+    }
+
+    /// Step 3: the lean from the head's pitch and how far it dropped (crouching), eased in
+    /// quickly and out slowly.
+    fn ease_lean(&mut self, head: Vec3, pitch_down: f32, dt: f32, first: bool) {
+        let s = self.settings;
+        let head_drop = ((self.rig.foot_plane + s.stand_height * self.rig.head_height
+            - head.dot(self.rig.frame.up))
+            / (0.5 * self.rig.head_height))
+            .clamp(0.0, 1.0);
+        let crouch = head_drop;
+        let lean_target =
+            (s.pitch_lean * pitch_down.max(0.0) + s.crouch_lean * crouch).clamp(0.0, s.max_lean);
+        if first {
+            self.state.lean = lean_target;
+        } else {
+            // Leaning in is quick; straightening up is slower, so that a foot lifting off (its
+            // shin no longer asking for more lean, below) does not throw the hips forward.
+            let tau = if lean_target >= self.state.lean {
+                0.08
+            } else {
+                LEAN_RELAX_TIME
+            };
+            let k = 1.0 - (-dt / tau).exp();
+            self.state.lean += k * (lean_target - self.state.lean);
+        }
+    }
+
+    /// Steps 3–4: upper body rotations (hips, spine: lean + chest twist, neck) and the pelvis
+    /// from the head; then more lean while a planted leg's shin would tilt past its range (a
+    /// deep crouch sends the hips back, not the knees forward). Returns the pelvis position.
+    fn bend_trunk(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+        t: &Targets,
+        heading: Heading,
+        dt: f32,
+        first: bool,
+    ) -> Vec3 {
+        let s = self.settings;
+        let up = self.rig.frame.up;
+        let twist = s.chest_twist * heading.neck_yaw;
+        let body_fwd = Quat::from_axis_angle(up, heading.body_yaw) * self.rig.frame.forward;
+        // No more lean than the spine bones' range (and the hips' share) allow.
+        let max_lean = s
+            .max_lean
+            .min(self.rig.spine_flex / (1.0 - s.hip_lean).max(1e-3));
+        let mut lean = self.state.lean.min(max_lean);
+        // The shins' and thighs' extra lean comes in at a bounded rate: a foot landing behind
+        // the body (a backward step) or a hip reaching the end of its flexion asks for more
+        // lean at once (the lean moves the hips back, which asks for more), which would throw
+        // the hips back and turn the arms after the chest in one frame.
+        let lean_cap = if first {
+            max_lean
+        } else {
+            (lean + SHIN_LEAN_RATE * dt).min(max_lean)
+        };
+        let mut pelvis = Vec3::ZERO;
+        for _ in 0..4 {
+            pelvis = self.pose_upper(
+                skeleton,
+                buffer,
+                UpperInput {
+                    lean,
+                    body_yaw: heading.body_yaw,
+                    twist,
+                    head_delta: t.head_delta,
+                    head: t.head.position,
+                    pelvis: t.pelvis,
+                },
+            );
+            if t.pelvis.is_some() || first {
+                break;
+            }
+            let more = self.lean_for_planted_legs(skeleton, buffer, pelvis, body_fwd, lean);
+            if more <= 1e-4 || lean >= lean_cap {
+                break;
+            }
+            lean = (lean + more).min(lean_cap);
+        }
+        self.state.lean = lean;
+        pelvis
+    }
+
+    /// How much more lean the planted legs ask for with the trunk posed at `lean` and the
+    /// hips at `pelvis`: a shin tilted past its range sends the hips back, a thigh folded
+    /// past the hip's flexion tilts the pelvis.
+    fn lean_for_planted_legs(
+        &self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+        pelvis: Vec3,
+        body_fwd: Vec3,
+        lean: f32,
+    ) -> f32 {
+        let s = &self.settings;
+        let up = self.rig.frame.up;
+        let hips_now = buffer.model_transform(skeleton, self.rig.hips).translation;
+        let feet = self.locomotion.foot_targets();
+        let phases = self.locomotion.phases();
+        let mut back = 0.0_f32;
+        let mut fold = 0.0_f32;
+        for side in 0..2 {
+            if phases[side] != FootPhase::Planted {
+                continue;
+            }
+            let hip = buffer
+                .model_transform(skeleton, self.rig.leg_bones[side][0])
+                .translation
+                - hips_now
+                + pelvis;
+            let [l1, l2] = self.rig.legs[side].rest_lengths();
+            let w = hip - feet[side].translation;
+            let (v, u, d) = (w.dot(up), w.dot(body_fwd), w.length());
+            if v <= 0.0 || d <= 1e-6 {
+                continue;
+            }
+            let beta = ((l2 * l2 + d * d - l1 * l1) / (2.0 * l2 * d))
+                .clamp(-1.0, 1.0)
+                .acos();
+            let tilt = u.atan2(v) + beta;
+            if tilt > s.max_shin_tilt {
+                let u_ok = v * (s.max_shin_tilt - beta).clamp(-1.2, 1.2).tan();
+                back = back.max(u - u_ok);
+            }
+            // The thigh's flexion from the (tilted) pelvis.
+            let alpha = ((l1 * l1 + d * d - l2 * l2) / (2.0 * l1 * d))
+                .clamp(-1.0, 1.0)
+                .acos();
+            let thigh = (-u).atan2(v) + alpha + lean * s.hip_lean;
+            fold = fold.max(thigh - s.max_hip_flex);
+        }
+        back / (self.rig.torso * lean.cos().max(0.2)) + 1.5 * fold.max(0.0)
+    }
+
+    /// Step 5: where the body's support is, then the feet's stepping ([`Locomotion`](super::Locomotion)).
+    /// Returns the foot targets and the hip joints with the hips at `pelvis`.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the frame's values this step reads, each used once"
+    )]
+    fn plan_feet(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+        pelvis: Vec3,
+        head: Vec3,
+        body_yaw: f32,
+        dt: f32,
+        first: bool,
+    ) -> ([BoneTransform; 2], [Vec3; 2]) {
+        let up = self.rig.frame.up;
+        let support = {
+            let mid = 0.5 * (pelvis + head);
+            mid - up * mid.dot(up)
+        };
+        let body_rot = Quat::from_axis_angle(up, body_yaw);
+        let hips_rest_ground = {
+            let h = self.rig.origin;
+            h - up * h.dot(up)
+        };
+        let foot_trackers = [self.trackers.left_foot, self.trackers.right_foot].map(|t| {
+            t.map(|t| TrackerPose::new(self.map_point(t.position), t.rotation.normalize()))
+        });
+        let hips_model = buffer.model_transform(skeleton, self.rig.hips).translation;
+        let hip_joints = [0, 1].map(|i| {
+            buffer
+                .model_transform(skeleton, self.rig.leg_bones[i][0])
+                .translation
+                - hips_model
+                + pelvis
+        });
+        let plan_in = locomotion::PlanInput {
+            hips: hip_joints,
+            support,
+            body_rotation: body_rot,
+            rest_feet: self.rig.rest_feet,
+            rest_center: hips_rest_ground,
+            foot_plane: self.rig.foot_plane,
+            ground_offset: if self.ground_offset.is_finite() {
+                self.ground_offset
+            } else {
+                0.0
+            },
+            dt: if first { 0.0 } else { dt },
+            trackers: foot_trackers,
+        };
+        let landed =
+            self.locomotion
+                .update(&plan_in, &self.settings, self.ground.as_deref(), first);
+        self.report.steps += landed;
+        (self.locomotion.foot_targets(), hip_joints)
+    }
+
+    /// A foot in the air stays within its leg's reach (it swings under the body).
+    fn keep_swing_in_reach(&self, feet: &mut [BoneTransform; 2], hip_joints: [Vec3; 2]) {
+        let phases = self.locomotion.phases();
+        for side in 0..2 {
+            if let FootPhase::Stepping { .. } = phases[side] {
+                let hip = hip_joints[side];
+                let v = feet[side].translation - hip;
+                let r = self.rig.leg_reach[side] * 0.995;
+                if v.length_squared() > r * r {
+                    feet[side].translation = hip + v * (r / v.length());
+                }
+            }
+        }
+    }
+
+    /// Step 4's end: the hips at `pelvis`, lowered if a leg cannot reach its foot (the
+    /// report says so).
+    fn seat_pelvis(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+        mut pelvis: Vec3,
+        feet: &[BoneTransform; 2],
+    ) {
+        let up = self.rig.frame.up;
+        self.report.pelvis_lowered = false;
+        let hips_rot_model = buffer.model_transform(skeleton, self.rig.hips);
+        let mut lower = 0.0_f32;
+        for side in 0..2 {
+            let hip = buffer
+                .model_transform(skeleton, self.rig.leg_bones[side][0])
+                .translation
+                - hips_rot_model.translation
+                + pelvis;
+            let v = hip - feet[side].translation;
+            let r = self.rig.leg_reach[side] * 0.999;
+            if v.length_squared() > r * r {
+                let b = v.dot(up);
+                let disc = b * b - v.length_squared() + r * r;
+                let drop = if disc >= 0.0 {
+                    b - disc.sqrt()
+                } else {
+                    b.max(0.0)
+                };
+                lower = lower.max(drop);
+            }
+        }
+        if lower > 0.0 {
+            pelvis -= up * lower;
+            self.report.pelvis_lowered = true;
+        }
+        Self::set_model_translation(skeleton, buffer, self.rig.hips, pelvis);
+    }
+
+    /// Step 6, legs: each knee toward the foot's and the body's forward, turned at most
+    /// [`VrSettings::max_swivel_step`](super::VrSettings::max_swivel_step) from last frame's; a foot in the air turned only as far
+    /// as its ankle allows (its target's rotation updated to match).
+    fn pose_legs(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+        feet: &mut [BoneTransform; 2],
+        body_rot: Quat,
+        first: bool,
+    ) -> Result<(), StackError> {
+        let frame = self.rig.frame;
+        let turn = self.settings.max_swivel_step;
+        let phases = self.locomotion.phases();
+        for side in 0..2 {
+            let [hip_b, _, _] = self.rig.leg_bones[side];
+            let hip = buffer.model_transform(skeleton, hip_b).translation;
+            let foot = feet[side];
+            let foot_fwd =
+                (foot.rotation * self.rig.rest_feet[side].rotation.inverse()) * frame.forward;
+            let axis = (foot.translation - hip).normalize_or_zero();
+            let want = (foot_fwd + body_rot * frame.forward + frame.up * 0.1)
+                .reject_from_normalized(axis)
+                .try_normalize();
+            let dir = match want {
+                Some(w) if !first => turn_toward(self.state.knee_dir[side], w, turn),
+                Some(w) => w,
+                None => self.state.knee_dir[side],
+            };
+            self.state.knee_dir[side] = dir;
+            let pole = 0.5 * (hip + foot.translation) + dir * self.rig.leg_length;
+            let goal = LimbGoal::new(foot.translation)
+                .with_orientation(foot.rotation)
+                .with_pole(pole);
+            self.solve_limb(
+                skeleton,
+                buffer,
+                &self.rig.legs[side],
+                [&self.rig.leg_limits[side][0], &self.rig.leg_limits[side][1]],
+                &goal,
+            )?;
+            // A foot in the air turns only as far as its ankle allows (the solver would
+            // otherwise clamp the ankle and re-aim the leg, turning the thigh in one frame).
+            if let FootPhase::Stepping { .. } = phases[side] {
+                let tip = self.rig.leg_bones[side][2];
+                Self::clamp_to_limit(skeleton, buffer, tip, &self.rig.foot_limit[side]);
+                feet[side].rotation = buffer.model_transform(skeleton, tip).rotation;
+            }
+        }
+        Ok(())
+    }
+
+    /// Where arm `side`'s elbow wants to point (from the body: down, back and out; from the
+    /// hand's roll) and the swivel turned toward it from last frame's: `(want, dir, prev)`,
+    /// `prev` last frame's swivel off the arm's axis.
+    fn elbow_swivel(
+        &self,
+        side: usize,
+        shoulder: Vec3,
+        hand: TrackerPose,
+        body_rot: Quat,
+        first: bool,
+    ) -> (Vec3, Vec3, Vec3) {
+        let frame = self.rig.frame;
+        let out = [frame.left, -frame.left];
+        let hand_rot = hand.rotation.normalize();
+        let axis = (hand.position - shoulder).normalize_or_zero();
+        let from_body = (body_rot * (-frame.up - frame.forward * 0.35 + out[side] * 0.45))
+            .reject_from_normalized(axis)
+            .normalize_or_zero();
+        // Where the elbow sits with the wrist straight (the forearm in line with the hand
+        // as at rest): the hand's orientation says which way the elbow points.
+        let neutral_elbow = hand.position
+            + hand_rot * self.rig.hand_to_elbow[side] * self.rig.arm_length[side] * 0.5;
+        let from_hand = (neutral_elbow - shoulder)
+            .reject_from_normalized(axis)
+            .normalize_or_zero();
+        let w = self.settings.elbow_from_hand;
+        let want = from_body * (1.0 - w) + from_hand * w;
+        let prev = self.state.elbow_dir[side].reject_from_normalized(axis);
+        let turn = self.settings.max_swivel_step;
+        let dir = match (want.try_normalize(), prev.try_normalize()) {
+            // The wanted direction is nearly along the arm: keep the last one.
+            (Some(wn), Some(pn)) if want.length() < 0.25 => {
+                turn_toward(pn, wn, turn * want.length() * 4.0)
+            }
+            (Some(wn), Some(pn)) if !first => turn_toward(pn, wn, turn),
+            (Some(wn), _) => wn,
+            (None, Some(pn)) => pn,
+            (None, None) => self.state.elbow_dir[side],
+        };
+        (want, dir, prev)
+    }
+
+    /// Step 6, arm `side`: the analytic limb toward its controller with the swivel of
+    /// [`VrBody::elbow_swivel`] if the arm is within its joint limits there (upper arm, elbow,
+    /// forearm twist, wrist), else the nearest to it within this frame's turn that is (so the
+    /// full-body solver has no limit to fix: the cheap frame); none: that swivel, and the
+    /// solver fixes it.
+    fn pose_arm(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+        side: usize,
+        hand: TrackerPose,
+        body_rot: Quat,
+        first: bool,
+    ) -> Result<(), StackError> {
+        let turn = self.settings.max_swivel_step;
+        let [shoulder_b, _, _] = self.rig.arm_bones[side];
+        let shoulder = buffer.model_transform(skeleton, shoulder_b).translation;
+        let hand_rot = hand.rotation.normalize();
+        let to = hand.position - shoulder;
+        let axis = to.normalize_or_zero();
+        let (want, dir, prev) = self.elbow_swivel(side, shoulder, hand, body_rot, first);
+        let mut candidates = [dir; 7];
+        if let (false, Some(pn)) = (first, prev.try_normalize()) {
+            for (k, c) in candidates.iter_mut().enumerate().skip(1) {
+                let step = (k.div_ceil(2) as f32) / 3.0 * turn;
+                let sign = if k % 2 == 1 { 1.0 } else { -1.0 };
+                *c = Quat::from_axis_angle(axis, sign * step) * pn;
+            }
+            // Nearest to where the hand and body want the elbow first.
+            candidates[1..].sort_unstable_by(|a, b| {
+                b.dot(want)
+                    .partial_cmp(&a.dot(want))
+                    .unwrap_or(core::cmp::Ordering::Equal)
+            });
+        }
+        let mut r = None;
+        // While no swivel fits (a wrist or shoulder at the end of its range, frames on
+        // end), the search is not repeated every frame: only the wanted swivel is tried
+        // until it fits again (the frame's cost stays bounded: one limb solve per arm).
+        let search = !first && !self.state.arm_unfit[side];
+        self.state.arm_unfit[side] = false;
+        for (k, &c) in candidates.iter().enumerate() {
+            if k > 0 && (!search || c == candidates[0]) {
+                if !first {
+                    // Only the wanted swivel was tried, and it does not fit.
+                    self.state.elbow_dir[side] = dir;
+                    self.state.arm_unfit[side] = true;
+                }
+                break;
+            }
+            let pole = shoulder + 0.5 * to + c * self.rig.arm_length[side];
+            let goal = LimbGoal::new(hand.position)
+                .with_orientation(hand_rot)
+                .with_pole(pole);
+            let rep = self.solve_limb(
+                skeleton,
+                buffer,
+                &self.rig.arms[side],
+                [&self.rig.arm_limits[side][0], &self.rig.arm_limits[side][1]],
+                &goal,
+            )?;
+            self.twist_forearm(skeleton, buffer, side, hand_rot);
+            r = Some(rep);
+            if self.arm_within_limits(skeleton, buffer, side) {
+                self.state.elbow_dir[side] = c;
+                break;
+            }
+            if k == candidates.len() - 1 {
+                // None fits: back to the first, the solver fixes it.
+                let pole = shoulder + 0.5 * to + dir * self.rig.arm_length[side];
+                let goal = LimbGoal::new(hand.position)
+                    .with_orientation(hand_rot)
+                    .with_pole(pole);
+                r = Some(self.solve_limb(
+                    skeleton,
+                    buffer,
+                    &self.rig.arms[side],
+                    [&self.rig.arm_limits[side][0], &self.rig.arm_limits[side][1]],
+                    &goal,
+                )?);
+                self.twist_forearm(skeleton, buffer, side, hand_rot);
+                self.state.elbow_dir[side] = dir;
+                self.state.arm_unfit[side] = true;
+            }
+        }
+        if let Some(r) = r {
+            self.report.hand_reachable[side] =
+                r.reachable && r.target_distance <= 0.999 * self.rig.arm_length[side];
+        }
+        Ok(())
+    }
+
+    /// Step 7: the full-body solver's bounded tracking solve (cold on the first frame) with
+    /// the pelvis as posed and the hands and feet on their targets as 6D goals; the analytic
+    /// pose it starts from is kept for [`VrBody::head_first`].
+    fn solve_full_body(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+        hands: &[TrackerPose; 2],
+        feet: &[BoneTransform; 2],
+        first: bool,
+    ) -> Result<FullBodyReport, StackError> {
+        let fb_bones = self.solver.effector_bones();
+        {
+            let model = buffer.model_transforms(skeleton);
+            let g = &mut self.goals;
+            g.effectors[Effector::Pelvis as usize] = EffectorGoal::new(
+                model[fb_bones[Effector::Pelvis as usize]].translation,
+                model[fb_bones[Effector::Pelvis as usize]].rotation,
+            );
+            g.effectors[Effector::LeftHand as usize] =
+                EffectorGoal::new(hands[0].position, hands[0].rotation.normalize());
+            g.effectors[Effector::RightHand as usize] =
+                EffectorGoal::new(hands[1].position, hands[1].rotation.normalize());
+            g.effectors[Effector::LeftFoot as usize] =
+                EffectorGoal::new(feet[0].translation, feet[0].rotation);
+            g.effectors[Effector::RightFoot as usize] =
+                EffectorGoal::new(feet[1].translation, feet[1].rotation);
+            g.look_at.enabled = false;
+            g.center_of_mass.enabled = false;
+        }
+        self.analytic
+            .rotations
+            .copy_from_slice(&buffer.pose().rotations);
+        self.analytic
+            .translations
+            .copy_from_slice(&buffer.pose().translations);
+        let pose = buffer.pose_unchecked_mut();
+        let fb = if first {
+            self.solver.solve_cold(skeleton, pose, &self.goals)
+        } else {
+            self.solver.solve(skeleton, pose, &self.goals)
+        };
+        buffer.invalidate_from(0);
+        let fb = fb?;
+        self.state.started = true;
+        self.report.trunk_moved = fb.iterations > 0;
+        Ok(fb)
+    }
+
+    /// The report, measured on the output by forward kinematics.
+    fn measure(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+        fb: FullBodyReport,
+        t: &Targets,
+    ) -> CustomReport {
+        let model = buffer.model_transforms(skeleton);
+        let head = model[self.rig.head];
+        let r = &mut self.report;
+        r.full_body = fb;
+        r.head_position_error = head.translation.distance(t.head.position);
+        r.head_rotation_error = head.rotation.angle_between(t.head_rot);
+        for side in 0..2 {
+            let h = model[self.rig.arm_bones[side][2]];
+            r.hand_position_error[side] = h.translation.distance(t.hands[side].position);
+            r.hand_rotation_error[side] =
+                h.rotation.angle_between(t.hands[side].rotation.normalize());
+        }
+        let pos = r
+            .head_position_error
+            .max(r.hand_position_error[0])
+            .max(r.hand_position_error[1]);
+        let ang = r
+            .head_rotation_error
+            .max(r.hand_rotation_error[0])
+            .max(r.hand_rotation_error[1]);
+        let tol = 1e-3 * self.rig.leg_length;
+        CustomReport {
+            converged: fb.converged && pos <= tol && ang <= 0.0175,
+            iterations: fb.iterations.max(1),
+            position_residual: pos,
+            angle_residual: ang,
+        }
+    }
+}
