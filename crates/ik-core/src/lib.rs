@@ -41,8 +41,8 @@ pub use limits::JointLimit;
 pub use spline::SplineIkStage;
 pub use spring::SpringBoneStage;
 pub use stack::{
-    AnyStage, FullBodyStage, IkStack, JacobianStage, LimbBatch, PoseBuffer, StackReport, Stage,
-    StageOutcome, StageReport, StageSlot, TwoBoneStage,
+    AnyStage, FullBodyStage, IkStack, JacobianStage, LimbBatch, LimbBatchStage, PoseBuffer,
+    StackReport, Stage, StageOutcome, StageReport, StageSlot, TwoBoneStage,
 };
 pub use velocity::AngularVelocityLimiter;
 pub use vr::VrBody;

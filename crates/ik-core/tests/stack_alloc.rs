@@ -128,3 +128,55 @@ fn a_limb_batch_solve_does_not_allocate() {
     });
     assert_eq!(allocations, 0);
 }
+
+#[test]
+fn a_limb_batch_stage_solve_does_not_allocate() {
+    use ik_core::stack::LimbBatchStage;
+    let s = test_rig(RigConvention::Mixamo, RestAxes::PlusY);
+    let (map, _) = HumanoidMap::from_skeleton(&s);
+    let rest = s.rest_pose();
+    let model = s.model_transforms(&rest);
+    let limbs = [
+        [H::LeftUpperArm, H::LeftLowerArm, H::LeftHand],
+        [H::RightUpperArm, H::RightLowerArm, H::RightHand],
+        [H::LeftUpperLeg, H::LeftLowerLeg, H::LeftFoot],
+        [H::RightUpperLeg, H::RightLowerLeg, H::RightFoot],
+    ]
+    .map(|l| l.map(|h| map.get(h).unwrap()));
+    let stage = LimbBatchStage::try_new(
+        &s,
+        limbs.map(|[a, b, c]| {
+            let ik = TwoBoneIk::try_new(&s, a, b, c).unwrap();
+            (ik, LimbGoal::new(model[c].translation))
+        }),
+    )
+    .unwrap();
+    let mut stack = IkStack::new(s.clone());
+    stack.push(stage).unwrap();
+    stack.slots_mut()[0].weight = 0.5;
+    let frame = |stack: &mut IkStack, f: usize| {
+        let t = f as f32 * 0.1;
+        let stage = stack.slots_mut()[0]
+            .stage
+            .get_mut::<LimbBatchStage>()
+            .unwrap();
+        stage.set_weight(1, 0.5).unwrap();
+        for (k, [_, _, tip]) in limbs.iter().enumerate() {
+            let goal = LimbGoal::new(model[*tip].translation + Vec3::new(0.05 * t.cos(), 0.1, 0.1))
+                .with_orientation(model[*tip].rotation)
+                .with_pole(Vec3::Z);
+            stage.set_goal(k, goal).unwrap();
+        }
+        stack.set_input(&rest).unwrap();
+        let report = stack.solve();
+        assert_eq!((report.solved, report.failed), (1, 0), "{report:?}");
+    };
+    frame(&mut stack, 0);
+    let ((), allocations) = alloc::allocations_during(|| {
+        for f in 1..60 {
+            frame(&mut stack, f);
+            let _ = stack.model_transforms();
+        }
+    });
+    assert_eq!(allocations, 0);
+}

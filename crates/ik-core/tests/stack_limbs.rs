@@ -103,6 +103,13 @@ fn limb_length(r: &Rig, k: usize) -> f32 {
     a.distance(b) + b.distance(c)
 }
 
+/// The angle between two rotations, accurate for small angles (`Quat::angle_between` goes
+/// through `acos` of a dot product near 1, whose f32 steps are ~1e-3 rad there).
+fn small_angle(a: Quat, b: Quat) -> f32 {
+    let d = a.inverse() * b;
+    2.0 * d.xyz().length().min(1.0).asin()
+}
+
 fn bits(q: Quat) -> [u32; 4] {
     q.to_array().map(f32::to_bits)
 }
@@ -305,4 +312,161 @@ fn a_limb_with_twist_bones_ends_the_run() {
     assert_eq!(LimbBatch::try_new(&s).map(|b| b.len()), Some(2));
     s.move_stage(2, 0);
     assert!(LimbBatch::try_new(&s).is_none(), "no run before the twist");
+}
+
+/// `stack::LimbBatchStage`, the batched limbs as one stage claiming the run of the first four
+/// limbs, against the same four limbs as `TwoBoneStage`s, with the fifth (the left arm again,
+/// reading the run's output) after them in both stacks: every bone within 1e-5 of the limb
+/// length and 1e-5 rad, over per-limb weights 1, 0.5 and 0 (and a disabled limb as weight 0), rejected
+/// goals (the limb keeps its input bit for bit, its error in `reports`), orientations, poles,
+/// swivels and unreachable targets.
+#[test]
+fn the_limb_batch_stage_solves_like_the_scalar_limbs() {
+    use ik_core::stack::{LimbBatchStage, StackError};
+    let mut checked = [0usize; 3];
+    let mut rigs = Vec::new();
+    for (c, convention) in RigConvention::ALL.into_iter().enumerate() {
+        let axes = if c % 2 == 0 {
+            RestAxes::MinusZ
+        } else {
+            RestAxes::PlusY
+        };
+        let r = rig(convention, axes, 31 + c as u64);
+        let tolerance = 1e-5 * (0..4).map(|k| limb_length(&r, k)).fold(f32::MAX, f32::min);
+        let scalar_limbs = r.limbs[..4]
+            .iter()
+            .map(|ik| (ik.clone(), LimbGoal::new(Vec3::ZERO)));
+        // (Rigs with a twist bone between a limb's joints are refused, as by `LimbBatch`.)
+        let Ok(stage) = LimbBatchStage::try_new(&r.skeleton, scalar_limbs) else {
+            continue;
+        };
+        rigs.push(convention);
+        assert_eq!(stage.len(), 4);
+        let mut scalar = stack(&r);
+        let mut batched = IkStack::new(r.skeleton.clone());
+        batched.push(stage).unwrap();
+        batched
+            .push(TwoBoneStage::new(
+                &r.skeleton,
+                r.limbs[4].clone(),
+                LimbGoal::new(Vec3::ZERO),
+            ))
+            .unwrap();
+        let mut rng = Rng(300 + c as u64);
+        for frame in 0..24 {
+            for k in 0..5 {
+                let (goal, weight, enabled) = stage_input(&r, &mut rng, c, k, frame);
+                // The run's weight and enabled flag are per limb; NaN is refused there.
+                let weight = if weight.is_nan() { 1.0 } else { weight };
+                let slot = scalar.slot_mut(k).unwrap();
+                slot.stage.as_two_bone_mut().unwrap().goal = goal;
+                (slot.weight, slot.enabled) = (weight, enabled);
+                if k < 4 {
+                    let stage = batched
+                        .slot_mut(0)
+                        .unwrap()
+                        .stage
+                        .get_mut::<LimbBatchStage>()
+                        .unwrap();
+                    stage.set_goal(k, goal).unwrap();
+                    stage
+                        .set_weight(k, if enabled { weight } else { 0.0 })
+                        .unwrap();
+                } else {
+                    let slot = batched.slot_mut(1).unwrap();
+                    slot.stage.as_two_bone_mut().unwrap().goal = goal;
+                    (slot.weight, slot.enabled) = (weight, enabled);
+                }
+            }
+            scalar.set_input(&r.input).unwrap();
+            batched.set_input(&r.input).unwrap();
+            scalar.solve();
+            batched.solve();
+            let stage = batched
+                .slot(0)
+                .unwrap()
+                .stage
+                .get::<LimbBatchStage>()
+                .unwrap();
+            for k in 0..4 {
+                let slot = scalar.slot(k).unwrap();
+                match (&slot.outcome, &stage.reports()[k]) {
+                    (StageOutcome::Failed(StackError::Analytic(ea)), Err(eb)) => {
+                        assert_eq!(ea, eb, "frame {frame} limb {k}");
+                        // Kept its input, bit for bit (limbs 1..4 are not the fifth's).
+                        if k > 0 {
+                            for b in r.limbs[k].bones() {
+                                assert_eq!(
+                                    bits(batched.pose().rotations[b]),
+                                    bits(r.input.rotations[b])
+                                );
+                            }
+                        }
+                        checked[1] += 1;
+                    }
+                    (StageOutcome::Solved(_), Ok(_)) => checked[0] += 1,
+                    (StageOutcome::Disabled | StageOutcome::Faded, _) => checked[2] += 1,
+                    (a, b) => panic!("frame {frame} limb {k}: {a:?} vs {b:?}"),
+                }
+            }
+            let (ma, mb) = (
+                scalar.model_transforms().to_vec(),
+                batched.model_transforms(),
+            );
+            for (i, (a, b)) in ma.iter().zip(mb).enumerate() {
+                let d = a.translation.distance(b.translation);
+                assert!(
+                    d <= tolerance,
+                    "{convention:?} frame {frame}: bone {i} is {d} apart"
+                );
+                let angle = small_angle(a.rotation, b.rotation);
+                assert!(
+                    angle <= 1e-5,
+                    "{convention:?} frame {frame}: bone {i} turned {angle} rad"
+                );
+            }
+        }
+        // A NaN weight is refused and the weight kept; an index past the run is refused.
+        let stage = batched
+            .slot_mut(0)
+            .unwrap()
+            .stage
+            .get_mut::<LimbBatchStage>()
+            .unwrap();
+        let before = stage.weight(1);
+        assert_eq!(
+            stage.set_weight(1, f32::NAN),
+            Err(StackError::NonFiniteWeight)
+        );
+        assert_eq!(stage.weight(1), before);
+        assert!(matches!(
+            stage.set_goal(4, LimbGoal::new(Vec3::ZERO)),
+            Err(StackError::Batch(_))
+        ));
+    }
+    println!("rigs {rigs:?}; solved, rejected, disabled or faded: {checked:?}");
+    assert!(
+        rigs.len() >= 3 && rigs.contains(&RigConvention::Mixamo),
+        "{rigs:?}"
+    );
+    assert!(
+        checked.iter().all(|&n| n > 10),
+        "every case came up: {checked:?}"
+    );
+}
+
+/// A run whose limbs depend on each other (the left arm twice: the second reads the bones the
+/// first writes) is refused with the bone and the reading limb's root.
+#[test]
+fn the_limb_batch_stage_refuses_dependent_limbs() {
+    use ik_core::stack::{LimbBatchStage, StackError};
+    let r = rig(RigConvention::Mixamo, RestAxes::PlusY, 7);
+    let goal = LimbGoal::new(Vec3::ZERO);
+    let limbs = [0, 1, 4].map(|k| (r.limbs[k].clone(), goal));
+    let err = LimbBatchStage::try_new(&r.skeleton, limbs).unwrap_err();
+    let root = r.limbs[4].bones()[0];
+    assert!(
+        matches!(err, StackError::BadBonePair { other, .. } if other == root),
+        "{err:?}"
+    );
 }

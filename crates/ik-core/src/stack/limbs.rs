@@ -6,8 +6,9 @@
 use glam::{Quat, Vec3};
 
 use crate::analytic::batch::{BatchError, BatchScratch, LaneGoals, LanePoses, TwoBoneBatch};
-use crate::analytic::{AnalyticError, LimbGoal, LimbReport, LimbSettings};
-use crate::pose::BoneTransform;
+use crate::analytic::{AnalyticError, LimbGoal, LimbReport, LimbSettings, TwoBoneIk};
+use crate::pose::{BoneTransform, Pose};
+use crate::skeleton::Skeleton;
 
 use super::{AnyStage, IkStack, StackError, StageOutcome, StageReport, TwoBoneStage};
 
@@ -16,17 +17,17 @@ pub const MIN_BATCHED_LIMBS: usize = 2;
 
 /// One batched limb: what the batch was built with, and this frame's input.
 #[derive(Clone, Copy, Debug)]
-struct Limb {
+pub(super) struct Limb {
     /// Root, mid, tip.
-    bones: [usize; 3],
+    pub(super) bones: [usize; 3],
     /// The root's parent.
-    parent: Option<usize>,
+    pub(super) parent: Option<usize>,
     /// The settings the batch was built with.
-    settings: LimbSettings,
+    pub(super) settings: LimbSettings,
     /// The local translations the batch holds.
-    translations: [Vec3; 3],
+    pub(super) translations: [Vec3; 3],
     /// This frame's input rotations (what a weight blends from).
-    input: [Quat; 3],
+    pub(super) input: [Quat; 3],
 }
 
 /// A stack's leading independent two-bone stages, solved together in one [`TwoBoneBatch`]
@@ -137,27 +138,15 @@ impl LimbBatch {
     #[must_use]
     pub fn try_new(stack: &IkStack) -> Option<Self> {
         let skeleton = stack.skeleton();
-        let mut written = vec![false; skeleton.len()];
         let mut stages: Vec<&TwoBoneStage> = Vec::new();
         for slot in stack.slots() {
             let Some(s) = two_bone(&slot.stage) else {
                 break;
             };
-            let bones = s.ik().bones();
-            let mut reads = bones
-                .iter()
-                .copied()
-                .chain(core::iter::successors(skeleton.parent(bones[0]), |&b| {
-                    skeleton.parent(b)
-                }));
-            if reads.any(|b| written.get(b).is_none_or(|&w| w)) {
-                break;
-            }
-            for b in bones {
-                written[b] = true;
-            }
             stages.push(s);
         }
+        let (run, _) = independent_run(skeleton, stages.iter().map(|s| s.ik().bones()));
+        stages.truncate(run);
         // Keep the longest prefix the batch accepts (twist bones end the run).
         while stages.len() >= MIN_BATCHED_LIMBS {
             match TwoBoneBatch::try_new(stages.iter().map(|s| (skeleton, s.ik()))) {
@@ -182,22 +171,9 @@ impl LimbBatch {
         }
         let limbs: Vec<Limb> = stages
             .iter()
-            .map(|s| {
-                let bones = s.ik().bones();
-                Limb {
-                    bones,
-                    parent: skeleton.parent(bones[0]),
-                    settings: *s.ik().settings(),
-                    translations: bones.map(|b| rest.translations[b]),
-                    input: [Quat::IDENTITY; 3],
-                }
-            })
+            .map(|s| Limb::new(skeleton, &rest, s.ik()))
             .collect();
-        let parents_end = limbs
-            .iter()
-            .filter_map(|l| l.parent)
-            .max()
-            .map_or(0, |p| p + 1);
+        let parents_end = parents_end(&limbs);
         Self {
             batch,
             limbs,
@@ -269,24 +245,13 @@ impl LimbBatch {
         // The input into the lanes: each limb's rotations and its root's parent frame, all
         // read before any limb is written (one forward-kinematics pass over the prefix).
         let (model, pose) = buffer.model_prefix(skeleton, self.parents_end);
-        for (i, limb) in self.limbs.iter_mut().enumerate() {
-            let parent = match limb.parent {
-                Some(p) => model.get(p).copied().unwrap_or(BoneTransform::IDENTITY),
-                None => BoneTransform::IDENTITY,
-            };
-            let [a, b, c] = limb.bones;
-            let t = [
-                pose.translations[a],
-                pose.translations[b],
-                pose.translations[c],
-            ];
-            if t != limb.translations && self.batch.set_translations(i, t).is_ok() {
-                limb.translations = t;
-            }
-            limb.input = [pose.rotations[a], pose.rotations[b], pose.rotations[c]];
-            // (In range: the lanes were made for these limbs.)
-            let _ = self.poses.set(i, &parent, limb.input);
-        }
+        load_lanes(
+            &mut self.batch,
+            &mut self.limbs,
+            &mut self.poses,
+            model,
+            pose,
+        );
         if self
             .batch
             .solve_lanes(
@@ -328,13 +293,7 @@ impl LimbBatch {
                 }
             };
             if let Ok(solved) = self.poses.rotations(i) {
-                for ((&b, &q0), &q) in limb.bones.iter().zip(&limb.input).zip(&solved) {
-                    if q != q0 {
-                        rotations[b] = if weight < 1.0 { q0.slerp(q, weight) } else { q };
-                        touched = touched.min(b);
-                        slot.touched = true;
-                    }
-                }
+                slot.touched = write_limb(rotations, limb, &solved, weight, &mut touched);
             }
             slot.record(StageOutcome::Solved(StageReport::TwoBone(report)), false);
         }
@@ -343,4 +302,107 @@ impl LimbBatch {
         }
         n
     }
+}
+
+impl Limb {
+    /// Limb `ik` of `skeleton`, its translations those of `rest`.
+    pub(super) fn new(skeleton: &Skeleton, rest: &Pose, ik: &TwoBoneIk) -> Self {
+        let bones = ik.bones();
+        Self {
+            bones,
+            parent: skeleton.parent(bones[0]),
+            settings: *ik.settings(),
+            translations: bones.map(|b| rest.translations[b]),
+            input: [Quat::IDENTITY; 3],
+        }
+    }
+}
+
+/// One past the last limb's root's parent: the model transforms a batched solve reads.
+pub(super) fn parents_end(limbs: &[Limb]) -> usize {
+    limbs
+        .iter()
+        .filter_map(|l| l.parent)
+        .max()
+        .map_or(0, |p| p + 1)
+}
+
+/// How many of the leading limbs (root, mid, tip) of `limbs` are independent: none reads a bone
+/// (its own, or its root's ancestors: its parent frame) that an earlier one writes, so that
+/// solving them at once on one input pose gives what solving them in order gives. With the
+/// first conflict: the bone written earlier, and the root of the limb that reads it.
+pub(super) fn independent_run(
+    skeleton: &Skeleton,
+    limbs: impl IntoIterator<Item = [usize; 3]>,
+) -> (usize, Option<(usize, usize)>) {
+    let mut written = vec![false; skeleton.len()];
+    let mut run = 0;
+    for bones in limbs {
+        let mut reads = bones
+            .iter()
+            .copied()
+            .chain(core::iter::successors(skeleton.parent(bones[0]), |&b| {
+                skeleton.parent(b)
+            }));
+        if let Some(b) = reads.find(|&b| written.get(b).is_none_or(|&w| w)) {
+            return (run, Some((b, bones[0])));
+        }
+        for b in bones {
+            written[b] = true;
+        }
+        run += 1;
+    }
+    (run, None)
+}
+
+/// Reads each limb's root's parent frame (from `model`, the buffer's model transforms of the
+/// prefix the limbs read, computed before any limb is written) and its input rotations and
+/// translations (from `pose`) into the lanes.
+pub(super) fn load_lanes(
+    batch: &mut TwoBoneBatch,
+    limbs: &mut [Limb],
+    poses: &mut LanePoses,
+    model: &[BoneTransform],
+    pose: &Pose,
+) {
+    for (i, limb) in limbs.iter_mut().enumerate() {
+        let parent = match limb.parent {
+            Some(p) => model.get(p).copied().unwrap_or(BoneTransform::IDENTITY),
+            None => BoneTransform::IDENTITY,
+        };
+        let [a, b, c] = limb.bones;
+        let t = [
+            pose.translations[a],
+            pose.translations[b],
+            pose.translations[c],
+        ];
+        if t != limb.translations && batch.set_translations(i, t).is_ok() {
+            limb.translations = t;
+        }
+        limb.input = [pose.rotations[a], pose.rotations[b], pose.rotations[c]];
+        // (In range: the lanes were made for these limbs.)
+        let _ = poses.set(i, &parent, limb.input);
+    }
+}
+
+/// Writes `limb`'s `solved` rotations into `rotations` where they differ from its input,
+/// blended with the input by `weight` (in 0..=1; below 1 a shortest-path slerp), lowering
+/// `touched` to the first bone written. Returns whether any bone was written.
+#[inline]
+pub(super) fn write_limb(
+    rotations: &mut [Quat],
+    limb: &Limb,
+    solved: &[Quat; 3],
+    weight: f32,
+    touched: &mut usize,
+) -> bool {
+    let mut wrote = false;
+    for ((&b, &q0), &q) in limb.bones.iter().zip(&limb.input).zip(solved) {
+        if q != q0 {
+            rotations[b] = if weight < 1.0 { q0.slerp(q, weight) } else { q };
+            *touched = (*touched).min(b);
+            wrote = true;
+        }
+    }
+    wrote
 }

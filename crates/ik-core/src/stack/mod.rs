@@ -81,10 +81,12 @@
 //! ```
 
 mod buffer;
+mod limb_stage;
 mod limbs;
 mod stage;
 
 pub use buffer::PoseBuffer;
+pub use limb_stage::LimbBatchStage;
 pub use limbs::{LimbBatch, MIN_BATCHED_LIMBS};
 #[allow(
     deprecated,
@@ -100,6 +102,7 @@ use glam::{Quat, Vec3};
 use thiserror::Error;
 
 use crate::analytic::AnalyticError;
+use crate::analytic::batch::BatchError;
 use crate::behaviours::BehaviourError;
 use crate::chain::ChainError;
 use crate::grounding::GroundingError;
@@ -118,6 +121,9 @@ pub enum StackError {
     /// The analytic limb rejected its input.
     #[error(transparent)]
     Analytic(#[from] AnalyticError),
+    /// The batched limbs ([`LimbBatchStage`]) refused a limb or an index.
+    #[error(transparent)]
+    Batch(#[from] BatchError),
     /// The Jacobian solver rejected its input.
     #[error(transparent)]
     Jacobian(#[from] JacobianError),
@@ -183,13 +189,6 @@ pub enum StackError {
     /// A user stage's own typed error ([`StageError::new`]).
     #[error(transparent)]
     Stage(StageError),
-    /// A user stage's own problem as a message.
-    #[deprecated(
-        since = "0.2.0",
-        note = "return a typed error: `StackError::Stage(StageError::new(your_error))` or a typed variant"
-    )]
-    #[error("{0}")]
-    Custom(&'static str),
 }
 
 /// What [`StackError::NonFinite`] found not finite.

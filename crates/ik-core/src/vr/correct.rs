@@ -6,7 +6,6 @@ use glam::{Quat, Vec3};
 
 use super::frame::Targets;
 use super::{HAND_SPARE_REACH, HEAD_SLACK, TrackerPose, VrBody};
-use crate::analytic::LimbGoal;
 use crate::pose::BoneTransform;
 use crate::skeleton::Skeleton;
 use crate::stack::PoseBuffer;
@@ -113,32 +112,14 @@ impl VrBody {
         for side in 0..2 {
             let [_, knee, _] = self.rig.leg_bones[side];
             let pole = buffer.model_transform(skeleton, knee).translation;
-            let goal = LimbGoal::new(feet[side].translation)
-                .with_orientation(feet[side].rotation)
-                .with_pole(pole);
             ok &= self
-                .solve_limb(
-                    skeleton,
-                    buffer,
-                    &self.rig.legs[side],
-                    [&self.rig.leg_limits[side][0], &self.rig.leg_limits[side][1]],
-                    &goal,
-                )
+                .solve_leg(skeleton, buffer, side, &feet[side], pole)
                 .is_ok();
             let [_, elbow, _] = self.rig.arm_bones[side];
             let pole = buffer.model_transform(skeleton, elbow).translation;
             let rot = hands[side].rotation.normalize();
-            let goal = LimbGoal::new(hands[side].position)
-                .with_orientation(rot)
-                .with_pole(pole);
             ok &= self
-                .solve_limb(
-                    skeleton,
-                    buffer,
-                    &self.rig.arms[side],
-                    [&self.rig.arm_limits[side][0], &self.rig.arm_limits[side][1]],
-                    &goal,
-                )
+                .solve_arm(skeleton, buffer, side, hands[side].position, rot, pole)
                 .is_ok();
             self.twist_forearm(skeleton, buffer, side, rot);
         }

@@ -7,7 +7,6 @@ use glam::{Quat, Vec3};
 use super::limbs::UpperInput;
 use super::locomotion::{self, FootPhase};
 use super::{LEAN_RELAX_TIME, SHIN_LEAN_RATE, TrackerPose, VrBody, VrError};
-use crate::analytic::LimbGoal;
 use crate::humanoid::{BodyFrame, Effector, EffectorGoal, FullBodyReport};
 use crate::pose::BoneTransform;
 use crate::skeleton::Skeleton;
@@ -455,16 +454,7 @@ impl VrBody {
             };
             self.state.knee_dir[side] = dir;
             let pole = 0.5 * (hip + foot.translation) + dir * self.rig.leg_length;
-            let goal = LimbGoal::new(foot.translation)
-                .with_orientation(foot.rotation)
-                .with_pole(pole);
-            self.solve_limb(
-                skeleton,
-                buffer,
-                &self.rig.legs[side],
-                [&self.rig.leg_limits[side][0], &self.rig.leg_limits[side][1]],
-                &goal,
-            )?;
+            self.solve_leg(skeleton, buffer, side, &foot, pole)?;
             // A foot in the air turns only as far as its ankle allows (the solver would
             // otherwise clamp the ankle and re-aim the leg, turning the thigh in one frame).
             if let FootPhase::Stepping { .. } = phases[side] {
@@ -569,16 +559,7 @@ impl VrBody {
                 break;
             }
             let pole = shoulder + 0.5 * to + c * self.rig.arm_length[side];
-            let goal = LimbGoal::new(hand.position)
-                .with_orientation(hand_rot)
-                .with_pole(pole);
-            let rep = self.solve_limb(
-                skeleton,
-                buffer,
-                &self.rig.arms[side],
-                [&self.rig.arm_limits[side][0], &self.rig.arm_limits[side][1]],
-                &goal,
-            )?;
+            let rep = self.solve_arm(skeleton, buffer, side, hand.position, hand_rot, pole)?;
             self.twist_forearm(skeleton, buffer, side, hand_rot);
             r = Some(rep);
             if self.arm_within_limits(skeleton, buffer, side) {
@@ -588,16 +569,7 @@ impl VrBody {
             if k == candidates.len() - 1 {
                 // None fits: back to the first, the solver fixes it.
                 let pole = shoulder + 0.5 * to + dir * self.rig.arm_length[side];
-                let goal = LimbGoal::new(hand.position)
-                    .with_orientation(hand_rot)
-                    .with_pole(pole);
-                r = Some(self.solve_limb(
-                    skeleton,
-                    buffer,
-                    &self.rig.arms[side],
-                    [&self.rig.arm_limits[side][0], &self.rig.arm_limits[side][1]],
-                    &goal,
-                )?);
+                r = Some(self.solve_arm(skeleton, buffer, side, hand.position, hand_rot, pole)?);
                 self.twist_forearm(skeleton, buffer, side, hand_rot);
                 self.state.elbow_dir[side] = dir;
                 self.state.arm_unfit[side] = true;

@@ -7,7 +7,7 @@ use core::f32::consts::PI;
 use glam::{Quat, Vec3};
 
 use super::{TrackerPose, VrBody};
-use crate::analytic::{LimbGoal, Pole, TwoBoneIk};
+use crate::analytic::{LimbGoal, LimbReport, Pole, TwoBoneIk};
 use crate::limits::JointLimit;
 use crate::pose::BoneTransform;
 use crate::skeleton::Skeleton;
@@ -182,18 +182,65 @@ impl VrBody {
         }
     }
 
+    /// Solves leg `side` onto `foot` (position and rotation) with the knee toward `pole`
+    /// ([`VrBody::solve_limb`]).
+    pub(super) fn solve_leg(
+        &self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+        side: usize,
+        foot: &BoneTransform,
+        pole: Vec3,
+    ) -> Result<LimbReport, StackError> {
+        let goal = LimbGoal::new(foot.translation)
+            .with_orientation(foot.rotation)
+            .with_pole(pole);
+        let limits = &self.rig.leg_limits[side];
+        self.solve_limb(
+            skeleton,
+            buffer,
+            &self.rig.legs[side],
+            [&limits[0], &limits[1]],
+            &goal,
+        )
+    }
+
+    /// Solves arm `side` onto the hand's `position` and (normalised) `rotation` with the
+    /// elbow toward `pole` ([`VrBody::solve_limb`]; the forearm twist is the caller's).
+    pub(super) fn solve_arm(
+        &self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+        side: usize,
+        position: Vec3,
+        rotation: Quat,
+        pole: Vec3,
+    ) -> Result<LimbReport, StackError> {
+        let goal = LimbGoal::new(position)
+            .with_orientation(rotation)
+            .with_pole(pole);
+        let limits = &self.rig.arm_limits[side];
+        self.solve_limb(
+            skeleton,
+            buffer,
+            &self.rig.arms[side],
+            [&limits[0], &limits[1]],
+            &goal,
+        )
+    }
+
     /// Solves a limb with the analytic two-bone solver, then puts its mid joint exactly on the
     /// full-body solver's hinge (`hinge`; the two-bone solve may leave a small off-axis swing
     /// when the rest limb is bent out of the hinge's plane), re-aims the upper bone at the
     /// target (the reach changes only to second order) and sets the tip's rotation exactly.
-    pub(super) fn solve_limb(
+    fn solve_limb(
         &self,
         skeleton: &Skeleton,
         buffer: &mut PoseBuffer,
         ik: &TwoBoneIk,
         [root_limit, hinge]: [&JointLimit; 2],
         goal: &LimbGoal,
-    ) -> Result<crate::analytic::LimbReport, StackError> {
+    ) -> Result<LimbReport, StackError> {
         let [root, mid, tip] = ik.bones();
         let parent = match skeleton.parent(root) {
             Some(p) => buffer.model_transform(skeleton, p),
