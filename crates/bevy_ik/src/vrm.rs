@@ -40,9 +40,121 @@ use bevy::platform::collections::HashMap;
 use bevy::reflect::TypePath;
 use ik_core::humanoid::HumanoidBone;
 use serde::Deserialize;
+use thiserror::Error;
 
 use crate::humanoid::IkHumanoidBone;
 use crate::vrm_spring::{IkVrmNode, IkVrmSprings};
+
+/// The VRM extension an error is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum VrmTable {
+    /// VRM 1.0's humanoid table (`VRMC_vrm.humanoid`).
+    HumanoidV1,
+    /// VRM 0.x's humanoid table (`VRM.humanoid`).
+    HumanoidV0,
+    /// VRM 1.0's spring bones (`VRMC_springBone`).
+    SpringsV1,
+    /// VRM 0.x's spring bones (`VRM.secondaryAnimation`).
+    SpringsV0,
+}
+
+impl core::fmt::Display for VrmTable {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            Self::HumanoidV1 => "VRMC_vrm humanoid",
+            Self::HumanoidV0 => "VRM humanoid",
+            Self::SpringsV1 => "VRMC_springBone",
+            Self::SpringsV0 => "VRM secondaryAnimation",
+        })
+    }
+}
+
+/// Why a VRM table could not be read ([`VrmHumanoidTable::from_document`],
+/// [`IkVrmSprings::from_document`]).
+#[derive(Clone, Debug, Error)]
+#[non_exhaustive]
+pub enum VrmError {
+    /// The extension's JSON is not the shape the VRM specification gives.
+    #[error("{table}: {source}")]
+    Malformed {
+        /// The table.
+        table: VrmTable,
+        /// The JSON error (shared, so the error stays `Clone`).
+        source: Arc<serde_json::Error>,
+    },
+    /// The table names a glTF node the document does not have.
+    #[error("{table}: `{role}` names node {node}, but the file has {nodes} nodes")]
+    NodeOutOfRange {
+        /// The table.
+        table: VrmTable,
+        /// The role or chain that names the node (empty for a spring collider or joint).
+        role: String,
+        /// The node index named.
+        node: usize,
+        /// How many nodes the document has.
+        nodes: usize,
+    },
+    /// A spring collider has no shape this crate knows (sphere, capsule).
+    #[error("{table}: collider on node {node} has no shape")]
+    ColliderWithoutShape {
+        /// The table.
+        table: VrmTable,
+        /// The collider's node.
+        node: usize,
+    },
+}
+
+impl VrmError {
+    pub(crate) fn malformed(table: VrmTable) -> impl FnOnce(serde_json::Error) -> Self {
+        move |e| Self::Malformed {
+            table,
+            source: Arc::new(e),
+        }
+    }
+}
+
+/// Equal when the same problem at the same place (a JSON error: the same table, category,
+/// line and column).
+impl PartialEq for VrmError {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (
+                Self::Malformed { table, source },
+                Self::Malformed {
+                    table: t2,
+                    source: s2,
+                },
+            ) => {
+                table == t2
+                    && source.classify() == s2.classify()
+                    && (source.line(), source.column()) == (s2.line(), s2.column())
+            }
+            (
+                Self::NodeOutOfRange {
+                    table,
+                    role,
+                    node,
+                    nodes,
+                },
+                Self::NodeOutOfRange {
+                    table: t2,
+                    role: r2,
+                    node: n2,
+                    nodes: c2,
+                },
+            ) => (table, role, node, nodes) == (t2, r2, n2, c2),
+            (
+                Self::ColliderWithoutShape { table, node },
+                Self::ColliderWithoutShape {
+                    table: t2,
+                    node: n2,
+                },
+            ) => (table, node) == (t2, n2),
+            _ => false,
+        }
+    }
+}
 
 /// Which VRM version a humanoid table came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,14 +213,14 @@ impl VrmHumanoidTable {
     /// are present). `Ok(None)` when the document has no VRM extension.
     ///
     /// # Errors
-    /// A message when a VRM extension is there but its humanoid table is malformed (missing,
-    /// of the wrong shape, or naming a node the document does not have).
-    pub fn from_document(document: &gltf::Document) -> Result<Option<Self>, String> {
+    /// [`VrmError`] when a VRM extension is there but its humanoid table is malformed
+    /// (missing, of the wrong shape, or naming a node the document does not have).
+    pub fn from_document(document: &gltf::Document) -> Result<Option<Self>, VrmError> {
         let Some((ext, nodes)) = root_extensions(document) else {
             return Ok(None);
         };
         let table = if let Some(v) = ext.get("VRMC_vrm") {
-            let vrm = Vrm1::deserialize(v).map_err(|e| format!("VRMC_vrm humanoid: {e}"))?;
+            let vrm = Vrm1::deserialize(v).map_err(VrmError::malformed(VrmTable::HumanoidV1))?;
             let mut bones: Vec<(String, usize)> = vrm
                 .humanoid
                 .human_bones
@@ -121,7 +233,7 @@ impl VrmHumanoidTable {
                 bones,
             }
         } else if let Some(v) = ext.get("VRM") {
-            let vrm = Vrm0::deserialize(v).map_err(|e| format!("VRM humanoid: {e}"))?;
+            let vrm = Vrm0::deserialize(v).map_err(VrmError::malformed(VrmTable::HumanoidV0))?;
             Self {
                 version: VrmVersion::V0,
                 bones: vrm
@@ -135,9 +247,15 @@ impl VrmHumanoidTable {
             return Ok(None);
         };
         if let Some((role, node)) = table.bones.iter().find(|(_, n)| *n >= nodes) {
-            return Err(format!(
-                "VRM humanoid: `{role}` names node {node}, but the file has {nodes} nodes"
-            ));
+            return Err(VrmError::NodeOutOfRange {
+                table: match table.version {
+                    VrmVersion::V1 => VrmTable::HumanoidV1,
+                    VrmVersion::V0 => VrmTable::HumanoidV0,
+                },
+                role: role.clone(),
+                node: *node,
+                nodes,
+            });
         }
         Ok(Some(table))
     }
@@ -340,11 +458,27 @@ mod tests {
             {{"humanoid":{{"humanBones":{{"hips":{{"node":7}}}}}}}}}}}}"#
         ));
         let err = VrmHumanoidTable::from_document(&out_of_range).unwrap_err();
-        assert!(err.contains("node 7"), "{err}");
+        assert!(
+            matches!(
+                err,
+                VrmError::NodeOutOfRange {
+                    table: VrmTable::HumanoidV1,
+                    node: 7,
+                    ..
+                }
+            ),
+            "{err}"
+        );
         let wrong_shape = document(&format!(
             r#"{{"asset":{{"version":"2.0"}},{NODES},"extensions":{{"VRM":
             {{"humanoid":{{"humanBones":{{"hips":3}}}}}}}}}}"#
         ));
-        assert!(VrmHumanoidTable::from_document(&wrong_shape).is_err());
+        assert!(matches!(
+            VrmHumanoidTable::from_document(&wrong_shape),
+            Err(VrmError::Malformed {
+                table: VrmTable::HumanoidV0,
+                ..
+            })
+        ));
     }
 }

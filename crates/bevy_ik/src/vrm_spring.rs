@@ -45,7 +45,7 @@ use crate::secondary::{
     IkColliderShape, IkSpringChain, IkSpringCollider, IkSpringJoint, IkSpringTail,
 };
 use crate::stage::IkStageOf;
-use crate::vrm::root_extensions;
+use crate::vrm::{VrmError, VrmTable, root_extensions};
 
 /// VRM 0.x's virtual tail past a leaf bone, metres (`three-vrm` and `UniVRM` use 7 cm).
 pub const VRM0_LEAF_TAIL: f32 = 0.07;
@@ -293,53 +293,60 @@ impl IkVrmSprings {
     /// `VRM.secondaryAnimation`). `Ok(None)` when the document has none.
     ///
     /// # Errors
-    /// A message when the extension is malformed or names a node the document does not have.
-    pub fn from_document(document: &gltf::Document) -> Result<Option<Self>, String> {
+    /// [`VrmError`] when the extension is malformed or names a node the document does not
+    /// have.
+    pub fn from_document(document: &gltf::Document) -> Result<Option<Self>, VrmError> {
         let Some((ext, nodes)) = root_extensions(document) else {
             return Ok(None);
         };
-        let table = if let Some(v) = ext.get("VRMC_springBone") {
-            Self::from_vrm1(v)?
+        let (table, kind) = if let Some(v) = ext.get("VRMC_springBone") {
+            (Self::from_vrm1(v)?, VrmTable::SpringsV1)
         } else if let Some(v) = ext.get("VRM").and_then(|v| v.get("secondaryAnimation")) {
             let children: Vec<Vec<usize>> = document
                 .nodes()
                 .map(|n| n.children().map(|c| c.index()).collect())
                 .collect();
-            Self::from_vrm0(v, &children)?
+            (Self::from_vrm0(v, &children)?, VrmTable::SpringsV0)
         } else {
             return Ok(None);
         };
         if let Some(node) = table.nodes().find(|&n| n >= nodes) {
-            return Err(format!(
-                "VRM spring bones name node {node}, but the file has {nodes} nodes"
-            ));
+            return Err(VrmError::NodeOutOfRange {
+                table: kind,
+                role: String::new(),
+                node,
+                nodes,
+            });
         }
         Ok(Some(table))
     }
 
-    fn from_vrm1(v: &Value) -> Result<Self, String> {
-        let ext = Spring1Ext::deserialize(v).map_err(|e| format!("VRMC_springBone: {e}"))?;
-        let colliders = ext
-            .colliders
-            .iter()
-            .map(|c| {
-                // The extended shape, where there is one, replaces the base (its fallback).
-                let extended = c
-                    .extensions
-                    .as_ref()
-                    .and_then(|e| e.get("VRMC_springBone_extended_collider"))
-                    .and_then(|e| e.get("shape"))
-                    .and_then(|s| Shape1::deserialize(s).ok())
-                    .and_then(|s| s.shape());
-                let shape = extended.or_else(|| c.shape.shape()).ok_or_else(|| {
-                    format!("VRMC_springBone: collider on node {} has no shape", c.node)
-                })?;
-                Ok(VrmCollider {
-                    node: c.node,
-                    shape,
+    fn from_vrm1(v: &Value) -> Result<Self, VrmError> {
+        let ext = Spring1Ext::deserialize(v).map_err(VrmError::malformed(VrmTable::SpringsV1))?;
+        let colliders =
+            ext.colliders
+                .iter()
+                .map(|c| {
+                    // The extended shape, where there is one, replaces the base (its fallback).
+                    let extended = c
+                        .extensions
+                        .as_ref()
+                        .and_then(|e| e.get("VRMC_springBone_extended_collider"))
+                        .and_then(|e| e.get("shape"))
+                        .and_then(|s| Shape1::deserialize(s).ok())
+                        .and_then(|s| s.shape());
+                    let shape = extended.or_else(|| c.shape.shape()).ok_or(
+                        VrmError::ColliderWithoutShape {
+                            table: VrmTable::SpringsV1,
+                            node: c.node,
+                        },
+                    )?;
+                    Ok(VrmCollider {
+                        node: c.node,
+                        shape,
+                    })
                 })
-            })
-            .collect::<Result<Vec<_>, String>>()?;
+                .collect::<Result<Vec<_>, VrmError>>()?;
         let mut chains = Vec::new();
         for (i, s) in ext.springs.iter().enumerate() {
             if s.joints.len() < 2 {
@@ -381,8 +388,8 @@ impl IkVrmSprings {
         Ok(Self { chains, colliders })
     }
 
-    fn from_vrm0(v: &Value, children: &[Vec<usize>]) -> Result<Self, String> {
-        let sec = Secondary0::deserialize(v).map_err(|e| format!("VRM secondaryAnimation: {e}"))?;
+    fn from_vrm0(v: &Value, children: &[Vec<usize>]) -> Result<Self, VrmError> {
+        let sec = Secondary0::deserialize(v).map_err(VrmError::malformed(VrmTable::SpringsV0))?;
         let mut colliders = Vec::new();
         // The first collider index of each collider group.
         let mut group_colliders: Vec<Vec<usize>> = Vec::new();
@@ -678,6 +685,16 @@ mod tests {
             {"springs":[{"joints":[{"node":0},{"node":9}]}]}}}"#,
         );
         let err = IkVrmSprings::from_document(&bad).unwrap_err();
-        assert!(err.contains("node 9"), "{err}");
+        assert!(
+            matches!(
+                err,
+                VrmError::NodeOutOfRange {
+                    table: VrmTable::SpringsV1,
+                    node: 9,
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 }
