@@ -332,12 +332,7 @@ impl ChainIk {
     /// Bone `i`'s local transform in `pose`.
     #[inline]
     fn local(&self, pose: &Pose, i: usize) -> BoneTransform {
-        let b = self.bones[i];
-        BoneTransform {
-            translation: pose.translations[b],
-            rotation: pose.rotations[b],
-            scale: self.scales[i],
-        }
+        pose.local_scaled(self.bones[i], self.scales[i])
     }
 
     /// Forward kinematics of the chain from bone `from` on, under `parent`.

@@ -192,10 +192,17 @@ impl Pose {
     #[inline]
     #[must_use]
     pub fn local_transform(&self, skeleton: &Skeleton, index: usize) -> BoneTransform {
+        self.local_scaled(index, skeleton.bones()[index].rest.scale)
+    }
+
+    /// Bone `index`'s local transform in this pose with `scale` (a solver's cached rest
+    /// scale).
+    #[inline]
+    pub(crate) fn local_scaled(&self, index: usize, scale: Vec3) -> BoneTransform {
         BoneTransform {
             translation: self.translations[index],
             rotation: self.rotations[index],
-            scale: skeleton.bones()[index].rest.scale,
+            scale,
         }
     }
 

@@ -186,12 +186,7 @@ impl SplineIk {
     }
 
     fn local(&self, pose: &Pose, i: usize) -> BoneTransform {
-        let b = self.bones[i];
-        BoneTransform {
-            translation: pose.translations[b],
-            rotation: pose.rotations[b],
-            scale: self.scales[i],
-        }
+        pose.local_scaled(self.bones[i], self.scales[i])
     }
 
     /// Fits the chain to `goal`'s curve in place; `parent`: the model transform of the chain

@@ -126,6 +126,14 @@ impl EllipticLimits {
         }
     }
 
+    /// `value` (yaw, pitch) pulled radially onto the limits widened to take in `anim` (the
+    /// animated direction: what the animation does beyond the limits stays reachable).
+    fn clamp_around(&self, value: Vec2, anim: Vec2) -> Vec2 {
+        let scale = self.norm(anim.x, anim.y).max(1.0);
+        let (y, p) = self.clamp_scaled(value.x, value.y, scale);
+        Vec2::new(y, p)
+    }
+
     /// `(yaw, pitch)` pulled radially onto the limits when outside.
     #[must_use]
     pub fn clamp(&self, yaw: f32, pitch: f32) -> (f32, f32) {
@@ -741,11 +749,7 @@ impl LookAtChain {
         }
         self.state
             .step_with(goal, dt, &s.smoothing, StepConstants::new(dt, &s.smoothing));
-        let scale = s.limits.norm(anim.x, anim.y).max(1.0);
-        let (y, p) = s
-            .limits
-            .clamp_scaled(self.state.value.x, self.state.value.y, scale);
-        self.state.value = Vec2::new(y, p);
+        self.state.value = s.limits.clamp_around(self.state.value, anim);
         let look = direction(self.state.value, f, l, u);
         // Share the turn from the animated head forward to `look` down the chain. Every
         // bone turns about the same model axis (the normal of the plane of both directions),
@@ -833,11 +837,7 @@ impl LookAtChain {
                 };
             }
             e.state.step_with(goal_e, dt, &s.eye_smoothing, eye_k);
-            let scale = s.eye_limits.norm(anim_e.x, anim_e.y).max(1.0);
-            let (y, p) = s
-                .eye_limits
-                .clamp_scaled(e.state.value.x, e.state.value.y, scale);
-            e.state.value = Vec2::new(y, p);
+            e.state.value = s.eye_limits.clamp_around(e.state.value, anim_e);
             let want = direction(e.state.value, hf, hl, hu);
             // Both unit: glam's closed form (half-way vector), antiparallel handled.
             let new_model = (Quat::from_rotation_arc(eye_forward, want) * eye.rotation).normalize();
