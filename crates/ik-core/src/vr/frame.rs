@@ -134,7 +134,7 @@ impl VrBody {
 
     /// Step 2: the head's heading and pitch, and the body's heading after it.
     fn turn_body(&mut self, t: &Targets, dt: f32, first: bool) -> Heading {
-        let s = self.settings;
+        let s = &self.settings;
         let frame = self.rig.frame;
         let face = t.head_delta * frame.forward;
         if let Some(y) = yaw_of(face, &frame) {
@@ -179,7 +179,7 @@ impl VrBody {
     /// Step 3: the lean from the head's pitch and how far it dropped (crouching), eased in
     /// quickly and out slowly.
     fn ease_lean(&mut self, head: Vec3, pitch_down: f32, dt: f32, first: bool) {
-        let s = self.settings;
+        let s = &self.settings;
         let head_drop = ((self.rig.foot_plane + s.stand_height * self.rig.head_height
             - head.dot(self.rig.frame.up))
             / (0.5 * self.rig.head_height))
@@ -214,7 +214,7 @@ impl VrBody {
         dt: f32,
         first: bool,
     ) -> Vec3 {
-        let s = self.settings;
+        let s = &self.settings;
         let up = self.rig.frame.up;
         let twist = s.chest_twist * heading.neck_yaw;
         let body_fwd = Quat::from_axis_angle(up, heading.body_yaw) * self.rig.frame.forward;
@@ -467,27 +467,31 @@ impl VrBody {
     }
 
     /// Where arm `side`'s elbow wants to point (from the body: down, back and out; from the
-    /// hand's roll) and the swivel turned toward it from last frame's: `(want, dir, prev)`,
-    /// `prev` last frame's swivel off the arm's axis.
+    /// hand's roll; `axis` the unit shoulder-to-hand direction) and the swivel turned toward it
+    /// from last frame's: `(want, dir, prev)`, `prev` last frame's swivel off the arm's axis.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the arm's geometry its caller has already computed"
+    )]
     fn elbow_swivel(
         &self,
         side: usize,
         shoulder: Vec3,
-        hand: TrackerPose,
+        hand: Vec3,
+        hand_rot: Quat,
+        axis: Vec3,
         body_rot: Quat,
         first: bool,
     ) -> (Vec3, Vec3, Vec3) {
         let frame = self.rig.frame;
         let out = [frame.left, -frame.left];
-        let hand_rot = hand.rotation.normalize();
-        let axis = (hand.position - shoulder).normalize_or_zero();
         let from_body = (body_rot * (-frame.up - frame.forward * 0.35 + out[side] * 0.45))
             .reject_from_normalized(axis)
             .normalize_or_zero();
         // Where the elbow sits with the wrist straight (the forearm in line with the hand
         // as at rest): the hand's orientation says which way the elbow points.
-        let neutral_elbow = hand.position
-            + hand_rot * self.rig.hand_to_elbow[side] * self.rig.arm_length[side] * 0.5;
+        let neutral_elbow =
+            hand + hand_rot * self.rig.hand_to_elbow[side] * self.rig.arm_length[side] * 0.5;
         let from_hand = (neutral_elbow - shoulder)
             .reject_from_normalized(axis)
             .normalize_or_zero();
@@ -528,7 +532,15 @@ impl VrBody {
         let hand_rot = hand.rotation.normalize();
         let to = hand.position - shoulder;
         let axis = to.normalize_or_zero();
-        let (want, dir, prev) = self.elbow_swivel(side, shoulder, hand, body_rot, first);
+        let (want, dir, prev) = self.elbow_swivel(
+            side,
+            shoulder,
+            hand.position,
+            hand_rot,
+            axis,
+            body_rot,
+            first,
+        );
         let mut candidates = [dir; 7];
         if let (false, Some(pn)) = (first, prev.try_normalize()) {
             for (k, c) in candidates.iter_mut().enumerate().skip(1) {
