@@ -20,8 +20,14 @@ use core::hint::black_box;
 use criterion::{Criterion, criterion_group, criterion_main};
 use ik_core::vr::VrBody;
 
+#[path = "../tests/support/gameplay.rs"]
+mod gameplay;
+#[path = "../tests/support/rng.rs"]
+mod rng;
 #[path = "../tests/support/robustness.rs"]
 mod robustness;
+#[path = "../tests/support/vr_recording.rs"]
+mod vr_recording;
 use robustness::*;
 
 fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {

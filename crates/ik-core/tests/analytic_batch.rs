@@ -465,11 +465,7 @@ fn mismatched_slices_and_twist_bones_are_errors() {
     );
 }
 
-#[path = "support/alloc.rs"]
-mod alloc;
-
-#[global_allocator]
-static GLOBAL: alloc::Counting = alloc::Counting;
+use crate::alloc;
 
 /// After set-up, solving (lanes and scalar fallback alike, errors included) allocates nothing.
 #[test]

@@ -14,8 +14,7 @@
 //!   own twist reduced and the hand unchanged in model space; rigs without twist bones are
 //!   left bit for bit.
 
-#[path = "support/gameplay.rs"]
-mod gameplay;
+use crate::gameplay;
 
 use gameplay::{Rig, rigs};
 use ik_core::analytic::{LimbGoal, TwoBoneIk};

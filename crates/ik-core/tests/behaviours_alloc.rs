@@ -12,11 +12,7 @@ use ik_core::humanoid::{HumanoidBone as H, HumanoidMap};
 use ik_core::stack::{IkStack, TwoBoneStage};
 use ik_test_rigs::{RestAxes, RigConvention, test_rig};
 
-#[path = "support/alloc.rs"]
-mod alloc;
-
-#[global_allocator]
-static GLOBAL: alloc::Counting = alloc::Counting;
+use crate::alloc;
 
 #[test]
 fn behaviour_stages_do_not_allocate() {

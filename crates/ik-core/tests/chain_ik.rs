@@ -8,10 +8,8 @@ use ik_core::limits::{JointLimit, SwingTwistLimit};
 use ik_core::stack::{IkStack, StageOutcome};
 use ik_core::{BoneTransform, Pose, Skeleton};
 
-#[path = "support/chains.rs"]
-mod chains;
-#[path = "support/rng.rs"]
-mod rng;
+use crate::chains;
+use crate::rng;
 
 use chains::{AXES, STYLES, chain_rig};
 use rng::Rng;

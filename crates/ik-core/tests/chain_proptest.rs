@@ -9,10 +9,8 @@ use ik_core::chain::{ChainGoal, ChainIk, ChainMethod, ChainSettings};
 use ik_core::limits::{JointLimit, SwingTwistLimit};
 use proptest::prelude::*;
 
-#[path = "support/chains.rs"]
-mod chains;
-#[path = "support/rng.rs"]
-mod rng;
+use crate::chains;
+use crate::rng;
 
 use chains::{AXES, STYLES, chain_rig};
 use rng::Rng;

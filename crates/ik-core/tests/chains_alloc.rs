@@ -11,11 +11,7 @@ use ik_core::stack::IkStack;
 use ik_core::velocity::AngularVelocityLimiter;
 use ik_core::{Bone, BoneTransform, Skeleton};
 
-#[path = "support/alloc.rs"]
-mod alloc;
-
-#[global_allocator]
-static GLOBAL: alloc::Counting = alloc::Counting;
+use crate::alloc;
 
 /// A root with four independent 6-bone chains along +X, -Y, +Z, -X.
 fn rig() -> Skeleton {

@@ -3,19 +3,14 @@
 //! goals, then the [`DetachedFeet`] stage moves the foot bones along — measured by FK, and
 //! without allocating per solve after set-up (a counting global allocator).
 
-#[path = "support/gltf_rig.rs"]
-mod gltf_rig;
+use crate::gameplay as gltf_rig;
 
 use ik_core::Skeleton;
 use ik_core::glam::Vec3;
 use ik_core::humanoid::{DetachedFeet, Effector, FullBodySolver, HumanoidBone as H, HumanoidMap};
 use ik_core::stack::{FullBodyStage, IkStack};
 
-#[path = "support/alloc.rs"]
-mod alloc;
-
-#[global_allocator]
-static GLOBAL: alloc::Counting = alloc::Counting;
+use crate::alloc;
 
 #[test]
 fn worker_feet_follow_the_legs_without_allocating() {

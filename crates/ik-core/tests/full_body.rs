@@ -8,8 +8,7 @@ use ik_core::humanoid::{
 use ik_core::{HumanoidError, Pose};
 use ik_test_rigs::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
 
-#[path = "support/rng.rs"]
-mod rng;
+use crate::rng;
 use rng::Rng;
 
 fn success_rate(conv: RigConvention, axes: RestAxes, samples: usize, seed: u64) -> f32 {

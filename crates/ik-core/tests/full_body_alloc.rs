@@ -7,11 +7,7 @@ use ik_core::humanoid::{
 };
 use ik_test_rigs::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
 
-#[path = "support/alloc.rs"]
-mod alloc;
-
-#[global_allocator]
-static GLOBAL: alloc::Counting = alloc::Counting;
+use crate::alloc;
 
 /// A seeded uniform number in `[0, 1]` (xorshift32).
 fn xorshift(seed: &mut u32) -> f32 {

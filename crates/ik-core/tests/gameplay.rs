@@ -3,8 +3,7 @@
 //! goals met while unreachable ones are present, monotone progress toward a hard goal across
 //! frames, no frozen frame.
 
-#[path = "support/gameplay.rs"]
-mod gameplay;
+use crate::gameplay;
 
 use gameplay::{Rig, Scenario, feasible_goals, rigs, run, scenario_frames, track};
 use ik_core::Pose;

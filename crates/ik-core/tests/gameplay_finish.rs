@@ -8,8 +8,7 @@
 //! the limits of its trunk, a Mixamo/+X hand the rescue meets with a turn of 16.7°, and a
 //! Vrm/+Y foot under a position-only pelvis goal.
 
-#[path = "support/gameplay.rs"]
-mod gameplay;
+use crate::gameplay;
 
 use gameplay::{
     FLIP_DEG, Rig, Scenario, feasible_goals_with_poses, flip_only_misses, largest_turn_deg, rigs,

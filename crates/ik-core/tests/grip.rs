@@ -4,8 +4,7 @@
 //! — measured on the output pose by forward kinematics — stays within 1 mm (scaled to the
 //! rig) and 1°, every frame, on every rig convention and the CC0 characters.
 
-#[path = "support/gameplay.rs"]
-mod gameplay;
+use crate::gameplay;
 
 use gameplay::{Rig, rigs};
 use ik_core::glam::Quat;

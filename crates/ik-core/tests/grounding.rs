@@ -8,10 +8,7 @@
 //! still input at rest within 10 frames — plus the spring's frame-rate independence, bad
 //! input, and a four-legged rig.
 
-#[path = "support/grounding.rs"]
-mod course;
-#[path = "support/gameplay.rs"]
-mod gameplay;
+use crate::grounding_course as course;
 
 use course::{Clip, Ground, Input, Measured, Run, course_rigs};
 use ik_core::glam::{Quat, Vec3};

@@ -2,18 +2,12 @@
 //! counting global allocator around the probes, ground samples and stack solves of the stepping
 //! clip up the stairs (planting, releasing, blending across steps all exercised).
 
-#[path = "support/gameplay.rs"]
-mod gameplay;
-#[path = "support/grounding.rs"]
-mod grounding_walk;
+use crate::gameplay;
+use crate::grounding_course as grounding_walk;
 
 use grounding_walk::{Clip, FRAMES, Ground, Input, Run, STAND};
 
-#[path = "support/alloc.rs"]
-mod alloc;
-
-#[global_allocator]
-static GLOBAL: alloc::Counting = alloc::Counting;
+use crate::alloc;
 
 #[test]
 fn grounding_walk_does_not_allocate() {

@@ -2,17 +2,13 @@
 //! thread, so the test harness's own threads do not count) around many solves with moving
 //! targets, three priority levels, a posture term, look-at and centre of mass.
 
-mod jacobian_common;
+use crate::jacobian_common;
 
 use ik_core::glam::Vec3;
 use ik_core::jacobian::{BoneMass, JacobianSolver, PostureReference, SolverSettings, TaskSpec};
 use jacobian_common::*;
 
-#[path = "support/alloc.rs"]
-mod alloc;
-
-#[global_allocator]
-static GLOBAL: alloc::Counting = alloc::Counting;
+use crate::alloc;
 
 #[test]
 fn solving_does_not_allocate() {

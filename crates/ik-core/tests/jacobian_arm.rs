@@ -1,7 +1,7 @@
 //! 7-DOF arm (ball shoulder, hinge elbow, ball wrist; 1 m, limited): random FK-sampled 6D
 //! targets solved from the rest pose, with restarts inside a fixed iteration budget.
 
-mod jacobian_common;
+use crate::jacobian_common;
 
 use ik_core::jacobian::JacobianSolver;
 use jacobian_common::*;

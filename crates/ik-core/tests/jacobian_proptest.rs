@@ -2,7 +2,7 @@
 //! solve from a perturbed start → the tip reaches the target, every joint stays inside its
 //! limit, bone lengths are unchanged and nothing is NaN.
 
-mod jacobian_common;
+use crate::jacobian_common;
 
 use ik_core::glam::Quat;
 use ik_core::jacobian::JacobianSolver;

@@ -2,7 +2,7 @@
 //! targets, strict priorities, the null-space posture term, movable root and slider joints,
 //! look-at, centre of mass, stiffness, locks and typed errors.
 
-mod jacobian_common;
+use crate::jacobian_common;
 
 use ik_core::glam::{Quat, Vec2, Vec3};
 use ik_core::jacobian::{

@@ -6,10 +6,8 @@ use ik_core::spline::{CurveKind, SplineGoal, SplineIk, SplineIkStage};
 use ik_core::stack::IkStack;
 use ik_core::velocity::AngularVelocityLimiter;
 
-#[path = "support/chains.rs"]
-mod chains;
-#[path = "support/rng.rs"]
-mod rng;
+use crate::chains;
+use crate::rng;
 
 use chains::{AXES, STYLES, chain_rig};
 use rng::Rng;

@@ -10,10 +10,7 @@ use ik_core::spring::{
 use ik_core::stack::{IkStack, StageOutcome};
 use ik_core::{BoneTransform, Skeleton};
 
-#[path = "support/chains.rs"]
-mod chains;
-#[path = "support/rng.rs"]
-mod rng;
+use crate::chains;
 
 use chains::{AXES, RestStyle, STYLES, chain_rig};
 

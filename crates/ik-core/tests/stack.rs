@@ -15,8 +15,7 @@ use ik_core::stack::{
 use ik_core::{Pose, Skeleton};
 use ik_test_rigs::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
 
-#[path = "support/rng.rs"]
-mod rng;
+use crate::rng;
 use rng::Rng;
 
 struct Rig {

@@ -8,11 +8,7 @@ use ik_core::jacobian::{JacobianSolver, JointSpec, SolverSettings, TaskSpec};
 use ik_core::stack::{FullBodyStage, IkStack, JacobianStage, TwoBoneStage};
 use ik_test_rigs::{RestAxes, RigConvention, test_rig};
 
-#[path = "support/alloc.rs"]
-mod alloc;
-
-#[global_allocator]
-static GLOBAL: alloc::Counting = alloc::Counting;
+use crate::alloc;
 
 #[test]
 fn stack_solve_does_not_allocate() {

@@ -14,8 +14,7 @@ use ik_core::stack::{AnyStage, IkStack, LimbBatch, StageOutcome, StageReport, Tw
 use ik_core::{Pose, Skeleton};
 use ik_test_rigs::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
 
-#[path = "support/rng.rs"]
-mod rng;
+use crate::rng;
 use rng::Rng;
 
 const LIMBS: [[H; 3]; 5] = [

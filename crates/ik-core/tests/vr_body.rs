@@ -4,11 +4,9 @@
 //! the stepping cadence is plausible. Distances are in "human metres" (the rig's leg length
 //! over 0.9 m), so a rig in centimetres is held to the same standard.
 
-#[path = "support/gameplay.rs"]
-mod gameplay;
+use crate::gameplay;
 
-#[path = "support/vr_recording.rs"]
-mod vr_recording;
+use crate::vr_recording;
 
 use gameplay::{Rig, rigs};
 use ik_core::glam::{Quat, Vec3};

@@ -2,19 +2,13 @@
 //! tracker recording (walking, turning, crouching, reaching: steps start and land, the
 //! full-body solver iterates on limits) on an `IkStack`, on every procedural rig convention.
 
-#[path = "support/gameplay.rs"]
-mod gameplay;
-#[path = "support/vr_recording.rs"]
-mod vr_recording;
+use crate::gameplay;
+use crate::vr_recording;
 
 use ik_core::stack::IkStack;
 use ik_core::vr::VrBody;
 
-#[path = "support/alloc.rs"]
-mod alloc;
-
-#[global_allocator]
-static GLOBAL: alloc::Counting = alloc::Counting;
+use crate::alloc;
 
 #[test]
 fn vr_body_does_not_allocate_per_frame() {

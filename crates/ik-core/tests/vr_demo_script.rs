@@ -5,8 +5,7 @@
 //! rest poses, trackers in model space with unit calibration. The head must meet its tracker
 //! (≤ 1 mm, human scale) on every frame within the body's reach.
 
-#[path = "support/gameplay.rs"]
-mod gameplay;
+use crate::gameplay;
 
 use gameplay::{Rig, rigs};
 use ik_core::glam::{Quat, Vec3};

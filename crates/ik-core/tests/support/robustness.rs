@@ -44,12 +44,9 @@ use ik_core::vr::{FootPhase, TrackerPose, VrBody, VrTrackers};
 use ik_core::{Pose, Skeleton};
 use ik_test_rigs::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
 
-#[path = "gameplay.rs"]
-pub mod gameplay;
-#[path = "rng.rs"]
-mod rng;
-#[path = "vr_recording.rs"]
-pub mod vr_recording;
+// Shared with other tests: declared once at the including crate's root (`tests/all.rs`,
+// `benches/robustness.rs`).
+pub(crate) use crate::{gameplay, rng, vr_recording};
 
 use gameplay::motion;
 pub use gameplay::{FLIP_DEG, GoalMask, REPEATS, Rig, goal_error, measure, track};
