@@ -87,7 +87,7 @@
 //! at no cost to the level (the limb finish in the same candidate closes a limb whose goal
 //! just came within reach); a goal that cannot be met there hovers at the edge of its limb's
 //! reach.
-
+//!
 //! # What animators tune
 //!
 //! All in [`FullBodySettings`](super::FullBodySettings): `max_turn` (the per-frame turn bound),
