@@ -71,6 +71,7 @@ mod corrective;
 mod finish;
 mod goals;
 mod jacobian;
+mod levels;
 mod model;
 mod setup;
 mod track;
