@@ -188,8 +188,10 @@ fn centre_of_mass_moves_over_the_support_point() {
         enabled: true,
         ..CenterOfMassGoal::default()
     };
+    // One solve from the rest pose to goals far from it: a cold solve (tracking turns no
+    // joint more than `max_turn` a frame).
     let mut pose = rest.clone();
-    let r = solver.solve(&s, &mut pose, &goals).unwrap();
+    let r = solver.solve_cold(&s, &mut pose, &goals).unwrap();
     assert!(r.converged, "{r:?}");
     assert!(solver.pose_within_limits(&s, &pose, 1e-4));
     let com = solver.center_of_mass(&s, &pose).unwrap();
@@ -225,8 +227,10 @@ fn posture_pulls_free_joints_toward_the_reference_without_hurting_goals() {
         let mut solver = FullBodySolver::new(&s, &map).unwrap();
         solver.settings_mut().posture_gain = gain;
         solver.settings_mut().reference = PostureReference::Rest;
+        // One solve from a pose far from the goals (the knee must bend about 38°): a cold
+        // solve (tracking turns no joint more than `max_turn` a frame).
         let mut pose = start.clone();
-        let r = solver.solve(&s, &mut pose, &goals).unwrap();
+        let r = solver.solve_cold(&s, &mut pose, &goals).unwrap();
         assert!(r.converged, "{r:?}");
         pose.rotations[spine].angle_between(rest.rotations[spine])
     };

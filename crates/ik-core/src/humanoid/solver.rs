@@ -71,6 +71,7 @@ mod corrective;
 mod finish;
 mod goals;
 mod jacobian;
+mod levels;
 mod model;
 mod setup;
 mod track;
@@ -169,6 +170,9 @@ struct Limb {
     chain: LimbChain,
     /// Rest length upper → lower → end: the limb's reach.
     reach: f32,
+    /// Whether the limb's upper bone is a child of the hips (a leg): its root moves with the
+    /// hips alone.
+    on_hips: bool,
     /// The forward-kinematics bones below `upper` off the limb's path (twist helpers, toes),
     /// parents first: refreshed after the limb's finish, so the model stays current.
     subtree: Vec<usize>,

@@ -475,14 +475,27 @@ pub fn largest_turn_deg(rig: &Rig, a: &Pose, b: &Pose) -> f32 {
 /// this in a frame while the goals move less), degrees.
 pub const FLIP_DEG: f32 = 20.0;
 
+/// The largest turn of a joint the tracker `s` may make in one frame, degrees: its per-frame
+/// bound ([`FullBodySettings::max_turn`](ik_core::humanoid::FullBodySettings::max_turn)) in
+/// bounded tracking, else [`FLIP_DEG`] (the corrective passes have no bound of their own).
+pub fn tracker_bound_deg(s: &FullBodySolver) -> f32 {
+    if s.settings().tracking == ik_core::humanoid::TrackingMode::Bounded {
+        s.settings().max_turn.to_degrees().min(FLIP_DEG)
+    } else {
+        FLIP_DEG
+    }
+}
+
 /// Which of `misses` (a tracked run over `frames`) are *feasible only by a flip*: the
 /// oracle's pose of the frame (`oracle_poses`, see [`feasible_goals_with_poses`]) turns some
-/// joint more than [`FLIP_DEG`] from the tracker's previous output, and so does — or fails —
-/// a *warm oracle*: a solve from that previous output without restarts, 200 iterations, the
-/// frame's infeasible goals off. Neither search finds a pose within [`FLIP_DEG`] of the
-/// previous frame that meets the goal, so a tracker that must not flip cannot be asked to
-/// (not a proof that no such pose exists: the only poses found are flips). Replays the
-/// tracker ([`track`], default settings) to get each previous output.
+/// joint more than the tracker's per-frame bound ([`tracker_bound_deg`]: 15° by default, at
+/// most [`FLIP_DEG`]) from the tracker's previous output, and so does — or fails — a *warm
+/// oracle*: a solve from that previous output without restarts, 200 iterations, the frame's
+/// infeasible goals off. Neither search finds a pose within the bound of the previous frame
+/// that meets the goal, so a tracker that may not turn further cannot be asked to (issue 24:
+/// feasible = an oracle reaches it within the per-frame bound from the previous frame; not a
+/// proof that no such pose exists: the only poses found turn further). Replays the tracker
+/// ([`track`], default settings) to get each previous output.
 pub fn flip_only_misses(
     rig: &Rig,
     frames: &[Frame],
@@ -495,6 +508,7 @@ pub fn flip_only_misses(
         return out;
     }
     let mut solver = rig.solver();
+    let bound = tracker_bound_deg(&solver);
     let _ = run(
         rig,
         &mut solver,
@@ -503,7 +517,7 @@ pub fn flip_only_misses(
         false,
         |s, sk, p, g, f| {
             for (i, m) in misses.iter().enumerate().filter(|(_, m)| m.frame == f) {
-                if f == 0 || largest_turn_deg(rig, p, &oracle_poses[f]) <= FLIP_DEG {
+                if f == 0 || largest_turn_deg(rig, p, &oracle_poses[f]) <= bound {
                     continue;
                 }
                 let mut only = *g;
@@ -521,7 +535,7 @@ pub fn flip_only_misses(
                 warm.settings_mut().max_restarts = 0;
                 let met = warm.solve_cold(sk, &mut q, &only).is_ok()
                     && goal_error(&measure(rig, &warm, &q, g), m.goal, rig.scale) <= 1.0
-                    && largest_turn_deg(rig, p, &q) <= FLIP_DEG;
+                    && largest_turn_deg(rig, p, &q) <= bound;
                 out[i] = !met;
             }
             track(s, sk, p, g, f)

@@ -161,6 +161,7 @@ impl FullBodySolver {
                     limits,
                 },
                 reach,
+                on_hips: skeleton.parent(upper) == Some(effector_bones[Effector::Pelvis as usize]),
                 subtree: Vec::new(),
             });
         }

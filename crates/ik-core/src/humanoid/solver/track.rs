@@ -8,9 +8,11 @@
 //! mass) has a lexicographic level: its priority number
 //! ([`EffectorGoal::priority`](super::EffectorGoal::priority), 0 first), then within one
 //! number the humanoid order — the support (pelvis, feet, centre of mass), then the hands,
-//! then the look-at — then the give-way sub-level below. Weights trade off within a level.
-//! Each frame minimises, level after level, the weighted squared residuals (in units of their
-//! tolerances) over the joint rotations and the hips' translation, subject to
+//! then the look-at — then the give-way sub-levels below (see *Goals that cannot be met*).
+//! Each level is a weighted least-squares problem in the null space of the levels above it:
+//! weights decide within a level, priorities between levels. Each frame minimises, level
+//! after level, the weighted squared residuals (in units of their tolerances) over the joint
+//! rotations and the hips' translation, subject to
 //!
 //! * **joint limits**: every iterate lies within them (a step is projected onto them, joint by
 //!   joint, before it is measured);
@@ -31,16 +33,21 @@
 //! Gauss–Newton steps (the report's `iterations`) of the strictly prioritised least-squares problem (the crate's one dense
 //! kernel, `DlsBuffers::prioritized_step`: each level solved in the null space of the levels
 //! above it). A candidate is kept only if it lowers the **lexicographic cost** — the vector of
-//! per-level costs, level 0 first — in the sense of [`better`]: no level above the deciding
-//! one gets worse, the deciding level drops by more than [`ACCEPT_RATIO`] of its cost
-//! (and at least [`ACCEPT_FLOOR`]), and no single goal on the deciding level or above it gets
-//! worse (the goals of one level never trade against each other: weights shape the step,
-//! not what is kept; on the centre of mass's level, balance trades by weight). A goal within its tolerance costs exactly 0, so a met goal
+//! per-level costs, level 0 first — in the sense of [`better`]: the first level that changes
+//! (the deciding one) drops by more than [`ACCEPT_RATIO`](super::levels::ACCEPT_RATIO) of its cost (and at least
+//! [`ACCEPT_FLOOR`](super::levels::ACCEPT_FLOOR)), and no level above it gets worse at all. Within the deciding level the
+//! goals trade by weight, as its least-squares problem does; no goal or level is an
+//! exception (what a goal that cannot be met may not do to the others is decided by the
+//! levels, below). A goal within its tolerance costs exactly 0, so a met goal
 //! never blocks the levels below it with round-off. A rejected candidate is undone bit for bit;
 //! a rejected Gauss–Newton step is retried with the joints it pushed onto a bound left
 //! out, else shortened by [`BACKTRACK`] along the same direction (a backtracking line
 //! search: at a straight limb a full step overshoots to second order, a short one does not),
-//! until the frame's budget is spent. Each
+//! until the frame's budget is spent. After a rejected full step the next one solves the
+//! levels down to the first with a cost only (the lower levels' rows left out; when no
+//! level below it has a cost, that is the full step, and the line search goes on): a large
+//! step for a far goal low in the order drifts the levels above it to second order, and a
+//! step for the deciding level alone does not carry that drift. Each
 //! Gauss–Newton candidate ends with the analytic limb finish (the step's second-order drift of
 //! every limb closed onto its goal), judged with it.
 //!
@@ -60,17 +67,27 @@
 //! # Goals that cannot be met (the give-way rule)
 //!
 //! A hand or foot goal in model space whose target lies farther from its limb's root
-//! (shoulder, hip) than the limb's reach **at the pose being scored** counts in a sub-level
-//! below the other goals of its level (position and rotation). It then moves only what the
-//! level's other goals leave free (the step solves its rows in their null space, and the
-//! acceptance rule will not let it raise their cost), so a hand held out of reach does not
-//! drag the other hand or the feet off their goals; it still reaches as far as the body
-//! allows. The rule reads only the goals and the pose it scores: deterministic, no history,
-//! the same at every iterate of every frame. A step that brings the root close enough to
-//! put the goal within reach moves its cost up a level, so it is kept only if it meets that
-//! goal at no cost to the level's others or the levels above. (Conversely a step that takes
-//! the root away from an unmet goal within reach lowers the level's cost; the goal's rows
-//! then pull the root back, so such a goal hovers at the edge of its limb's reach.)
+//! (shoulder, hip) than the limb's reach **at the pose being scored** is *beyond reach*: its
+//! rows and its cost (position and rotation) drop to a sub-level below the goals of its level
+//! within reach. Of the (at most two) limb goals of one level, the one nearer its reach (a
+//! goal within reach counts as 0 beyond) ranks first: a goal beyond reach sits one sub-level
+//! below each limb goal of its level nearer than it, so it keeps its sub-level when the
+//! other comes within reach. A leg's root is read where a pelvis position goal on its
+//! level or above puts the hip (the hip's offset from the hips, turned by a 6D goal's
+//! rotation): a foot is beyond reach only when the pelvis goal makes it so, not while the
+//! hips are still on their way.
+//!
+//! A goal beyond reach then moves only what the level's other goals leave free (the step
+//! solves its rows in their null space, and the acceptance rule will not let it raise the
+//! cost of a level above its own), so a hand held out of reach does not drag the other hand
+//! or the feet off their goals; it still reaches as far as the body allows. The rule reads
+//! only the goals and the pose it scores: deterministic, no history, the same at every
+//! iterate of every frame, so the cost stays a function of the pose and the goals and the
+//! fixed-point argument above holds. A step that brings the root close enough to put the
+//! goal within reach moves its cost up a sub-level, so it is kept only if it meets that goal
+//! at no cost to the level (the limb finish in the same candidate closes a limb whose goal
+//! just came within reach); a goal that cannot be met there hovers at the edge of its limb's
+//! reach.
 //!
 //! # What animators tune
 //!
@@ -82,20 +99,16 @@
 
 use glam::Vec3;
 
+use super::levels::{Costs, LEVELS, better};
 use super::{
     Dof, Effector, FullBodyGoals, FullBodyReport, GoalFrame, MAX_ROWS, PelvisPin, Solve, channel,
-    clamp_len, com_column, effector_column, joint_axes, set3, vec_angle,
+    clamp_len, com_column, effector_column, joint_axes, set3,
 };
 use crate::analytic::finish::quat_angle;
 use crate::pose::Pose;
 use crate::rotation::to_rotation_vector;
 use crate::skeleton::Skeleton;
 
-/// A candidate must lower the deciding level's cost by at least this fraction of it.
-pub(super) const ACCEPT_RATIO: f32 = 0.01;
-/// ... and by at least this much (squared tolerances): residuals are tolerance-scaled, so
-/// this is a hundredth of a goal moving from twice its tolerance to within it.
-pub(super) const ACCEPT_FLOOR: f32 = 1e-2;
 /// The factor by which a rejected Gauss–Newton step is shortened before it is tried again
 /// (backtracking along the same direction; the usual halving of an Armijo line search). At a
 /// straight limb the step's second-order error (the limb must bend to follow) shrinks with
@@ -109,99 +122,6 @@ const BOUND_AIM: f32 = 1.0 - 1e-4;
 /// Projections onto the turn bound and the joint's limit tried (each from the last) before a
 /// joint the limit projection keeps pushing past the bound is left where it started.
 const BOUND_TRIES: usize = 2;
-/// Distinct priority numbers told apart (one per goal channel group at most); goals on
-/// larger numbers share the last.
-const PRIORITIES: usize = 7;
-/// The humanoid order within one priority number: support (pelvis, feet, centre of mass),
-/// then the hands, then the look-at (see [`group`]).
-const GROUPS: usize = 3;
-/// Lexicographic levels: per priority number and group, the goals the body can meet and,
-/// below them, those beyond their limb's reach (see the module docs); then the posture.
-pub(super) const LEVELS: usize = PRIORITIES * GROUPS * 2 + 1;
-
-/// A goal channel's place in the humanoid order within its priority number: the support
-/// (pelvis, feet, centre of mass) 0, the hands 1, the look-at 2.
-fn group(c: usize) -> usize {
-    if c == channel(5, false) {
-        2
-    } else if c == channel(0, false)
-        || c == channel(0, true)
-        || c == channel(1, false)
-        || c == channel(1, true)
-    {
-        1
-    } else {
-        0
-    }
-}
-
-/// Goals told apart by the acceptance rule: the five effectors (position and rotation
-/// together), the look-at and the centre of mass.
-const GOALS: usize = 7;
-
-/// The lexicographic cost of a pose: per level (see [`Solve::rank_goals`]), level 0 first,
-/// and per goal its cost and level.
-#[derive(Clone, Copy)]
-pub(super) struct Costs {
-    /// Summed cost per level.
-    level: [f32; LEVELS],
-    /// Per goal (effectors in [`Effector::ALL`] order, the look-at, the centre of mass).
-    goal: [f32; GOALS],
-    /// Per goal, its level.
-    goal_level: [u8; GOALS],
-}
-
-impl Costs {
-    const ZERO: Self = Self {
-        level: [0.0; LEVELS],
-        goal: [0.0; GOALS],
-        goal_level: [u8::MAX; GOALS],
-    };
-
-    /// Adds `cost` to goal `g` on `level`.
-    fn add(&mut self, g: usize, level: usize, cost: f32) {
-        self.level[level] += cost;
-        self.goal[g] += cost;
-        self.goal_level[g] = level as u8;
-    }
-
-    /// Whether every level is 0 (every goal within tolerance, no posture to follow).
-    fn is_zero(&self) -> bool {
-        self.level.iter().all(|&c| c == 0.0)
-    }
-}
-
-/// Whether `new` is better than `old` by the acceptance rule (see the module docs): at the
-/// first level that changes by more than its threshold it decreased, no level before it
-/// increased at all, and no goal on it or before it got worse (goals of one level never
-/// trade against each other: a goal that cannot be met cannot move another) — but on the
-/// centre of mass's level, where balance trades the support goals by weight.
-pub(super) fn better(old: &Costs, new: &Costs) -> bool {
-    let mut deciding = None;
-    for (l, (&o, &n)) in old.level.iter().zip(&new.level).enumerate() {
-        if n.is_nan() || n > o {
-            return false;
-        }
-        if n < o - (ACCEPT_RATIO * o).max(ACCEPT_FLOOR) {
-            deciding = Some(l);
-            break;
-        }
-    }
-    let Some(deciding) = deciding else {
-        return false;
-    };
-    // A level with the centre of mass (balance) trades by weight: the centre of mass is a
-    // compromise with the support by definition.
-    let com = GOALS - 1;
-    let level_of = |g: usize| usize::from(old.goal_level[g].min(new.goal_level[g]));
-    (0..GOALS).all(|g| {
-        let level = level_of(g);
-        level > deciding
-            || new.goal[g] <= old.goal[g]
-            || (level == level_of(com) && old.goal_level[com] != u8::MAX)
-    })
-}
-
 /// The scale of a joint's Gauss–Newton columns for its
 /// [`FullBodySettings::stiffness`](super::FullBodySettings::stiffness): `1 − stiffness`,
 /// within 0..=1 (a stiffness that is not a number counts as 0).
@@ -211,13 +131,6 @@ fn freedom(stiffness: f32) -> f32 {
     } else {
         1.0 - stiffness.clamp(0.0, 1.0)
     }
-}
-
-/// A residual's cost: its excess over the tolerance, in tolerances, squared and weighted (0
-/// within tolerance).
-fn excess(residual: f32, tolerance: f32, weight: f32) -> f32 {
-    let x = (residual / tolerance - 1.0).max(0.0);
-    weight * x * x
 }
 
 impl Solve<'_> {
@@ -244,6 +157,7 @@ impl Solve<'_> {
         // The line search: the length of the next Gauss–Newton step, shortened after a
         // rejection, back to a full step after a kept one.
         let mut scale = 1.0f32;
+        let mut capped = false;
         if s.analytic_limbs {
             // The analytic candidates: the hips onto the pelvis goal (within the turn bound),
             // then each limb's own joints onto its goal (the finish never moves another
@@ -271,7 +185,14 @@ impl Solve<'_> {
                 // Every goal within tolerance (and no posture to follow): no step can be kept.
                 break;
             }
-            if self.step(skeleton, pose, goals) == 0 {
+            // After a rejected full step, the step of the first level with a cost alone
+            // (the lower levels' second-order drift can spoil it).
+            let cap = if capped {
+                cost.level.iter().position(|&c| c > 0.0).unwrap_or(LEVELS)
+            } else {
+                LEVELS
+            };
+            if self.step(skeleton, pose, goals, cap) == 0 {
                 break;
             }
             if scale < 1.0 {
@@ -289,6 +210,15 @@ impl Solve<'_> {
             self.bound_turns(skeleton, pose);
             if self.accept(skeleton, pose, goals, &mut cost) {
                 scale = 1.0;
+                capped = false;
+                continue;
+            }
+            // (Only when a level below the deciding one has a cost: else the capped step is
+            // the full step again.)
+            let first = cost.level.iter().position(|&c| c > 0.0);
+            let last = cost.level.iter().rposition(|&c| c > 0.0);
+            if !capped && first != last {
+                capped = true;
                 continue;
             }
             // The active set: joints this step pushed onto a bound or limit leave the next
@@ -310,8 +240,9 @@ impl Solve<'_> {
         report.cost = self.score(&report, goals);
         let resolved = self.resolved(skeleton, pose, goals);
         let g = resolved.as_ref().unwrap_or(goals);
-        for (k, e) in g.effectors.iter().enumerate() {
-            let below = e.wants_position() && self.beyond_reach(k, e.position, goals);
+        let reach = self.reach_split(g, goals);
+        for (k, r) in reach.iter().enumerate() {
+            let below = r.sub != 0;
             report.giving_way[k] = below;
             self.s.demoted[channel(k, false)] = below;
             self.s.demoted[channel(k, true)] = below;
@@ -420,91 +351,6 @@ impl Solve<'_> {
         }
     }
 
-    /// Ranks every goal channel into a lexicographic level (`self.s.rank`, even: the level of
-    /// a goal within its limb's reach; `costs` and `step` add the sub-level below for a goal
-    /// beyond it at the pose they read); see the module docs.
-    fn rank_goals(&mut self, skeleton: &Skeleton, pose: &Pose, goals: &FullBodyGoals) {
-        let resolved = self.resolved(skeleton, pose, goals);
-        let g = resolved.as_ref().unwrap_or(goals);
-        // Dense ranks of the priorities in use.
-        let mut prio = [u8::MAX; super::CHANNELS];
-        for k in 0..5 {
-            prio[channel(k, false)] = g.effectors[k].priority;
-            prio[channel(k, true)] = g.effectors[k].priority;
-        }
-        prio[channel(5, false)] = g.look_at.priority;
-        prio[channel(6, false)] = g.center_of_mass.priority;
-        for c in 0..super::CHANNELS {
-            let below = (0..super::CHANNELS)
-                .filter(|&d| prio[d] < prio[c])
-                .fold(0u32, |m, d| m | 1 << prio[d].min(31));
-            let level = below.count_ones().min(PRIORITIES as u32 - 1) as usize;
-            let rank = (level * GROUPS + group(c)) * 2;
-            self.s.rank[c] = rank as u8;
-        }
-    }
-
-    /// The lexicographic cost of `pose` (the model must be fresh).
-    fn costs(&mut self, skeleton: &Skeleton, pose: &Pose, goals: &FullBodyGoals) -> Costs {
-        let s = self.rig.settings;
-        let resolved = self.resolved(skeleton, pose, goals);
-        let g = resolved.as_ref().unwrap_or(goals);
-        let mut c = Costs::ZERO;
-        for (k, e) in g.effectors.iter().enumerate() {
-            let m = &self.s.model[self.rig.effector_bones[k]];
-            // A goal beyond its limb's reach from where this pose puts the limb's root counts
-            // one sub-level below (see "Goals that cannot be met" in the module docs).
-            let below = usize::from(e.wants_position() && self.beyond_reach(k, e.position, goals));
-            if e.wants_position() {
-                let r = m.translation.distance(e.position);
-                let level = (self.s.rank[channel(k, false)] & !1) as usize + below;
-                c.add(k, level, excess(r, s.position_tolerance, e.position_weight));
-            }
-            if e.wants_rotation() {
-                let r = quat_angle(m.rotation, e.rotation);
-                let level = (self.s.rank[channel(k, true)] & !1) as usize + below;
-                c.add(k, level, excess(r, s.rotation_tolerance, e.rotation_weight));
-            }
-        }
-        if let Some((d, t)) = self.look_dirs(g) {
-            let level = self.s.rank[channel(5, false)] as usize;
-            c.add(
-                5,
-                level,
-                excess(vec_angle(d, t), s.rotation_tolerance, g.look_at.weight),
-            );
-        }
-        if let Some((err, _)) = self.com_error_from_model(g) {
-            let level = self.s.rank[channel(6, false)] as usize;
-            c.add(
-                6,
-                level,
-                excess(err.length(), s.com_tolerance, g.center_of_mass.weight),
-            );
-        }
-        if s.posture_gain > 0.0 {
-            let mut p = 0.0;
-            for j in &self.rig.joints {
-                let a = quat_angle(pose.rotations[j.bone], self.s.reference.rotations[j.bone]);
-                p += (a / s.rotation_tolerance).powi(2);
-            }
-            c.level[LEVELS - 1] = s.posture_gain * p;
-        }
-        c
-    }
-
-    /// Whether effector `k`'s position goal `target` (model space) lies beyond its limb's
-    /// reach from where the current model puts the limb's root (false for an effector
-    /// without a limb and for a goal not in model space).
-    fn beyond_reach(&self, k: usize, target: Vec3, goals: &FullBodyGoals) -> bool {
-        if goals.effectors[k].frame != GoalFrame::Model {
-            return false;
-        }
-        self.rig.limbs.iter().any(|l| {
-            l.effector == k && self.s.model[l.chain.upper].translation.distance(target) > l.reach
-        })
-    }
-
     /// Whether a 6D pelvis goal in model space on the first level is met: the hips are then
     /// held (its rows and the floating joint's columns leave the step; to first order the
     /// level's rows allow no motion of the hips anyway), which decouples the legs from the
@@ -527,7 +373,13 @@ impl Solve<'_> {
 
     /// The prioritised Gauss–Newton step at the current pose into `dls.dq` (model fresh), its
     /// damping scaled by `mu`; returns its row count (0: nothing to solve).
-    fn step(&mut self, skeleton: &Skeleton, pose: &Pose, goals: &FullBodyGoals) -> usize {
+    fn step(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &Pose,
+        goals: &FullBodyGoals,
+        cap: usize,
+    ) -> usize {
         let s = self.rig.settings;
         let cols = self.rig.cols;
         let given = goals;
@@ -539,25 +391,23 @@ impl Solve<'_> {
         let mut wp = [0.0f32; 5];
         let mut wr = [0.0f32; 5];
         let pinned = self.pelvis_held(goals);
-        // The sub-level of each effector's rows, as `costs` ranks them at this pose.
-        let mut below = [0u8; 5];
-        for (k, b) in below.iter_mut().enumerate() {
-            let target = goals.effectors[k].position;
-            *b = u8::from(
-                goals.effectors[k].wants_position() && self.beyond_reach(k, target, given),
-            );
-        }
+        // The sub-levels of each limb's goal, as `costs` ranks them at this pose.
+        let reach = self.reach_split(goals, given);
         for (k, g) in goals.effectors.iter().enumerate() {
             if pinned && k == Effector::Pelvis as usize {
                 continue;
             }
             let m = self.s.model[self.rig.effector_bones[k]];
+            let level = reach[k].level(self.s.rank[channel(k, false)]);
+            if level > cap {
+                continue;
+            }
             if g.wants_position() {
                 wp[k] = g.position_weight.sqrt();
                 let err = clamp_len(g.position - m.translation, s.max_position_step) * wp[k];
                 self.s.dls.e[rows..rows + 3].copy_from_slice(&err.to_array());
                 row_of[k][0] = rows;
-                row_level[rows..rows + 3].fill(self.s.rank[channel(k, false)] | below[k]);
+                row_level[rows..rows + 3].fill(level as u8);
                 rows += 3;
             }
             if g.wants_rotation() {
@@ -566,12 +416,13 @@ impl Solve<'_> {
                 let err = clamp_len(err, s.max_rotation_step) * wr[k];
                 self.s.dls.e[rows..rows + 3].copy_from_slice(&err.to_array());
                 row_of[k][1] = rows;
-                row_level[rows..rows + 3].fill(self.s.rank[channel(k, true)] | below[k]);
+                row_level[rows..rows + 3].fill(level as u8);
                 rows += 3;
             }
         }
         let look = self.look_dirs(goals);
         let look_w = goals.look_at.weight.max(0.0).sqrt();
+        let look = look.filter(|_| usize::from(self.s.rank[channel(5, false)]) <= cap);
         if let Some((d, t)) = look {
             // `t − d` is a chord of the unit sphere: at most 2 long, no clamp needed.
             let err = (t - d) * look_w;
@@ -580,7 +431,7 @@ impl Solve<'_> {
             row_level[rows..rows + 3].fill(self.s.rank[channel(5, false)]);
             rows += 3;
         }
-        let com = if self.s.balancing {
+        let com = if self.s.balancing && usize::from(self.s.rank[channel(6, false)]) <= cap {
             self.com_error(goals)
         } else {
             None
@@ -656,16 +507,13 @@ impl Solve<'_> {
                     if pull == 0.0 {
                         continue;
                     }
+                    let effector = self.s.model[self.rig.effector_bones[k]].translation;
                     effector_column(
                         jac,
                         (cols, col),
                         (axis, translation, pivot),
                         (u16::from(j.affects) | u16::from(anchor) << 8, k),
-                        (
-                            row_of[k],
-                            self.s.model[self.rig.effector_bones[k]].translation,
-                            goals.effectors[k].position,
-                        ),
+                        (row_of[k], effector, goals.effectors[k].position),
                         (wp[k] * pull * free, wr[k] * pull * free),
                     );
                 }
@@ -677,7 +525,8 @@ impl Solve<'_> {
             .sum::<f32>()
             .sqrt();
         let lambda2 = s.damping * s.damping * (1.0 + err_norm);
-        if s.posture_gain > 0.0 {
+        let posture = s.posture_gain > 0.0 && cap >= LEVELS - 1;
+        if posture {
             self.posture(skeleton, pose);
         }
         merge_disjoint_levels(&self.s.dls.jac[..rows * cols], cols, &mut row_level[..rows]);
@@ -687,7 +536,7 @@ impl Solve<'_> {
             &row_level[..rows],
             |_| Some(lambda2),
             None,
-            s.posture_gain > 0.0,
+            posture,
         );
         if !ok {
             self.s.dls.dq.fill(0.0);

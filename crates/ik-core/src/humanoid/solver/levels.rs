@@ -1,0 +1,249 @@
+//! The lexicographic cost of bounded tracking (see the `track` module docs): the levels of
+//! the goal channels, the give-way rule's sub-levels for limb goals beyond reach, and the
+//! acceptance rule ([`better`]).
+
+use super::{Effector, FullBodyGoals, GoalFrame, Solve, channel, vec_angle};
+use crate::analytic::finish::quat_angle;
+use crate::pose::Pose;
+use crate::skeleton::Skeleton;
+
+/// A candidate must lower the deciding level's cost by at least this fraction of it.
+pub(super) const ACCEPT_RATIO: f32 = 0.01;
+/// ... and by at least this much (squared tolerances): residuals are tolerance-scaled, so
+/// this is a hundredth of a goal moving from twice its tolerance to within it.
+pub(super) const ACCEPT_FLOOR: f32 = 1e-2;
+/// Distinct priority numbers told apart (one per goal channel group at most); goals on
+/// larger numbers share the last.
+const PRIORITIES: usize = 7;
+/// The humanoid order within one priority number: support (pelvis, feet, centre of mass),
+/// then the hands, then the look-at (see [`group`]).
+const GROUPS: usize = 3;
+/// Sub-levels of one priority number and group: the goals within their limb's reach, then
+/// those beyond it, the goal nearer its reach first (at most two limbs share a group: the
+/// hands, or the feet).
+const SUBLEVELS: usize = 3;
+/// Lexicographic levels: per priority number and group, [`SUBLEVELS`] (see the module
+/// docs); then the posture.
+pub(super) const LEVELS: usize = PRIORITIES * GROUPS * SUBLEVELS + 1;
+
+/// A goal channel's place in the humanoid order within its priority number: the support
+/// (pelvis, feet, centre of mass) 0, the hands 1, the look-at 2.
+pub(super) fn group(c: usize) -> usize {
+    if c == channel(5, false) {
+        2
+    } else if c == channel(0, false)
+        || c == channel(0, true)
+        || c == channel(1, false)
+        || c == channel(1, true)
+    {
+        1
+    } else {
+        0
+    }
+}
+
+/// The lexicographic cost of a pose: the summed cost per level (see [`Solve::rank_goals`]),
+/// level 0 first.
+#[derive(Clone, Copy)]
+pub(super) struct Costs {
+    pub(super) level: [f32; LEVELS],
+}
+
+impl Costs {
+    const ZERO: Self = Self {
+        level: [0.0; LEVELS],
+    };
+
+    /// Whether every level is 0 (every goal within tolerance, no posture to follow).
+    pub(super) fn is_zero(&self) -> bool {
+        self.level.iter().all(|&c| c == 0.0)
+    }
+}
+
+/// Whether `new` is better than `old` by the acceptance rule (see the module docs): the first
+/// level that changes by more than its threshold decreased, and no level before it increased
+/// at all. Within the deciding level goals trade by weight (the step is that level's weighted
+/// least squares); what a goal may not do to the others is decided by the levels.
+pub(super) fn better(old: &Costs, new: &Costs) -> bool {
+    for (&o, &n) in old.level.iter().zip(&new.level) {
+        if n.is_nan() || n > o {
+            return false;
+        }
+        if n < o - (ACCEPT_RATIO * o).max(ACCEPT_FLOOR) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Where a limb's position goal lies from the limb's root at one pose (see
+/// [`Solve::reach_split`]).
+#[derive(Clone, Copy, Default)]
+pub(super) struct Reach {
+    /// 0: within the limb's reach; else the goal's sub-level below its level's goals within
+    /// reach (1 or 2: the goal nearer its reach first).
+    pub(super) sub: u8,
+    /// How far the goal lies beyond the reach.
+    deficit: f32,
+}
+
+impl Reach {
+    /// The level of the goal's rows and costs (position and rotation), from its channel's
+    /// first sub-level `first` (see [`Solve::rank_goals`]).
+    pub(super) fn level(&self, first: u8) -> usize {
+        usize::from(first) + usize::from(self.sub)
+    }
+}
+
+/// A residual's cost: its excess over the tolerance, in tolerances, squared and weighted (0
+/// within tolerance).
+pub(super) fn excess(residual: f32, tolerance: f32, weight: f32) -> f32 {
+    let x = (residual / tolerance - 1.0).max(0.0);
+    weight * x * x
+}
+
+impl Solve<'_> {
+    /// Ranks every goal channel into a lexicographic level (`self.s.rank`: the first
+    /// sub-level of its priority number and group; `costs` and `step` put the part of a goal
+    /// beyond its limb's reach on a sub-level below, at the pose they read); see the module
+    /// docs.
+    pub(super) fn rank_goals(&mut self, skeleton: &Skeleton, pose: &Pose, goals: &FullBodyGoals) {
+        let resolved = self.resolved(skeleton, pose, goals);
+        let g = resolved.as_ref().unwrap_or(goals);
+        // Dense ranks of the priorities in use.
+        let mut prio = [u8::MAX; super::CHANNELS];
+        for k in 0..5 {
+            prio[channel(k, false)] = g.effectors[k].priority;
+            prio[channel(k, true)] = g.effectors[k].priority;
+        }
+        prio[channel(5, false)] = g.look_at.priority;
+        prio[channel(6, false)] = g.center_of_mass.priority;
+        for c in 0..super::CHANNELS {
+            let below = (0..super::CHANNELS)
+                .filter(|&d| prio[d] < prio[c])
+                .fold(0u32, |m, d| m | 1 << prio[d].min(31));
+            let level = below.count_ones().min(PRIORITIES as u32 - 1) as usize;
+            let rank = (level * GROUPS + group(c)) * SUBLEVELS;
+            self.s.rank[c] = rank as u8;
+        }
+    }
+
+    /// The lexicographic cost of `pose` (the model must be fresh).
+    pub(super) fn costs(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &Pose,
+        goals: &FullBodyGoals,
+    ) -> Costs {
+        let s = self.rig.settings;
+        let resolved = self.resolved(skeleton, pose, goals);
+        let g = resolved.as_ref().unwrap_or(goals);
+        let mut c = Costs::ZERO;
+        let reach = self.reach_split(g, goals);
+        for (k, e) in g.effectors.iter().enumerate() {
+            let m = &self.s.model[self.rig.effector_bones[k]];
+            // A goal beyond its limb's reach from where this pose puts the limb's root
+            // counts on a sub-level below (see "Goals that cannot be met" in the module docs).
+            let level = reach[k].level(self.s.rank[channel(k, false)]);
+            if e.wants_position() {
+                let r = m.translation.distance(e.position);
+                c.level[level] += excess(r, s.position_tolerance, e.position_weight);
+            }
+            if e.wants_rotation() {
+                let r = quat_angle(m.rotation, e.rotation);
+                c.level[level] += excess(r, s.rotation_tolerance, e.rotation_weight);
+            }
+        }
+        if let Some((d, t)) = self.look_dirs(g) {
+            let level = self.s.rank[channel(5, false)] as usize;
+            c.level[level] += excess(vec_angle(d, t), s.rotation_tolerance, g.look_at.weight);
+        }
+        if let Some((err, _)) = self.com_error_from_model(g) {
+            let level = self.s.rank[channel(6, false)] as usize;
+            c.level[level] += excess(err.length(), s.com_tolerance, g.center_of_mass.weight);
+        }
+        if s.posture_gain > 0.0 {
+            let mut p = 0.0;
+            for j in &self.rig.joints {
+                let a = quat_angle(pose.rotations[j.bone], self.s.reference.rotations[j.bone]);
+                p += (a / s.rotation_tolerance).powi(2);
+            }
+            c.level[LEVELS - 1] = s.posture_gain * p;
+        }
+        c
+    }
+
+    /// Where each limb's position goal (`g`, resolved; `given` as passed in, whose frames
+    /// say which goals are in model space) lies from where the current model puts the limb's
+    /// root (shoulder, hip): within reach (sub-level 0), or beyond it, the part beyond on
+    /// sub-level 1 or 2 — the goal nearer its reach first when both limbs of a level are
+    /// beyond (ties: the effector order). Effectors without a limb and goals not in model
+    /// space are always within reach.
+    pub(super) fn reach_split(&self, g: &FullBodyGoals, given: &FullBodyGoals) -> [Reach; 5] {
+        let mut out = [Reach::default(); 5];
+        for l in &self.rig.limbs {
+            let k = l.effector;
+            let e = &g.effectors[k];
+            if !e.wants_position() || given.effectors[k].frame != GoalFrame::Model {
+                continue;
+            }
+            let mut root = self.s.model[l.chain.upper].translation;
+            // A limb hanging off the hips (a leg) on a level with a pelvis goal or below it:
+            // its root where that goal puts the hips.
+            let p = Effector::Pelvis as usize;
+            let pelvis = &g.effectors[p];
+            let fixed = l.on_hips
+                && pelvis.wants_position()
+                && given.effectors[p].frame == GoalFrame::Model
+                && self.s.rank[channel(p, false)] <= self.s.rank[channel(k, false)];
+            if fixed {
+                let hips = self.s.model[self.rig.effector_bones[p]];
+                let offset = root - hips.translation;
+                root = pelvis.position
+                    + if pelvis.wants_rotation() {
+                        pelvis.rotation * (hips.rotation.inverse() * offset)
+                    } else {
+                        offset
+                    };
+            }
+            let to = e.position - root;
+            let d = to.length();
+            if d > l.reach {
+                out[k] = Reach {
+                    sub: 1,
+                    deficit: d - l.reach,
+                };
+            }
+        }
+        // The limb goals of each level, nearest their reach first (a goal within reach has
+        // nothing beyond it): a part beyond reach sits below those of the level's other limb
+        // goals that are nearer, so it keeps its sub-level when one of them comes within
+        // reach.
+        let mut order = [0u8; 5];
+        for l in &self.rig.limbs {
+            let k = l.effector;
+            if out[k].sub == 0 {
+                continue;
+            }
+            let level = self.s.rank[channel(k, false)];
+            let nearer = self
+                .rig
+                .limbs
+                .iter()
+                .filter(|o| {
+                    let j = o.effector;
+                    j != k
+                        && g.effectors[j].wants_position()
+                        && given.effectors[j].frame == GoalFrame::Model
+                        && self.s.rank[channel(j, false)] == level
+                        && (out[j].deficit, j) < (out[k].deficit, k)
+                })
+                .count();
+            order[k] = 1 + nearer as u8;
+        }
+        for (r, o) in out.iter_mut().zip(order) {
+            r.sub = o;
+        }
+        out
+    }
+}
