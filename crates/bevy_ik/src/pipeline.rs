@@ -54,7 +54,7 @@ use ik_core::stack::StageOutcome;
 
 use crate::balance::IkCenterOfMass;
 use crate::character::{BatchableCharacters, IkCharacter, Runtime, StageRt, Summary};
-use crate::components::{IkDisabled, IkKeepGoals, IkSolveTime, IkStatus};
+use crate::components::{IkDisabled, IkSolveTime, IkStatus};
 use crate::error::IkError;
 use crate::kind::{IkGatherContext, IkStageKinds, IkStageSummary, StageEntities};
 use crate::limb_batch;
@@ -121,24 +121,13 @@ fn gather(
         let Some((index, slot)) = st.slot.and_then(|i| Some((i, slots.get_mut(i)?))) else {
             continue;
         };
-        // The entity no longer describes a stage of this kind: set-up rebuilds it.
-        let Some((item, weight)) = descs
-            .get(st.entity)
-            .ok()
-            .and_then(|item| Some((kinds.weight(st.kind, &item)?, item)))
-            .map(|(w, item)| (item, w))
-        else {
+        let Ok(item) = descs.get(st.entity) else {
             slot.enabled = false;
             continue;
         };
         // `IkDisabled` on a stage entity switches that stage off (on the character entity,
         // the whole character, handled above).
-        slot.enabled = !item.contains::<IkDisabled>();
-        slot.keep_goals = item.contains::<IkKeepGoals>();
-        slot.weight = weight;
-        if !slot.enabled {
-            continue;
-        }
+        let (disabled, keep_goals) = kinds.markers(&item);
         let mut cx = IkGatherContext {
             skeleton,
             buffer,
@@ -146,7 +135,26 @@ fn gather(
             reader: &reader,
             entities,
         };
-        let result = kinds.gather(st.kind, &item, &mut slot.stage, &mut st.state, &mut cx);
+        // The kind's component is read once: its weight, and its goals when enabled.
+        let frame = kinds.frame(
+            st.kind,
+            &item,
+            !disabled,
+            &mut slot.stage,
+            &mut st.state,
+            &mut cx,
+        );
+        // `None`: the entity no longer describes a stage of this kind; set-up rebuilds it.
+        let Some((weight, result)) = frame else {
+            slot.enabled = false;
+            continue;
+        };
+        slot.enabled = !disabled;
+        slot.keep_goals = keep_goals;
+        slot.weight = weight;
+        if disabled {
+            continue;
+        }
         match result {
             Ok(()) => {
                 if let Some(b) = batch.as_deref_mut().filter(|b| index < b.len())
