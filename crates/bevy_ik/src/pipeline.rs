@@ -338,12 +338,14 @@ fn summarise(rt: &mut Runtime, kinds: &IkStageKinds) {
             }
         };
         st.residuals.clear();
+        let (position_residual, rotation_residual) =
+            (report.position_residual(), report.angle_residual());
         let mut summary = IkStageSummary {
             skeleton,
             buffer,
             report,
-            position_residual: report.position_residual(),
-            rotation_residual: report.angle_residual(),
+            position_residual,
+            rotation_residual,
             residuals: &mut st.residuals,
             center_of_mass_residual: 0.0,
             center_of_mass: None,
@@ -358,10 +360,8 @@ fn summarise(rt: &mut Runtime, kinds: &IkStageKinds) {
             center_of_mass_residual: summary.center_of_mass_residual,
             final_position_residual: slot
                 .final_residual
-                .map_or(report.position_residual(), |r| r.position),
-            final_rotation_residual: slot
-                .final_residual
-                .map_or(report.angle_residual(), |r| r.angle),
+                .map_or(position_residual, |r| r.position),
+            final_rotation_residual: slot.final_residual.map_or(rotation_residual, |r| r.angle),
             goals_moved: slot.goals_moved,
         });
     }
