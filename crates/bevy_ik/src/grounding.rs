@@ -274,6 +274,25 @@ mod mesh {
         ((center - extent).into(), (center + extent).into())
     }
 
+    /// One mesh's hit on `ray` (front faces; its indices of either width, or none).
+    fn cast_mesh<I: TryInto<usize> + Copy>(
+        ray: Ray3d,
+        affine: &Affine3A,
+        positions: &[[f32; 3]],
+        normals: Option<&[[f32; 3]]>,
+        indices: Option<&[I]>,
+    ) -> Option<bevy::picking::mesh_picking::ray_cast::RayMeshHit> {
+        ray_mesh_intersection(
+            ray,
+            affine,
+            positions,
+            normals,
+            indices,
+            None,
+            Backfaces::Cull,
+        )
+    }
+
     /// Whether the segment `origin + t · dir`, `t ∈ [0, max]`, meets the box (slab test).
     fn segment_meets_box(origin: Vec3, inv_dir: Vec3, max: f32, (lo, hi): (Vec3, Vec3)) -> bool {
         let t0 = (lo - origin) * inv_dir;
@@ -389,33 +408,9 @@ mod mesh {
                 .attribute(Mesh::ATTRIBUTE_NORMAL)
                 .and_then(|a| a.as_float3());
             let hit = match mesh.indices() {
-                Some(Indices::U16(i)) => ray_mesh_intersection(
-                    ray,
-                    &g.affine,
-                    positions,
-                    normals,
-                    Some(i),
-                    None,
-                    Backfaces::Cull,
-                ),
-                Some(Indices::U32(i)) => ray_mesh_intersection(
-                    ray,
-                    &g.affine,
-                    positions,
-                    normals,
-                    Some(i),
-                    None,
-                    Backfaces::Cull,
-                ),
-                None => ray_mesh_intersection::<usize>(
-                    ray,
-                    &g.affine,
-                    positions,
-                    normals,
-                    None,
-                    None,
-                    Backfaces::Cull,
-                ),
+                Some(Indices::U16(i)) => cast_mesh(ray, &g.affine, positions, normals, Some(i)),
+                Some(Indices::U32(i)) => cast_mesh(ray, &g.affine, positions, normals, Some(i)),
+                None => cast_mesh::<usize>(ray, &g.affine, positions, normals, None),
             };
             if let Some(h) = hit {
                 let d = (h.point - origin).dot(*dir);

@@ -27,21 +27,21 @@
 use core::any::Any;
 
 use bevy::app::App;
-use bevy::ecs::component::Component;
+use bevy::ecs::component::{Component, ComponentId};
 use bevy::ecs::entity::Entity;
 use bevy::ecs::lifecycle::RemovedComponents;
 use bevy::ecs::query::{Changed, Without};
 use bevy::ecs::resource::{IsResource, Resource};
 use bevy::ecs::schedule::{IntoScheduleConfigs, SystemSet};
 use bevy::ecs::system::{Query, ResMut};
-use bevy::ecs::world::EntityRefExcept;
+use bevy::ecs::world::{EntityRefExcept, FilteredEntityRef, FromWorld, World};
 use bevy::transform::components::GlobalTransform;
 use ik_core::humanoid::{HumanoidBone, HumanoidMap};
 use ik_core::stack::{AnyStage, PoseBuffer, StageReport};
 use ik_core::{BoneTransform, Skeleton};
 
 use crate::character::{Hierarchy, IkCharacter, Resolver};
-use crate::components::{BoneRef, IkSolveTime, IkStatus};
+use crate::components::{BoneRef, IkDisabled, IkKeepGoals, IkSolveTime, IkStatus};
 use crate::error::IkError;
 use crate::pose_io::{ModelTarget, TargetReader};
 use crate::stage::{IkSchedule, IkStageOf};
@@ -141,10 +141,10 @@ impl IkStageAppExt for App {
             .expect("register_ik_stage: add IkPlugin first");
         let mut kinds = self.world_mut().get_resource_or_init::<IkStageKinds>();
         let id = core::any::TypeId::of::<C>();
-        if kinds.0.iter().any(|k| k.type_id == id) {
+        if kinds.kinds.iter().any(|k| k.type_id == id) {
             return self;
         }
-        kinds.0.push(KindFns::of::<C>());
+        kinds.kinds.push(KindFns::of::<C>());
         // Already required by the component's own `#[require]`: nothing to add.
         let _ = self.try_register_required_components::<C, IkStatus>();
         let _ = self.try_register_required_components::<C, IkCharacter>();
@@ -209,9 +209,15 @@ pub(crate) type StageEntityRef<'w, 's> =
 pub(crate) type StageEntities<'w, 's> =
     Query<'w, 's, StageEntityRef<'static, 'static>, Without<IsResource>>;
 
+/// A stage entity as a kind's functions read it: the same access as [`StageEntityRef`], as a
+/// `FilteredEntityRef`, whose typed `get` hashes the component's type id once (where
+/// `EntityRefExcept::get` also looks up each excluded component's id: five look-ups a read
+/// instead of two, per stage and frame in a crowd).
+pub(crate) type StageView<'w, 's> = FilteredEntityRef<'w, 's>;
+
 /// A stage entity's components, read-only (what a kind's `describes` and `gather` may read
 /// besides its own component, e.g. the humanoid's targets).
-pub struct IkStageEntity<'a, 'w, 's>(pub(crate) &'a StageEntityRef<'w, 's>);
+pub struct IkStageEntity<'a, 'w, 's>(pub(crate) &'a StageView<'w, 's>);
 
 impl<'w> IkStageEntity<'_, 'w, '_> {
     /// The stage entity.
@@ -445,35 +451,38 @@ impl core::fmt::Debug for ErasedKey {
 }
 
 /// Erased `Fn`s of a registered kind, each `C`'s trait method behind a downcast.
-type DescribesFn = fn(&StageEntityRef<'_, '_>) -> bool;
-type KeyFn = fn(&StageEntityRef<'_, '_>) -> Option<Box<dyn Any + Send + Sync>>;
-type SearchFn = fn(&StageEntityRef<'_, '_>) -> Option<Entity>;
+type DescribesFn = fn(&StageView<'_, '_>) -> bool;
+type KeyFn = fn(&StageView<'_, '_>) -> Option<Box<dyn Any + Send + Sync>>;
+type SearchFn = fn(&StageView<'_, '_>) -> Option<Entity>;
 type ResolveFn =
-    fn(&StageEntityRef<'_, '_>, &mut IkBoneResolver<'_, '_, '_>) -> Result<Vec<Entity>, IkError>;
+    fn(&StageView<'_, '_>, &mut IkBoneResolver<'_, '_, '_>) -> Result<Vec<Entity>, IkError>;
 type BuildFn = fn(
-    &StageEntityRef<'_, '_>,
+    &StageView<'_, '_>,
     &IkBuildContext<'_, '_, '_>,
     &[usize],
 ) -> Result<(AnyStage, ErasedState), IkError>;
-type GatherFn = fn(
-    &StageEntityRef<'_, '_>,
+/// Per frame: reads the kind's component once; `None` when the entity no longer describes a
+/// stage of the kind, else its weight and, when asked to gather (the stage is enabled), the
+/// gather's result.
+type FrameFn = fn(
+    &StageView<'_, '_>,
+    bool,
     &mut AnyStage,
     &mut ErasedState,
     &mut IkGatherContext<'_, '_, '_, '_>,
-) -> Result<(), IkError>;
+) -> Option<(f32, Result<(), IkError>)>;
 type SummariseFn = fn(&mut AnyStage, &ErasedState, &mut IkStageSummary<'_>);
 
 /// One registered kind.
 pub(crate) struct KindFns {
     type_id: core::any::TypeId,
     describes: DescribesFn,
-    weight: fn(&StageEntityRef<'_, '_>) -> f32,
     key: KeyFn,
     key_eq: fn(&dyn Any, &dyn Any) -> bool,
     search_root: SearchFn,
     resolve: ResolveFn,
     build: BuildFn,
-    gather: GatherFn,
+    frame: FrameFn,
     summarise: SummariseFn,
 }
 
@@ -482,7 +491,6 @@ impl KindFns {
         Self {
             type_id: core::any::TypeId::of::<C>(),
             describes: |e| e.get::<C>().is_some_and(|c| c.describes(&IkStageEntity(e))),
-            weight: |e| e.get::<C>().map_or(0.0, IkStageComponent::weight),
             key: |e| {
                 e.get::<C>()
                     .map(|c| Box::new(c.key()) as Box<dyn Any + Send + Sync>)
@@ -497,10 +505,22 @@ impl KindFns {
                 let (stage, state) = e.get::<C>().ok_or(IkError::NotAChain)?.build(cx, bones)?;
                 Ok((stage, Box::new(state) as ErasedState))
             },
-            gather: |e, stage, state, cx| {
-                let c = e.get::<C>().ok_or(IkError::NotAChain)?;
-                let state = state.downcast_mut::<C::State>().ok_or(IkError::NotAChain)?;
-                c.gather(&IkStageEntity(e), stage, state, cx)
+            frame: |e, gather, stage, state, cx| {
+                // One look-up of the component a frame (each one hashes its type id).
+                let c = e.get::<C>()?;
+                let entity = IkStageEntity(e);
+                if !c.describes(&entity) {
+                    return None;
+                }
+                let result = if gather {
+                    match state.downcast_mut::<C::State>() {
+                        Some(state) => c.gather(&entity, stage, state, cx),
+                        None => Err(IkError::NotAChain),
+                    }
+                } else {
+                    Ok(())
+                };
+                Some((c.weight(), result))
             },
             summarise: |stage, state, summary| {
                 if let Some(state) = state.downcast_ref::<C::State>() {
@@ -511,14 +531,34 @@ impl KindFns {
     }
 }
 
-/// The registered stage kinds, in precedence order.
-#[derive(Resource, Default)]
-pub(crate) struct IkStageKinds(Vec<KindFns>);
+/// The registered stage kinds, in precedence order, and the component ids of the per-stage
+/// markers the pipeline checks every frame.
+#[derive(Resource)]
+pub(crate) struct IkStageKinds {
+    kinds: Vec<KindFns>,
+    disabled: ComponentId,
+    keep_goals: ComponentId,
+}
+
+impl FromWorld for IkStageKinds {
+    fn from_world(world: &mut World) -> Self {
+        Self {
+            kinds: Vec::new(),
+            disabled: world.register_component::<IkDisabled>(),
+            keep_goals: world.register_component::<IkKeepGoals>(),
+        }
+    }
+}
 
 impl IkStageKinds {
     /// The kind of stage `e` describes, with its structural key.
     pub(crate) fn key(&self, e: &StageEntityRef<'_, '_>) -> Option<ErasedKey> {
-        let (kind, fns) = self.0.iter().enumerate().find(|(_, k)| (k.describes)(e))?;
+        let e = &e.into_filtered();
+        let (kind, fns) = self
+            .kinds
+            .iter()
+            .enumerate()
+            .find(|(_, k)| (k.describes)(e))?;
         Some(ErasedKey {
             kind,
             key: (fns.key)(e)?,
@@ -527,7 +567,7 @@ impl IkStageKinds {
     }
 
     pub(crate) fn search_root(&self, kind: usize, e: &StageEntityRef<'_, '_>) -> Option<Entity> {
-        (self.0.get(kind)?.search_root)(e)
+        (self.kinds.get(kind)?.search_root)(&e.into_filtered())
     }
 
     pub(crate) fn resolve(
@@ -536,7 +576,7 @@ impl IkStageKinds {
         e: &StageEntityRef<'_, '_>,
         r: &mut IkBoneResolver<'_, '_, '_>,
     ) -> Result<Vec<Entity>, IkError> {
-        (self.0.get(kind).ok_or(IkError::NotAChain)?.resolve)(e, r)
+        (self.kinds.get(kind).ok_or(IkError::NotAChain)?.resolve)(&e.into_filtered(), r)
     }
 
     pub(crate) fn build(
@@ -546,25 +586,28 @@ impl IkStageKinds {
         cx: &IkBuildContext<'_, '_, '_>,
         bones: &[usize],
     ) -> Result<(AnyStage, ErasedState), IkError> {
-        (self.0.get(kind).ok_or(IkError::NotAChain)?.build)(e, cx, bones)
+        (self.kinds.get(kind).ok_or(IkError::NotAChain)?.build)(&e.into_filtered(), cx, bones)
     }
 
-    /// The blend weight of stage `e` when it (still) is a stage of kind `kind`.
-    pub(crate) fn weight(&self, kind: usize, e: &StageEntityRef<'_, '_>) -> Option<f32> {
-        let fns = self.0.get(kind)?;
-        (fns.describes)(e).then(|| (fns.weight)(e))
-    }
-
-    /// Gathers stage `e`'s goals (of kind `kind`).
-    pub(crate) fn gather(
+    /// Stage `e`'s frame (of kind `kind`): `None` when it no longer describes a stage of the
+    /// kind (set-up rebuilds it), else its blend weight and, when `gather`, its goals handed
+    /// to `stage` (see [`IkStageComponent::gather`]).
+    pub(crate) fn frame(
         &self,
         kind: usize,
         e: &StageEntityRef<'_, '_>,
+        gather: bool,
         stage: &mut AnyStage,
         state: &mut ErasedState,
         cx: &mut IkGatherContext<'_, '_, '_, '_>,
-    ) -> Result<(), IkError> {
-        (self.0.get(kind).ok_or(IkError::NotAChain)?.gather)(e, stage, state, cx)
+    ) -> Option<(f32, Result<(), IkError>)> {
+        (self.kinds.get(kind)?.frame)(&e.into_filtered(), gather, stage, state, cx)
+    }
+
+    /// Whether stage entity `e` carries [`IkDisabled`] and [`IkKeepGoals`] (archetype
+    /// look-ups by the ids cached at start-up, no type-id hashing).
+    pub(crate) fn markers(&self, e: &StageEntityRef<'_, '_>) -> (bool, bool) {
+        (e.contains_id(self.disabled), e.contains_id(self.keep_goals))
     }
 
     pub(crate) fn summarise(
@@ -574,7 +617,7 @@ impl IkStageKinds {
         state: &ErasedState,
         summary: &mut IkStageSummary<'_>,
     ) {
-        if let Some(k) = self.0.get(kind) {
+        if let Some(k) = self.kinds.get(kind) {
             (k.summarise)(stage, state, summary);
         }
     }

@@ -25,7 +25,10 @@
 //! table). Hence: one written flag a bone instead of a copy of the transform; a limb's
 //! settings compared in its per-stage record, not in the stage's cold solver; a target's
 //! local transform and parent read in one lookup; the per-stage records laid out with what the
-//! status pass reads first and the residuals inline; a few batches a thread for the parallel
+//! status pass reads first and the residuals inline; a stage's component read once a frame
+//! (its weight and goals together, two type-id look-ups; its markers by component ids cached
+//! at start-up: reading it for each question cost about 17 look-ups a stage, +45 % CPU in the
+//! four-limb crowd); a few batches a thread for the parallel
 //! passes, so a thread that starts late does not hold the frame; a character switched off
 //! ([`IkDisabled`]) whose bones already have their input back is skipped outright (a crowd's
 //! far characters cost nothing). Tried and not kept: asking
@@ -54,7 +57,7 @@ use ik_core::stack::StageOutcome;
 
 use crate::balance::IkCenterOfMass;
 use crate::character::{BatchableCharacters, IkCharacter, Runtime, StageRt, Summary};
-use crate::components::{IkDisabled, IkKeepGoals, IkSolveTime, IkStatus};
+use crate::components::{IkDisabled, IkSolveTime, IkStatus};
 use crate::error::IkError;
 use crate::kind::{IkGatherContext, IkStageKinds, IkStageSummary, StageEntities};
 use crate::limb_batch;
@@ -121,24 +124,13 @@ fn gather(
         let Some((index, slot)) = st.slot.and_then(|i| Some((i, slots.get_mut(i)?))) else {
             continue;
         };
-        // The entity no longer describes a stage of this kind: set-up rebuilds it.
-        let Some((item, weight)) = descs
-            .get(st.entity)
-            .ok()
-            .and_then(|item| Some((kinds.weight(st.kind, &item)?, item)))
-            .map(|(w, item)| (item, w))
-        else {
+        let Ok(item) = descs.get(st.entity) else {
             slot.enabled = false;
             continue;
         };
         // `IkDisabled` on a stage entity switches that stage off (on the character entity,
         // the whole character, handled above).
-        slot.enabled = !item.contains::<IkDisabled>();
-        slot.keep_goals = item.contains::<IkKeepGoals>();
-        slot.weight = weight;
-        if !slot.enabled {
-            continue;
-        }
+        let (disabled, keep_goals) = kinds.markers(&item);
         let mut cx = IkGatherContext {
             skeleton,
             buffer,
@@ -146,7 +138,26 @@ fn gather(
             reader: &reader,
             entities,
         };
-        let result = kinds.gather(st.kind, &item, &mut slot.stage, &mut st.state, &mut cx);
+        // The kind's component is read once: its weight, and its goals when enabled.
+        let frame = kinds.frame(
+            st.kind,
+            &item,
+            !disabled,
+            &mut slot.stage,
+            &mut st.state,
+            &mut cx,
+        );
+        // `None`: the entity no longer describes a stage of this kind; set-up rebuilds it.
+        let Some((weight, result)) = frame else {
+            slot.enabled = false;
+            continue;
+        };
+        slot.enabled = !disabled;
+        slot.keep_goals = keep_goals;
+        slot.weight = weight;
+        if disabled {
+            continue;
+        }
         match result {
             Ok(()) => {
                 if let Some(b) = batch.as_deref_mut().filter(|b| index < b.len())
@@ -327,12 +338,14 @@ fn summarise(rt: &mut Runtime, kinds: &IkStageKinds) {
             }
         };
         st.residuals.clear();
+        let (position_residual, rotation_residual) =
+            (report.position_residual(), report.angle_residual());
         let mut summary = IkStageSummary {
             skeleton,
             buffer,
             report,
-            position_residual: report.position_residual(),
-            rotation_residual: report.angle_residual(),
+            position_residual,
+            rotation_residual,
             residuals: &mut st.residuals,
             center_of_mass_residual: 0.0,
             center_of_mass: None,
@@ -347,10 +360,8 @@ fn summarise(rt: &mut Runtime, kinds: &IkStageKinds) {
             center_of_mass_residual: summary.center_of_mass_residual,
             final_position_residual: slot
                 .final_residual
-                .map_or(report.position_residual(), |r| r.position),
-            final_rotation_residual: slot
-                .final_residual
-                .map_or(report.angle_residual(), |r| r.angle),
+                .map_or(position_residual, |r| r.position),
+            final_rotation_residual: slot.final_residual.map_or(rotation_residual, |r| r.angle),
             goals_moved: slot.goals_moved,
         });
     }
