@@ -486,6 +486,13 @@ fn bench_crowd(c: &mut Criterion) {
     let mut medians = Vec::new();
     for (label, humanoid, batched) in &modes {
         let mut app = crowd(n, humanoid, *batched);
+        if let Some(frames) = env("IK_FRAMES") {
+            for _ in 0..frames as u32 {
+                app.update();
+            }
+            println!("frames {label}/{n}: {frames}");
+            continue;
+        }
         group.bench_function(format!("{label}/{n}"), |b| {
             b.iter(|| {
                 app.update();

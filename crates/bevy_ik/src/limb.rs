@@ -70,7 +70,7 @@ impl IkStageComponent for IkLimb {
         _state: &mut (),
         cx: &mut IkGatherContext<'_, '_, '_, '_>,
     ) -> Result<(), IkError> {
-        let stage = stage.as_two_bone_mut().ok_or(IkError::NotAChain)?;
+        let stage = stage.as_two_bone_mut().ok_or(IkError::StageTypeMismatch)?;
         let target = self.target.ok_or(IkError::NoTarget)?;
         let target = cx.read(target, false)?;
         let pole = match self.pole {
