@@ -728,12 +728,13 @@ impl IkStageComponent for IkHumanoid {
         _state: &mut FullBodyData,
         cx: &mut IkGatherContext<'_, '_, '_, '_>,
     ) -> Result<(), IkError> {
-        let targets = entity
-            .get::<IkHumanoidTargets>()
-            .ok_or(IkError::NotAStage(entity.id()))?;
-        let stage = stage
-            .get_mut::<FullBodyStage>()
-            .ok_or(IkError::StageTypeMismatch)?;
+        // `let … else`: an error built eagerly for `ok_or` is dropped on the common path.
+        let Some(targets) = entity.get::<IkHumanoidTargets>() else {
+            return Err(IkError::NotAStage(entity.id()));
+        };
+        let Some(stage) = stage.get_mut::<FullBodyStage>() else {
+            return Err(IkError::StageTypeMismatch);
+        };
         gather_full_body(self, targets, stage, cx)
     }
 

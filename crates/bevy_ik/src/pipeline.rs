@@ -82,15 +82,9 @@ fn gather(
 ) {
     rt.solved = false;
     rt.batched_now = 0;
-    // Cleared only where set: assigning `None` calls the error's drop glue (a call a stage
-    // and frame: about 100 instructions a four-limb character and frame, callgrind).
-    if rt.frame_error.is_some() {
-        rt.frame_error = None;
-    }
+    rt.frame_error = None;
     for st in &mut rt.stages {
-        if st.frame_error.is_some() {
-            st.frame_error = None;
-        }
+        st.frame_error = None;
         st.summary = None;
     }
     if disabled {

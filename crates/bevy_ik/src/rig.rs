@@ -322,9 +322,9 @@ impl IkStageComponent for IkRig {
         state: &mut RigStage,
         cx: &mut IkGatherContext<'_, '_, '_, '_>,
     ) -> Result<(), IkError> {
-        let stage = stage
-            .get_mut::<JacobianStage>()
-            .ok_or(IkError::StageTypeMismatch)?;
+        let Some(stage) = stage.get_mut::<JacobianStage>() else {
+            return Err(IkError::StageTypeMismatch);
+        };
         gather(self, state, stage, cx)
     }
 
