@@ -33,7 +33,10 @@
 //! propagation; timing systems between the sets, so the frame is a little slower), `IK_MODES`
 //! (a comma-separated list of the modes to run, e.g. `limbs,limbs_batched`: instruction counts
 //! of one mode without the others), `IK_TASK_TIMES` (each character's own task time, see
-//! `print_task_times`: quantiles that a loaded machine does not move much).
+//! `print_task_times`: quantiles that a loaded machine does not move much), `IK_FRAMES` (no
+//! criterion: build each mode's crowd and run this many frames, for instruction counts — the
+//! difference between two counts, e.g. `IK_FRAMES=0` and `IK_FRAMES=100` under callgrind, over
+//! the frames, is one frame's).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -486,6 +489,13 @@ fn bench_crowd(c: &mut Criterion) {
     let mut medians = Vec::new();
     for (label, humanoid, batched) in &modes {
         let mut app = crowd(n, humanoid, *batched);
+        if let Some(frames) = env("IK_FRAMES") {
+            for _ in 0..frames as u32 {
+                app.update();
+            }
+            println!("frames {label}/{n}: {frames}");
+            continue;
+        }
         group.bench_function(format!("{label}/{n}"), |b| {
             b.iter(|| {
                 app.update();

@@ -385,7 +385,7 @@ impl Resolver<'_, '_, '_> {
             .iter()
             .position(|&r| r == role)
             .and_then(|i| roles.get(i).copied().flatten())
-            .ok_or_else(|| IkError::MissingBone(role.to_string()))
+            .ok_or(IkError::MissingRole(role))
     }
 }
 
@@ -410,7 +410,7 @@ fn build_skeleton(
     let frame = if all().all(|b| h.is_ancestor_or_self(character, b)) {
         Some(character)
     } else {
-        let top = all().next().ok_or(IkError::NotAChain)?;
+        let top = all().next().ok_or(IkError::NoBones)?;
         h.parents
             .get(top)
             .ok()
@@ -646,7 +646,7 @@ fn rebuild(
             Ok(item) => kinds
                 .resolve(key.kind(), &item, &mut resolver)
                 .map(|bones| Needs { bones }),
-            Err(_) => Err(IkError::NotAChain),
+            Err(_) => Err(IkError::NotAStage(*e)),
         };
         needs.push(need);
     }
@@ -729,12 +729,12 @@ fn rebuild(
                             entities
                                 .iter()
                                 .position(|&x| x == b)
-                                .ok_or(IkError::NotAChain)
+                                .ok_or(IkError::MissingBoneEntity(b))
                         })
                         .collect::<Result<Vec<_>, _>>()
                         .and_then(|bones| kinds.build(key.kind(), &item, &cx, &bones))
                 }
-                Err(_) => Err(IkError::NotAChain),
+                Err(_) => Err(IkError::NotAStage(*e)),
             },
             (None, Err(err)) => Err(err.clone()),
         };
@@ -812,7 +812,7 @@ fn report_setup(
     warned: &mut Vec<IkError>,
     pending: bool,
 ) {
-    if !(pending && matches!(err, IkError::MissingBone(_))) {
+    if !(pending && matches!(err, IkError::MissingBone(_) | IkError::MissingRole(_))) {
         crate::pipeline::warn_once(warned, entity, err);
     }
     if let Ok(mut s) = statuses.get_mut(entity) {

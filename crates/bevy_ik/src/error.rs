@@ -3,6 +3,7 @@
 
 use bevy::ecs::entity::Entity;
 use bevy::reflect::prelude::*;
+use ik_core::humanoid::HumanoidBone;
 use ik_core::stack::StackError;
 use thiserror::Error;
 
@@ -81,14 +82,31 @@ impl From<StackError> for CoreError {
 #[non_exhaustive]
 pub enum IkError {
     /// No bone with this name among the descendants searched (yet: glTF scenes appear later).
+    /// The name is the one the user gave (data, not a message).
     #[error("no bone named `{0}` was found")]
     MissingBone(String),
+    /// No bone plays this humanoid role under the character (yet: glTF scenes appear later;
+    /// or its names and its VRM table do not name it).
+    #[error("no bone plays the humanoid role {0}")]
+    MissingRole(#[reflect(ignore, clone, default = "default_role")] HumanoidBone),
     /// A bone entity was despawned or has no `Transform`.
     #[error("bone entity {0} does not exist or has no Transform")]
     MissingBoneEntity(Entity),
-    /// The chain's root is not an ancestor of its middle and tip bones.
+    /// The chain's root is not an ancestor of its middle and tip bones (or a rig's goal bone
+    /// is not under its character).
     #[error("the limb's bones are not one parent–child chain (root → mid → tip)")]
     NotAChain,
+    /// The stage entity is gone, or no longer carries the component of the stage kind it was
+    /// set up as (set-up rebuilds it next frame).
+    #[error("stage entity {0} no longer describes a stage of its kind")]
+    NotAStage(Entity),
+    /// The ik-core stage or the state a stage kind's `build` returned is not the type its
+    /// `gather` reads (a kind whose functions disagree: a bug in the kind, not in the input).
+    #[error("the built stage or its state is not of the type its stage kind reads")]
+    StageTypeMismatch,
+    /// The character's stages need no bones at all: there is no skeleton to solve.
+    #[error("the character's stages name no bones")]
+    NoBones,
     /// The chain or skeleton was rejected by the core (zero-length bone, bad rest transform…).
     #[error("invalid chain: {0}")]
     #[cfg_attr(feature = "serialize", serde(skip_deserializing))]
@@ -119,4 +137,10 @@ pub enum IkError {
     #[error("solver error: {0}")]
     #[cfg_attr(feature = "serialize", serde(skip_deserializing))]
     Solver(CoreError),
+}
+
+/// The role a reflected [`IkError::MissingRole`] gets where reflection cannot say it (the role
+/// is not a reflected type; serde and `Debug` carry it).
+fn default_role() -> HumanoidBone {
+    HumanoidBone::Hips
 }

@@ -215,7 +215,7 @@ pub(crate) fn map_humanoids(
         let cache = &mut *cache;
         if children.get(entity).is_err() {
             // Nothing spawned under it yet (a glTF scene still loading): wait quietly.
-            status.last_error = Some(IkError::MissingBone(HumanoidBone::Hips.to_string()));
+            status.last_error = Some(IkError::MissingRole(HumanoidBone::Hips));
             continue;
         }
         let mut reuse = Reuse {
@@ -353,11 +353,7 @@ fn map_one(
         .map(ToString::to_string)
         .collect();
     if let Some(role) = report.missing_required.first() {
-        return Err((
-            IkError::MissingBone(role.to_string()),
-            unmapped,
-            Some(mapping),
-        ));
+        return Err((IkError::MissingRole(*role), unmapped, Some(mapping)));
     }
     let mut bones = IkHumanoidBones {
         bones: vec![None; HumanoidBone::COUNT],
@@ -732,10 +728,13 @@ impl IkStageComponent for IkHumanoid {
         _state: &mut FullBodyData,
         cx: &mut IkGatherContext<'_, '_, '_, '_>,
     ) -> Result<(), IkError> {
-        let targets = entity
-            .get::<IkHumanoidTargets>()
-            .ok_or(IkError::NotAChain)?;
-        let stage = stage.get_mut::<FullBodyStage>().ok_or(IkError::NotAChain)?;
+        // `let … else`: an error built eagerly for `ok_or` is dropped on the common path.
+        let Some(targets) = entity.get::<IkHumanoidTargets>() else {
+            return Err(IkError::NotAStage(entity.id()));
+        };
+        let Some(stage) = stage.get_mut::<FullBodyStage>() else {
+            return Err(IkError::StageTypeMismatch);
+        };
         gather_full_body(self, targets, stage, cx)
     }
 
@@ -777,7 +776,7 @@ fn build_full_body_stage(
         None => {
             let (map, report) = HumanoidMap::from_skeleton(skeleton);
             if let Some(role) = report.missing_required.first() {
-                return Err(IkError::MissingBone(role.to_string()));
+                return Err(IkError::MissingRole(*role));
             }
             map
         }

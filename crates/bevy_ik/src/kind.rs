@@ -255,7 +255,7 @@ impl IkBoneResolver<'_, '_, '_> {
     ///
     /// # Errors
     ///
-    /// [`IkError::MissingBone`] when it is not there (yet).
+    /// [`IkError::MissingBone`] / [`IkError::MissingRole`] when it is not there (yet).
     pub fn find(&mut self, bone: &BoneRef, search: Entity) -> Result<Entity, IkError> {
         self.0.find(bone, search)
     }
@@ -264,7 +264,7 @@ impl IkBoneResolver<'_, '_, '_> {
     ///
     /// # Errors
     ///
-    /// [`IkError::MissingBone`] when no bone plays it.
+    /// [`IkError::MissingRole`] when no bone plays it.
     pub fn role(&mut self, role: HumanoidBone) -> Result<Entity, IkError> {
         self.0.role(role)
     }
@@ -500,9 +500,12 @@ impl KindFns {
                 _ => false,
             },
             search_root: |e| e.get::<C>().and_then(IkStageComponent::search_root),
-            resolve: |e, r| e.get::<C>().ok_or(IkError::NotAChain)?.resolve(r),
+            resolve: |e, r| e.get::<C>().ok_or(IkError::NotAStage(e.id()))?.resolve(r),
             build: |e, cx, bones| {
-                let (stage, state) = e.get::<C>().ok_or(IkError::NotAChain)?.build(cx, bones)?;
+                let (stage, state) = e
+                    .get::<C>()
+                    .ok_or(IkError::NotAStage(e.id()))?
+                    .build(cx, bones)?;
                 Ok((stage, Box::new(state) as ErasedState))
             },
             frame: |e, gather, stage, state, cx| {
@@ -515,7 +518,7 @@ impl KindFns {
                 let result = if gather {
                     match state.downcast_mut::<C::State>() {
                         Some(state) => c.gather(&entity, stage, state, cx),
-                        None => Err(IkError::NotAChain),
+                        None => Err(IkError::StageTypeMismatch),
                     }
                 } else {
                     Ok(())
@@ -576,7 +579,11 @@ impl IkStageKinds {
         e: &StageEntityRef<'_, '_>,
         r: &mut IkBoneResolver<'_, '_, '_>,
     ) -> Result<Vec<Entity>, IkError> {
-        (self.kinds.get(kind).ok_or(IkError::NotAChain)?.resolve)(&e.into_filtered(), r)
+        (self
+            .kinds
+            .get(kind)
+            .ok_or(IkError::NotAStage(e.id()))?
+            .resolve)(&e.into_filtered(), r)
     }
 
     pub(crate) fn build(
@@ -586,7 +593,11 @@ impl IkStageKinds {
         cx: &IkBuildContext<'_, '_, '_>,
         bones: &[usize],
     ) -> Result<(AnyStage, ErasedState), IkError> {
-        (self.kinds.get(kind).ok_or(IkError::NotAChain)?.build)(&e.into_filtered(), cx, bones)
+        (self
+            .kinds
+            .get(kind)
+            .ok_or(IkError::NotAStage(e.id()))?
+            .build)(&e.into_filtered(), cx, bones)
     }
 
     /// Stage `e`'s frame (of kind `kind`): `None` when it no longer describes a stage of the

@@ -199,7 +199,7 @@ fn humanoid_limits(
         None => {
             let (map, report) = HumanoidMap::from_skeleton(&full);
             if let Some(role) = report.missing_required.first() {
-                return Err(IkError::MissingBone(role.to_string()));
+                return Err(IkError::MissingRole(*role));
             }
             map
         }
@@ -322,7 +322,9 @@ impl IkStageComponent for IkRig {
         state: &mut RigStage,
         cx: &mut IkGatherContext<'_, '_, '_, '_>,
     ) -> Result<(), IkError> {
-        let stage = stage.get_mut::<JacobianStage>().ok_or(IkError::NotAChain)?;
+        let Some(stage) = stage.get_mut::<JacobianStage>() else {
+            return Err(IkError::StageTypeMismatch);
+        };
         gather(self, state, stage, cx)
     }
 

@@ -105,7 +105,7 @@ fn spring_custom(chain: &IkSpringChain, shapes: Vec<Option<IkColliderShape>>) ->
             .filter_map(|(shape, &bone)| {
                 shape.map(|shape| ColliderDesc {
                     bone: Some(bone),
-                    shape: shape.into(),
+                    shape,
                 })
             })
             .collect();
@@ -331,7 +331,6 @@ pub(crate) fn build(
         .register_type::<IkSpringTail>()
         .register_type::<IkSpringReset>()
         .register_type::<IkSpringCollider>()
-        .register_type::<IkColliderShape>()
         .register_type::<IkChain>()
         .register_type::<IkChainMethod>()
         .register_type::<IkSpline>()

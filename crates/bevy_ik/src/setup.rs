@@ -78,7 +78,7 @@ pub(crate) fn find_bone(
             .chain(children.iter_descendants(root))
             .find(|&e| names.get(e).is_ok_and(|n| n.as_str() == name))
             .ok_or_else(|| IkError::MissingBone(name.clone())),
-        BoneRef::Role(role) => Err(IkError::MissingBone(role.to_string())),
+        BoneRef::Role(role) => Err(IkError::MissingRole(*role)),
     }
 }
 

@@ -82,13 +82,28 @@ pub struct VrmSpringChain {
 }
 
 /// A VRM collider: a shape on a node.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Reflect)]
+#[derive(Clone, Copy, Debug, PartialEq, Reflect)]
 #[reflect(Default, Debug)]
 pub struct VrmCollider {
     /// glTF node index.
     pub node: usize,
-    /// The shape in the node's frame.
+    /// The shape in the node's frame (ik-core's type, not reflected: reflection sees the
+    /// default shape, `IkSpringCollider::default()`'s).
+    #[reflect(ignore, clone, default = "default_shape")]
     pub shape: IkColliderShape,
+}
+
+impl Default for VrmCollider {
+    fn default() -> Self {
+        Self {
+            node: 0,
+            shape: default_shape(),
+        }
+    }
+}
+
+fn default_shape() -> IkColliderShape {
+    IkSpringCollider::default().shape
 }
 
 /// A VRM file's spring table (by node index), put on the scene's root entity by the loader

@@ -200,102 +200,23 @@ impl IkSpringChain {
 #[reflect(Component, Default, Debug)]
 pub struct IkSpringReset;
 
-/// A collider shape (mirrors ik-core's [`ColliderShape`]), in its entity's local frame.
-#[derive(Clone, Copy, Debug, PartialEq, Reflect)]
-#[type_path = "bevy_ik::secondary"]
-#[reflect(Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
-pub enum IkColliderShape {
-    /// Tails stay outside the sphere.
-    Sphere {
-        /// Centre.
-        offset: Vec3,
-        /// Radius.
-        radius: f32,
-    },
-    /// Tails stay outside the capsule from `offset` to `tail`.
-    Capsule {
-        /// One end.
-        offset: Vec3,
-        /// The other end.
-        tail: Vec3,
-        /// Radius.
-        radius: f32,
-    },
-    /// Tails stay on the `normal` side of the plane through `offset`.
-    Plane {
-        /// A point of the plane.
-        offset: Vec3,
-        /// Its normal, toward the allowed side.
-        normal: Vec3,
-    },
-    /// Tails stay inside the sphere.
-    InsideSphere {
-        /// Centre.
-        offset: Vec3,
-        /// Radius.
-        radius: f32,
-    },
-    /// Tails stay inside the capsule.
-    InsideCapsule {
-        /// One end.
-        offset: Vec3,
-        /// The other end.
-        tail: Vec3,
-        /// Radius.
-        radius: f32,
-    },
-}
-
-impl Default for IkColliderShape {
-    fn default() -> Self {
-        Self::Sphere {
-            offset: Vec3::ZERO,
-            radius: 0.0,
-        }
-    }
-}
-
-impl From<IkColliderShape> for ColliderShape {
-    fn from(s: IkColliderShape) -> Self {
-        match s {
-            IkColliderShape::Sphere { offset, radius } => Self::Sphere { offset, radius },
-            IkColliderShape::Capsule {
-                offset,
-                tail,
-                radius,
-            } => Self::Capsule {
-                offset,
-                tail,
-                radius,
-            },
-            IkColliderShape::Plane { offset, normal } => Self::Plane { offset, normal },
-            IkColliderShape::InsideSphere { offset, radius } => {
-                Self::InsideSphere { offset, radius }
-            }
-            IkColliderShape::InsideCapsule {
-                offset,
-                tail,
-                radius,
-            } => Self::InsideCapsule {
-                offset,
-                tail,
-                radius,
-            },
-        }
-    }
-}
+/// A collider shape, in its entity's local frame: ik-core's [`ColliderShape`] itself (the
+/// component embeds it; this name is kept for the code written against the mirror it
+/// replaced, `IkColliderShape::Sphere { .. }` and the rest still read the same).
+pub type IkColliderShape = ColliderShape;
 
 /// A spring collider: put it on an entity under the character (a bone, or a child of a bone
 /// with its own offset) and list the entity in [`IkSpringChain::colliders`]. Changing the
 /// shape rebuilds the chains that use it; moving the entity is per frame.
-#[derive(Component, Clone, Copy, Debug, Default, PartialEq, Reflect)]
+///
+/// It embeds ik-core's [`ColliderShape`], which is not a reflected type: the component is
+/// reflected as one opaque value (type path `bevy_ik::secondary::IkSpringCollider`), saved
+/// and loaded through its serde form — the same text a saved scene holds from when the shape
+/// was a reflected mirror enum (`(shape: Sphere(offset: (0.0, 0.0, 0.0), radius: 0.1))`).
+#[derive(Component, Clone, Copy, Debug, PartialEq, Reflect)]
+#[reflect(opaque)]
 #[type_path = "bevy_ik::secondary"]
-#[reflect(Component, Default, Debug)]
+#[reflect(Component, Default, Debug, PartialEq, Clone)]
 #[cfg_attr(
     feature = "serialize",
     derive(serde::Serialize, serde::Deserialize),
@@ -303,7 +224,20 @@ impl From<IkColliderShape> for ColliderShape {
 )]
 pub struct IkSpringCollider {
     /// The shape, in the entity's local frame.
-    pub shape: IkColliderShape,
+    pub shape: ColliderShape,
+}
+
+impl Default for IkSpringCollider {
+    /// A sphere of radius 0 at the entity's origin (collides with nothing until given a
+    /// radius).
+    fn default() -> Self {
+        Self {
+            shape: ColliderShape::Sphere {
+                offset: Vec3::ZERO,
+                radius: 0.0,
+            },
+        }
+    }
 }
 
 /// The chain method (mirrors ik-core's [`ChainMethod`]).

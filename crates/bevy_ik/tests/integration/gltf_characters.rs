@@ -379,7 +379,7 @@ fn without_its_table_the_renamed_avatar_does_not_map_and_says_why() {
     let status = app.world().get::<IkStatus>(character).unwrap();
     assert!(!status.ready);
     assert!(
-        matches!(status.last_error, Some(IkError::MissingBone(_))),
+        matches!(status.last_error, Some(IkError::MissingRole(_))),
         "{status:?}"
     );
     assert!(app.world().get::<IkHumanoidTargets>(character).is_none());

@@ -284,7 +284,7 @@ fn unmappable_rig_reports_what_is_missing() {
     let s = status(&app, character);
     assert!(!s.ready, "{s:?}");
     assert!(
-        matches!(s.last_error, Some(IkError::MissingBone(_))),
+        matches!(s.last_error, Some(IkError::MissingRole(_))),
         "{s:?}"
     );
     assert!(!s.unmapped.is_empty(), "{s:?}");

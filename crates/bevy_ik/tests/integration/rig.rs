@@ -364,7 +364,7 @@ fn humanoid_limits_use_the_humanoid_table_of_a_rig_with_meaningless_names() {
     }
     let (untagged, tagged) = (&outcomes[0], &outcomes[1]);
     assert!(
-        !untagged.0 && matches!(untagged.1, Some(IkError::MissingBone(_))),
+        !untagged.0 && matches!(untagged.1, Some(IkError::MissingRole(_))),
         "without a table nothing names the roles: {untagged:?}"
     );
     assert!(tagged.0 && tagged.1.is_none(), "{tagged:?}");

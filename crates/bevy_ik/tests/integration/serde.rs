@@ -100,3 +100,45 @@ fn components_are_registered_for_reflection() {
         );
     }
 }
+
+/// A spring collider saved in a scene while its shape was a reflected mirror enum loads into the
+/// component that now embeds ik-core's `ColliderShape` (reflected as one opaque value, read and
+/// written through serde: the same text), found at its old type path.
+#[test]
+fn spring_collider_loads_the_text_a_scene_saved() {
+    use bevy::reflect::serde::{TypedReflectDeserializer, TypedReflectSerializer};
+    use serde::de::DeserializeSeed;
+
+    let mut app = App::new();
+    app.add_plugins((MinimalPlugins, TransformPlugin, IkPlugin::default()));
+    let registry = app.world().resource::<AppTypeRegistry>().read();
+    let registration = registry
+        .get_with_type_path("bevy_ik::secondary::IkSpringCollider")
+        .expect("registered at its type path");
+    assert!(registration.data::<ReflectComponent>().is_some());
+    // The struct, its shape as an enum's struct variant, each Vec3 as glam's tuple.
+    let saved = "(shape: Capsule(offset: (0.0, 0.1, 0.0), tail: (0.0, 0.5, 0.0), radius: 0.05))";
+    let expected = IkSpringCollider {
+        shape: IkColliderShape::Capsule {
+            offset: Vec3::new(0.0, 0.1, 0.0),
+            tail: Vec3::new(0.0, 0.5, 0.0),
+            radius: 0.05,
+        },
+    };
+    let mut de = ron::Deserializer::from_str(saved).expect("ron");
+    let value = TypedReflectDeserializer::new(registration, &registry)
+        .deserialize(&mut de)
+        .unwrap_or_else(|e| panic!("the saved text does not load: {e}"));
+    let loaded = value
+        .try_downcast_ref::<IkSpringCollider>()
+        .copied()
+        .expect("an IkSpringCollider");
+    assert_eq!(loaded, expected);
+    // Written back through reflection: the same text, but for white space.
+    let written = ron::to_string(&TypedReflectSerializer::new(&loaded, &registry)).expect("ron");
+    assert_eq!(
+        written,
+        saved.replace(' ', ""),
+        "a scene saved now reads as before"
+    );
+}

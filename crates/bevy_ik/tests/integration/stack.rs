@@ -710,7 +710,7 @@ impl IkStageComponent for SpinKind {
         *gathered += 1;
         stage
             .get_mut::<SpinStage>()
-            .ok_or(IkError::NotAChain)?
+            .ok_or(IkError::StageTypeMismatch)?
             .angle = self.angle;
         Ok(())
     }
