@@ -6,7 +6,10 @@ use glam::{Quat, Vec3};
 
 use super::limbs::UpperInput;
 use super::locomotion::{self, FootPhase};
-use super::{LEAN_RELAX_TIME, SHIN_LEAN_RATE, TrackerPose, VrBody, VrError};
+use super::{
+    BOUND_AIM, LEAN_RELAX_TIME, SETTLE_RATE, SHIN_LEAN_RATE, TrackerPose, VrBody, VrError,
+};
+use crate::analytic::finish::quat_angle;
 use crate::humanoid::{BodyFrame, Effector, EffectorGoal, FullBodyReport};
 use crate::pose::BoneTransform;
 use crate::skeleton::Skeleton;
@@ -33,6 +36,18 @@ fn turn_toward(from: Vec3, to: Vec3, max: f32) -> Vec3 {
         .try_normalize()
         .unwrap_or_else(|| from.any_orthonormal_vector());
     Quat::from_axis_angle(axis, max) * from
+}
+
+/// An eased step `step` toward a target `d` away (same sign), at least
+/// [`SETTLE_RATE`]` · dt` and at most `d`: the exponential approaches of the heading and the
+/// lean arrive, so the body comes to rest when the trackers do.
+fn settle_step(step: f32, d: f32, dt: f32) -> f32 {
+    let floor = SETTLE_RATE * dt;
+    if d.abs() <= floor {
+        d
+    } else {
+        step.abs().max(floor).min(d.abs()).copysign(d)
+    }
 }
 
 /// This frame's targets, mapped to the avatar (model space).
@@ -104,12 +119,10 @@ impl VrBody {
         for side in 0..2 {
             self.pose_arm(skeleton, buffer, side, t.hands[side], body_rot, first)?;
         }
-        // 7. The full-body solver: limits, unreachable controllers, giving way.
+        // 7. The bounded solve from last frame's output toward the analytic pose: the turn
+        // bound, the limits, the priorities and a fixed point, nothing after it.
         let fb = self.solve_full_body(skeleton, buffer, &t.hands, &feet, first)?;
-        // 8. The head back, when the solver moved the trunk.
-        if fb.iterations > 0 {
-            self.bring_head_back(skeleton, buffer, &t, &feet);
-        }
+        self.last.copy_from(buffer.pose());
         Ok(self.measure(skeleton, buffer, fb, &t))
     }
 
@@ -162,7 +175,8 @@ impl VrBody {
                 1.0
             };
             let drift = 1.0 - (-dt / 2.0).exp();
-            self.state.body_yaw = wrap(self.state.body_yaw + k * excess + drift * (d - excess));
+            let step = settle_step(k * excess + drift * (d - excess), d, dt);
+            self.state.body_yaw = wrap(self.state.body_yaw + step);
             let neck = wrap(self.state.head_yaw - self.state.body_yaw);
             if neck.abs() > s.max_neck_yaw {
                 self.state.body_yaw = wrap(self.state.head_yaw - s.max_neck_yaw.copysign(neck));
@@ -198,7 +212,8 @@ impl VrBody {
                 LEAN_RELAX_TIME
             };
             let k = 1.0 - (-dt / tau).exp();
-            self.state.lean += k * (lean_target - self.state.lean);
+            let d = lean_target - self.state.lean;
+            self.state.lean += settle_step(k * d, d, dt);
         }
     }
 
@@ -594,9 +609,11 @@ impl VrBody {
         Ok(())
     }
 
-    /// Step 7: the full-body solver's bounded tracking solve (cold on the first frame) with
-    /// the pelvis as posed and the hands and feet on their targets as 6D goals; the analytic
-    /// pose it starts from is kept for [`VrBody::head_first`].
+    /// Step 7: the full-body solver's bounded tracking solve (also on the first frame) with
+    /// the pelvis as the analytic pose has it and the hands and feet on their targets as 6D
+    /// goals. From the second frame on, the analytic pose is first brought within half the
+    /// VR body's turn bound of last frame's output ([`VrBody::bound_to_last`]): the solve
+    /// starts there and turns no joint more than the other half.
     fn solve_full_body(
         &mut self,
         skeleton: &Skeleton,
@@ -624,23 +641,42 @@ impl VrBody {
             g.look_at.enabled = false;
             g.center_of_mass.enabled = false;
         }
-        self.analytic
-            .rotations
-            .copy_from_slice(&buffer.pose().rotations);
-        self.analytic
-            .translations
-            .copy_from_slice(&buffer.pose().translations);
-        let pose = buffer.pose_unchecked_mut();
-        let fb = if first {
-            self.solver.solve_cold(skeleton, pose, &self.goals)
-        } else {
-            self.solver.solve(skeleton, pose, &self.goals)
-        };
+        if !first {
+            self.bound_to_last(buffer);
+        }
+        // The first frame too: the analytic pose is near the goals (a cold solve would lean
+        // the trunk toward an unreachable controller, and the next frames would bring the
+        // head back only at the turn bound's pace).
+        let fb = self
+            .solver
+            .solve(skeleton, buffer.pose_unchecked_mut(), &self.goals);
         buffer.invalidate_from(0);
         let fb = fb?;
         self.state.started = true;
         self.report.trunk_moved = fb.iterations > 0;
         Ok(fb)
+    }
+
+    /// The bounded candidate: every joint of the analytic pose in `buffer` that turned more
+    /// than the solver's [`max_turn`](crate::humanoid::FullBodySettings::max_turn) (half the
+    /// VR body's bound, [`VR_MAX_TURN`](super::VR_MAX_TURN)) from last frame's output is
+    /// turned from there toward it by that much (the hips' translation is the analytic one:
+    /// the pelvis goal holds it). A joint within the bound keeps its analytic rotation bit for
+    /// bit, so once the analytic pose stops changing the candidate does too.
+    fn bound_to_last(&mut self, buffer: &mut PoseBuffer) {
+        let max = self.solver.settings().max_turn;
+        let pose = buffer.pose_unchecked_mut();
+        for &b in &self.rig.joints {
+            let (from, to) = (self.last.rotations[b], pose.rotations[b]);
+            if from == to {
+                continue;
+            }
+            let angle = quat_angle(from, to);
+            if angle > max {
+                pose.rotations[b] = from.slerp(to, BOUND_AIM * max / angle).normalize();
+            }
+        }
+        buffer.invalidate_from(0);
     }
 
     /// The report, measured on the output by forward kinematics.

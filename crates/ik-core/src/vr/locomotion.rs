@@ -311,9 +311,13 @@ impl Locomotion {
                         .xyz()
                         .dot(f.current.rotation.inverse() * up)
                         .atan2(turn.w.abs());
-                // A leg stretched near its length steps too (the support has left the foot).
+                // A leg stretched near its length steps too (the support has left the foot),
+                // measured beyond how stretched it would be where the foot wants to be: a leg
+                // as stretched there (standing tall: the hips' height, not the foot's place)
+                // gains nothing by stepping, and stepping on the spot would never end.
                 let stretch = input.hips[i].distance(f.current.translation) / self.reach[i];
-                let stretch_score = ((stretch - 0.95) / (0.985 - 0.95)).max(0.0);
+                let there = input.hips[i].distance(want[i].translation + lead) / self.reach[i];
+                let stretch_score = ((stretch - there.max(0.95)) / (0.985 - 0.95)).max(0.0);
                 // A foot that must leave within a step's time (the body moves away from it)
                 // steps now, while the other foot can still carry the body.
                 let stay = self.stance_time_left(input, i);

@@ -7,13 +7,13 @@ use glam::{Quat, Vec3};
 
 use super::locomotion::Locomotion;
 use super::{
-    TrackerPose, VR_SOLVER_ITERATIONS, VrBody, VrCalibration, VrError, VrReport, VrSettings,
-    VrTrackers,
+    TrackerPose, VR_MAX_TURN, VR_SOLVER_ITERATIONS, VrBody, VrCalibration, VrError, VrReport,
+    VrSettings, VrTrackers,
 };
 use crate::analytic::{LimbSettings, TwoBoneIk};
 use crate::humanoid::{
-    BodyFrame, FullBodyGoals, FullBodySolver, HumanoidBone as B, HumanoidError, HumanoidMap,
-    default_ball_range,
+    BodyFrame, Effector, FullBodyGoals, FullBodySolver, HumanoidBone as B, HumanoidError,
+    HumanoidMap, TrackingMode, default_ball_range,
 };
 use crate::limits::JointLimit;
 use crate::pose::BoneTransform;
@@ -24,6 +24,9 @@ use crate::skeleton::Skeleton;
 pub(super) struct Rig {
     pub(super) frame: BodyFrame,
     pub(super) hips: usize,
+    /// The clavicles (left, right), where mapped: the analytic pose puts them at rest (the
+    /// bounded solve moves them for the hands), so it does not read last frame's output.
+    pub(super) clavicles: [Option<usize>; 2],
     /// Mapped spine bones below the neck, parents first.
     pub(super) spine: Vec<usize>,
     /// Per spine bone: the cumulative share of the spine's flexion and twist reached at it
@@ -39,14 +42,12 @@ pub(super) struct Rig {
     pub(super) arm_length: [f32; 2],
     /// The full-body solver's limits of the upper and mid joints (left, right).
     pub(super) arm_limits: [[JointLimit; 2]; 2],
-    pub(super) neck_limit: JointLimit,
-    /// Every mapped bone with a joint limit in the full-body solver (bone, limit), by bone
-    /// index.
-    pub(super) limited: Vec<(usize, JointLimit)>,
+    /// Every mapped bone (the full-body solver's joints, the hips included), by bone index:
+    /// the bones whose turn per frame the VR body bounds.
+    pub(super) joints: Vec<usize>,
     /// Per side: an in-line forearm twist bone and its limit.
     pub(super) twist: [Option<(usize, JointLimit)>; 2],
     pub(super) hand_limit: [JointLimit; 2],
-    pub(super) head_limit: JointLimit,
     pub(super) leg_limits: [[JointLimit; 2]; 2],
     /// The full-body solver's ankle limits (left, right).
     pub(super) foot_limit: [JointLimit; 2],
@@ -124,6 +125,21 @@ impl VrBody {
         // meet every goal anyway and keeps converging over the next frames. Bounds the slow
         // frames (`benches/vr_body.rs` prints their iterations).
         solver.settings_mut().max_iterations = VR_SOLVER_ITERATIONS;
+        // The bounded, prioritised solve (not the solver's default): its turn bound, its
+        // limits and its fixed point are the VR body's (see the module docs, step 7).
+        let fb = solver.settings_mut();
+        fb.tracking = TrackingMode::Bounded;
+        fb.max_turn = VR_MAX_TURN / 2.0;
+        // The head's tracker comes first: a hand or a foot moves only its own limb (clavicle,
+        // arm; leg), never the trunk or the pelvis under the head.
+        for e in [
+            Effector::LeftHand,
+            Effector::RightHand,
+            Effector::LeftFoot,
+            Effector::RightFoot,
+        ] {
+            fb.pull[e as usize] = 0.0;
+        }
         let frame = BodyFrame::from_rest(skeleton, map)?;
         let frame = up.map_or(frame, |up| level_frame(frame, up));
         let model = skeleton.rest_model_transforms();
@@ -202,6 +218,7 @@ impl VrBody {
             spine_share,
             hips,
             rest_spine: spine.iter().map(|&i| model[i].rotation).collect(),
+            clavicles: [B::LeftShoulder, B::RightShoulder].map(|r| map.get(r)),
             spine,
             rest_neck: neck.map_or(Quat::IDENTITY, |n| model[n].rotation),
             neck,
@@ -209,16 +226,11 @@ impl VrBody {
             arms: [la, ra],
             arm_bones: [la_ids, ra_ids],
             arm_length: [la_len, ra_len],
-            neck_limit: solver.limits().get(B::Neck),
-            limited: {
-                let mut l: Vec<(usize, JointLimit)> = B::ALL
-                    .iter()
-                    .filter_map(|&r| Some((map.get(r)?, solver.limits().get(r))))
-                    .filter(|&(i, l)| i != hips && !matches!(l, JointLimit::Free))
-                    .collect();
-                l.sort_unstable_by_key(|&(i, _)| i);
-                l.dedup_by_key(|&mut (i, _)| i);
-                l
+            joints: {
+                let mut j: Vec<usize> = B::ALL.iter().filter_map(|&r| map.get(r)).collect();
+                j.sort_unstable();
+                j.dedup();
+                j
             },
             twist: [
                 (B::LeftLowerArmTwist, la_ids),
@@ -235,7 +247,6 @@ impl VrBody {
                     .map(|t| (t, solver.limits().get(r)))
             }),
             hand_limit: [B::LeftHand, B::RightHand].map(|r| solver.limits().get(r)),
-            head_limit: solver.limits().get(B::Head),
             arm_limits: [
                 [B::LeftUpperArm, B::LeftLowerArm],
                 [B::RightUpperArm, B::RightLowerArm],
@@ -309,8 +320,7 @@ impl VrBody {
             ground: None,
             ground_offset: 0.0,
             report: VrReport::default(),
-            saved: skeleton.rest_pose(),
-            analytic: skeleton.rest_pose(),
+            last: skeleton.rest_pose(),
         };
         // Trackers at the rest pose are in model space; express them in player space.
         body.trackers.head.position = body.rig.origin
