@@ -150,8 +150,8 @@ const SHIN_LEAN_RATE: f32 = 1.5;
 /// targets: an exponential approach never arrives (in `f32` it stops changing only many time
 /// constants later: the heading's 2 s drift under the head went on for the whole 5 s of still
 /// trackers in the robustness suite), so its last part is covered at this rate and the body
-/// comes to rest (0.05 rad/s: the last 3° of the drift take a second).
-const SETTLE_RATE: f32 = 0.05;
+/// comes to rest (0.1 rad/s: the last 3° of the drift take half a second).
+const SETTLE_RATE: f32 = 0.1;
 
 /// The VR body's per-frame turn bound, radians: no joint of its output turns more than this
 /// from the previous frame's output (issue 24 asks for no turn over 20°). Half of it goes to

@@ -116,3 +116,9 @@ fn vr_body_head_on_its_tracker_when_reachable() {
     let bad = vr_failures(|r| r.head_error > HEAD_ERROR || r.head_frames * 10 < r.frames * 8);
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+#[test]
+fn vr_body_comes_to_rest_when_the_trackers_do() {
+    let bad = vr_failures(|r| r.settle_frames.is_none_or(|f| f > SETTLE_FRAMES));
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}

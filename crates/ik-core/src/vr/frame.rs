@@ -96,6 +96,13 @@ impl VrBody {
                 .pelvis
                 .map(|p| TrackerPose::new(self.map_point(p.position), p.rotation.normalize())),
         };
+        // The analytic pose starts from the rest pose of the joints it and the solver pose
+        // (not from whatever the buffer holds: last frame's output, fed back by a host,
+        // would make it depend on itself and never come to rest bit for bit).
+        for &b in &self.rig.joints {
+            let rest = skeleton.bones()[b].rest;
+            buffer.set_local(b, rest.rotation, rest.translation);
+        }
         // 2. Heading; 3. lean; 4. the trunk and the pelvis from the head.
         let heading = self.turn_body(&t, dt, first);
         self.ease_lean(t.head.position, heading.pitch_down, dt, first);
@@ -176,7 +183,13 @@ impl VrBody {
             };
             let drift = 1.0 - (-dt / 2.0).exp();
             let step = settle_step(k * excess + drift * (d - excess), d, dt);
-            self.state.body_yaw = wrap(self.state.body_yaw + step);
+            // Arrived: the target itself (adding `d` and wrapping again can land an ulp off,
+            // and the next frames would trade that ulp back and forth).
+            self.state.body_yaw = if step == d {
+                wrap(target_yaw)
+            } else {
+                wrap(self.state.body_yaw + step)
+            };
             let neck = wrap(self.state.head_yaw - self.state.body_yaw);
             if neck.abs() > s.max_neck_yaw {
                 self.state.body_yaw = wrap(self.state.head_yaw - s.max_neck_yaw.copysign(neck));
@@ -213,7 +226,12 @@ impl VrBody {
             };
             let k = 1.0 - (-dt / tau).exp();
             let d = lean_target - self.state.lean;
-            self.state.lean += settle_step(k * d, d, dt);
+            let step = settle_step(k * d, d, dt);
+            self.state.lean = if step == d {
+                lean_target
+            } else {
+                self.state.lean + step
+            };
         }
     }
 
@@ -247,20 +265,18 @@ impl VrBody {
         } else {
             (lean + SHIN_LEAN_RATE * dt).min(max_lean)
         };
+        let input = |lean: f32| UpperInput {
+            lean,
+            body_yaw: heading.body_yaw,
+            twist,
+            head_delta: t.head_delta,
+            head: t.head.position,
+            pelvis: t.pelvis,
+        };
         let mut pelvis = Vec3::ZERO;
+        let mut raised = false;
         for _ in 0..4 {
-            pelvis = self.pose_upper(
-                skeleton,
-                buffer,
-                UpperInput {
-                    lean,
-                    body_yaw: heading.body_yaw,
-                    twist,
-                    head_delta: t.head_delta,
-                    head: t.head.position,
-                    pelvis: t.pelvis,
-                },
-            );
+            pelvis = self.pose_upper(skeleton, buffer, input(lean));
             if t.pelvis.is_some() || first {
                 break;
             }
@@ -268,9 +284,18 @@ impl VrBody {
             if more <= 1e-4 || lean >= lean_cap {
                 break;
             }
+            raised = true;
             lean = (lean + more).min(lean_cap);
         }
+        // While the planted legs hold the lean up, it does not relax below last frame's: the
+        // relaxation and the legs' raise would otherwise trade a little every frame for ever.
+        let held = self.state.last_lean.min(max_lean);
+        if raised && !first && lean < held {
+            lean = held;
+            pelvis = self.pose_upper(skeleton, buffer, input(lean));
+        }
         self.state.lean = lean;
+        self.state.last_lean = lean;
         pelvis
     }
 

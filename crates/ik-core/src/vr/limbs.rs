@@ -170,11 +170,6 @@ impl VrBody {
             let r = chest_delta * self.rig.rest_spine[k];
             Self::set_model_rotation(skeleton, buffer, self.rig.spine[k], r);
         }
-        for c in self.rig.clavicles.into_iter().flatten() {
-            let rest = skeleton.bones()[c].rest;
-            let t = buffer.pose().translations[c];
-            buffer.set_local(c, rest.rotation, t);
-        }
         if let Some(neck) = self.rig.neck {
             let d = chest_delta.slerp(input.head_delta, s.neck_share);
             Self::set_model_rotation(skeleton, buffer, neck, d * self.rig.rest_neck);

@@ -24,9 +24,6 @@ use crate::skeleton::Skeleton;
 pub(super) struct Rig {
     pub(super) frame: BodyFrame,
     pub(super) hips: usize,
-    /// The clavicles (left, right), where mapped: the analytic pose puts them at rest (the
-    /// bounded solve moves them for the hands), so it does not read last frame's output.
-    pub(super) clavicles: [Option<usize>; 2],
     /// Mapped spine bones below the neck, parents first.
     pub(super) spine: Vec<usize>,
     /// Per spine bone: the cumulative share of the spine's flexion and twist reached at it
@@ -43,7 +40,8 @@ pub(super) struct Rig {
     /// The full-body solver's limits of the upper and mid joints (left, right).
     pub(super) arm_limits: [[JointLimit; 2]; 2],
     /// Every mapped bone (the full-body solver's joints, the hips included), by bone index:
-    /// the bones whose turn per frame the VR body bounds.
+    /// the bones the analytic pose starts at rest and whose turn per frame the VR body
+    /// bounds.
     pub(super) joints: Vec<usize>,
     /// Per side: an in-line forearm twist bone and its limit.
     pub(super) twist: [Option<(usize, JointLimit)>; 2],
@@ -86,6 +84,8 @@ pub(super) struct State {
     pub(super) body_yaw: f32,
     pub(super) head_yaw: f32,
     pub(super) lean: f32,
+    /// Last frame's lean as posed (after the planted legs' share).
+    pub(super) last_lean: f32,
     /// Unit swivel (bend) directions of the elbows and knees, model space.
     pub(super) elbow_dir: [Vec3; 2],
     pub(super) knee_dir: [Vec3; 2],
@@ -218,7 +218,6 @@ impl VrBody {
             spine_share,
             hips,
             rest_spine: spine.iter().map(|&i| model[i].rotation).collect(),
-            clavicles: [B::LeftShoulder, B::RightShoulder].map(|r| map.get(r)),
             spine,
             rest_neck: neck.map_or(Quat::IDENTITY, |n| model[n].rotation),
             neck,
@@ -297,6 +296,7 @@ impl VrBody {
             body_yaw: 0.0,
             head_yaw: 0.0,
             lean: 0.0,
+            last_lean: 0.0,
             elbow_dir: [
                 (down - frame.forward * 0.3 + out[0] * 0.3).normalize(),
                 (down - frame.forward * 0.3 + out[1] * 0.3).normalize(),
