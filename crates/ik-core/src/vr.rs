@@ -83,28 +83,17 @@
 //! Feet land on the rest foot plane raised by [`VrBody::ground`] (a [`GroundProbe`], e.g. the
 //! grounding stage's ray casts): the hook for grounding; flat ground by default.
 //!
-//! # Measured
+//! # Checked
 //!
-//! Over the scripted 60 s recording of `tests/support/vr_recording.rs` at 60 Hz, on the 12
-//! procedural test rigs (six naming conventions × two rest-axis styles) and the `KayKit` and
-//! UAL characters, FK of the output, human scale (`tests/vr_body.rs`, which fails on any
-//! target of the issue missed): planted-foot sliding ≤ 0.002 mm per stance; head ≤ 0.69 mm /
-//! 0.07° on every frame within reach (frames out of reach: 0, `KayKit` 2 of 3600); hands with
-//! reach to spare ≤ 0.14 mm / 0.11° (hands at 98–100 % of the arm's reach: ≤ 1.5 mm, 8.5 mm
-//! on the two Unreal-convention test rigs, where the head wins); largest joint turn in a frame
-//! 9.9–18.7°; forward walking 2.97 steps per metre of the avatar's own travel (`KayKit` 2.75),
-//! all walking 3.07–3.82, turning on the spot 3–4.5 steps per 90°.
-//!
-//! # Cost
-//!
-//! No allocation per frame after set-up (`tests/vr_body_alloc.rs` counts allocations).
-//! Measured with `cargo bench -p ik-core --bench vr_body` (per-frame median and p99 over the
-//! scripted recording; each frame the best of 5 passes; three runs alternating with the
-//! previous release's build, load 9 on the shared 2-core machine): median 7.0 µs (Mixamo test
-//! rig), 11.8 µs (UAL), 5.9 µs (`KayKit`); p99 51.0–53.5, 55.9–57.1 and 56.8–58.7 µs (the
-//! previous build in the same runs: 51.5–51.6, 63.1–63.3 and 52.2–52.3 µs). Instructions
-//! (callgrind) in `IkStack::solve` over the whole recording on those three rigs: 1.225 G
-//! (previous build 1.263 G, −3.0 %; the limb solves −11.7 %).
+//! By forward kinematics of the output, human scale: `tests/vr_body.rs` (the scripted 60 s
+//! recording of `tests/support/vr_recording.rs` on the 12 procedural rigs and the `KayKit`
+//! and UAL characters: planted feet, head, hands, largest turn, stepping cadence),
+//! `tests/vr_demo_script.rs` (the demo's script from four starts on every rig), the
+//! robustness suite's VR scenario (`tests/robustness.rs`: varied tracker scripts at 72 Hz on
+//! every naming convention and the CC0 characters — no turn over 20°, no frame outside the
+//! limits, the head within 1 mm whenever reachable, the output bit-identical once the
+//! trackers are still) and `tests/vr_body_alloc.rs` (no allocation per frame after set-up).
+//! Figures, before and after, and the cost per frame: `docs/benchmarks.md`, *VR body*.
 
 #![allow(
     clippy::needless_range_loop,
