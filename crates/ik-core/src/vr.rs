@@ -149,6 +149,13 @@ const SETTLE_RATE: f32 = 0.1;
 /// reads that setting), the other half to the bounded solve.
 pub const VR_MAX_TURN: f32 = crate::humanoid::DEFAULT_MAX_TURN;
 
+/// The weight of a hand's rotation goal against its position (1) in the bounded solve: where
+/// the wrist cannot take the controller's rotation (its range, the arm bent), the hand keeps
+/// its place and turns as far as it can, rather than trade millimetres of position for it
+/// (at weight 1, walking with the controllers held in the rest hands' rotation left the hands
+/// up to 6.4 mm off, `bevy_mod_ik`'s `vr` test).
+pub const HAND_ROTATION_WEIGHT: f32 = 0.1;
+
 /// A joint the approach of step 7 turns toward the analytic pose is put this fraction of the
 /// bound from last frame's rotation: the slerp's round-off must not read a joint put on the
 /// bound as beyond it (as the solver's own bound does).

@@ -7,7 +7,8 @@ use glam::{Quat, Vec3};
 use super::limbs::UpperInput;
 use super::locomotion::{self, FootPhase};
 use super::{
-    BOUND_AIM, LEAN_RELAX_TIME, SETTLE_RATE, SHIN_LEAN_RATE, TrackerPose, VrBody, VrError,
+    BOUND_AIM, HAND_ROTATION_WEIGHT, LEAN_RELAX_TIME, SETTLE_RATE, SHIN_LEAN_RATE, TrackerPose,
+    VrBody, VrError,
 };
 use crate::analytic::finish::quat_angle;
 use crate::humanoid::{BodyFrame, Effector, EffectorGoal, FullBodyReport};
@@ -655,10 +656,14 @@ impl VrBody {
                 model[fb_bones[Effector::Pelvis as usize]].translation,
                 model[fb_bones[Effector::Pelvis as usize]].rotation,
             );
-            g.effectors[Effector::LeftHand as usize] =
-                EffectorGoal::new(hands[0].position, hands[0].rotation.normalize());
-            g.effectors[Effector::RightHand as usize] =
-                EffectorGoal::new(hands[1].position, hands[1].rotation.normalize());
+            for (e, hand) in [Effector::LeftHand, Effector::RightHand]
+                .into_iter()
+                .zip(hands)
+            {
+                let goal = &mut g.effectors[e as usize];
+                *goal = EffectorGoal::new(hand.position, hand.rotation.normalize());
+                goal.rotation_weight = HAND_ROTATION_WEIGHT;
+            }
             g.effectors[Effector::LeftFoot as usize] =
                 EffectorGoal::new(feet[0].translation, feet[0].rotation);
             g.effectors[Effector::RightFoot as usize] =

@@ -39,9 +39,9 @@ pub(super) struct Rig {
     pub(super) arm_length: [f32; 2],
     /// The full-body solver's limits of the upper and mid joints (left, right).
     pub(super) arm_limits: [[JointLimit; 2]; 2],
-    /// Every mapped bone (the full-body solver's joints, the hips included), by bone index:
-    /// the bones the analytic pose starts at rest and whose turn per frame the VR body
-    /// bounds.
+    /// Every mapped bone but the toes (the full-body solver's joints, the hips included), by
+    /// bone index: the bones the analytic pose starts at rest and whose turn per frame the VR
+    /// body bounds.
     pub(super) joints: Vec<usize>,
     /// Per side: an in-line forearm twist bone and its limit.
     pub(super) twist: [Option<(usize, JointLimit)>; 2],
@@ -226,7 +226,13 @@ impl VrBody {
             arm_bones: [la_ids, ra_ids],
             arm_length: [la_len, ra_len],
             joints: {
-                let mut j: Vec<usize> = B::ALL.iter().filter_map(|&r| map.get(r)).collect();
+                // (Not the toes: neither the VR body nor the solver poses them; they keep the
+                // input's rotation.)
+                let mut j: Vec<usize> = B::ALL
+                    .iter()
+                    .filter(|&&r| !matches!(r, B::LeftToes | B::RightToes))
+                    .filter_map(|&r| map.get(r))
+                    .collect();
                 j.sort_unstable();
                 j.dedup();
                 j
