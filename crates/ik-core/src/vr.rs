@@ -44,7 +44,8 @@
 //!    hands and feet do not pull the trunk or the pelvis
 //!    ([`FullBodySettings::pull`](crate::humanoid::FullBodySettings::pull) 0): the head, which
 //!    they carry, comes first; a controller out of reach stretches its arm (and
-//!    clavicle) as far as the limits allow and ranks below the other hand. The solve turns no
+//!    clavicle) as far as the limits allow and ranks below the other hand; a hand's rotation
+//!    weighs [`HAND_ROTATION_WEIGHT`] of its position. The solve turns no
 //!    joint more than the other half of the bound
 //!    ([`FullBodySettings::max_turn`](crate::humanoid::FullBodySettings::max_turn)), keeps
 //!    every joint within its limits and returns its input when every goal is met (the usual
