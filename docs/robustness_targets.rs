@@ -10,6 +10,10 @@
 //! outside the test targets, because CI runs every test and these fail today: a test moves back
 //! to `crates/ik-core/tests/` (beside `robustness.rs`, with `#[path = "support/robustness.rs"]`)
 //! when the solver meets it. The checks met today are in `crates/ik-core/tests/robustness.rs`.
+//!
+//! The VR body (on the bounded solve since branch vr24) meets its at-rest, turn, limit and head
+//! targets, now in `tests/robustness.rs`; its planted-foot target is still here (the crouch:
+//! 65–120 mm, `docs/benchmarks.md`, *VR body on the bounded solve*).
 
 #[path = "support/robustness.rs"]
 mod robustness;
@@ -93,33 +97,8 @@ fn moving_6d_infeasible_goal_leaves_the_others() {
 }
 
 #[test]
-fn vr_body_comes_to_rest_when_the_trackers_do() {
-    let bad = vr_failures(|r| r.settle_frames.is_none_or(|f| f > SETTLE_FRAMES));
-    assert!(bad.is_empty(), "{}", bad.join("\n"));
-}
-
-#[test]
-fn vr_body_never_flips() {
-    let bad = vr_failures(|r| r.flips > 0);
-    assert!(bad.is_empty(), "{}", bad.join("\n"));
-}
-
-#[test]
 fn vr_body_planted_feet_stay() {
     let bad = vr_failures(|r| r.planted_drift > PLANTED_DRIFT);
-    assert!(bad.is_empty(), "{}", bad.join("\n"));
-}
-
-#[test]
-fn vr_body_stays_within_limits() {
-    let bad = vr_failures(|r| r.outside_limits > 0);
-    assert!(bad.is_empty(), "{}", bad.join("\n"));
-}
-
-#[test]
-fn vr_body_head_on_its_tracker_when_reachable() {
-    // Not vacuous: the head is reachable on most frames.
-    let bad = vr_failures(|r| r.head_error > HEAD_ERROR || r.head_frames * 10 < r.frames * 8);
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 

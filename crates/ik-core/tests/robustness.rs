@@ -97,3 +97,28 @@ fn vr_scripts_are_what_they_claim() {
         );
     }
 }
+
+#[test]
+fn vr_body_never_flips() {
+    let bad = vr_failures(|r| r.flips > 0);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn vr_body_stays_within_limits() {
+    let bad = vr_failures(|r| r.outside_limits > 0);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn vr_body_head_on_its_tracker_when_reachable() {
+    // Not vacuous: the head is reachable on most frames.
+    let bad = vr_failures(|r| r.head_error > HEAD_ERROR || r.head_frames * 10 < r.frames * 8);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn vr_body_comes_to_rest_when_the_trackers_do() {
+    let bad = vr_failures(|r| r.settle_frames.is_none_or(|f| f > SETTLE_FRAMES));
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}

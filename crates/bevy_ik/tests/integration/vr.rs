@@ -99,6 +99,12 @@ fn global(app: &App, e: Entity) -> GlobalTransform {
     *app.world().get::<GlobalTransform>(e).unwrap()
 }
 
+/// Frames at the start of tracking during which the hands may be up to
+/// [`START_HAND_TOLERANCE`] off (see `head_and_hands_follow_the_trackers_and_the_feet_step`).
+const SETTLE_IN_FRAMES: usize = 2;
+/// How far off (metres) a hand may be during the first [`SETTLE_IN_FRAMES`] frames.
+const START_HAND_TOLERANCE: f32 = 5e-3;
+
 #[test]
 fn head_and_hands_follow_the_trackers_and_the_feet_step() {
     let mut s = spawn();
@@ -106,6 +112,7 @@ fn head_and_hands_follow_the_trackers_and_the_feet_step() {
     assert!(st.ready && st.last_error.is_none(), "{st:?}");
     let feet0 = [s.roles[3], s.roles[4]].map(|b| global(&s.app, s.bones[b]).translation());
     // Walk the trackers 0.8 m forward (model +Z is the rig's forward) over 2 s, then hold.
+    let mut misses = Vec::new();
     for frame in 0..180 {
         let step = if frame < 120 { 0.8 / 120.0 } else { 0.0 };
         for t in s.trackers {
@@ -125,15 +132,25 @@ fn head_and_hands_follow_the_trackers_and_the_feet_step() {
             let a = got.rotation().angle_between(want.rotation());
             // Hands within 1 mm / 5°, the head within 5 mm / 1°: the controllers here keep the
             // rest hands' rotation, which the wrist cannot quite take with the arms bent, so
-            // the full-body solver moves the trunk on some frames and the neck brings the head
-            // back (see `VrReport::trunk_moved`).
-            let (tol, tol_a) = if k == 0 { (5e-3, 0.0175) } else { (1e-3, 0.09) };
-            assert!(
-                d < tol && a < tol_a,
-                "frame {frame} tracker {k}: {d} m, {a} rad"
-            );
+            // the bounded solve turns the wrist as far as it goes (see
+            // `VrReport::trunk_moved`, `ik_core::vr::HAND_ROTATION_WEIGHT`).
+            let (tol, tol_a): (f32, f32) = if k == 0 { (5e-3, 0.0175) } else { (1e-3, 0.09) };
+            // The first frames of tracking: the VR body's bounded solve brings the body from
+            // the pose its first frame left onto the analytic one at most 7.5° a joint a frame
+            // (its per-frame turn bound, issue 24), so the hands arrive over
+            // `SETTLE_IN_FRAMES` frames (measured: 1.3 and 2.0 mm on frames 0 and 1); they
+            // are held to the start tolerance then, to 1 mm after.
+            let tol = if frame < SETTLE_IN_FRAMES {
+                tol.max(START_HAND_TOLERANCE)
+            } else {
+                tol
+            };
+            if !(d < tol && a < tol_a) {
+                misses.push(format!("frame {frame} tracker {k}: {d} m, {a} rad"));
+            }
         }
     }
+    assert!(misses.is_empty(), "{misses:#?}");
     let feet1 = [s.roles[3], s.roles[4]].map(|b| global(&s.app, s.bones[b]).translation());
     for k in 0..2 {
         let moved = feet1[k].distance(feet0[k]);

@@ -6,7 +6,11 @@ use glam::{Quat, Vec3};
 
 use super::limbs::UpperInput;
 use super::locomotion::{self, FootPhase};
-use super::{LEAN_RELAX_TIME, SHIN_LEAN_RATE, TrackerPose, VrBody, VrError};
+use super::{
+    BOUND_AIM, HAND_ROTATION_WEIGHT, LEAN_RELAX_TIME, SETTLE_RATE, SHIN_LEAN_RATE, TrackerPose,
+    VrBody, VrError,
+};
+use crate::analytic::finish::quat_angle;
 use crate::humanoid::{BodyFrame, Effector, EffectorGoal, FullBodyReport};
 use crate::pose::BoneTransform;
 use crate::skeleton::Skeleton;
@@ -33,6 +37,18 @@ fn turn_toward(from: Vec3, to: Vec3, max: f32) -> Vec3 {
         .try_normalize()
         .unwrap_or_else(|| from.any_orthonormal_vector());
     Quat::from_axis_angle(axis, max) * from
+}
+
+/// An eased step `step` toward a target `d` away (same sign), at least
+/// [`SETTLE_RATE`]` · dt` and at most `d`: the exponential approaches of the heading and the
+/// lean arrive, so the body comes to rest when the trackers do.
+fn settle_step(step: f32, d: f32, dt: f32) -> f32 {
+    let floor = SETTLE_RATE * dt;
+    if d.abs() <= floor {
+        d
+    } else {
+        step.abs().max(floor).min(d.abs()).copysign(d)
+    }
 }
 
 /// This frame's targets, mapped to the avatar (model space).
@@ -81,6 +97,13 @@ impl VrBody {
                 .pelvis
                 .map(|p| TrackerPose::new(self.map_point(p.position), p.rotation.normalize())),
         };
+        // The analytic pose starts from the rest pose of the joints it and the solver pose
+        // (not from whatever the buffer holds: last frame's output, fed back by a host,
+        // would make it depend on itself and never come to rest bit for bit).
+        for &b in &self.rig.joints {
+            let rest = skeleton.bones()[b].rest;
+            buffer.set_local(b, rest.rotation, rest.translation);
+        }
         // 2. Heading; 3. lean; 4. the trunk and the pelvis from the head.
         let heading = self.turn_body(&t, dt, first);
         self.ease_lean(t.head.position, heading.pitch_down, dt, first);
@@ -104,12 +127,10 @@ impl VrBody {
         for side in 0..2 {
             self.pose_arm(skeleton, buffer, side, t.hands[side], body_rot, first)?;
         }
-        // 7. The full-body solver: limits, unreachable controllers, giving way.
+        // 7. The bounded solve from last frame's output toward the analytic pose: the turn
+        // bound, the limits, the priorities and a fixed point, nothing after it.
         let fb = self.solve_full_body(skeleton, buffer, &t.hands, &feet, first)?;
-        // 8. The head back, when the solver moved the trunk.
-        if fb.iterations > 0 {
-            self.bring_head_back(skeleton, buffer, &t, &feet);
-        }
+        self.last.copy_from(buffer.pose());
         Ok(self.measure(skeleton, buffer, fb, &t))
     }
 
@@ -162,7 +183,14 @@ impl VrBody {
                 1.0
             };
             let drift = 1.0 - (-dt / 2.0).exp();
-            self.state.body_yaw = wrap(self.state.body_yaw + k * excess + drift * (d - excess));
+            let step = settle_step(k * excess + drift * (d - excess), d, dt);
+            // Arrived: the target itself (adding `d` and wrapping again can land an ulp off,
+            // and the next frames would trade that ulp back and forth).
+            self.state.body_yaw = if step == d {
+                wrap(target_yaw)
+            } else {
+                wrap(self.state.body_yaw + step)
+            };
             let neck = wrap(self.state.head_yaw - self.state.body_yaw);
             if neck.abs() > s.max_neck_yaw {
                 self.state.body_yaw = wrap(self.state.head_yaw - s.max_neck_yaw.copysign(neck));
@@ -198,7 +226,13 @@ impl VrBody {
                 LEAN_RELAX_TIME
             };
             let k = 1.0 - (-dt / tau).exp();
-            self.state.lean += k * (lean_target - self.state.lean);
+            let d = lean_target - self.state.lean;
+            let step = settle_step(k * d, d, dt);
+            self.state.lean = if step == d {
+                lean_target
+            } else {
+                self.state.lean + step
+            };
         }
     }
 
@@ -232,20 +266,18 @@ impl VrBody {
         } else {
             (lean + SHIN_LEAN_RATE * dt).min(max_lean)
         };
+        let input = |lean: f32| UpperInput {
+            lean,
+            body_yaw: heading.body_yaw,
+            twist,
+            head_delta: t.head_delta,
+            head: t.head.position,
+            pelvis: t.pelvis,
+        };
         let mut pelvis = Vec3::ZERO;
+        let mut raised = false;
         for _ in 0..4 {
-            pelvis = self.pose_upper(
-                skeleton,
-                buffer,
-                UpperInput {
-                    lean,
-                    body_yaw: heading.body_yaw,
-                    twist,
-                    head_delta: t.head_delta,
-                    head: t.head.position,
-                    pelvis: t.pelvis,
-                },
-            );
+            pelvis = self.pose_upper(skeleton, buffer, input(lean));
             if t.pelvis.is_some() || first {
                 break;
             }
@@ -253,9 +285,18 @@ impl VrBody {
             if more <= 1e-4 || lean >= lean_cap {
                 break;
             }
+            raised = true;
             lean = (lean + more).min(lean_cap);
         }
+        // While the planted legs hold the lean up, it does not relax below last frame's: the
+        // relaxation and the legs' raise would otherwise trade a little every frame for ever.
+        let held = self.state.last_lean.min(max_lean);
+        if raised && !first && lean < held {
+            lean = held;
+            pelvis = self.pose_upper(skeleton, buffer, input(lean));
+        }
         self.state.lean = lean;
+        self.state.last_lean = lean;
         pelvis
     }
 
@@ -594,9 +635,11 @@ impl VrBody {
         Ok(())
     }
 
-    /// Step 7: the full-body solver's bounded tracking solve (cold on the first frame) with
-    /// the pelvis as posed and the hands and feet on their targets as 6D goals; the analytic
-    /// pose it starts from is kept for [`VrBody::head_first`].
+    /// Step 7: the full-body solver's bounded tracking solve (also on the first frame) with
+    /// the pelvis as the analytic pose has it and the hands and feet on their targets as 6D
+    /// goals. From the second frame on, the analytic pose is first brought within half the
+    /// VR body's turn bound of last frame's output ([`VrBody::bound_to_last`]): the solve
+    /// starts there and turns no joint more than the other half.
     fn solve_full_body(
         &mut self,
         skeleton: &Skeleton,
@@ -613,10 +656,14 @@ impl VrBody {
                 model[fb_bones[Effector::Pelvis as usize]].translation,
                 model[fb_bones[Effector::Pelvis as usize]].rotation,
             );
-            g.effectors[Effector::LeftHand as usize] =
-                EffectorGoal::new(hands[0].position, hands[0].rotation.normalize());
-            g.effectors[Effector::RightHand as usize] =
-                EffectorGoal::new(hands[1].position, hands[1].rotation.normalize());
+            for (e, hand) in [Effector::LeftHand, Effector::RightHand]
+                .into_iter()
+                .zip(hands)
+            {
+                let goal = &mut g.effectors[e as usize];
+                *goal = EffectorGoal::new(hand.position, hand.rotation.normalize());
+                goal.rotation_weight = HAND_ROTATION_WEIGHT;
+            }
             g.effectors[Effector::LeftFoot as usize] =
                 EffectorGoal::new(feet[0].translation, feet[0].rotation);
             g.effectors[Effector::RightFoot as usize] =
@@ -624,23 +671,42 @@ impl VrBody {
             g.look_at.enabled = false;
             g.center_of_mass.enabled = false;
         }
-        self.analytic
-            .rotations
-            .copy_from_slice(&buffer.pose().rotations);
-        self.analytic
-            .translations
-            .copy_from_slice(&buffer.pose().translations);
-        let pose = buffer.pose_unchecked_mut();
-        let fb = if first {
-            self.solver.solve_cold(skeleton, pose, &self.goals)
-        } else {
-            self.solver.solve(skeleton, pose, &self.goals)
-        };
+        if !first {
+            self.bound_to_last(buffer);
+        }
+        // The first frame too: the analytic pose is near the goals (a cold solve would lean
+        // the trunk toward an unreachable controller, and the next frames would bring the
+        // head back only at the turn bound's pace).
+        let fb = self
+            .solver
+            .solve(skeleton, buffer.pose_unchecked_mut(), &self.goals);
         buffer.invalidate_from(0);
         let fb = fb?;
         self.state.started = true;
         self.report.trunk_moved = fb.iterations > 0;
         Ok(fb)
+    }
+
+    /// The bounded candidate: every joint of the analytic pose in `buffer` that turned more
+    /// than the solver's [`max_turn`](crate::humanoid::FullBodySettings::max_turn) (half the
+    /// VR body's bound, [`VR_MAX_TURN`](super::VR_MAX_TURN)) from last frame's output is
+    /// turned from there toward it by that much (the hips' translation is the analytic one:
+    /// the pelvis goal holds it). A joint within the bound keeps its analytic rotation bit for
+    /// bit, so once the analytic pose stops changing the candidate does too.
+    fn bound_to_last(&mut self, buffer: &mut PoseBuffer) {
+        let max = self.solver.settings().max_turn;
+        let pose = buffer.pose_unchecked_mut();
+        for &b in &self.rig.joints {
+            let (from, to) = (self.last.rotations[b], pose.rotations[b]);
+            if from == to {
+                continue;
+            }
+            let angle = quat_angle(from, to);
+            if angle > max {
+                pose.rotations[b] = from.slerp(to, BOUND_AIM * max / angle).normalize();
+            }
+        }
+        buffer.invalidate_from(0);
     }
 
     /// The report, measured on the output by forward kinematics.

@@ -111,6 +111,11 @@ pub struct Locomotion {
     started: bool,
 }
 
+/// The shortest step (a fraction of the leg: 4.5 mm on a 0.9 m leg) a stretched leg takes: a
+/// step that would land nearer to where the foot is does not relieve the leg (see `update`;
+/// standing, the shuffle it stops moved a foot 0.2–2.3 mm a step).
+const MIN_STRETCH_STEP: f32 = 0.005;
+
 /// A step lands at most this fraction of the leg's reach from where its hip will be.
 const LANDING_REACH: f32 = 0.97;
 
@@ -311,9 +316,19 @@ impl Locomotion {
                         .xyz()
                         .dot(f.current.rotation.inverse() * up)
                         .atan2(turn.w.abs());
-                // A leg stretched near its length steps too (the support has left the foot).
+                // A leg stretched near its length steps too (the support has left the foot),
+                // unless the step would land about where the foot is: then the hips' height
+                // stretches the leg, not the foot's place, and stepping on the spot would
+                // never end (a standing body shuffled its feet by a millimetre a step, for
+                // ever).
                 let stretch = input.hips[i].distance(f.current.translation) / self.reach[i];
-                let stretch_score = ((stretch - 0.95) / (0.985 - 0.95)).max(0.0);
+                let land = self.landing(input, i, want[i], lead, duration, s, ground);
+                let stretch_score =
+                    if land.translation.distance(f.current.translation) > MIN_STRETCH_STEP * leg {
+                        ((stretch - 0.95) / (0.985 - 0.95)).max(0.0)
+                    } else {
+                        0.0
+                    };
                 // A foot that must leave within a step's time (the body moves away from it)
                 // steps now, while the other foot can still carry the body.
                 let stay = self.stance_time_left(input, i);

@@ -7,13 +7,13 @@ use glam::{Quat, Vec3};
 
 use super::locomotion::Locomotion;
 use super::{
-    TrackerPose, VR_SOLVER_ITERATIONS, VrBody, VrCalibration, VrError, VrReport, VrSettings,
-    VrTrackers,
+    TrackerPose, VR_MAX_TURN, VR_SOLVER_ITERATIONS, VrBody, VrCalibration, VrError, VrReport,
+    VrSettings, VrTrackers,
 };
 use crate::analytic::{LimbSettings, TwoBoneIk};
 use crate::humanoid::{
-    BodyFrame, FullBodyGoals, FullBodySolver, HumanoidBone as B, HumanoidError, HumanoidMap,
-    default_ball_range,
+    BodyFrame, Effector, FullBodyGoals, FullBodySolver, HumanoidBone as B, HumanoidError,
+    HumanoidMap, TrackingMode, default_ball_range,
 };
 use crate::limits::JointLimit;
 use crate::pose::BoneTransform;
@@ -39,14 +39,13 @@ pub(super) struct Rig {
     pub(super) arm_length: [f32; 2],
     /// The full-body solver's limits of the upper and mid joints (left, right).
     pub(super) arm_limits: [[JointLimit; 2]; 2],
-    pub(super) neck_limit: JointLimit,
-    /// Every mapped bone with a joint limit in the full-body solver (bone, limit), by bone
-    /// index.
-    pub(super) limited: Vec<(usize, JointLimit)>,
+    /// Every mapped bone but the toes (the full-body solver's joints, the hips included), by
+    /// bone index: the bones the analytic pose starts at rest and whose turn per frame the VR
+    /// body bounds.
+    pub(super) joints: Vec<usize>,
     /// Per side: an in-line forearm twist bone and its limit.
     pub(super) twist: [Option<(usize, JointLimit)>; 2],
     pub(super) hand_limit: [JointLimit; 2],
-    pub(super) head_limit: JointLimit,
     pub(super) leg_limits: [[JointLimit; 2]; 2],
     /// The full-body solver's ankle limits (left, right).
     pub(super) foot_limit: [JointLimit; 2],
@@ -85,6 +84,8 @@ pub(super) struct State {
     pub(super) body_yaw: f32,
     pub(super) head_yaw: f32,
     pub(super) lean: f32,
+    /// Last frame's lean as posed (after the planted legs' share).
+    pub(super) last_lean: f32,
     /// Unit swivel (bend) directions of the elbows and knees, model space.
     pub(super) elbow_dir: [Vec3; 2],
     pub(super) knee_dir: [Vec3; 2],
@@ -124,6 +125,21 @@ impl VrBody {
         // meet every goal anyway and keeps converging over the next frames. Bounds the slow
         // frames (`benches/vr_body.rs` prints their iterations).
         solver.settings_mut().max_iterations = VR_SOLVER_ITERATIONS;
+        // The bounded, prioritised solve (not the solver's default): its turn bound, its
+        // limits and its fixed point are the VR body's (see the module docs, step 7).
+        let fb = solver.settings_mut();
+        fb.tracking = TrackingMode::Bounded;
+        fb.max_turn = VR_MAX_TURN / 2.0;
+        // The head's tracker comes first: a hand or a foot moves only its own limb (clavicle,
+        // arm; leg), never the trunk or the pelvis under the head.
+        for e in [
+            Effector::LeftHand,
+            Effector::RightHand,
+            Effector::LeftFoot,
+            Effector::RightFoot,
+        ] {
+            fb.pull[e as usize] = 0.0;
+        }
         let frame = BodyFrame::from_rest(skeleton, map)?;
         let frame = up.map_or(frame, |up| level_frame(frame, up));
         let model = skeleton.rest_model_transforms();
@@ -209,16 +225,17 @@ impl VrBody {
             arms: [la, ra],
             arm_bones: [la_ids, ra_ids],
             arm_length: [la_len, ra_len],
-            neck_limit: solver.limits().get(B::Neck),
-            limited: {
-                let mut l: Vec<(usize, JointLimit)> = B::ALL
+            joints: {
+                // (Not the toes: neither the VR body nor the solver poses them; they keep the
+                // input's rotation.)
+                let mut j: Vec<usize> = B::ALL
                     .iter()
-                    .filter_map(|&r| Some((map.get(r)?, solver.limits().get(r))))
-                    .filter(|&(i, l)| i != hips && !matches!(l, JointLimit::Free))
+                    .filter(|&&r| !matches!(r, B::LeftToes | B::RightToes))
+                    .filter_map(|&r| map.get(r))
                     .collect();
-                l.sort_unstable_by_key(|&(i, _)| i);
-                l.dedup_by_key(|&mut (i, _)| i);
-                l
+                j.sort_unstable();
+                j.dedup();
+                j
             },
             twist: [
                 (B::LeftLowerArmTwist, la_ids),
@@ -235,7 +252,6 @@ impl VrBody {
                     .map(|t| (t, solver.limits().get(r)))
             }),
             hand_limit: [B::LeftHand, B::RightHand].map(|r| solver.limits().get(r)),
-            head_limit: solver.limits().get(B::Head),
             arm_limits: [
                 [B::LeftUpperArm, B::LeftLowerArm],
                 [B::RightUpperArm, B::RightLowerArm],
@@ -286,6 +302,7 @@ impl VrBody {
             body_yaw: 0.0,
             head_yaw: 0.0,
             lean: 0.0,
+            last_lean: 0.0,
             elbow_dir: [
                 (down - frame.forward * 0.3 + out[0] * 0.3).normalize(),
                 (down - frame.forward * 0.3 + out[1] * 0.3).normalize(),
@@ -309,8 +326,7 @@ impl VrBody {
             ground: None,
             ground_offset: 0.0,
             report: VrReport::default(),
-            saved: skeleton.rest_pose(),
-            analytic: skeleton.rest_pose(),
+            last: skeleton.rest_pose(),
         };
         // Trackers at the rest pose are in model space; express them in player space.
         body.trackers.head.position = body.rig.origin
