@@ -170,6 +170,9 @@ struct Limb {
     chain: LimbChain,
     /// Rest length upper → lower → end: the limb's reach.
     reach: f32,
+    /// The rest path from the hips to `upper` (the bone lengths along it): the farthest the
+    /// limb's root gets from the hips (infinite when `upper` is not below the hips).
+    trunk: f32,
     /// Whether the limb's upper bone is a child of the hips (a leg): its root moves with the
     /// hips alone.
     on_hips: bool,

@@ -61,13 +61,13 @@ impl Rig {
         })
     }
 
-    /// A fresh solver with default settings; `IK_TRACKING=bounded` in the environment sets
-    /// [`TrackingMode::Bounded`] (the same scenarios on the bounded formulation, for same-run
+    /// A fresh solver with default settings; `IK_TRACKING=corrective` in the environment sets
+    /// [`TrackingMode::Corrective`] (the same scenarios on the corrective passes, for same-run
     /// comparisons).
     pub fn solver(&self) -> FullBodySolver {
         let mut s = FullBodySolver::new(&self.skeleton, &self.map).expect("rig was checked to map");
-        if std::env::var("IK_TRACKING").as_deref() == Ok("bounded") {
-            s.settings_mut().tracking = ik_core::humanoid::TrackingMode::Bounded;
+        if std::env::var("IK_TRACKING").as_deref() == Ok("corrective") {
+            s.settings_mut().tracking = ik_core::humanoid::TrackingMode::Corrective;
         }
         s
     }

@@ -300,7 +300,7 @@ pub struct FullBodySettings {
     /// already meets every goal is returned unchanged.
     pub posture_gain: f32,
     /// How [`FullBodySolver::solve`] tracks (see [`TrackingMode`]; default
-    /// [`TrackingMode::Corrective`]).
+    /// [`TrackingMode::Bounded`]).
     #[cfg_attr(feature = "serde", serde(default))]
     pub tracking: TrackingMode,
     /// With [`TrackingMode::Bounded`]: the per-frame turn bound, radians — no joint turns
@@ -330,12 +330,12 @@ pub struct FullBodySettings {
 pub enum TrackingMode {
     /// The Jacobian passes with their corrective passes (pelvis pin, limb pre-pass and finish,
     /// give-way from frame to frame, rescue, trunk finish): see the module docs.
-    #[default]
     Corrective,
     /// One prioritised, bounded-step solve in which the per-frame turn bound
     /// ([`FullBodySettings::max_turn`]), the joint limits and a fixed point for still goals
     /// hold by construction, and a hand or foot goal beyond its limb's reach ranks below the
-    /// other goals of its level (see the `track` module docs).
+    /// other goals of its level (see the `track` module docs). The default.
+    #[default]
     Bounded,
 }
 
@@ -357,7 +357,7 @@ impl Default for FullBodySettings {
             coarse_factor: 100.0,
             reference: PostureReference::Input,
             posture_gain: 0.0,
-            tracking: TrackingMode::Corrective,
+            tracking: TrackingMode::Bounded,
             max_turn: DEFAULT_MAX_TURN,
             pull: [1.0; 5],
             stiffness: [0.0; B::COUNT],

@@ -16,11 +16,16 @@ pub(super) const ACCEPT_FLOOR: f32 = 1e-2;
 /// larger numbers share the last.
 const PRIORITIES: usize = 7;
 /// The humanoid order within one priority number: support (pelvis, feet, centre of mass),
-/// then the hands, then the look-at (see [`group`]).
-const GROUPS: usize = 3;
+/// then the hands, then the look-at (see [`group`]), then the limb goals beyond the body's
+/// reach ([`FAR`]).
+const GROUPS: usize = 4;
+/// The last group of a priority number: limb goals beyond the body's reach (see
+/// [`Solve::reach_split`]), which no pose can meet.
+const FAR: usize = GROUPS - 1;
 /// Sub-levels of one priority number and group: the goals within their limb's reach, then
 /// those beyond it, the goal nearer its reach first (at most two limbs share a group: the
-/// hands, or the feet).
+/// hands, or the feet; in [`FAR`] the nearest two get a sub-level each, the rest share the
+/// last).
 const SUBLEVELS: usize = 3;
 /// Lexicographic levels: per priority number and group, [`SUBLEVELS`] (see the module
 /// docs); then the posture.
@@ -85,13 +90,29 @@ pub(super) struct Reach {
     pub(super) sub: u8,
     /// How far the goal lies beyond the reach.
     deficit: f32,
+    /// Whether the goal lies beyond the body's reach: no pose of the trunk brings it within
+    /// the limb's reach, so it ranks in its priority number's last group ([`FAR`]), below the
+    /// look-at (its sub-level `sub` there counts the far goals of that number nearer their
+    /// reach).
+    pub(super) far: bool,
 }
 
 impl Reach {
     /// The level of the goal's rows and costs (position and rotation), from its channel's
     /// first sub-level `first` (see [`Solve::rank_goals`]).
     pub(super) fn level(&self, first: u8) -> usize {
-        usize::from(first) + usize::from(self.sub)
+        let first = usize::from(first);
+        if self.far {
+            let number = first / (GROUPS * SUBLEVELS);
+            (number * GROUPS + FAR) * SUBLEVELS + usize::from(self.sub)
+        } else {
+            first + usize::from(self.sub)
+        }
+    }
+
+    /// Whether the goal ranks below its level's goals within reach (it gives way).
+    pub(super) fn gives_way(&self) -> bool {
+        self.far || self.sub != 0
     }
 }
 
@@ -209,9 +230,17 @@ impl Solve<'_> {
             let to = e.position - root;
             let d = to.length();
             if d > l.reach {
+                // Beyond the body's reach: with the hips held by a pelvis position goal on
+                // this level or above, farther from that goal than the limb's root can get
+                // (its rest path from the hips) plus the limb's reach — no pose meets it.
+                let anchored = pelvis.wants_position()
+                    && given.effectors[p].frame == GoalFrame::Model
+                    && self.s.rank[channel(p, false)] <= self.s.rank[channel(k, false)];
+                let far = anchored && e.position.distance(pelvis.position) > l.trunk + l.reach;
                 out[k] = Reach {
                     sub: 1,
                     deficit: d - l.reach,
+                    far,
                 };
             }
         }
@@ -225,6 +254,11 @@ impl Solve<'_> {
             if out[k].sub == 0 {
                 continue;
             }
+            // The far goals of one priority number share its last group (the other hand's,
+            // a foot's); the others their own level.
+            let far = out[k].far;
+            let number =
+                |j: usize| usize::from(self.s.rank[channel(j, false)]) / (GROUPS * SUBLEVELS);
             let level = self.s.rank[channel(k, false)];
             let nearer = self
                 .rig
@@ -232,14 +266,23 @@ impl Solve<'_> {
                 .iter()
                 .filter(|o| {
                     let j = o.effector;
+                    let peer = if far {
+                        out[j].far && number(j) == number(k)
+                    } else {
+                        self.s.rank[channel(j, false)] == level
+                    };
                     j != k
+                        && peer
                         && g.effectors[j].wants_position()
                         && given.effectors[j].frame == GoalFrame::Model
-                        && self.s.rank[channel(j, false)] == level
                         && (out[j].deficit, j) < (out[k].deficit, k)
                 })
                 .count();
-            order[k] = 1 + nearer as u8;
+            order[k] = if far {
+                nearer.min(SUBLEVELS - 1) as u8
+            } else {
+                1 + nearer as u8
+            };
         }
         for (r, o) in out.iter_mut().zip(order) {
             r.sub = o;

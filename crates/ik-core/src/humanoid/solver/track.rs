@@ -242,7 +242,7 @@ impl Solve<'_> {
         let g = resolved.as_ref().unwrap_or(goals);
         let reach = self.reach_split(g, goals);
         for (k, r) in reach.iter().enumerate() {
-            let below = r.sub != 0;
+            let below = r.gives_way();
             report.giving_way[k] = below;
             self.s.demoted[channel(k, false)] = below;
             self.s.demoted[channel(k, true)] = below;
