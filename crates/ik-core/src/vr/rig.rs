@@ -124,6 +124,8 @@ impl VrBody {
         // meet every goal anyway and keeps converging over the next frames. Bounds the slow
         // frames (`benches/vr_body.rs` prints their iterations).
         solver.settings_mut().max_iterations = VR_SOLVER_ITERATIONS;
+        // Corrective tracking until the VR body runs on the bounded solve (issue 24).
+        solver.settings_mut().tracking = crate::humanoid::TrackingMode::Corrective;
         let frame = BodyFrame::from_rest(skeleton, map)?;
         let frame = up.map_or(frame, |up| level_frame(frame, up));
         let model = skeleton.rest_model_transforms();

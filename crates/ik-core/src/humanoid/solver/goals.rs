@@ -262,7 +262,9 @@ pub struct FullBodySettings {
     /// Extra attempts of [`FullBodySolver::solve_cold`] from perturbed starts when an attempt
     /// does not converge (the best result is kept). Tracking never restarts.
     pub max_restarts: u32,
-    /// Graceful degradation of [`FullBodySolver::solve`]: when goals stay unmet over two
+    /// Graceful degradation of [`FullBodySolver::solve`] in [`TrackingMode::Corrective`] (and
+    /// of [`FullBodySolver::solve_cold`]; bounded tracking ranks goals beyond reach below the
+    /// others instead, see [`TrackingMode::Bounded`]): when goals stay unmet over two
     /// solves, one of them gives way from the next solve on — the goal with the largest
     /// priority number; among equal priorities the look-at first, then a hand, then a foot
     /// (the humanoid default order: pelvis and feet before hands, hands before the look-at; the
