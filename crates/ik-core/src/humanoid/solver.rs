@@ -25,7 +25,7 @@
 //!   bound ([`FullBodySettings::max_turn`]), kept only when they lower the lexicographic cost.
 //!   The turn bound, the limits and a fixed point for still goals (feasible or not) hold by
 //!   construction; a hand or foot goal beyond its limb's reach ranks below the other goals of
-//!   its level, and one beyond the body's reach below every goal of its priority number.
+//!   its level, and a hand beyond the body's reach below every goal of its priority number.
 //!   `tests/full_body_tracking.rs` and the robustness suite (`tests/robustness.rs`) check each
 //!   of these by forward kinematics.
 //! * [`TrackingMode::Corrective`] (the default before; the VR body still uses it): a Jacobian

@@ -77,11 +77,11 @@
 //! rotation): a foot is beyond reach only when the pelvis goal makes it so, not while the
 //! hips are still on their way.
 //!
-//! A limb goal beyond the **body's** reach — with a pelvis position goal on its level or
-//! above, farther from that goal than the limb's root can get (the rest path from the hips to
-//! the limb's upper bone) plus the limb's reach — cannot be met by any pose: it drops further,
-//! to the last group of its priority number, below the look-at (several such goals ordered
-//! nearest their reach first). A hand held far out of reach then does not hold the look-at
+//! A hand goal beyond the **body's** reach — with a pelvis position goal on its level or
+//! above, farther from that goal than the shoulder can get (the rest path from the hips to
+//! the upper arm) plus the arm's reach — cannot be met by any pose: it drops further, to the
+//! last group of its priority number, below the look-at (both hands there ordered by how far
+//! beyond the body's reach they lie). A hand held far out of reach then does not hold the look-at
 //! (or a hand of its number that is only on its way into reach) where it is; a hand that the
 //! trunk could still bring within reach stays with its group.
 //!
