@@ -3,12 +3,22 @@
 //! threshold one of the named constants, measured by FK of the output.
 //!
 //! This file: the targets the full-body solver does not meet yet (measured on
-//! 2026-11-28, default `TrackingMode::Corrective`; `TrackingMode::Bounded` — `IK_TRACKING=bounded`
-//! — meets the still-goal targets at this size (settling, turn bound, the others next to an
-//! infeasible hand) and the moving-goal flip target, not the rest; at full size 99.3–100 % of
-//! the still goal sets settle, see `docs/benchmarks.md`). It is kept here,
+//! 2026-11-29, 0417679, with bounded tracking, `TrackingMode::Bounded`, the default of
+//! `FullBodySolver::solve` since then; `IK_TRACKING=corrective` runs the corrective mode for
+//! comparison). Still goals: one "hand far" run on `ual_mannequin_f.glb` never comes to rest
+//! within 0.01° (a hand at the edge of its reach turning its rotation goal in by about 0.5 %
+//! a frame) and one "all random" run on `robot_expressive.glb` is at rest only from frame 67;
+//! moving 6D goals: 97.14 % of feasible goal-frames met, other goals next to an infeasible
+//! one off by up to 32.8 mm; the VR body still tracks in the corrective mode. See
+//! `docs/benchmarks.md`. It is kept here,
 //! outside the test targets, because CI runs every test and these fail today: a test moves back
 //! to `crates/ik-core/tests/` (beside `robustness.rs`, with `#[path = "support/robustness.rs"]`)
+//! when the solver meets it. The checks met today are in `crates/ik-core/tests/robustness.rs`
+//! (the still-goal targets for a hand beyond reach, the turn bound, the others next to an
+//! infeasible hand and the moving-goal flip target moved there with bounded tracking as the
+//! default).
+
+#[path = "support/robustness.rs"]`)
 //! when the solver meets it. The checks met today are in `crates/ik-core/tests/robustness.rs`.
 //!
 //! The VR body (on the bounded solve since branch vr24) meets its at-rest, turn, limit and head
@@ -21,11 +31,6 @@ mod robustness;
 use robustness::*;
 
 #[test]
-fn still_hand_beyond_reach_settles() {
-    assert_settles(StillKind::HandBeyond);
-}
-
-#[test]
 fn still_hand_far_away_settles() {
     assert_settles(StillKind::HandFar);
 }
@@ -33,38 +38,6 @@ fn still_hand_far_away_settles() {
 #[test]
 fn still_random_goals_settle() {
     assert_settles(StillKind::AllRandom);
-}
-
-#[test]
-fn still_goals_never_turn_a_joint_past_the_bound() {
-    for kind in StillKind::ALL {
-        let s = summarize_still(ci_still(kind));
-        let bad = still_failures(kind, |r| over_bound(r.max_turn_deg));
-        assert!(
-            bad.is_empty(),
-            "{kind:?}: {} joint-frames over {TURN_BOUND_DEG}° ({} over {FLIP_DEG}°, largest {:.1}°) in {} of {} runs:\n{}",
-            s.over_bound,
-            s.flips,
-            s.max_turn_deg,
-            bad.len(),
-            s.runs,
-            bad.join("\n")
-        );
-    }
-}
-
-#[test]
-fn moving_6d_goals_never_flip() {
-    let s = moving_summary();
-    let bad = moving_failures(|r| r.flips > 0);
-    assert!(
-        bad.is_empty(),
-        "{} joint turns over {FLIP_DEG}° (largest {:.1}°) in {} frames:\n{}",
-        s.flips,
-        s.largest_turn_deg,
-        s.frames,
-        bad.join("\n")
-    );
 }
 
 #[test]
@@ -119,20 +92,4 @@ fn cold_solves_meet_the_goals_on_the_cc0_characters() {
             .map(|(i, r)| (name(*i), r.success, r.total))
             .collect::<Vec<_>>()
     );
-}
-
-#[test]
-fn still_infeasible_hand_leaves_the_other_goals_met() {
-    for kind in [StillKind::HandBeyond, StillKind::HandFar] {
-        let s = summarize_still(ci_still(kind));
-        let bad = still_failures(kind, |r| r.others_error > UNTOUCHED);
-        assert!(
-            bad.is_empty(),
-            "{kind:?}: the other effectors off their goals by up to {:.2} mm|° in {} of {} runs:\n{}",
-            s.others_error,
-            bad.len(),
-            s.runs,
-            bad.join("\n")
-        );
-    }
 }

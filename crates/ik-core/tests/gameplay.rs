@@ -5,7 +5,10 @@
 
 use crate::gameplay;
 
-use gameplay::{Rig, Scenario, feasible_goals, rigs, run, scenario_frames, track};
+use gameplay::{
+    Rig, Scenario, feasible_goals, feasible_goals_with_poses, flip_only_misses, rigs, run,
+    scenario_frames, track,
+};
 use ik_core::Pose;
 use ik_core::glam::{Quat, Vec3};
 use ik_core::humanoid::{BodyFrame, Effector, HumanoidBone as B};
@@ -101,10 +104,14 @@ fn a_position_only_pelvis_goal_keeps_the_feet_and_the_feasible_goals() {
 /// Reaching hands that keep an orientation goal (the walk pose's hand orientation wherever the
 /// target drifts, as `bevy_ik`'s `IkHumanoid` hand targets carry one), with its position-only
 /// pelvis goal: on every rig the reach and both scenarios stay coherent (no flip, no frozen
-/// frame). Not yet every feasible goal: measured 95.5 % of feasible goal-frames met, the
-/// hands 91.1 % (the Mixamo-named test rigs' hands about half the frames, up to 6 cm off,
-/// while the cold oracle meets them); the floor here is 95 % / 90 %, so a change that loses
-/// more fails (issue 9 asks for 100 %).
+/// frame). Feasible is issue 24's definition: the cold oracle meets the goal, and it or a warm
+/// oracle from the tracker's previous output does so within the tracker's per-frame bound
+/// (`flip_only_misses`). Not yet every feasible goal: bounded tracking (the default) meets
+/// 98.93 % of feasible goal-frames, the hands 98.15 % (corrective tracking 99.57 % / 98.97 %;
+/// the misses left are lags on the Mixamo-named, Unreal/-Z and Plain/Identity test rigs, see
+/// `docs/benchmarks.md`); the floor here is 98.5 % / 98 %, so a change that loses more fails
+/// (the issue asks for 100 %). (Before the per-frame bound was part of the definition the
+/// floor was 95 % / 90 %, what corrective tracking then met: 95.5 % / 91.1 %.)
 #[test]
 fn reaching_hands_with_orientation_goals_stay_coherent() {
     let mut report = Vec::new();
@@ -120,24 +127,40 @@ fn reaching_hands_with_orientation_goals_stay_coherent() {
                     f.goals.get_mut(hand).rotation_weight = 1.0;
                 }
             }
-            let mask = feasible_goals(rig, &frames);
+            let (mask, oracle, _) = feasible_goals_with_poses(rig, &frames);
             let mut solver = rig.solver();
             let r = run(rig, &mut solver, &frames, &mask, false, track);
             assert_eq!(r.errors + r.non_finite, 0, "{} {scenario:?}", rig.name);
             flips += r.flips;
             frozen += r.frozen;
+            // Misses no oracle meets within the per-frame bound of the previous output are
+            // not feasible (issue 24's definition).
+            let beyond = flip_only_misses(rig, &frames, &mask, &oracle, &r.misses);
+            let excused = |hand: bool| {
+                r.misses
+                    .iter()
+                    .zip(&beyond)
+                    .filter(|(m, b)| **b && (!hand || m.goal < 2))
+                    .count()
+            };
             let hands: usize = mask
                 .iter()
                 .map(|m| usize::from(m[0]) + usize::from(m[1]))
-                .sum();
-            let hands_missed = r.misses.iter().filter(|m| m.goal < 2).count();
+                .sum::<usize>()
+                - excused(true);
+            let hands_missed = r.misses.iter().filter(|m| m.goal < 2).count() - excused(true);
             turned += hands;
             turned_met += hands - hands_missed;
-            feasible += r.feasible;
+            feasible += r.feasible - excused(false);
             met += r.feasible_met;
             report.push(format!(
-                "{} {scenario:?}: feasible met {}/{}, hands missed {hands_missed}/{hands}, worst miss {:.1}, flips {}",
-                rig.name, r.feasible_met, r.feasible, r.worst_feasible_miss, r.flips
+                "{} {scenario:?}: feasible met {}/{} ({} more met by no oracle within the bound), hands missed {hands_missed}/{hands}, worst miss {:.1}, flips {}",
+                rig.name,
+                r.feasible_met,
+                r.feasible - excused(false),
+                excused(false),
+                r.worst_feasible_miss,
+                r.flips
             ));
         }
     }
@@ -149,7 +172,7 @@ fn reaching_hands_with_orientation_goals_stay_coherent() {
     );
     assert_eq!(flips + frozen, 0, "{}", report.join("\n"));
     assert!(
-        rate >= 0.95 && hands_rate >= 0.90,
+        rate >= 0.985 && hands_rate >= 0.98,
         "feasible goals met {rate}, hands {hands_rate}:\n{}",
         report.join("\n")
     );

@@ -7,15 +7,29 @@
 //! missed although they were feasible without a flip: the `KayKit` mannequin's look-at along
 //! the limits of its trunk, a Mixamo/+X hand the rescue meets with a turn of 16.7°, and a
 //! Vrm/+Y foot under a position-only pelvis goal.
+//!
+//! The rescue, the limb finish's swivel for position-only limbs and the trunk's finish are
+//! passes of [`TrackingMode::Corrective`] (which the VR body still uses): the tests of those
+//! passes run that mode explicitly ([`corrective`]). The default, bounded tracking, does not
+//! meet all of these goal-frames yet (`docs/benchmarks.md`, *Bounded tracking as the
+//! default*); the look-at past the head is met in both modes and runs the default.
 
 use crate::gameplay;
 
 use gameplay::{
-    FLIP_DEG, Rig, Scenario, feasible_goals_with_poses, flip_only_misses, largest_turn_deg, rigs,
-    run, scenario_frames, track, walk_pose,
+    FLIP_DEG, Rig, Scenario, feasible_goals_with_poses, flip_only_misses_with, largest_turn_deg,
+    rigs, run, scenario_frames, track, walk_pose,
 };
 use ik_core::glam::Quat;
-use ik_core::humanoid::{BodyFrame, Effector, HumanoidBone as B};
+use ik_core::humanoid::{BodyFrame, Effector, FullBodySolver, HumanoidBone as B, TrackingMode};
+
+/// A fresh solver for `rig` tracking in [`TrackingMode::Corrective`] (the mode whose passes
+/// these tests are about).
+fn corrective(rig: &Rig) -> FullBodySolver {
+    let mut s = rig.solver();
+    s.settings_mut().tracking = TrackingMode::Corrective;
+    s
+}
 
 /// The reach scenario (hands drifting from 30 % to 125 % of the arm's length, the head looking
 /// around) on every rig: of the feasible hand goal-frames (the cold oracle decides), all but
@@ -30,10 +44,11 @@ fn feasible_hands_are_met_while_reaching_near_the_edge_of_the_shoulder() {
     for (ri, rig) in rigs(true).iter().enumerate() {
         let frames = scenario_frames(rig, Scenario::Reach, 120, ri as u32 + 1);
         let (mask, oracle, _) = feasible_goals_with_poses(rig, &frames);
-        let mut solver = rig.solver();
+        let mut solver = corrective(rig);
         let r = run(rig, &mut solver, &frames, &mask, false, track);
         assert_eq!(r.flips, 0, "{}: {r:?}", rig.name);
-        let flip_only = flip_only_misses(rig, &frames, &mask, &oracle, &r.misses);
+        let flip_only =
+            flip_only_misses_with(rig, corrective(rig), &frames, &mask, &oracle, &r.misses);
         let hand_frames =
             mask.iter().filter(|m| m[0]).count() + mask.iter().filter(|m| m[1]).count();
         let missed: Vec<_> = r
@@ -150,7 +165,7 @@ fn look_past_the_head(rig: &Rig) -> Option<String> {
 }
 
 /// Runs `scenario` (240 frames, as the `gameplay` bench: the same seed) on the rig named
-/// `name`, with a 6D pelvis goal or, with `pelvis_position`, a position-only one (as
+/// `name` in [`TrackingMode::Corrective`], with a 6D pelvis goal or, with `pelvis_position`, a position-only one (as
 /// `bevy_ik`'s `IkHumanoid` sets it), and returns a line per feasible goal-frame missed that
 /// is not feasible only by a flip (see `flip_only_misses`), and per frame in which a joint
 /// turned more than 20°.
@@ -168,9 +183,9 @@ fn coherent_misses(name: &str, scenario: Scenario, pelvis_position: bool) -> Vec
         }
     }
     let (mask, oracle, _) = feasible_goals_with_poses(rig, &frames);
-    let mut solver = rig.solver();
+    let mut solver = corrective(rig);
     let r = run(rig, &mut solver, &frames, &mask, false, track);
-    let flip_only = flip_only_misses(rig, &frames, &mask, &oracle, &r.misses);
+    let flip_only = flip_only_misses_with(rig, corrective(rig), &frames, &mask, &oracle, &r.misses);
     let mut out: Vec<String> = r
         .misses
         .iter()

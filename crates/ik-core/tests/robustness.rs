@@ -29,6 +29,59 @@ fn still_reachable_goals_are_met() {
     );
 }
 
+#[test]
+fn still_hand_beyond_reach_settles() {
+    assert_settles(StillKind::HandBeyond);
+}
+
+#[test]
+fn still_goals_never_turn_a_joint_past_the_bound() {
+    for kind in StillKind::ALL {
+        let s = summarize_still(ci_still(kind));
+        let bad = still_failures(kind, |r| over_bound(r.max_turn_deg));
+        assert!(
+            bad.is_empty(),
+            "{kind:?}: {} joint-frames over {TURN_BOUND_DEG}° ({} over {FLIP_DEG}°, largest {:.1}°) in {} of {} runs:\n{}",
+            s.over_bound,
+            s.flips,
+            s.max_turn_deg,
+            bad.len(),
+            s.runs,
+            bad.join("\n")
+        );
+    }
+}
+
+#[test]
+fn moving_6d_goals_never_flip() {
+    let s = moving_summary();
+    let bad = moving_failures(|r| r.flips > 0);
+    assert!(
+        bad.is_empty(),
+        "{} joint turns over {FLIP_DEG}° (largest {:.1}°) in {} frames:\n{}",
+        s.flips,
+        s.largest_turn_deg,
+        s.frames,
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn still_infeasible_hand_leaves_the_other_goals_met() {
+    for kind in [StillKind::HandBeyond, StillKind::HandFar] {
+        let s = summarize_still(ci_still(kind));
+        let bad = still_failures(kind, |r| r.others_error > UNTOUCHED);
+        assert!(
+            bad.is_empty(),
+            "{kind:?}: the other effectors off their goals by up to {:.2} mm|° in {} of {} runs:\n{}",
+            s.others_error,
+            bad.len(),
+            s.runs,
+            bad.join("\n")
+        );
+    }
+}
+
 /// Not vacuous: the oracle finds goals it cannot meet in the moving scenario (hands beyond
 /// reach) and meets most goal-frames.
 #[test]

@@ -561,19 +561,17 @@ fn an_unchanged_input_warm_starts_from_the_last_output_and_blends_against_the_in
     stack.solve();
     assert_eq!(bits(stack.pose()), bits(&bare));
     // A changed input starts from the input plus the last correction: the goals (exact
-    // pelvis) are met as a fresh solve meets them.
+    // pelvis) are met in that one solve. (A fresh solve from the changed input need not meet
+    // them in one frame: tracking turns no joint more than its per-frame bound.)
     let mut moved = r.input.clone();
     let spine = r.map.get(H::Spine).unwrap();
     moved.rotations[spine] *= Quat::from_rotation_x(0.05);
-    let mut fresh_solver = full_body(&r).solver;
-    let mut fresh = moved.clone();
-    fresh_solver.solve(&r.skeleton, &mut fresh, &goals).unwrap();
     stack.set_input(&moved).unwrap();
     stack.solve();
     let model = r.skeleton.model_transforms(stack.pose());
-    let want = r.skeleton.model_transforms(&fresh);
     let hips = r.map.get(H::Hips).unwrap();
-    assert!(model[hips].translation.distance(want[hips].translation) < 1e-4);
+    let pelvis = goals.get(Effector::Pelvis).position;
+    assert!(model[hips].translation.distance(pelvis) < 1e-4);
     // Weight 0.5 with a warm start: still half of the (warm) solution, against the input.
     stack.slots_mut()[0].weight = 0.5;
     for _ in 0..3 {

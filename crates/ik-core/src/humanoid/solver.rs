@@ -19,17 +19,20 @@
 //!
 //! Tracking runs in one of two modes ([`TrackingMode`]):
 //!
-//! * [`TrackingMode::Corrective`] (the default today): a Jacobian attempt (module `attempt`:
-//!   block-sparse damped least squares, module `jacobian`, with the analytic limb and look-at
-//!   finish of module `finish`) followed by the corrective passes of module `corrective`
-//!   (rescue, the trunk's finish for the look-at) and the frame-to-frame give-way state.
-//! * [`TrackingMode::Bounded`]: one prioritised, bounded-step formulation (module `track`):
-//!   Gauss–Newton candidates of a strictly prioritised least-squares problem, projected onto
-//!   the joint limits and a per-frame turn bound ([`FullBodySettings::max_turn`]), kept only
-//!   when they lower the lexicographic cost. The turn bound, the limits and a fixed point for
-//!   still goals (feasible or not) hold by construction; a hand or foot goal beyond its limb's
-//!   reach ranks below the other goals of its level. `tests/full_body_tracking.rs` and the
-//!   robustness suite (`tests/robustness.rs`) check each of these by forward kinematics.
+//! * [`TrackingMode::Bounded`] (the default): one prioritised, bounded-step formulation
+//!   (module `track`, its levels in module `levels`): Gauss–Newton candidates of a strictly
+//!   prioritised least-squares problem, projected onto the joint limits and a per-frame turn
+//!   bound ([`FullBodySettings::max_turn`]), kept only when they lower the lexicographic cost.
+//!   The turn bound, the limits and a fixed point for still goals (feasible or not) hold by
+//!   construction; a hand or foot goal beyond its limb's reach ranks below the other goals of
+//!   its level, and a hand beyond the body's reach below every goal of its priority number.
+//!   `tests/full_body_tracking.rs` and the robustness suite (`tests/robustness.rs`) check each
+//!   of these by forward kinematics.
+//! * [`TrackingMode::Corrective`] (the default before; `bevy_ik`'s `IkHumanoid` still requests it): a Jacobian
+//!   attempt (module `attempt`: block-sparse damped least squares, module `jacobian`, with the
+//!   analytic limb and look-at finish of module `finish`) followed by the corrective passes of
+//!   module `corrective` (rescue, the trunk's finish for the look-at) and the frame-to-frame
+//!   give-way state.
 //!
 //! Cold solves use the corrective mode's attempt, with restarts.
 //!
@@ -170,6 +173,9 @@ struct Limb {
     chain: LimbChain,
     /// Rest length upper → lower → end: the limb's reach.
     reach: f32,
+    /// The rest path from the hips to `upper` (the bone lengths along it): the farthest the
+    /// limb's root gets from the hips (infinite when `upper` is not below the hips).
+    trunk: f32,
     /// Whether the limb's upper bone is a child of the hips (a leg): its root moves with the
     /// hips alone.
     on_hips: bool,
@@ -682,11 +688,18 @@ mod tests {
             Vec3::new(c.x, 0.0, c.z).length()
         };
 
+        // Tracking from the rest pose: the per-frame turn bound spreads the legs' share of
+        // the 12 cm push over a few frames.
+        const FRAMES: usize = 10;
+        let track = |solver: &mut FullBodySolver, pose: &mut Pose, goals: &FullBodyGoals| {
+            for _ in 0..FRAMES {
+                solver.solve(&skeleton, pose, goals).expect("valid input");
+            }
+        };
+
         // Without balance the hips are pinned exactly on the pushed goal.
         let mut off = rest.clone();
-        solver
-            .solve(&skeleton, &mut off, &goals)
-            .expect("valid input");
+        track(&mut solver, &mut off, &goals);
         let hips = solver.effector_bones()[Effector::Pelvis as usize];
         let pinned = skeleton
             .model_transform(&off, hips)
@@ -694,14 +707,13 @@ mod tests {
             .distance(pushed);
         assert!(pinned < 1e-5, "pelvis not pinned without balance: {pinned}");
 
-        // With balance on the same level, the hips give way and the centre of mass moves back
-        // toward the support point.
+        // With balance on the same level, the hips give way (they end beyond the pelvis goal's
+        // tolerance: the goals of one level trade by weight, in tolerances) and the centre of
+        // mass moves back toward the support point.
         goals.center_of_mass.enabled = true;
         goals.center_of_mass.target = feet;
         let mut on = rest.clone();
-        solver
-            .solve(&skeleton, &mut on, &goals)
-            .expect("valid input");
+        track(&mut solver, &mut on, &goals);
         let (a, b) = (com_offset(&mut solver, &off), com_offset(&mut solver, &on));
         assert!(
             b < 0.75 * a,
@@ -711,7 +723,8 @@ mod tests {
             .model_transform(&on, hips)
             .translation
             .distance(pushed);
-        assert!(gave_way > 1e-3, "the hips stayed pinned: {gave_way}");
+        let tolerance = solver.settings().position_tolerance;
+        assert!(gave_way > tolerance, "the hips stayed pinned: {gave_way}");
         assert!(on.is_finite());
     }
 }

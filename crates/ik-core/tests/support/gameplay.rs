@@ -61,13 +61,13 @@ impl Rig {
         })
     }
 
-    /// A fresh solver with default settings; `IK_TRACKING=bounded` in the environment sets
-    /// [`TrackingMode::Bounded`] (the same scenarios on the bounded formulation, for same-run
+    /// A fresh solver with default settings; `IK_TRACKING=corrective` in the environment sets
+    /// [`TrackingMode::Corrective`] (the same scenarios on the corrective passes, for same-run
     /// comparisons).
     pub fn solver(&self) -> FullBodySolver {
         let mut s = FullBodySolver::new(&self.skeleton, &self.map).expect("rig was checked to map");
-        if std::env::var("IK_TRACKING").as_deref() == Ok("bounded") {
-            s.settings_mut().tracking = ik_core::humanoid::TrackingMode::Bounded;
+        if std::env::var("IK_TRACKING").as_deref() == Ok("corrective") {
+            s.settings_mut().tracking = ik_core::humanoid::TrackingMode::Corrective;
         }
         s
     }
@@ -495,9 +495,22 @@ pub fn tracker_bound_deg(s: &FullBodySolver) -> f32 {
 /// that meets the goal, so a tracker that may not turn further cannot be asked to (issue 24:
 /// feasible = an oracle reaches it within the per-frame bound from the previous frame; not a
 /// proof that no such pose exists: the only poses found turn further). Replays the tracker
-/// ([`track`], default settings) to get each previous output.
+/// ([`track`], [`Rig::solver`]'s settings) to get each previous output.
 pub fn flip_only_misses(
     rig: &Rig,
+    frames: &[Frame],
+    feasible: &[GoalMask],
+    oracle_poses: &[Pose],
+    misses: &[Miss],
+) -> Vec<bool> {
+    flip_only_misses_with(rig, rig.solver(), frames, feasible, oracle_poses, misses)
+}
+
+/// [`flip_only_misses`] for a run of `tracker` (a fresh solver with the settings the run
+/// used) instead of [`Rig::solver`]'s.
+pub fn flip_only_misses_with(
+    rig: &Rig,
+    tracker: FullBodySolver,
     frames: &[Frame],
     feasible: &[GoalMask],
     oracle_poses: &[Pose],
@@ -507,7 +520,7 @@ pub fn flip_only_misses(
     if misses.is_empty() {
         return out;
     }
-    let mut solver = rig.solver();
+    let mut solver = tracker;
     let bound = tracker_bound_deg(&solver);
     let _ = run(
         rig,

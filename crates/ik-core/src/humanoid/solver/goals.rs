@@ -262,7 +262,9 @@ pub struct FullBodySettings {
     /// Extra attempts of [`FullBodySolver::solve_cold`] from perturbed starts when an attempt
     /// does not converge (the best result is kept). Tracking never restarts.
     pub max_restarts: u32,
-    /// Graceful degradation of [`FullBodySolver::solve`]: when goals stay unmet over two
+    /// Graceful degradation of [`FullBodySolver::solve`] in [`TrackingMode::Corrective`] (and
+    /// of [`FullBodySolver::solve_cold`]; bounded tracking ranks goals beyond reach below the
+    /// others instead, see [`TrackingMode::Bounded`]): when goals stay unmet over two
     /// solves, one of them gives way from the next solve on — the goal with the largest
     /// priority number; among equal priorities the look-at first, then a hand, then a foot
     /// (the humanoid default order: pelvis and feet before hands, hands before the look-at; the
@@ -300,7 +302,7 @@ pub struct FullBodySettings {
     /// already meets every goal is returned unchanged.
     pub posture_gain: f32,
     /// How [`FullBodySolver::solve`] tracks (see [`TrackingMode`]; default
-    /// [`TrackingMode::Corrective`]).
+    /// [`TrackingMode::Bounded`]).
     #[cfg_attr(feature = "serde", serde(default))]
     pub tracking: TrackingMode,
     /// With [`TrackingMode::Bounded`]: the per-frame turn bound, radians — no joint turns
@@ -330,12 +332,12 @@ pub struct FullBodySettings {
 pub enum TrackingMode {
     /// The Jacobian passes with their corrective passes (pelvis pin, limb pre-pass and finish,
     /// give-way from frame to frame, rescue, trunk finish): see the module docs.
-    #[default]
     Corrective,
     /// One prioritised, bounded-step solve in which the per-frame turn bound
     /// ([`FullBodySettings::max_turn`]), the joint limits and a fixed point for still goals
     /// hold by construction, and a hand or foot goal beyond its limb's reach ranks below the
-    /// other goals of its level (see the `track` module docs).
+    /// other goals of its level (see the `track` module docs). The default.
+    #[default]
     Bounded,
 }
 
@@ -357,7 +359,7 @@ impl Default for FullBodySettings {
             coarse_factor: 100.0,
             reference: PostureReference::Input,
             posture_gain: 0.0,
-            tracking: TrackingMode::Corrective,
+            tracking: TrackingMode::Bounded,
             max_turn: DEFAULT_MAX_TURN,
             pull: [1.0; 5],
             stiffness: [0.0; B::COUNT],

@@ -16,12 +16,16 @@ pub(super) const ACCEPT_FLOOR: f32 = 1e-2;
 /// larger numbers share the last.
 const PRIORITIES: usize = 7;
 /// The humanoid order within one priority number: support (pelvis, feet, centre of mass),
-/// then the hands, then the look-at (see [`group`]).
-const GROUPS: usize = 3;
+/// then the hands, then the look-at (see [`group`]), then the hand goals beyond the body's
+/// reach ([`FAR`]).
+const GROUPS: usize = 4;
+/// The last group of a priority number: hand goals beyond the body's reach (see
+/// [`Solve::reach_split`]), which no pose can meet.
+const FAR: usize = GROUPS - 1;
 /// Sub-levels of one priority number and group: the goals within their limb's reach, then
 /// those beyond it, the goal nearer its reach first (at most two limbs share a group: the
-/// hands, or the feet).
-const SUBLEVELS: usize = 3;
+/// hands, or the feet; in [`FAR`] the hands, one sub-level each).
+const SUBLEVELS: usize = 4;
 /// Lexicographic levels: per priority number and group, [`SUBLEVELS`] (see the module
 /// docs); then the posture.
 pub(super) const LEVELS: usize = PRIORITIES * GROUPS * SUBLEVELS + 1;
@@ -83,15 +87,32 @@ pub(super) struct Reach {
     /// 0: within the limb's reach; else the goal's sub-level below its level's goals within
     /// reach (1 or 2: the goal nearer its reach first).
     pub(super) sub: u8,
-    /// How far the goal lies beyond the reach.
+    /// How far the goal lies beyond the limb's reach (a far goal: beyond the body's reach,
+    /// which no pose changes, so far goals keep their order as the body moves).
     deficit: f32,
+    /// Whether the goal lies beyond the body's reach: no pose of the trunk brings it within
+    /// the limb's reach, so it ranks in its priority number's last group ([`FAR`]), below the
+    /// look-at (its sub-level `sub` there counts the far goals of that number nearer their
+    /// reach).
+    pub(super) far: bool,
 }
 
 impl Reach {
     /// The level of the goal's rows and costs (position and rotation), from its channel's
     /// first sub-level `first` (see [`Solve::rank_goals`]).
     pub(super) fn level(&self, first: u8) -> usize {
-        usize::from(first) + usize::from(self.sub)
+        let first = usize::from(first);
+        if self.far {
+            let number = first / (GROUPS * SUBLEVELS);
+            (number * GROUPS + FAR) * SUBLEVELS + usize::from(self.sub)
+        } else {
+            first + usize::from(self.sub)
+        }
+    }
+
+    /// Whether the goal ranks below its level's goals within reach (it gives way).
+    pub(super) fn gives_way(&self) -> bool {
+        self.far || self.sub != 0
     }
 }
 
@@ -209,9 +230,23 @@ impl Solve<'_> {
             let to = e.position - root;
             let d = to.length();
             if d > l.reach {
+                // A hand beyond the body's reach: with the hips held by a pelvis position goal
+                // on this level or above, farther from that goal than the shoulder can get
+                // (its rest path from the hips) plus the arm's reach — no pose meets it. (Feet
+                // keep their group: measured, the "all random" still goals at full size
+                // settled by frame 30 in 962 of 1,008 runs with far feet below the look-at,
+                // 1,003 without.)
+                let anchored = pelvis.wants_position()
+                    && given.effectors[p].frame == GoalFrame::Model
+                    && self.s.rank[channel(p, false)] <= self.s.rank[channel(k, false)];
+                let beyond_body = e.position.distance(pelvis.position) - (l.trunk + l.reach);
+                let far = anchored && !l.on_hips && beyond_body > 0.0;
+                // Far goals are ordered by how far beyond the body's reach they lie, which
+                // no pose changes (so their order does not flip as the body moves).
                 out[k] = Reach {
                     sub: 1,
-                    deficit: d - l.reach,
+                    deficit: if far { beyond_body } else { d - l.reach },
+                    far,
                 };
             }
         }
@@ -225,6 +260,11 @@ impl Solve<'_> {
             if out[k].sub == 0 {
                 continue;
             }
+            // The far goals of one priority number share its last group (the other hand's,
+            // a foot's); the others their own level.
+            let far = out[k].far;
+            let number =
+                |j: usize| usize::from(self.s.rank[channel(j, false)]) / (GROUPS * SUBLEVELS);
             let level = self.s.rank[channel(k, false)];
             let nearer = self
                 .rig
@@ -232,14 +272,19 @@ impl Solve<'_> {
                 .iter()
                 .filter(|o| {
                     let j = o.effector;
+                    let peer = if far {
+                        out[j].far && number(j) == number(k)
+                    } else {
+                        !out[j].far && self.s.rank[channel(j, false)] == level
+                    };
                     j != k
+                        && peer
                         && g.effectors[j].wants_position()
                         && given.effectors[j].frame == GoalFrame::Model
-                        && self.s.rank[channel(j, false)] == level
                         && (out[j].deficit, j) < (out[k].deficit, k)
                 })
                 .count();
-            order[k] = 1 + nearer as u8;
+            order[k] = if far { nearer as u8 } else { 1 + nearer as u8 };
         }
         for (r, o) in out.iter_mut().zip(order) {
             r.sub = o;

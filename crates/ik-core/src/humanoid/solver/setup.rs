@@ -149,6 +149,17 @@ impl FullBodySolver {
             path.reverse();
             let reach = model[upper].translation.distance(model[lower].translation)
                 + model[lower].translation.distance(model[end].translation);
+            let hips = effector_bones[Effector::Pelvis as usize];
+            let trunk = if skeleton.is_ancestor_or_self(hips, upper) {
+                skeleton
+                    .ancestors_inclusive(upper)
+                    .take_while(|&b| b != hips)
+                    .filter_map(|b| skeleton.parent(b).map(|p| (b, p)))
+                    .map(|(b, p)| model[b].translation.distance(model[p].translation))
+                    .sum()
+            } else {
+                f32::INFINITY
+            };
             let limits = [upper, lower, twist.unwrap_or(end), end].map(|b| limit_of(&joints, b));
             limbs.push(Limb {
                 effector: k,
@@ -161,6 +172,7 @@ impl FullBodySolver {
                     limits,
                 },
                 reach,
+                trunk,
                 on_hips: skeleton.parent(upper) == Some(effector_bones[Effector::Pelvis as usize]),
                 subtree: Vec::new(),
             });

@@ -77,6 +77,14 @@
 //! rotation): a foot is beyond reach only when the pelvis goal makes it so, not while the
 //! hips are still on their way.
 //!
+//! A hand goal beyond the **body's** reach — with a pelvis position goal on its level or
+//! above, farther from that goal than the shoulder can get (the rest path from the hips to
+//! the upper arm) plus the arm's reach — cannot be met by any pose: it drops further, to the
+//! last group of its priority number, below the look-at (both hands there ordered by how far
+//! beyond the body's reach they lie). A hand held far out of reach then does not hold the look-at
+//! (or a hand of its number that is only on its way into reach) where it is; a hand that the
+//! trunk could still bring within reach stays with its group.
+//!
 //! A goal beyond reach then moves only what the level's other goals leave free (the step
 //! solves its rows in their null space, and the acceptance rule will not let it raise the
 //! cost of a level above its own), so a hand held out of reach does not drag the other hand
@@ -242,7 +250,7 @@ impl Solve<'_> {
         let g = resolved.as_ref().unwrap_or(goals);
         let reach = self.reach_split(g, goals);
         for (k, r) in reach.iter().enumerate() {
-            let below = r.sub != 0;
+            let below = r.gives_way();
             report.giving_way[k] = below;
             self.s.demoted[channel(k, false)] = below;
             self.s.demoted[channel(k, true)] = below;
