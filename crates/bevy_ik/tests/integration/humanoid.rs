@@ -377,7 +377,13 @@ fn full_body_with_a_despawned_target_keeps_its_pose_and_others_still_solve() {
             world_pos(&app, healthy_bones[11]),
             world_pos(&app, healthy_bones[12]),
         );
-        frames_to_carry((r, r), (e, e + jump), r.distance(m), m.distance(e), max_turn)
+        frames_to_carry(
+            (r, r),
+            (e, e + jump),
+            r.distance(m),
+            m.distance(e),
+            max_turn,
+        )
     };
     for t in &targets {
         let hand = t.right_hand.unwrap();

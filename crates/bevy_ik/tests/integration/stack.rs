@@ -318,7 +318,13 @@ fn full_body_then_arm_then_custom_look_at_in_one_frame() {
                 world_pos(&app, bones[lower]),
                 world_pos(&app, bones[foot]),
             );
-            frames_to_carry((r, r + push), (e, e), r.distance(m), m.distance(e), max_turn)
+            frames_to_carry(
+                (r, r + push),
+                (e, e),
+                r.distance(m),
+                m.distance(e),
+                max_turn,
+            )
         })
         .max()
         .unwrap();
