@@ -8,7 +8,7 @@ use bevy::ecs::entity::Entity;
 use bevy::ecs::reflect::ReflectComponent;
 use bevy::reflect::prelude::*;
 use bevy::transform::components::Transform;
-use ik_core::humanoid::{FullBodySettings, HumanoidBone, TrackingMode};
+use ik_core::humanoid::{FullBodySettings, HumanoidBone};
 
 use crate::balance::{IkBalance, IkCenterOfMass};
 use crate::components::IkStatus;
@@ -87,9 +87,10 @@ pub struct IkHumanoid {
     /// Which solver drives the character.
     pub solver: IkHumanoidSolver,
     /// Settings of ik-core's full-body solver (with [`IkHumanoidSolver::FullBody`]). Default:
-    /// ik-core's, but tracking in [`TrackingMode::Corrective`] (ik-core's default is
-    /// [`TrackingMode::Bounded`]: no joint turns more than its per-frame bound, so a target
-    /// moved far in one frame is reached over several).
+    /// ik-core's, tracking in
+    /// [`TrackingMode::Bounded`](ik_core::humanoid::TrackingMode::Bounded): no joint turns
+    /// more than `max_turn` per frame, so a target moved far in one frame is reached over
+    /// several.
     #[reflect(ignore)]
     pub full_body_settings: FullBodySettings,
     /// Keep the centre of mass over the feet (full body; off by default, read every frame).
@@ -229,12 +230,7 @@ impl Default for IkHumanoid {
             head: true,
             weight: 1.0,
             solver: IkHumanoidSolver::FullBody,
-            // Corrective tracking until the plugin's tests move to bounded tracking's
-            // per-frame turn bound (ik-core's default; `docs/benchmarks.md`, issue 24).
-            full_body_settings: FullBodySettings {
-                tracking: TrackingMode::Corrective,
-                ..FullBodySettings::default()
-            },
+            full_body_settings: FullBodySettings::default(),
             balance: IkBalance::default(),
             grip: None,
         }

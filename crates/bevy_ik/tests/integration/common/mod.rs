@@ -208,3 +208,58 @@ pub const VRM_NAMES: [&str; 21] = [
     "rightFoot",
     "rightToes",
 ];
+
+/// The local rotations of `bones` (what the plugin writes), in order.
+pub fn local_rotations(app: &App, bones: &[Entity]) -> Vec<Quat> {
+    bones
+        .iter()
+        .map(|&b| app.world().get::<Transform>(b).unwrap().rotation)
+        .collect()
+}
+
+/// The largest turn of one bone between two snapshots of [`local_rotations`] (radians).
+pub fn largest_turn(before: &[Quat], after: &[Quat]) -> f32 {
+    before
+        .iter()
+        .zip(after)
+        .map(|(a, b)| a.angle_between(*b))
+        .fold(0.0, f32::max)
+}
+
+/// Round-off allowed over the per-frame turn bound when it is read back from the written
+/// `Transform`s (radians; the solver aims 1e-4 of the bound below it, 15° · 1e-4 ≈ 2.6e-5 rad).
+pub const TURN_READ_SLACK: f32 = 1e-4;
+
+/// Frames bounded tracking (`TrackingMode::Bounded`) may take, once every joint has turned as
+/// far as the goal needs, to close the last of the residual within tolerance: its
+/// Gauss–Newton budget of a frame converges from a step's second-order drift in a frame or
+/// two.
+pub const SETTLE_FRAMES: usize = 2;
+
+/// The frames a joint turned at most `max_turn` a frame needs to carry a two-bone limb
+/// (bones `upper` and `lower` long) whose root moves from `root.0` to `root.1` while its end
+/// moves from `end.0` to `end.1`: the middle joint's bend changes with the root–end distance
+/// (law of cosines), and the upper bone turns by the root–end direction's turn plus the
+/// change of its angle to that direction (at most the bend's change: the triangle's other
+/// two angles change together against it). The larger of the two turns over `max_turn`,
+/// rounded up, plus [`SETTLE_FRAMES`]. The trunk may take up part of the turn, so bounded
+/// tracking meets such a goal within this many frames; it cannot in fewer than the limb
+/// turns alone allow where the trunk does not help.
+pub fn frames_to_carry(
+    root: (Vec3, Vec3),
+    end: (Vec3, Vec3),
+    upper: f32,
+    lower: f32,
+    max_turn: f32,
+) -> usize {
+    let bend = |r: f32| {
+        let r = r.clamp((upper - lower).abs(), upper + lower);
+        ((upper * upper + lower * lower - r * r) / (2.0 * upper * lower))
+            .clamp(-1.0, 1.0)
+            .acos()
+    };
+    let (d0, d1) = (end.0 - root.0, end.1 - root.1);
+    let bend_change = (bend(d1.length()) - bend(d0.length())).abs();
+    let upper_turn = d0.angle_between(d1) + bend_change;
+    (upper_turn.max(bend_change) / max_turn).ceil() as usize + SETTLE_FRAMES
+}
