@@ -10,6 +10,17 @@ use ik_test_rigs::{RestAxes, RigConvention, test_rig};
 
 use crate::alloc;
 
+/// The four limbs' (root, middle, tip) bone indices, arms then legs.
+fn limb_bones(map: &HumanoidMap) -> [[usize; 3]; 4] {
+    [
+        [H::LeftUpperArm, H::LeftLowerArm, H::LeftHand],
+        [H::RightUpperArm, H::RightLowerArm, H::RightHand],
+        [H::LeftUpperLeg, H::LeftLowerLeg, H::LeftFoot],
+        [H::RightUpperLeg, H::RightLowerLeg, H::RightFoot],
+    ]
+    .map(|l| l.map(|h| map.get(h).unwrap()))
+}
+
 #[test]
 fn stack_solve_does_not_allocate() {
     let s = test_rig(RigConvention::Unreal, RestAxes::PlusY);
@@ -88,13 +99,7 @@ fn a_limb_batch_solve_does_not_allocate() {
     let rest = s.rest_pose();
     let model = s.model_transforms(&rest);
     let mut stack = IkStack::new(s.clone());
-    let limbs = [
-        [H::LeftUpperArm, H::LeftLowerArm, H::LeftHand],
-        [H::RightUpperArm, H::RightLowerArm, H::RightHand],
-        [H::LeftUpperLeg, H::LeftLowerLeg, H::LeftFoot],
-        [H::RightUpperLeg, H::RightLowerLeg, H::RightFoot],
-    ]
-    .map(|l| l.map(|h| map.get(h).unwrap()));
+    let limbs = limb_bones(&map);
     for [a, b, c] in limbs {
         let ik = TwoBoneIk::try_new(&s, a, b, c).unwrap();
         let goal = LimbGoal::new(model[c].translation);
@@ -132,13 +137,7 @@ fn a_limb_batch_stage_solve_does_not_allocate() {
     let (map, _) = HumanoidMap::from_skeleton(&s);
     let rest = s.rest_pose();
     let model = s.model_transforms(&rest);
-    let limbs = [
-        [H::LeftUpperArm, H::LeftLowerArm, H::LeftHand],
-        [H::RightUpperArm, H::RightLowerArm, H::RightHand],
-        [H::LeftUpperLeg, H::LeftLowerLeg, H::LeftFoot],
-        [H::RightUpperLeg, H::RightLowerLeg, H::RightFoot],
-    ]
-    .map(|l| l.map(|h| map.get(h).unwrap()));
+    let limbs = limb_bones(&map);
     let stage = LimbBatchStage::try_new(
         &s,
         limbs.map(|[a, b, c]| {
