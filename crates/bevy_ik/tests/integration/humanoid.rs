@@ -645,3 +645,89 @@ fn a_hand_dragged_far_out_of_reach_keeps_every_other_goal_and_a_bounded_solve() 
         assert!(worst < 1e-3, "{label}: {worst}");
     }
 }
+
+/// Issue 24's Bevy scene, through the plugin's default (bounded tracking): a hand target held
+/// still 30 % of the arm beyond its reach and turned 60° off the hand's rest orientation (a 6D
+/// goal the arm cannot meet). Over 300 frames no joint turns more than the per-frame bound,
+/// the other hand, the feet and the pelvis stay on their targets (measured on the written
+/// transforms), and the body comes to rest within 30 frames (the issue's bound; measured: from
+/// frame 5 on every convention) and writes every bone bit for bit the same from then on, on
+/// every naming convention. With `TrackingMode::Corrective` the Mixamo rig turns a joint 86° in
+/// the first frame.
+#[test]
+fn a_still_hand_goal_beyond_reach_with_a_rotation_comes_to_rest_bit_for_bit() {
+    let bound = IkHumanoid::auto().full_body_settings.max_turn + TURN_READ_SLACK;
+    for (c, convention) in CONVENTIONS.iter().enumerate() {
+        let mut app = app();
+        let (character, bones) = spawn_character(
+            &mut app,
+            Transform::from_xyz(2.0 * c as f32, 0.0, -1.0),
+            IkHumanoid::auto(),
+            &convention.names,
+        );
+        app.update();
+        let label = convention.label;
+        let targets = humanoid_targets(&app, character);
+        let hand_target = targets.left_hand.unwrap();
+        let (shoulder, elbow, hand) = (
+            world_pos(&app, bones[6]),
+            world_pos(&app, bones[7]),
+            world_pos(&app, bones[8]),
+        );
+        let reach = shoulder.distance(elbow) + elbow.distance(hand);
+        let goal = shoulder + (hand - shoulder).normalize() * reach * 1.3;
+        place_target(&mut app, character, hand_target, goal);
+        let turned =
+            Quat::from_axis_angle(Vec3::new(1.0, 1.0, 0.0).normalize(), 60f32.to_radians());
+        let mut t = app.world_mut().get_mut::<Transform>(hand_target).unwrap();
+        t.rotation = turned * t.rotation;
+        let held = [
+            (bones[12], targets.right_hand.unwrap(), "right hand"),
+            (bones[15], targets.left_foot.unwrap(), "left foot"),
+            (bones[19], targets.right_foot.unwrap(), "right foot"),
+            (bones[0], targets.pelvis.unwrap(), "pelvis"),
+        ];
+        let mut previous = local_rotations(&app, &bones);
+        let mut last_change = 0;
+        for f in 1..=300 {
+            app.update();
+            let now = local_rotations(&app, &bones);
+            let turn = largest_turn(&previous, &now);
+            assert!(
+                turn <= bound,
+                "{label} frame {f}: a joint turned {turn} rad"
+            );
+            if now
+                .iter()
+                .zip(&previous)
+                .any(|(a, b)| a.to_array() != b.to_array())
+            {
+                last_change = f;
+            }
+            previous = now;
+            if f > 30 {
+                for (bone, target, what) in held {
+                    let miss = world_pos(&app, bone).distance(world_pos(&app, target));
+                    assert!(miss < 1e-3, "{label} frame {f}: {what} {miss} m off");
+                }
+            }
+        }
+        assert!(
+            last_change <= 30,
+            "{label}: still changing at frame {last_change} of 300"
+        );
+        // Not vacuous: the goal is out of reach, and the arm reaches toward it.
+        let hand_now = world_pos(&app, bones[8]);
+        assert!(
+            hand_now.distance(goal) > 0.2 * reach,
+            "{label}: the goal was met?"
+        );
+        assert!(
+            (hand_now - shoulder)
+                .normalize()
+                .dot((goal - shoulder).normalize())
+                > 0.95,
+            "{label}: the arm points at the goal"
+        );
+    }
+}
