@@ -107,8 +107,10 @@ fn terrain_window(
 ) -> Result {
     let ctx = contexts.ctx_mut()?;
     let mut edited = *demo;
+    let open = crate::panel::floating_windows_open(ctx);
     egui::Window::new("Terrain")
         .default_pos([1040.0, 10.0])
+        .default_open(open)
         .resizable(false)
         .show(ctx, |ui| {
             ui.checkbox(&mut edited.terrain, "Slopes and stair");

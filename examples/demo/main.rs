@@ -6,7 +6,7 @@
 //! cargo run --features demo --example demo -- --screenshot shot.png [--frames 60]
 //!     [--character FILE.glb|FILE.gltf|FILE.vrm] [--solver full-body|rig|limbs]
 //!     [--settings saved.ron] [--yaw DEGREES] [--terrain] [--walk] [--vr] [--creature]
-//!     [--msaa 1|2|4|8]
+//!     [--msaa 1|2|4|8] [--window WIDTHxHEIGHT]
 //! ```
 //!
 //! * Any humanoid glTF or VRM character opens: a path on the command line (a file on disk, or
@@ -29,6 +29,9 @@
 //!   character is loaded and actually drawn (pipelines compile asynchronously; the pixels of
 //!   captured frames are checked), selects a handle through the mouse-picking code, writes the
 //!   PNG and exits 0 (1 on failure). `--frames N` sets the least number of frames after set-up.
+//! * `--window WIDTHxHEIGHT` sets the window's size in logical pixels (default 1280x720, at
+//!   least 640x360). Beside a 3D view narrower than 900 pixels the terrain and IK-stack
+//!   windows start collapsed to their title bars.
 //! * At exit the demo prints one line `IK_SUMMARY {json}`: the character file, humanoid roles
 //!   mapped and missing, goals met, each goal's last and largest residual, the mean solve time.
 //!
@@ -84,7 +87,7 @@ use crate::settings::{DemoSettings, SettingsPlugin, load_settings};
 use crate::solver::{SolverPlugin, SolverUi};
 use crate::stack::StackPlugin;
 
-const USAGE: &str = "usage: demo [CHARACTER | --character FILE.glb|FILE.gltf|FILE.vrm] [--screenshot PATH [--frames N]] [--solver full-body|rig|limbs [--switch-from full-body|rig|limbs]] [--settings FILE.ron] [--yaw DEGREES] [--terrain] [--walk] [--vr] [--creature] [--msaa 1|2|4|8]";
+const USAGE: &str = "usage: demo [CHARACTER | --character FILE.glb|FILE.gltf|FILE.vrm] [--screenshot PATH [--frames N]] [--solver full-body|rig|limbs [--switch-from full-body|rig|limbs]] [--settings FILE.ron] [--yaw DEGREES] [--terrain] [--walk] [--vr] [--creature] [--msaa 1|2|4|8] [--window WIDTHxHEIGHT]";
 
 fn main() -> ExitCode {
     let options = match Options::parse(std::env::args().skip(1)) {
@@ -141,7 +144,7 @@ fn main() -> ExitCode {
                 .set(WindowPlugin {
                     primary_window: Some(Window {
                         title: "bevy_ik demo".into(),
-                        resolution: WindowResolution::new(1280, 720),
+                        resolution: WindowResolution::new(options.window.0, options.window.1),
                         ..default()
                     }),
                     ..default()
@@ -280,13 +283,21 @@ struct Options {
     creature: bool,
     /// Multisample anti-aliasing of the 3D view: samples per pixel (1 = off).
     msaa: Msaa,
+    /// The window's size in logical pixels (`--window WIDTHxHEIGHT`).
+    window: (u32, u32),
 }
+
+/// The window's size unless `--window` says otherwise (logical pixels).
+const WINDOW: (u32, u32) = (1280, 720);
+/// The smallest window `--window` accepts: the panel (330 logical pixels wide) and a view beside it.
+const MIN_WINDOW: (u32, u32) = (640, 360);
 
 impl Options {
     fn parse(mut args: impl Iterator<Item = String>) -> Result<Self, String> {
         let mut options = Self {
             frames: 60,
             msaa: Msaa::Sample4,
+            window: WINDOW,
             ..Self::default()
         };
         while let Some(arg) = args.next() {
@@ -335,6 +346,10 @@ impl Options {
                         _ => return Err(format!("--msaa takes 1, 2, 4 or 8, not `{n}`")),
                     };
                 }
+                "--window" => {
+                    let size = args.next().ok_or("--window needs WIDTHxHEIGHT")?;
+                    options.window = parse_window(&size)?;
+                }
                 "--terrain" => options.terrain = true,
                 "--walk" => options.walk = true,
                 "--yaw" => {
@@ -370,6 +385,22 @@ impl Options {
     }
 }
 
+/// `WIDTHxHEIGHT` in logical pixels, at least [`MIN_WINDOW`].
+fn parse_window(size: &str) -> Result<(u32, u32), String> {
+    let bad = || {
+        format!(
+            "--window takes WIDTHxHEIGHT of at least {}x{}, not `{size}`",
+            MIN_WINDOW.0, MIN_WINDOW.1
+        )
+    };
+    let (w, h) = size.split_once(['x', 'X']).ok_or_else(bad)?;
+    let (w, h): (u32, u32) = (w.parse().map_err(|_| bad())?, h.parse().map_err(|_| bad())?);
+    if w < MIN_WINDOW.0 || h < MIN_WINDOW.1 {
+        return Err(bad());
+    }
+    Ok((w, h))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -399,6 +430,8 @@ mod tests {
             "--creature",
             "--msaa",
             "1",
+            "--window",
+            "800x450",
         ]))
         .expect("valid arguments");
         assert_eq!(o.screenshot, Some(PathBuf::from("shot.png")));
@@ -409,12 +442,17 @@ mod tests {
         assert_eq!(o.character.as_deref(), Some("robot.glb"));
         assert!(o.creature);
         assert_eq!(o.msaa, Msaa::Off);
+        assert_eq!(o.window, (800, 450));
         let positional = Options::parse(args(&["my model.gltf"])).expect("a positional path");
         assert_eq!(positional.character.as_deref(), Some("my model.gltf"));
         assert_eq!(positional.frames, 60);
         assert!(!positional.creature);
         assert_eq!(positional.msaa, Msaa::Sample4);
+        assert_eq!(positional.window, WINDOW);
         assert!(Options::parse(args(&["--msaa", "3"])).is_err());
+        assert!(Options::parse(args(&["--window", "800"])).is_err());
+        assert!(Options::parse(args(&["--window", "100x100"])).is_err());
+        assert!(Options::parse(args(&["--window", "wide x tall"])).is_err());
         assert!(Options::parse(args(&["a.glb", "--character", "b.glb"])).is_err());
         assert!(Options::parse(args(&["--character"])).is_err());
         assert!(Options::parse(args(&["--frames", "many"])).is_err());

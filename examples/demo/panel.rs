@@ -20,6 +20,17 @@ use crate::solver::SolverUi;
 
 /// Logical width of the egui side panel (the 3D view gets the rest of the window).
 pub const PANEL_WIDTH: f32 = 330.0;
+/// The narrowest 3D view (logical pixels right of the panel) beside which the floating windows
+/// (terrain, IK stack) start open: the default 1280-pixel window leaves 950. In a narrower
+/// window they start collapsed to their title bars, so that they do not cover the character
+/// and its handles (a click on the title opens them).
+const ROOMY_VIEW: f32 = 900.0;
+
+/// Whether the floating windows start open: the window leaves at least [`ROOMY_VIEW`] beside
+/// the panel.
+pub fn floating_windows_open(ctx: &egui::Context) -> bool {
+    ctx.content_rect().width() - PANEL_WIDTH >= ROOMY_VIEW
+}
 
 /// The side panel.
 pub struct PanelPlugin;

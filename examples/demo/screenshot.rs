@@ -39,6 +39,13 @@ const MAPPING_PATIENCE: u32 = 60;
 pub const SWITCH_AFTER: u32 = 15;
 /// Frames of solving in the new mode before the capture sequence starts.
 const AFTER_SWITCH: u32 = 30;
+/// Frames after a step of the capture sequence (the ground shown, a handle selected) before
+/// the next capture checks it. What is new to draw (the ground's and the gizmo's pipelines)
+/// compiles asynchronously, so a capture that does not see it yet is simply retried
+/// [`CAPTURE_EVERY`] frames later; the wait only spares captures that cannot succeed.
+const SETTLE_FRAMES: u32 = 5;
+/// Frames between captures while waiting (each capture is read back from the GPU).
+const CAPTURE_EVERY: u32 = 5;
 
 /// `F12` saves a screenshot of the window (`bevy_ik_demo_N.png` in the working folder),
 /// `Ctrl+Q` quits (printing the run summary, like closing the window).
@@ -125,6 +132,8 @@ struct ScreenshotState {
     outcome: Outcome,
     /// The last capture, filled by its observer.
     capture: Arc<Mutex<Option<Capture>>>,
+    /// What the last capture's probe counted (logged with the progress, for a run that waits).
+    last_probe: Option<Probe>,
     started: Option<Instant>,
 }
 
@@ -242,10 +251,11 @@ fn drive_screenshot(
     }
     if state.frames.is_multiple_of(50) {
         info!(
-            "screenshot: frame {}, {:.1} s, {} frames since the character was set up",
+            "screenshot: frame {}, {:.1} s, {} frames since the character was set up; last probe {:?}",
             state.frames,
             started.elapsed().as_secs_f32(),
-            state.frames_ready
+            state.frames_ready,
+            state.last_probe
         );
     }
     // In VR mode the VR body drives the character (the full-body stage is faded out).
@@ -277,6 +287,7 @@ fn drive_screenshot(
     if let Some(capture) = capture {
         state.pending = false;
         let probe = capture.probe;
+        state.last_probe = Some(probe);
         match (state.seen_at, state.selected_at) {
             (None, _) if probe.character_seen() && probe.handles > 30 => {
                 // The character alone is drawn: show the ground and the step.
@@ -350,11 +361,11 @@ fn drive_screenshot(
     let settle = state
         .selected_at
         .or(state.seen_at)
-        .map_or(0, |s| s + 20)
+        .map_or(0, |s| s + SETTLE_FRAMES)
         .max(state.switched_at.map_or(0, |s| s + AFTER_SWITCH));
     if state.pending
         || state.frames_ready < state.min_frames.max(settle)
-        || !state.frames_ready.is_multiple_of(5)
+        || !state.frames_ready.is_multiple_of(CAPTURE_EVERY)
     {
         return;
     }

@@ -258,7 +258,7 @@ fn stack_window(
     egui::Window::new("IK stack")
         .anchor(egui::Align2::RIGHT_TOP, egui::vec2(-8.0, 8.0))
         .resizable(false)
-        .default_open(true)
+        .default_open(crate::panel::floating_windows_open(ctx))
         .show(ctx, |ui| {
             ui.small("One pose, stages in order: each sees the one before; written once.");
             for (i, row) in rows.iter().enumerate() {
