@@ -51,7 +51,7 @@
 //! projectors' regularisation is this kernel's `ε = 1e-6` (normalised units) instead of `1e-9`
 //! in `f64`, which `f32` cannot resolve next to entries of order 1.
 //!
-//! Same run, same problem — `cargo bench -p ik-core --bench jacobian_core`: the 55-DOF
+//! Same run, same problem — `cargo bench -p ik-core-benches --bench jacobian_core`: the 55-DOF
 //! Mixamo-named test rig, every humanoid joint above a hand, foot or head with the same
 //! anatomical limits, hands and feet 6D plus the head look-at (32 rows, the pelvis goal off),
 //! the full-body solver with its analytic limbs, restarts and give-way off so only the kernel

@@ -12,10 +12,15 @@ use ik_core::{Bone, BoneTransform, Skeleton};
 /// legs end in their feet, so the full-body solver can drive them.
 pub const CC0_RIGS: [&str; 2] = ["kaykit_mannequin.glb", "ual_mannequin_f.glb"];
 
-/// The path of an asset file from this crate's directory.
+/// The path of an asset file: the repository's `assets/` is the first one (with its licence
+/// note) above the directory of the package compiling this module (ik-core's tests, or its
+/// benchmarks' package one level further down).
 pub fn asset_path(file: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../assets")
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    here.ancestors()
+        .map(|dir| dir.join("assets"))
+        .find(|assets| assets.join("LICENSE.md").is_file())
+        .unwrap_or_else(|| here.join("../../assets"))
         .join(file)
 }
 
