@@ -28,7 +28,8 @@
 //!   its level, and a hand beyond the body's reach below every goal of its priority number.
 //!   `tests/full_body_tracking.rs` and the robustness suite (`tests/robustness.rs`) check each
 //!   of these by forward kinematics.
-//! * [`TrackingMode::Corrective`] (the default before; `bevy_ik`'s `IkHumanoid` still requests it): a Jacobian
+//! * [`TrackingMode::Corrective`] (the default before; kept while tests still need it, see
+//!   `docs/benchmarks.md`, *Corrective mode: what still needs it*): a Jacobian
 //!   attempt (module `attempt`: block-sparse damped least squares, module `jacobian`, with the
 //!   analytic limb and look-at finish of module `finish`) followed by the corrective passes of
 //!   module `corrective` (rescue, the trunk's finish for the look-at) and the frame-to-frame

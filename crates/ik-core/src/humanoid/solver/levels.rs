@@ -245,9 +245,8 @@ impl Solve<'_> {
                 // A hand beyond the body's reach: with the hips held by a pelvis position goal
                 // on this level or above, farther from that goal than the shoulder can get
                 // (its rest path from the hips) plus the arm's reach — no pose meets it. (Feet
-                // keep their group: measured, the "all random" still goals at full size
-                // settled by frame 30 in 962 of 1,008 runs with far feet below the look-at,
-                // 1,003 without.)
+                // keep their group: measured in `docs/benchmarks.md`, *Bounded tracking as
+                // the default*.)
                 let anchored = pelvis.wants_position()
                     && given.effectors[p].frame == GoalFrame::Model
                     && self.s.rank[channel(p, false)] <= self.s.rank[channel(k, false)];
