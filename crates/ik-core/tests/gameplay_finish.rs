@@ -9,10 +9,19 @@
 //! Vrm/+Y foot under a position-only pelvis goal.
 //!
 //! The rescue, the limb finish's swivel for position-only limbs and the trunk's finish are
-//! passes of [`TrackingMode::Corrective`] (which the VR body still uses): the tests of those
-//! passes run that mode explicitly ([`corrective`]). The default, bounded tracking, does not
-//! meet all of these goal-frames yet (`docs/benchmarks.md`, *Bounded tracking as the
-//! default*); the look-at past the head is met in both modes and runs the default.
+//! passes of [`TrackingMode::Corrective`]: the tests of those passes run that mode explicitly
+//! ([`corrective`]); the look-at past the head is met in both modes and runs the default.
+//! The default, bounded tracking, does not meet the other four yet, and what it misses is
+//! feasible by issue 24's definition. Measured on bounded, the misses left after
+//! `flip_only_misses` (the oracle of `reaching_hands_with_orientation_goals_stay_coherent`,
+//! which excuses a goal-frame no oracle meets within the per-frame bound from the tracker's
+//! previous output): the Mixamo/+X reach misses the right hand by 4.9–19.6 mm (frames 41–53)
+//! and the look-at by 1.1–1.9° (frames 28–53); the `KayKit` mannequin's look-at lags
+//! 1.0–3.1° (reach frames 150–155, both frames 126–151), its 6D pelvis 23.4–32.9 mm and its
+//! left foot 8.9 mm (both, frames 150–160); the Vrm/+Y position-only pelvis lags 1.3–19.2 mm
+//! and the left foot 2.4–5.5 mm (uneven and both, frames 206–215). These are lags of the
+//! formulation on goal-frames within the bound, so the tests are not rebased on the
+//! definition (`docs/benchmarks.md`, *Corrective mode: what still needs it*).
 
 use crate::gameplay;
 

@@ -5,7 +5,9 @@
 use super::{Effector, FullBodyGoals, GoalFrame, Solve, channel, vec_angle};
 use crate::analytic::finish::quat_angle;
 use crate::pose::Pose;
+use crate::rotation::swing_twist;
 use crate::skeleton::Skeleton;
+use glam::Quat;
 
 /// A candidate must lower the deciding level's cost by at least this fraction of it.
 pub(super) const ACCEPT_RATIO: f32 = 0.01;
@@ -220,9 +222,19 @@ impl Solve<'_> {
             if fixed {
                 let hips = self.s.model[self.rig.effector_bones[p]];
                 let offset = root - hips.translation;
+                // The hip's offset where the support level's goals put it: turned by a 6D
+                // goal's rotation; while balancing under a position-only goal, turned by the
+                // hips' heading about the body's up axis without their tilt (the balance goal
+                // leans the hips: a hip read from the lean would let a step shed a foot's cost
+                // by tilting its goal out of reach); else as the hips have it.
+                let turn = |to: Quat| to * (hips.rotation.inverse() * offset);
                 root = pelvis.position
                     + if pelvis.wants_rotation() {
-                        pelvis.rotation * (hips.rotation.inverse() * offset)
+                        turn(pelvis.rotation)
+                    } else if self.s.balancing {
+                        let lean = hips.rotation * self.rig.hips_rest.inverse();
+                        let (_, heading) = swing_twist(lean, self.rig.up);
+                        turn(heading * self.rig.hips_rest)
                     } else {
                         offset
                     };
@@ -233,9 +245,8 @@ impl Solve<'_> {
                 // A hand beyond the body's reach: with the hips held by a pelvis position goal
                 // on this level or above, farther from that goal than the shoulder can get
                 // (its rest path from the hips) plus the arm's reach — no pose meets it. (Feet
-                // keep their group: measured, the "all random" still goals at full size
-                // settled by frame 30 in 962 of 1,008 runs with far feet below the look-at,
-                // 1,003 without.)
+                // keep their group: measured in `docs/benchmarks.md`, *Bounded tracking as
+                // the default*.)
                 let anchored = pelvis.wants_position()
                     && given.effectors[p].frame == GoalFrame::Model
                     && self.s.rank[channel(p, false)] <= self.s.rank[channel(k, false)];

@@ -74,8 +74,12 @@
 //! below each limb goal of its level nearer than it, so it keeps its sub-level when the
 //! other comes within reach. A leg's root is read where a pelvis position goal on its
 //! level or above puts the hip (the hip's offset from the hips, turned by a 6D goal's
-//! rotation): a foot is beyond reach only when the pelvis goal makes it so, not while the
-//! hips are still on their way.
+//! rotation; while balancing under a position-only goal, turned by the hips' heading about
+//! the body's up axis without their tilt): a foot is beyond reach only when the pelvis goal
+//! makes it so, not while the hips are still on their way, and not because the balance goal
+//! leans them (a step that sheds a foot's cost by tilting its goal out of reach would lower
+//! the support level's cost). The heading and the untilted offset are read from the pose
+//! being scored and the rest pose, so the rule stays a function of the pose and the goals.
 //!
 //! A hand goal beyond the **body's** reach — with a pelvis position goal on its level or
 //! above, farther from that goal than the shoulder can get (the rest path from the hips to
