@@ -14,6 +14,15 @@
 //! the batch is cheaper per character at any count, but a scene of a few characters keeps
 //! the scalar solve's exact results for microseconds a frame.
 //!
+//! # Or as one stage
+//!
+//! [`IkLimbBatch`](crate::IkLimbBatch) asks for the same kernel explicitly: one stage entity
+//! describing a run of limbs (ik-core's [`LimbBatchStage`](ik_core::stack::LimbBatchStage)),
+//! registered as a stage kind like the other built-ins, whatever the number of characters. The
+//! stack's own rules apply to it as to any stage (one save, blend and outcome for the run, one
+//! [`IkStatus`](crate::IkStatus) with a residual per limb) instead of this module's per-limb
+//! hand-over.
+//!
 //! # Semantics kept
 //!
 //! Those of the stack's own solve, stage by stage (ik-core's [`LimbBatch`] docs): a disabled
