@@ -180,7 +180,8 @@ fn spawn_character(world: &mut World, at: Vec3, humanoid: IkHumanoid) {
 }
 
 /// `limbs_stage`: each humanoid's four `IkLimb` stages (set up by the first frame) become one
-/// `IkLimbBatch` stage on the first limb's entity, the same limbs, targets and poles.
+/// `IkLimbBatch` stage on the first limb's entity, the same limbs, targets and poles (one
+/// status per character instead of four).
 fn limbs_into_one_stage(app: &mut App) {
     let mut q = app.world_mut().query::<&IkHumanoidTargets>();
     let sets: Vec<Vec<Entity>> = q.iter(app.world()).map(|t| t.limbs.clone()).collect();
@@ -191,10 +192,12 @@ fn limbs_into_one_stage(app: &mut App) {
                 .iter()
                 .filter_map(|&e| world.get::<IkLimb>(e).cloned()),
         );
-        for &e in &limbs {
-            world.entity_mut(e).remove::<IkLimb>();
+        // The first limb's entity hosts the stage (in the limbs' place in the stage order);
+        // the others go, with their statuses.
+        world.entity_mut(limbs[0]).remove::<IkLimb>().insert(batch);
+        for &e in &limbs[1..] {
+            world.entity_mut(e).despawn();
         }
-        world.entity_mut(limbs[0]).insert(batch);
     }
     app.update();
 }

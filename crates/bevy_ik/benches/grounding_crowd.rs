@@ -24,7 +24,7 @@
 //! (30 frames) and those differences.
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bevy::asset::AssetPlugin;
 use bevy::camera::primitives::{Aabb, MeshAabb};
@@ -35,7 +35,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 
 #[path = "../tests/integration/common/mod.rs"]
 mod common;
-use common::{MIXAMO_NAMES, POSITIONS, spawn_humanoid};
+use common::{MIXAMO_NAMES, spawn_humanoid};
 
 // `benches/crowd.rs`'s walk cycle and its targets.
 #[path = "walk/mod.rs"]
