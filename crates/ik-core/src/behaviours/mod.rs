@@ -2,7 +2,7 @@
 //! ([`look_at`]), aiming a bone-local axis ([`aim`]), twist distribution over twist bones
 //! ([`twist`]) and goals that move over time ([`motion`], usable on any stage's goal).
 //!
-//! Each is engine-agnostic, built once from a [`Skeleton`](crate::Skeleton) (its axes derived
+//! Each is engine-agnostic, built once from a [`Skeleton`] (its axes derived
 //! from the rest pose, never assumed), and implements
 //! [`Stage`](crate::stack::Stage): push it with
 //! [`IkStack::push`](crate::stack::IkStack::push), reach it each frame with
