@@ -26,7 +26,8 @@
 //! (criterion's measurement time per mode, default 8), `IK_BATCHED` (adds the four-limb crowd forced one way and the other:
 //! `limbs_one_by_one` with `IkPlugin::with_batched_limbs(false)`, `limbs_batched` with
 //! `true`, each character's four limbs in one `LimbBatch` call; the `limbs` mode is the
-//! plugin's default rule, batched from 16 characters on),
+//! plugin's default rule, batched from 16 characters on; and `limbs_stage`: each character's
+//! four `IkLimb`s turned into one `IkLimbBatch` stage, ik-core's `LimbBatchStage`),
 //! `IK_CPU` (print the CPU time per frame, every thread, over 120 frames: on a shared, loaded
 //! machine wall time includes waiting for a core), `IK_PHASES` (print the median time of each phase of
 //! the frame: `Update`, the plugin's `Prepare`, `Solve` and `Writeback` sets, transform
@@ -50,12 +51,15 @@ use criterion::{Criterion, criterion_group, criterion_main};
 // The 21-bone humanoid's (parent index, T-pose model position) table, shared with the tests.
 #[path = "../tests/integration/common/mod.rs"]
 mod common;
-use common::{MIXAMO_NAMES as NAMES, POSITIONS};
+use common::POSITIONS;
 
 // The walk cycle and its targets, shared with `grounding_crowd.rs`.
 #[path = "walk/mod.rs"]
 mod walk;
-use walk::{CYCLE, Frame, Track, WalkCycle, move_targets, walk_cycle};
+use walk::{
+    CYCLE, Frame, Track, WalkCycle, compute_on_every_core, median_frame, move_targets, spawn_bones,
+    walk_cycle, walk_targets,
+};
 
 /// A small deterministic generator (seeded; the same crowd every run).
 struct Lcg(u64);
@@ -172,20 +176,30 @@ fn spawn_character(world: &mut World, at: Vec3, humanoid: IkHumanoid) {
     let root = world
         .spawn((Transform::from_translation(at), humanoid))
         .id();
-    let mut bones: Vec<Entity> = Vec::new();
-    for (i, &(parent, p)) in POSITIONS.iter().enumerate() {
-        let parent_pos = parent.map_or(Vec3::ZERO, |j| Vec3::from(POSITIONS[j].1));
-        let parent_entity = parent.map_or(root, |j| bones[j]);
-        bones.push(
-            world
-                .spawn((
-                    Name::new(NAMES[i]),
-                    Transform::from_translation(Vec3::from(p) - parent_pos),
-                    ChildOf(parent_entity),
-                ))
-                .id(),
+    spawn_bones(world, root);
+}
+
+/// `limbs_stage`: each humanoid's four `IkLimb` stages (set up by the first frame) become one
+/// `IkLimbBatch` stage on the first limb's entity, the same limbs, targets and poles (one
+/// status per character instead of four).
+fn limbs_into_one_stage(app: &mut App) {
+    let mut q = app.world_mut().query::<&IkHumanoidTargets>();
+    let sets: Vec<Vec<Entity>> = q.iter(app.world()).map(|t| t.limbs.clone()).collect();
+    for limbs in sets {
+        let world = app.world_mut();
+        let batch = IkLimbBatch::new(
+            limbs
+                .iter()
+                .filter_map(|&e| world.get::<IkLimb>(e).cloned()),
         );
+        // The first limb's entity hosts the stage (in the limbs' place in the stage order);
+        // the others go, with their statuses.
+        world.entity_mut(limbs[0]).remove::<IkLimb>().insert(batch);
+        for &e in &limbs[1..] {
+            world.entity_mut(e).despawn();
+        }
     }
+    app.update();
 }
 
 fn crowd(n: usize, humanoid: &IkHumanoid, batched: Option<bool>) -> App {
@@ -194,11 +208,11 @@ fn crowd(n: usize, humanoid: &IkHumanoid, batched: Option<bool>) -> App {
     // gets the rest: on this 2-core machine that leaves compute (systems and `par_iter_mut`)
     // one thread. A game that wants every core for its systems gives compute all of them (the
     // IO and async threads sleep when idle); `IK_DEFAULT_POOLS` keeps Bevy's defaults.
-    let mut pools = TaskPoolOptions::default();
-    if std::env::var("IK_DEFAULT_POOLS").is_err() {
-        pools.compute.min_threads =
-            std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    }
+    let pools = if std::env::var("IK_DEFAULT_POOLS").is_err() {
+        compute_on_every_core()
+    } else {
+        TaskPoolOptions::default()
+    };
     app.add_plugins((
         MinimalPlugins.set(TaskPoolPlugin {
             task_pool_options: pools,
@@ -259,18 +273,7 @@ fn crowd(n: usize, humanoid: &IkHumanoid, batched: Option<bool>) -> App {
             continue;
         }
         let phase = (rng.next() * CYCLE as f32) as usize;
-        for (slot, e) in [
-            t.left_hand,
-            t.right_hand,
-            t.left_foot,
-            t.right_foot,
-            t.pelvis,
-            t.head,
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let Some(e) = e else { continue };
+        for (slot, e) in walk_targets(&t) {
             app.world_mut()
                 .entity_mut(e)
                 .insert((Track { slot, phase }, Seed(index as u32 + 1)));
@@ -424,19 +427,6 @@ fn print_task_times(app: &mut App, label: &str) {
     );
 }
 
-/// Median wall time of one frame over `frames` frames.
-fn median_frame(app: &mut App, frames: usize) -> Duration {
-    let mut times: Vec<Duration> = (0..frames)
-        .map(|_| {
-            let start = Instant::now();
-            app.update();
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[times.len() / 2]
-}
-
 fn bench_crowd(c: &mut Criterion) {
     let n: usize = std::env::var("IK_CROWD")
         .ok()
@@ -467,6 +457,7 @@ fn bench_crowd(c: &mut Criterion) {
     let forced = [
         ("limbs_one_by_one", IkHumanoid::limbs(), Some(false)),
         ("limbs_batched", IkHumanoid::limbs(), Some(true)),
+        ("limbs_stage", IkHumanoid::limbs(), Some(false)),
     ];
     let only = std::env::var("IK_MODES").ok();
     let only: Option<Vec<&str>> = only
@@ -489,6 +480,9 @@ fn bench_crowd(c: &mut Criterion) {
     let mut medians = Vec::new();
     for (label, humanoid, batched) in &modes {
         let mut app = crowd(n, humanoid, *batched);
+        if *label == "limbs_stage" {
+            limbs_into_one_stage(&mut app);
+        }
         if let Some(frames) = env("IK_FRAMES") {
             for _ in 0..frames as u32 {
                 app.update();
@@ -556,6 +550,15 @@ fn bench_crowd(c: &mut Criterion) {
             full.as_secs_f64() * 1e3,
             limbs.as_secs_f64() * 1e3,
             full.as_secs_f64() / limbs.as_secs_f64()
+        );
+    }
+    if let (Some(stage), Some(batched)) = (median("limbs_stage"), median("limbs_batched")) {
+        println!(
+            "crowd of {n}: four analytic limbs as one IkLimbBatch stage {:.2} ms/frame, the \
+             plugin's LimbBatch {:.2} ms/frame (ratio {:.2})",
+            stage.as_secs_f64() * 1e3,
+            batched.as_secs_f64() * 1e3,
+            stage.as_secs_f64() / batched.as_secs_f64()
         );
     }
     if let (Some(limbs), Some(batched)) = (median("limbs_one_by_one"), median("limbs_batched")) {

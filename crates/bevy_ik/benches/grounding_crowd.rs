@@ -24,7 +24,7 @@
 //! (30 frames) and those differences.
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bevy::asset::AssetPlugin;
 use bevy::camera::primitives::{Aabb, MeshAabb};
@@ -35,12 +35,15 @@ use criterion::{Criterion, criterion_group, criterion_main};
 
 #[path = "../tests/integration/common/mod.rs"]
 mod common;
-use common::{MIXAMO_NAMES, POSITIONS, spawn_humanoid};
+use common::{MIXAMO_NAMES, spawn_humanoid};
 
 // `benches/crowd.rs`'s walk cycle and its targets.
 #[path = "walk/mod.rs"]
 mod walk;
-use walk::{CYCLE, Frame, Track, move_targets, walk_cycle};
+use walk::{
+    CYCLE, Frame, Track, compute_on_every_core, median_frame, move_targets, spawn_bones,
+    walk_cycle, walk_targets,
+};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Mode {
@@ -49,24 +52,6 @@ enum Mode {
     FullBody,
     Samples,
     Meshes,
-}
-
-/// The bench humanoid with unrotated bones under `root`, as `benches/crowd.rs` spawns it.
-fn spawn_unrotated(world: &mut World, root: Entity) {
-    let mut bones: Vec<Entity> = Vec::new();
-    for (i, &(parent, p)) in POSITIONS.iter().enumerate() {
-        let parent_pos = parent.map_or(Vec3::ZERO, |j| Vec3::from(POSITIONS[j].1));
-        let parent_entity = parent.map_or(root, |j| bones[j]);
-        bones.push(
-            world
-                .spawn((
-                    Name::new(MIXAMO_NAMES[i]),
-                    Transform::from_translation(Vec3::from(p) - parent_pos),
-                    ChildOf(parent_entity),
-                ))
-                .id(),
-        );
-    }
 }
 
 /// The game's own ground source for `Mode::Samples`: flat ground at y = 0 under each foot.
@@ -87,12 +72,9 @@ fn write_flat_samples(mut q: Query<(&mut IkGroundSamples, &IkGroundingState)>) {
 
 fn crowd(n: usize, mode: Mode, full_body: bool) -> App {
     let mut app = App::new();
-    let mut pools = TaskPoolOptions::default();
-    pools.compute.min_threads =
-        std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     app.add_plugins((
         MinimalPlugins.set(TaskPoolPlugin {
-            task_pool_options: pools,
+            task_pool_options: compute_on_every_core(),
         }),
         TransformPlugin,
         AssetPlugin::default(),
@@ -161,7 +143,7 @@ fn crowd(n: usize, mode: Mode, full_body: bool) -> App {
             IkGroundSource::Samples
         });
         if full_body {
-            spawn_unrotated(app.world_mut(), root);
+            spawn_bones(app.world_mut(), root);
             app.world_mut().entity_mut(root).insert(IkHumanoid::auto());
             // [full body, grounding]: the grounding stage after the humanoid's.
             let stage = app.world_mut().spawn((grounding, IkStageOf(root))).id();
@@ -184,18 +166,7 @@ fn crowd(n: usize, mode: Mode, full_body: bool) -> App {
         assert_eq!(targets.len(), n, "every character was mapped");
         for (i, t) in targets.into_iter().enumerate() {
             let phase = (i * 37) % CYCLE;
-            for (slot, e) in [
-                t.left_hand,
-                t.right_hand,
-                t.left_foot,
-                t.right_foot,
-                t.pelvis,
-                t.head,
-            ]
-            .into_iter()
-            .enumerate()
-            {
-                let Some(e) = e else { continue };
+            for (slot, e) in walk_targets(&t) {
                 app.world_mut().entity_mut(e).insert(Track { slot, phase });
             }
         }
@@ -212,19 +183,6 @@ fn crowd(n: usize, mode: Mode, full_body: bool) -> App {
         assert_eq!(grounded, n, "every character found its ground ({mode:?})");
     }
     app
-}
-
-/// Median wall time of one frame over `frames` frames.
-fn median_frame(app: &mut App, frames: usize) -> Duration {
-    let mut times: Vec<Duration> = (0..frames)
-        .map(|_| {
-            let start = Instant::now();
-            app.update();
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[times.len() / 2]
 }
 
 fn bench(c: &mut Criterion) {

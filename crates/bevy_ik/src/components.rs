@@ -1,6 +1,7 @@
 //! The components users put on entities: [`BoneRef`] (a bone by entity, `Name` or humanoid
 //! role), [`IkLimb`] (an analytic two-bone stage driven by a target entity and an optional pole
-//! entity), the [`IkDisabled`] marker and the [`IkStatus`] the plugin reports into.
+//! entity), [`IkLimbBatch`] (a run of such limbs solved together), the [`IkDisabled`] marker
+//! and the [`IkStatus`] the plugin reports into.
 
 use bevy::ecs::component::Component;
 use bevy::ecs::entity::Entity;
@@ -238,6 +239,85 @@ impl IkLimb {
     pub fn in_hierarchy(mut self, root: Entity) -> Self {
         self.hierarchy = Some(root);
         self
+    }
+}
+
+/// A run of independent analytic two-bone limbs (a character's arms and legs) as one stage,
+/// solved together by ik-core's [`LimbBatchStage`](ik_core::stack::LimbBatchStage): four limbs
+/// per SIMD vector, what the per-limb [`IkLimb`] stages give to the batch kernel's rounding.
+///
+/// Each limb is described as an [`IkLimb`] is (bones by entity, name or role, target, pole or
+/// swivel, weights, [`LimbSettings`]) and keeps its own weight; the stage's
+/// [`IkLimbBatch::weight`] blends the whole run. Its [`IkStatus`] is the stage's:
+/// [`IkStatus::residuals`] holds one position residual per limb, in order. The limbs must be
+/// independent (no limb's bones, or its root's ancestors, written by an earlier limb of the
+/// run) and have no bones between root, mid and tip; set-up reports
+/// [`IkError::InvalidChain`] otherwise. Every limb needs a target: a limb without one makes
+/// the stage report [`IkError::NoTarget`] and leave the pose as it came in. A change of a
+/// limb's bones or settings rebuilds the stage (allocates; a two-bone limb has no warm start
+/// to lose); targets, poles and weights are read every frame.
+///
+/// Use it on a stage entity ([`IkStageOf(character)`](crate::IkStageOf)) or on the character
+/// entity itself, like [`IkLimb`]:
+///
+/// ```
+/// # use bevy::prelude::*;
+/// # use bevy_ik::prelude::*;
+/// # let mut world = World::new();
+/// # let character = world.spawn_empty().id();
+/// # let [hand_l, hand_r, foot_l, foot_r] = [(); 4].map(|()| world.spawn_empty().id());
+/// let limb = |side: &str, bones: [&str; 3], target| {
+///     IkLimb::new(
+///         format!("{side}{}", bones[0]),
+///         format!("{side}{}", bones[1]),
+///         format!("{side}{}", bones[2]),
+///     )
+///     .with_target(target)
+/// };
+/// let (arm, leg) = (["Arm", "ForeArm", "Hand"], ["UpLeg", "Leg", "Foot"]);
+/// world.spawn((
+///     IkLimbBatch::new([
+///         limb("mixamorig:Left", arm, hand_l),
+///         limb("mixamorig:Right", arm, hand_r),
+///         limb("mixamorig:Left", leg, foot_l),
+///         limb("mixamorig:Right", leg, foot_r),
+///     ]),
+///     IkStageOf(character),
+/// ));
+/// ```
+///
+/// A registered stage kind, after [`IkLimb`] in precedence (see [`crate::kind`]).
+#[derive(Component, Debug, Clone, PartialEq, Reflect)]
+#[reflect(Component, Default, Debug)]
+#[cfg_attr(
+    feature = "serialize",
+    derive(serde::Serialize, serde::Deserialize),
+    reflect(Serialize, Deserialize)
+)]
+pub struct IkLimbBatch {
+    /// The limbs, in the order their residuals are reported.
+    pub limbs: Vec<IkLimb>,
+    /// IK/FK blend of the whole stage: 1 = solved, 0 = the animated pose untouched.
+    pub weight: f32,
+}
+
+impl Default for IkLimbBatch {
+    fn default() -> Self {
+        Self {
+            limbs: Vec::new(),
+            weight: 1.0,
+        }
+    }
+}
+
+impl IkLimbBatch {
+    /// A stage of these limbs, at weight 1.
+    #[must_use]
+    pub fn new(limbs: impl IntoIterator<Item = IkLimb>) -> Self {
+        Self {
+            limbs: limbs.into_iter().collect(),
+            ..Self::default()
+        }
     }
 }
 

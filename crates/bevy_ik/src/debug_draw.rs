@@ -263,13 +263,7 @@ fn draw_ik_gizmos(
                         );
                     }
                     if let Some(look) = targets.head.and_then(pos) {
-                        if settings.targets {
-                            gizmos.sphere(
-                                Isometry3d::from_translation(look),
-                                settings.target_radius,
-                                TARGET,
-                            );
-                        }
+                        target_sphere(&mut gizmos, &settings, look);
                         if settings.poles
                             && let Some(head) = pos(entities[stage.solver.head_bone()])
                         {
@@ -345,18 +339,23 @@ fn draw_target(
     let Some(target) = target.filter(|t| t.is_finite()) else {
         return;
     };
-    if settings.targets {
-        gizmos.sphere(
-            Isometry3d::from_translation(target),
-            settings.target_radius,
-            TARGET,
-        );
-    }
+    target_sphere(gizmos, settings, target);
     if settings.residuals
         && let Some(effector) = effector
     {
         let reached = solved && effector.distance(target) < REACHED_TOLERANCE;
         gizmos.line(effector, target, if reached { REACHED } else { MISSED });
+    }
+}
+
+/// A target's sphere, when targets are drawn.
+fn target_sphere(gizmos: &mut Gizmos, settings: &IkDebugDraw, at: Vec3) {
+    if settings.targets {
+        gizmos.sphere(
+            Isometry3d::from_translation(at),
+            settings.target_radius,
+            TARGET,
+        );
     }
 }
 

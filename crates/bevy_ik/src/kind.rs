@@ -3,9 +3,10 @@
 //! registers it.
 //!
 //! The crate's own stage components register exactly as yours do: [`IkHumanoid`] (the
-//! full-body stage), [`IkRig`] (a Jacobian rig), [`IkLimb`] (an analytic two-bone limb) and
-//! [`IkCustom`] (any ik-core [`Stage`](ik_core::stack::Stage), which the behaviours, grounding,
-//! secondary motion and the VR body build). A registered kind says, in one place, what its
+//! full-body stage), [`IkRig`] (a Jacobian rig), [`IkLimb`] (an analytic two-bone limb),
+//! [`IkLimbBatch`] (a run of such limbs solved together) and [`IkCustom`] (any ik-core
+//! [`Stage`](ik_core::stack::Stage), which the behaviours, grounding, secondary motion and the
+//! VR body build). A registered kind says, in one place, what its
 //! structure is ([`IkStageComponent::key`]: a change rebuilds the stage), which bones it needs
 //! ([`IkStageComponent::resolve`]), how its ik-core stage is built
 //! ([`IkStageComponent::build`]), what it hands the built stage every frame
@@ -17,11 +18,12 @@
 //!
 //! An entity carries one stage: when it has components of several kinds, the first registered
 //! kind that describes a stage wins (the built-ins, in order: `IkHumanoid` with the full-body
-//! solver, `IkRig`, `IkLimb`, `IkCustom`; then yours, in registration order).
+//! solver, `IkRig`, `IkLimb`, `IkLimbBatch`, `IkCustom`; then yours, in registration order).
 //!
 //! [`IkHumanoid`]: crate::IkHumanoid
 //! [`IkRig`]: crate::IkRig
 //! [`IkLimb`]: crate::IkLimb
+//! [`IkLimbBatch`]: crate::IkLimbBatch
 //! [`IkCustom`]: crate::IkCustom
 
 use core::any::Any;

@@ -28,7 +28,9 @@ pub mod vrm_spring;
 pub use balance::{IkBalance, IkCenterOfMass};
 pub use behaviours::{IkAim, IkEasing, IkLookAt, IkReach, IkTwist};
 pub use character::IkCharacter;
-pub use components::{BoneRef, IkDisabled, IkKeepGoals, IkLimb, IkSolveTime, IkStatus};
+pub use components::{
+    BoneRef, IkDisabled, IkKeepGoals, IkLimb, IkLimbBatch, IkSolveTime, IkStatus,
+};
 #[cfg(feature = "debug-draw")]
 pub use debug_draw::IkDebugDraw;
 pub use error::{CoreError, IkError};
@@ -63,7 +65,9 @@ pub mod prelude {
     pub use crate::balance::{IkBalance, IkCenterOfMass};
     pub use crate::behaviours::{IkAim, IkEasing, IkLookAt, IkReach, IkTwist};
     pub use crate::character::IkCharacter;
-    pub use crate::components::{BoneRef, IkDisabled, IkKeepGoals, IkLimb, IkSolveTime, IkStatus};
+    pub use crate::components::{
+        BoneRef, IkDisabled, IkKeepGoals, IkLimb, IkLimbBatch, IkSolveTime, IkStatus,
+    };
     #[cfg(feature = "debug-draw")]
     pub use crate::debug_draw::IkDebugDraw;
     pub use crate::error::{CoreError, IkError};
@@ -235,6 +239,7 @@ impl Plugin for IkPlugin {
         app.register_ik_stage::<IkHumanoid>()
             .register_ik_stage::<IkRig>()
             .register_ik_stage::<IkLimb>()
+            .register_ik_stage::<IkLimbBatch>()
             .register_ik_stage::<IkCustom>();
         kind::watch_stage_component::<IkHumanoidTargets>(app);
         app.configure_sets(
@@ -249,6 +254,7 @@ impl Plugin for IkPlugin {
         });
         app.register_type::<BoneRef>()
             .register_type::<IkLimb>()
+            .register_type::<IkLimbBatch>()
             .register_type::<IkDisabled>()
             .register_type::<IkStatus>()
             .register_type::<IkSolveTime>()

@@ -14,6 +14,15 @@
 //! the batch is cheaper per character at any count, but a scene of a few characters keeps
 //! the scalar solve's exact results for microseconds a frame.
 //!
+//! # Or as one stage
+//!
+//! [`IkLimbBatch`](crate::IkLimbBatch) asks for the same kernel explicitly: one stage entity
+//! describing a run of limbs (ik-core's [`LimbBatchStage`](ik_core::stack::LimbBatchStage)),
+//! registered as a stage kind like the other built-ins, whatever the number of characters. The
+//! stack's own rules apply to it as to any stage (one save, blend and outcome for the run, one
+//! [`IkStatus`](crate::IkStatus) with a residual per limb) instead of this module's per-limb
+//! hand-over.
+//!
 //! # Semantics kept
 //!
 //! Those of the stack's own solve, stage by stage (ik-core's [`LimbBatch`] docs): a disabled
@@ -48,6 +57,13 @@
 //! - ik-core's `stack_limbs` bench (256 Mixamo test-rig characters, orientation goals and
 //!   poles, the solve alone): `IkStack::solve` 6,730, `LimbBatch::solve` 4,360 (kernel 1,545,
 //!   forward kinematics 1,116, hand-over 1,700).
+//!
+//! - [`IkLimbBatch`](crate::IkLimbBatch), the same kernel as one stage (the crowd bench's
+//!   `limbs_stage` mode, 200 characters, 32 frames; inclusive instructions of
+//!   `solve_character` per call, measured on 9569d6f): 10,350, against 10,710 for this
+//!   module's batch (`limbs_batched`) and 12,700 one by one (`limbs_one_by_one`) in the same
+//!   build. The wall clock (1000 characters, three alternating runs, load 6–8) spread 4–25 ms
+//!   a frame for every mode and could not rank them.
 //!
 //! Per limb: the kernel about 350–390 instructions and the hand-over about 410, against 930
 //! for the scalar `TwoBoneIk::solve_with_parent` and 450 for the stack's per-stage save, blend

@@ -7,13 +7,12 @@
 //! `solve` (which also walks the root's ancestors), and their ratio.
 
 use std::hint::black_box;
-use std::time::Instant;
 
 use criterion::{Criterion, criterion_group};
 #[path = "support/analytic_goals.rs"]
 mod analytic_goals;
 
-use analytic_goals::{Setup, setup};
+use analytic_goals::{Setup, median_and_min_ns, setup};
 
 fn bench_analytic(c: &mut Criterion) {
     let Setup {
@@ -42,43 +41,19 @@ fn bench_analytic(c: &mut Criterion) {
 }
 
 /// Median over batches of the whole goal set, in ns per solve.
-fn median_ns(mut solve_all: impl FnMut()) -> f64 {
-    for _ in 0..20 {
-        solve_all();
-    }
-    let mut samples: Vec<f64> = (0..201)
-        .map(|_| {
-            let t = Instant::now();
-            solve_all();
-            t.elapsed().as_nanos() as f64
-        })
-        .collect();
-    samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2]
-}
-
 fn print_medians() {
-    let Setup {
-        skeleton,
-        ik,
-        mut pose,
-        parent,
-        goals,
-    } = setup();
-    let n = goals.len() as f64;
-    let with_parent = median_ns(|| {
-        for goal in &goals {
-            let _ = black_box(ik.solve_with_parent(&skeleton, &mut pose, black_box(goal), &parent));
+    let mut s = setup();
+    let n = s.goals.len() as f64;
+    let with_parent = median_and_min_ns(|| s.solve_all_with_parent()).0 / n;
+    let full = median_and_min_ns(|| {
+        for goal in &s.goals {
+            let _ = black_box(s.ik.solve(&s.skeleton, &mut s.pose, black_box(goal)));
         }
-    }) / n;
-    let full = median_ns(|| {
-        for goal in &goals {
-            let _ = black_box(ik.solve(&skeleton, &mut pose, black_box(goal)));
-        }
-    }) / n;
+    })
+    .0 / n;
     println!(
         "analytic two-bone IK, median over batches of {} goals:",
-        goals.len()
+        s.goals.len()
     );
     println!("  solve_with_parent: {with_parent:.1} ns/solve");
     println!(

@@ -12,7 +12,6 @@
 //! (amortised over the 1000) of each, and their ratio.
 
 use std::hint::black_box;
-use std::time::Instant;
 
 use criterion::{Criterion, criterion_group};
 use glam::Quat;
@@ -21,7 +20,7 @@ use ik_core::analytic::batch::{BatchScratch, LaneGoals, LanePoses, TwoBoneBatch}
 #[path = "support/analytic_goals.rs"]
 mod analytic_goals;
 
-use analytic_goals::{Setup, setup};
+use analytic_goals::{Setup, median_and_min_ns, setup};
 
 /// The batch over the goal set and its per-call buffers.
 struct Batch {
@@ -180,38 +179,10 @@ fn bench_batch(c: &mut Criterion) {
     c.bench_function("two_bone_batch_lanes_round_trip_1000", |bench| {
         bench.iter(|| lanes.round_trip());
     });
-    let Setup {
-        skeleton,
-        ik,
-        mut pose,
-        parent,
-        goals,
-    } = setup();
+    let mut scalar_set = setup();
     c.bench_function("two_bone_scalar_1000", |bench| {
-        bench.iter(|| {
-            for goal in &goals {
-                let _ =
-                    black_box(ik.solve_with_parent(&skeleton, &mut pose, black_box(goal), &parent));
-            }
-        });
+        bench.iter(|| scalar_set.solve_all_with_parent());
     });
-}
-
-/// Median and minimum over runs of the whole goal set, in ns per run (the minimum is the run
-/// least disturbed by other processes on a shared machine).
-fn median_ns(mut solve_all: impl FnMut()) -> (f64, f64) {
-    for _ in 0..20 {
-        solve_all();
-    }
-    let mut samples: Vec<f64> = (0..201)
-        .map(|_| {
-            let t = Instant::now();
-            solve_all();
-            t.elapsed().as_nanos() as f64
-        })
-        .collect();
-    samples.sort_by(f64::total_cmp);
-    (samples[samples.len() / 2], samples[0])
 }
 
 fn print_medians() {
@@ -219,32 +190,21 @@ fn print_medians() {
     let mut b = batch_for(&s);
     let mut lanes = lanes_for(&s);
     let n = s.goals.len() as f64;
-    let Setup {
-        skeleton,
-        ik,
-        mut pose,
-        parent,
-        goals,
-    } = setup();
+    let mut scalar_set = setup();
     // Alternating, so that a change of machine load hits all alike.
     let mut runs: [Vec<(f64, f64)>; 5] = Default::default();
     for _ in 0..5 {
-        runs[0].push(median_ns(|| {
+        runs[0].push(median_and_min_ns(|| {
             b.solve();
         }));
-        runs[1].push(median_ns(|| {
+        runs[1].push(median_and_min_ns(|| {
             lanes.solve(false);
         }));
-        runs[2].push(median_ns(|| {
+        runs[2].push(median_and_min_ns(|| {
             lanes.solve(true);
         }));
-        runs[3].push(median_ns(|| lanes.round_trip()));
-        runs[4].push(median_ns(|| {
-            for goal in &goals {
-                let _ =
-                    black_box(ik.solve_with_parent(&skeleton, &mut pose, black_box(goal), &parent));
-            }
-        }));
+        runs[3].push(median_and_min_ns(|| lanes.round_trip()));
+        runs[4].push(median_and_min_ns(|| scalar_set.solve_all_with_parent()));
     }
     let [batch, lanes_bare, lanes_reports, round_trip, scalar] = runs.map(|mut runs| {
         let min = runs.iter().map(|r| r.1).fold(f64::INFINITY, f64::min) / n;
@@ -255,7 +215,7 @@ fn print_medians() {
     let lanes_fallback = lanes.solve(false);
     println!(
         "analytic two-bone IK, {} limbs per call; median of 5 alternating medians (fastest run):",
-        goals.len()
+        s.goals.len()
     );
     let line = |name: &str, (median, min): (f64, f64)| {
         println!(
@@ -270,7 +230,7 @@ fn print_medians() {
     line("scalar (solve_with_parent):", scalar);
     println!(
         "  {fallback} ({lanes_fallback}) of {} limbs took the scalar solve in solve (solve_lanes)",
-        goals.len()
+        s.goals.len()
     );
 }
 

@@ -3,11 +3,14 @@
 //! kinematics of in-limit joint angles, and the system that moves every character's targets
 //! along the cycle each frame.
 
+use std::time::{Duration, Instant};
+
 use bevy::prelude::*;
 use bevy_ik::ik_core::humanoid::{FullBodySolver, HumanoidBone, HumanoidMap};
 use bevy_ik::ik_core::limits::JointLimit;
 use bevy_ik::ik_core::skeleton::Bone;
 use bevy_ik::ik_core::{BoneTransform, Skeleton};
+use bevy_ik::prelude::IkHumanoidTargets;
 
 use super::common::{MIXAMO_NAMES as NAMES, POSITIONS};
 
@@ -138,4 +141,60 @@ pub fn walk_cycle() -> WalkCycle {
         })
         .collect();
     WalkCycle(frames, anchors)
+}
+
+/// The bench humanoid's bones under `root`, unrotated and named as Mixamo's, parents first.
+pub fn spawn_bones(world: &mut World, root: Entity) {
+    let mut bones: Vec<Entity> = Vec::new();
+    for (i, &(parent, p)) in POSITIONS.iter().enumerate() {
+        let parent_pos = parent.map_or(Vec3::ZERO, |j| Vec3::from(POSITIONS[j].1));
+        let parent_entity = parent.map_or(root, |j| bones[j]);
+        bones.push(
+            world
+                .spawn((
+                    Name::new(NAMES[i]),
+                    Transform::from_translation(Vec3::from(p) - parent_pos),
+                    ChildOf(parent_entity),
+                ))
+                .id(),
+        );
+    }
+}
+
+/// Task pools that give compute every core (Bevy's defaults give IO and async compute one
+/// thread each first: on a 2-core machine compute would get one).
+pub fn compute_on_every_core() -> TaskPoolOptions {
+    let mut pools = TaskPoolOptions::default();
+    pools.compute.min_threads =
+        std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    pools
+}
+
+/// A character's walk targets, in the order of a [`WalkCycle`] frame (the slot of its
+/// [`Track`]), those it has.
+pub fn walk_targets(t: &IkHumanoidTargets) -> impl Iterator<Item = (usize, Entity)> {
+    [
+        t.left_hand,
+        t.right_hand,
+        t.left_foot,
+        t.right_foot,
+        t.pelvis,
+        t.head,
+    ]
+    .into_iter()
+    .enumerate()
+    .filter_map(|(slot, e)| Some((slot, e?)))
+}
+
+/// Median wall time of one frame over `frames` frames.
+pub fn median_frame(app: &mut App, frames: usize) -> Duration {
+    let mut times: Vec<Duration> = (0..frames)
+        .map(|_| {
+            let start = Instant::now();
+            app.update();
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[times.len() / 2]
 }

@@ -280,3 +280,120 @@ fn by_default_a_crowd_is_batched_and_a_few_characters_are_not() {
     let (app, crowd) = app_with(IkPlugin::default().with_batched_limbs(false), few + 8);
     assert_eq!(solved_batched(&app, &crowd), vec![0; few + 8]);
 }
+
+/// Turns each character's four leading `IkLimb` stages into one `IkLimbBatch` stage in their
+/// place (on the first limb's entity, so a fifth stage still runs after it); a disabled limb
+/// becomes a limb at weight 0 (its bones pass through, as the disabled stage's do).
+fn limbs_into_one_stage(app: &mut App, crowd: &[Character]) {
+    for ch in crowd {
+        let world = app.world_mut();
+        let limbs: Vec<IkLimb> = ch.limbs[..4]
+            .iter()
+            .map(|&e| {
+                let mut limb = world.get::<IkLimb>(e).unwrap().clone();
+                if world.get::<IkDisabled>(e).is_some() {
+                    limb.weight = 0.0;
+                }
+                limb
+            })
+            .collect();
+        for &e in &ch.limbs[..4] {
+            world.entity_mut(e).remove::<(IkLimb, IkDisabled)>();
+        }
+        world
+            .entity_mut(ch.limbs[0])
+            .insert(IkLimbBatch::new(limbs));
+    }
+}
+
+/// `IkLimbBatch` (ik-core's `LimbBatchStage` as a registered stage kind) against four `IkLimb`
+/// stages, both solved one by one by the plugin (`with_batched_limbs(false)`): over the same
+/// goal mix and moving targets, every bone within 1e-4 of the per-limb stages' and every tip as
+/// far from its target, and the stage's status giving each limb's residual as its `IkLimb`'s.
+#[test]
+fn limb_batch_stage_meets_the_goals_as_the_limb_stages_do() {
+    const TOLERANCE: f32 = 1e-4;
+    let count = 12;
+    let mut apps = [false, true].map(|one_stage| {
+        let mut app = App::new();
+        app.add_plugins((
+            MinimalPlugins,
+            TransformPlugin,
+            IkPlugin::default().with_batched_limbs(false),
+        ));
+        let crowd = spawn_crowd(&mut app, count);
+        if one_stage {
+            limbs_into_one_stage(&mut app, &crowd);
+        }
+        (app, crowd)
+    });
+    let mut worst = 0f32;
+    for frame in 0..8 {
+        for (i, (app, crowd)) in apps.iter_mut().enumerate() {
+            if frame > 0 {
+                move_targets(app, crowd, frame);
+            }
+            if frame == 4 {
+                // A settings change (the batch stage is rebuilt) and a longer forearm.
+                let e = crowd[1].limbs[0];
+                let world = app.world_mut();
+                if i == 0 {
+                    world.get_mut::<IkLimb>(e).unwrap().settings.flex_max = 1.5;
+                } else {
+                    world.get_mut::<IkLimbBatch>(e).unwrap().limbs[0]
+                        .settings
+                        .flex_max = 1.5;
+                }
+                let hand = crowd[2].bones[12];
+                world.get_mut::<Transform>(hand).unwrap().translation *= 1.1;
+            }
+            app.update();
+        }
+        let [(a, crowd_a), (b, crowd_b)] = &apps;
+        for (c, (ca, cb)) in crowd_a.iter().zip(crowd_b).enumerate() {
+            for (&ba, &bb) in ca.bones.iter().zip(&cb.bones) {
+                let (pa, pb) = (world_pos(a, ba), world_pos(b, bb));
+                assert!(pb.is_finite());
+                let d = pa.distance(pb);
+                worst = worst.max(d);
+                assert!(
+                    d <= TOLERANCE,
+                    "frame {frame}: a bone is {d} from the limbs' pose"
+                );
+            }
+            let stage = status(b, cb.limbs[0]);
+            assert!(
+                stage.solved && stage.last_error.is_none(),
+                "frame {frame}: {stage:?}"
+            );
+            assert_eq!(stage.residuals.len(), 4, "one residual per limb");
+            for (k, limb) in LIMBS.iter().enumerate() {
+                let (tip_a, tip_b) = (ca.bones[limb[2]], cb.bones[limb[2]]);
+                let (ta, tb) = (ca.targets[k], cb.targets[k]);
+                let (da, db) = (
+                    world_pos(a, tip_a).distance(world_pos(a, ta)),
+                    world_pos(b, tip_b).distance(world_pos(b, tb)),
+                );
+                assert!(
+                    (da - db).abs() <= TOLERANCE,
+                    "frame {frame}, character {c}, limb {k}: tip {db} from its target, the \
+                     limb stage's {da}"
+                );
+                let limb_status = status(a, ca.limbs[k]);
+                if limb_status.solved {
+                    let (ra, rb) = (limb_status.position_residual, stage.residuals[k]);
+                    assert!(
+                        (ra - rb).abs() <= TOLERANCE,
+                        "frame {frame}, character {c}, limb {k}: residual {rb} vs {ra}"
+                    );
+                }
+            }
+        }
+    }
+    // The goals moved the limbs away from the rest pose (not a comparison of two rest poses).
+    let (a, crowd_a) = &apps[0];
+    let rest = Vec3::from(POSITIONS[LIMBS[0][2]].1);
+    let root = world_pos(a, crowd_a[0].root);
+    assert!(world_pos(a, crowd_a[0].bones[LIMBS[0][2]]).distance(root + rest) > 1e-2);
+    println!("worst bone difference {worst:e} (tolerance {TOLERANCE:e})");
+}

@@ -2,6 +2,9 @@
 //! 10 % degenerate), shared by `benches/analytic.rs` (wall clock) and
 //! `examples/analytic_instructions.rs` (instruction counts under callgrind).
 
+use std::hint::black_box;
+use std::time::Instant;
+
 use glam::{Quat, Vec3};
 use ik_core::analytic::{LimbGoal, TwoBoneIk};
 use ik_core::{Bone, BoneTransform, Pose, Skeleton};
@@ -134,4 +137,39 @@ pub fn setup() -> Setup {
         parent,
         goals,
     }
+}
+
+impl Setup {
+    /// Solves every goal with `solve_with_parent` (the hot path the plugin and the full-body
+    /// solver use), from the pose the previous goal left.
+    #[allow(dead_code, reason = "used by the benches, not by every includer")]
+    #[inline]
+    pub fn solve_all_with_parent(&mut self) {
+        for goal in &self.goals {
+            let _ = black_box(self.ik.solve_with_parent(
+                &self.skeleton,
+                &mut self.pose,
+                black_box(goal),
+                &self.parent,
+            ));
+        }
+    }
+}
+
+/// Median and minimum over 201 timed runs of `solve_all` (after 20 untimed ones), in ns per
+/// run (the minimum is the run least disturbed by other processes on a shared machine).
+#[allow(dead_code, reason = "used by the benches, not by every includer")]
+pub fn median_and_min_ns(mut solve_all: impl FnMut()) -> (f64, f64) {
+    for _ in 0..20 {
+        solve_all();
+    }
+    let mut samples: Vec<f64> = (0..201)
+        .map(|_| {
+            let t = Instant::now();
+            solve_all();
+            t.elapsed().as_nanos() as f64
+        })
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    (samples[samples.len() / 2], samples[0])
 }

@@ -438,12 +438,7 @@ impl Q {
     }
     #[inline(always)]
     fn scale(self, s: F) -> Self {
-        Self {
-            x: self.x * s,
-            y: self.y * s,
-            z: self.z * s,
-            w: self.w * s,
-        }
+        Self::from_vw(self.v().scale(s), self.w * s)
     }
     #[inline(always)]
     fn normalize(self) -> Self {
@@ -466,12 +461,7 @@ impl Q {
     }
     #[inline(always)]
     fn select(mask: F, t: Self, f: Self) -> Self {
-        Self {
-            x: mask.blend(t.x, f.x),
-            y: mask.blend(t.y, f.y),
-            z: mask.blend(t.z, f.z),
-            w: mask.blend(t.w, f.w),
-        }
+        Self::from_vw(V3::select(mask, t.v(), f.v()), mask.blend(t.w, f.w))
     }
     /// Components below 1e-20 in magnitude set to zero (as the scalar solve's
     /// `flush_subnormal`: they would turn subnormal over repeated solves).
@@ -1427,17 +1417,11 @@ impl V3 {
     };
     #[inline(always)]
     fn lane(&self, lane: usize) -> Vec3 {
-        Vec3::new(
-            self.x.as_array_ref()[lane],
-            self.y.as_array_ref()[lane],
-            self.z.as_array_ref()[lane],
-        )
+        Vec3::from_array(lane_of([&self.x, &self.y, &self.z], lane))
     }
     #[inline(always)]
     fn set_lane(&mut self, lane: usize, v: Vec3) {
-        self.x.as_array_mut()[lane] = v.x;
-        self.y.as_array_mut()[lane] = v.y;
-        self.z.as_array_mut()[lane] = v.z;
+        set_lane_of([&mut self.x, &mut self.y, &mut self.z], lane, v.to_array());
     }
 }
 
@@ -1450,19 +1434,26 @@ impl Q {
     };
     #[inline(always)]
     fn lane(&self, lane: usize) -> Quat {
-        Quat::from_xyzw(
-            self.x.as_array_ref()[lane],
-            self.y.as_array_ref()[lane],
-            self.z.as_array_ref()[lane],
-            self.w.as_array_ref()[lane],
-        )
+        Quat::from_array(lane_of([&self.x, &self.y, &self.z, &self.w], lane))
     }
     #[inline(always)]
     fn set_lane(&mut self, lane: usize, q: Quat) {
-        self.x.as_array_mut()[lane] = q.x;
-        self.y.as_array_mut()[lane] = q.y;
-        self.z.as_array_mut()[lane] = q.z;
-        self.w.as_array_mut()[lane] = q.w;
+        let c = [&mut self.x, &mut self.y, &mut self.z, &mut self.w];
+        set_lane_of(c, lane, q.to_array());
+    }
+}
+
+/// Lane `lane` of each of the components `c` (one limb's vector or quaternion).
+#[inline(always)]
+fn lane_of<const N: usize>(c: [&F; N], lane: usize) -> [f32; N] {
+    c.map(|f| f.as_array_ref()[lane])
+}
+
+/// Sets lane `lane` of each of the components `c` to `v`'s.
+#[inline(always)]
+fn set_lane_of<const N: usize>(c: [&mut F; N], lane: usize, v: [f32; N]) {
+    for (f, v) in c.into_iter().zip(v) {
+        f.as_array_mut()[lane] = v;
     }
 }
 

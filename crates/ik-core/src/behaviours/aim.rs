@@ -24,10 +24,10 @@
 
 use glam::{Quat, Vec3};
 
-use super::{BehaviourError, scale_rotation, usable};
+use super::{BehaviourError, chain_path, scale_rotation, usable};
 use crate::pose::BoneTransform;
 use crate::rotation::shortest_arc;
-use crate::skeleton::{Skeleton, SkeletonError};
+use crate::skeleton::Skeleton;
 use crate::stack::{CustomReport, NonFinite, PoseBuffer, StackError, Stage, StageReport};
 
 /// Settings of an [`AimChain`].
@@ -114,32 +114,13 @@ impl AimChain {
         origin: Vec3,
         weights: Option<&[f32]>,
     ) -> Result<Self, BehaviourError> {
-        let len = skeleton.len();
-        for i in [root, tip] {
-            if i >= len {
-                return Err(SkeletonError::IndexOutOfRange { index: i, len }.into());
-            }
-        }
-        if !skeleton.is_ancestor_or_self(root, tip) {
-            return Err(SkeletonError::NotAncestor {
-                root: skeleton.bones()[root].name.clone(),
-                tip: skeleton.bones()[tip].name.clone(),
-            }
-            .into());
-        }
+        let chain = chain_path(skeleton, root, tip)?;
         if !usable(axis) {
             return Err(BehaviourError::DegenerateAxis("aim axis"));
         }
         if !origin.is_finite() {
             return Err(BehaviourError::DegenerateAxis("aim origin"));
         }
-        let mut chain: Vec<usize> = skeleton.ancestors_inclusive(tip).collect();
-        let at = chain
-            .iter()
-            .position(|&b| b == root)
-            .unwrap_or(chain.len() - 1);
-        chain.truncate(at + 1);
-        chain.reverse();
         let n = chain.len();
         let weights = match weights {
             Some(w) => {

@@ -46,7 +46,7 @@
 
 use glam::{Quat, Vec2, Vec3};
 
-use super::{BehaviourError, usable};
+use super::{BehaviourError, chain_path as path, usable};
 use crate::humanoid::{BodyFrame, HumanoidBone, HumanoidMap};
 use crate::pose::BoneTransform;
 use crate::skeleton::{Skeleton, SkeletonError};
@@ -375,28 +375,6 @@ pub struct LookAtChain {
     parallax: (Quat, Vec3, Vec3),
     model: Vec<BoneTransform>,
     report: LookAtReport,
-}
-
-/// Bones from `root` down to `tip`, both included.
-fn path(skeleton: &Skeleton, root: usize, tip: usize) -> Result<Vec<usize>, BehaviourError> {
-    let len = skeleton.len();
-    for i in [root, tip] {
-        if i >= len {
-            return Err(SkeletonError::IndexOutOfRange { index: i, len }.into());
-        }
-    }
-    if !skeleton.is_ancestor_or_self(root, tip) {
-        return Err(SkeletonError::NotAncestor {
-            root: skeleton.bones()[root].name.clone(),
-            tip: skeleton.bones()[tip].name.clone(),
-        }
-        .into());
-    }
-    let mut out: Vec<usize> = skeleton.ancestors_inclusive(tip).collect();
-    let at = out.iter().position(|&b| b == root).unwrap_or(out.len() - 1);
-    out.truncate(at + 1);
-    out.reverse();
-    Ok(out)
 }
 
 /// `(yaw, pitch)` of unit `d` in the frame (forward, left, up).

@@ -2,7 +2,7 @@
 //! ([`look_at`]), aiming a bone-local axis ([`aim`]), twist distribution over twist bones
 //! ([`twist`]) and goals that move over time ([`motion`], usable on any stage's goal).
 //!
-//! Each is engine-agnostic, built once from a [`Skeleton`](crate::Skeleton) (its axes derived
+//! Each is engine-agnostic, built once from a [`Skeleton`] (its axes derived
 //! from the rest pose, never assumed), and implements
 //! [`Stage`](crate::stack::Stage): push it with
 //! [`IkStack::push`](crate::stack::IkStack::push), reach it each frame with
@@ -25,7 +25,7 @@ use glam::{Quat, Vec3};
 use thiserror::Error;
 
 use crate::rotation::RotationError;
-use crate::skeleton::SkeletonError;
+use crate::skeleton::{Skeleton, SkeletonError};
 
 /// Errors from setting up a behaviour (never from a per-frame solve, which reports instead).
 #[derive(Debug, Clone, PartialEq, Error)]
@@ -59,4 +59,30 @@ pub(crate) fn scale_rotation(q: Quat, fraction: f32) -> Quat {
 #[inline]
 pub(crate) fn usable(v: Vec3) -> bool {
     v.is_finite() && v.length_squared() > 1e-18
+}
+
+/// Bones from `root` down to `tip`, both included.
+pub(crate) fn chain_path(
+    skeleton: &Skeleton,
+    root: usize,
+    tip: usize,
+) -> Result<Vec<usize>, BehaviourError> {
+    let len = skeleton.len();
+    for i in [root, tip] {
+        if i >= len {
+            return Err(SkeletonError::IndexOutOfRange { index: i, len }.into());
+        }
+    }
+    if !skeleton.is_ancestor_or_self(root, tip) {
+        return Err(SkeletonError::NotAncestor {
+            root: skeleton.bones()[root].name.clone(),
+            tip: skeleton.bones()[tip].name.clone(),
+        }
+        .into());
+    }
+    let mut out: Vec<usize> = skeleton.ancestors_inclusive(tip).collect();
+    let at = out.iter().position(|&b| b == root).unwrap_or(out.len() - 1);
+    out.truncate(at + 1);
+    out.reverse();
+    Ok(out)
 }

@@ -1,11 +1,11 @@
 //! [`LimbBatchStage`]: a run of independent two-bone limbs as one [`Stage`], solved in one
 //! [`TwoBoneBatch`] call. See [`LimbBatchStage`].
 
-use crate::analytic::batch::{BatchError, BatchScratch, LaneGoals, LanePoses, TwoBoneBatch};
+use crate::analytic::batch::{BatchError, TwoBoneBatch};
 use crate::analytic::{AnalyticError, LimbGoal, LimbReport, TwoBoneIk};
 use crate::skeleton::Skeleton;
 
-use super::limbs::{Limb, independent_run, load_lanes, parents_end, write_limb};
+use super::limbs::{Lanes, independent_run, write_limb};
 use super::{CustomReport, GoalResidual, PoseBuffer, StackError, Stage, StageReport};
 
 /// A run of independent two-bone limbs (a character's arms and legs) as one [`Stage`] of an
@@ -67,19 +67,12 @@ use super::{CustomReport, GoalResidual, PoseBuffer, StackError, Stage, StageRepo
 /// ```
 #[derive(Clone, Debug)]
 pub struct LimbBatchStage {
-    batch: TwoBoneBatch,
-    limbs: Vec<Limb>,
+    lanes: Lanes,
     /// The goals as set (for [`LimbBatchStage::goal`] and the measurement).
     goal_list: Vec<LimbGoal>,
-    goals: LaneGoals,
-    poses: LanePoses,
-    reports: Vec<Result<LimbReport, AnalyticError>>,
     weights: Vec<f32>,
-    scratch: BatchScratch,
     /// Every limb's root, mid and tip, sorted.
     bones: Vec<usize>,
-    /// One past the last limb's root's parent: the model transforms the solve reads.
-    parents_end: usize,
 }
 
 impl LimbBatchStage {
@@ -99,28 +92,13 @@ impl LimbBatchStage {
             return Err(StackError::BadBonePair { bone, other });
         }
         let batch = TwoBoneBatch::try_new(iks.iter().map(|ik| (skeleton, ik)))?;
-        let n = iks.len();
-        let mut goals = LaneGoals::new(n);
-        for (i, goal) in goal_list.iter().enumerate() {
-            goals.set(i, goal)?;
-        }
-        let rest = skeleton.rest_pose();
-        let limbs: Vec<Limb> = iks
-            .iter()
-            .map(|ik| Limb::new(skeleton, &rest, ik))
-            .collect();
-        let mut bones: Vec<usize> = limbs.iter().flat_map(|l| l.bones).collect();
+        let lanes = Lanes::new(skeleton, batch, iks.iter(), &goal_list);
+        let mut bones: Vec<usize> = iks.iter().flat_map(TwoBoneIk::bones).collect();
         bones.sort_unstable();
         Ok(Self {
-            parents_end: parents_end(&limbs),
-            batch,
-            limbs,
+            weights: vec![1.0; lanes.limbs.len()],
+            lanes,
             goal_list,
-            goals,
-            poses: LanePoses::new(n),
-            reports: vec![Ok(LimbReport::default()); n],
-            weights: vec![1.0; n],
-            scratch: BatchScratch::new(),
             bones,
         })
     }
@@ -128,13 +106,13 @@ impl LimbBatchStage {
     /// Number of limbs.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.limbs.len()
+        self.lanes.limbs.len()
     }
 
     /// Whether the stage has no limb.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.limbs.is_empty()
+        self.lanes.limbs.is_empty()
     }
 
     /// Limb `limb`'s goal.
@@ -149,7 +127,7 @@ impl LimbBatchStage {
     /// [`StackError::Batch`] ([`BatchError::IndexOutOfRange`]) for a limb the stage does not
     /// have.
     pub fn set_goal(&mut self, limb: usize, goal: LimbGoal) -> Result<(), StackError> {
-        self.goals.set(limb, &goal)?;
+        self.lanes.goals.set(limb, &goal)?;
         self.goal_list[limb] = goal;
         Ok(())
     }
@@ -182,13 +160,13 @@ impl LimbBatchStage {
 
     /// The limbs' bones (root, mid, tip), in set-up order.
     pub fn limb_bones(&self) -> impl ExactSizeIterator<Item = [usize; 3]> + '_ {
-        self.limbs.iter().map(|l| l.bones)
+        self.lanes.limbs.iter().map(|l| l.bones)
     }
 
     /// Each limb's report of the last solve (or why the solver rejected it: the limb then kept
     /// its input).
     pub fn reports(&self) -> &[Result<LimbReport, AnalyticError>] {
-        &self.reports
+        &self.lanes.reports
     }
 }
 
@@ -205,22 +183,7 @@ impl Stage for LimbBatchStage {
         if buffer.len() != skeleton.len() || self.bones.last().is_some_and(|&b| b >= buffer.len()) {
             return Err(StackError::SkeletonMismatch);
         }
-        // Every limb's parent frame and input, read before any limb is written (one forward
-        // kinematics pass over the prefix the limbs read).
-        let (model, pose) = buffer.model_prefix(skeleton, self.parents_end);
-        load_lanes(
-            &mut self.batch,
-            &mut self.limbs,
-            &mut self.poses,
-            model,
-            pose,
-        );
-        self.batch.solve_lanes(
-            &self.goals,
-            &mut self.poses,
-            Some(&mut self.reports),
-            &mut self.scratch,
-        )?;
+        self.lanes.load_and_solve(skeleton, buffer)?;
         let rotations = &mut buffer.pose_unchecked_mut().rotations;
         let mut touched = usize::MAX;
         let mut report = CustomReport {
@@ -229,8 +192,9 @@ impl Stage for LimbBatchStage {
             position_residual: 0.0,
             angle_residual: 0.0,
         };
-        for (i, limb) in self.limbs.iter().enumerate() {
-            let r = match &self.reports[i] {
+        let lanes = &self.lanes;
+        for (i, limb) in lanes.limbs.iter().enumerate() {
+            let r = match &lanes.reports[i] {
                 Ok(r) => *r,
                 Err(_) => {
                     // Not written: the limb keeps its input.
@@ -245,7 +209,7 @@ impl Stage for LimbBatchStage {
             if weight == 0.0 {
                 continue;
             }
-            let Ok(solved) = self.poses.rotations(i) else {
+            let Ok(solved) = lanes.poses.rotations(i) else {
                 continue;
             };
             write_limb(rotations, limb, &solved, weight, &mut touched);
@@ -259,7 +223,7 @@ impl Stage for LimbBatchStage {
     /// The largest distance of a tip from its goal's target.
     fn measure(&self, skeleton: &Skeleton, buffer: &mut PoseBuffer) -> Option<GoalResidual> {
         let mut position = 0.0_f32;
-        for (limb, goal) in self.limbs.iter().zip(&self.goal_list) {
+        for (limb, goal) in self.lanes.limbs.iter().zip(&self.goal_list) {
             let tip = limb.bones[2];
             if tip >= buffer.len() {
                 return None;

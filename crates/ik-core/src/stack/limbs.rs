@@ -10,7 +10,7 @@ use crate::analytic::{AnalyticError, LimbGoal, LimbReport, LimbSettings, TwoBone
 use crate::pose::{BoneTransform, Pose};
 use crate::skeleton::Skeleton;
 
-use super::{AnyStage, IkStack, StackError, StageOutcome, StageReport, TwoBoneStage};
+use super::{AnyStage, IkStack, PoseBuffer, StackError, StageOutcome, StageReport, TwoBoneStage};
 
 /// Fewest leading stages [`LimbBatch::try_new`] batches.
 pub const MIN_BATCHED_LIMBS: usize = 2;
@@ -113,17 +113,80 @@ pub(super) struct Limb {
 /// ```
 #[derive(Clone, Debug)]
 pub struct LimbBatch {
+    /// Limb `i` = stack slot `i`; the goals are this frame's ([`LimbBatch::set_goal`]).
+    lanes: Lanes,
+}
+
+/// A batched run of limbs between frames, as [`LimbBatch`] and
+/// [`LimbBatchStage`](super::LimbBatchStage) both keep it: the batch, each limb's set-up and
+/// input, the goals and poses in lanes, the reports and the scratch.
+#[derive(Clone, Debug)]
+pub(super) struct Lanes {
     batch: TwoBoneBatch,
-    /// Per limb = stack slot `i`.
-    limbs: Vec<Limb>,
-    /// This frame's goals ([`LimbBatch::set_goal`]).
-    goals: LaneGoals,
+    pub(super) limbs: Vec<Limb>,
+    pub(super) goals: LaneGoals,
     /// Parent frames and rotations in, solved rotations out.
-    poses: LanePoses,
-    reports: Vec<Result<LimbReport, AnalyticError>>,
+    pub(super) poses: LanePoses,
+    pub(super) reports: Vec<Result<LimbReport, AnalyticError>>,
     scratch: BatchScratch,
     /// One past the last limb's root's parent: the model transforms the solve reads.
     parents_end: usize,
+}
+
+impl Lanes {
+    /// The lanes of `batch`, built for the limbs `iks` of `skeleton`, their goals `goals` (one
+    /// per limb, in order).
+    pub(super) fn new<'a>(
+        skeleton: &Skeleton,
+        batch: TwoBoneBatch,
+        iks: impl ExactSizeIterator<Item = &'a TwoBoneIk>,
+        goals: impl IntoIterator<Item = &'a LimbGoal>,
+    ) -> Self {
+        let rest = skeleton.rest_pose();
+        let n = iks.len();
+        let mut lane_goals = LaneGoals::new(n);
+        for (i, goal) in goals.into_iter().enumerate() {
+            // (In range: one goal per limb.)
+            let _ = lane_goals.set(i, goal);
+        }
+        let limbs: Vec<Limb> = iks.map(|ik| Limb::new(skeleton, &rest, ik)).collect();
+        Self {
+            parents_end: parents_end(&limbs),
+            batch,
+            limbs,
+            goals: lane_goals,
+            poses: LanePoses::new(n),
+            reports: vec![Ok(LimbReport::default()); n],
+            scratch: BatchScratch::new(),
+        }
+    }
+
+    /// Reads every limb's root's parent frame and input rotations from `buffer` into the lanes
+    /// (the parent frames before any limb is written: one forward-kinematics pass over the
+    /// prefix the limbs read), then solves the lanes toward the goals: the results are in
+    /// [`Lanes::poses`] and [`Lanes::reports`], the buffer is not written. Returns what
+    /// [`TwoBoneBatch::solve_lanes`] does.
+    #[inline]
+    pub(super) fn load_and_solve(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+    ) -> Result<usize, BatchError> {
+        let (model, pose) = buffer.model_prefix(skeleton, self.parents_end);
+        load_lanes(
+            &mut self.batch,
+            &mut self.limbs,
+            &mut self.poses,
+            model,
+            pose,
+        );
+        self.batch.solve_lanes(
+            &self.goals,
+            &mut self.poses,
+            Some(&mut self.reports),
+            &mut self.scratch,
+        )
+    }
 }
 
 /// The two-bone stage in `stage`, if it is one.
@@ -161,40 +224,26 @@ impl LimbBatch {
     }
 
     fn with_batch(stack: &IkStack, batch: TwoBoneBatch, stages: &[&TwoBoneStage]) -> Self {
-        let skeleton = stack.skeleton();
-        let rest = skeleton.rest_pose();
-        let n = stages.len();
-        let mut goals = LaneGoals::new(n);
-        for (i, s) in stages.iter().enumerate() {
-            // (In range by construction.)
-            let _ = goals.set(i, &s.goal);
-        }
-        let limbs: Vec<Limb> = stages
-            .iter()
-            .map(|s| Limb::new(skeleton, &rest, s.ik()))
-            .collect();
-        let parents_end = parents_end(&limbs);
         Self {
-            batch,
-            limbs,
-            parents_end,
-            goals,
-            poses: LanePoses::new(n),
-            reports: vec![Ok(LimbReport::default()); n],
-            scratch: BatchScratch::new(),
+            lanes: Lanes::new(
+                stack.skeleton(),
+                batch,
+                stages.iter().map(|s| s.ik()),
+                stages.iter().map(|s| &s.goal),
+            ),
         }
     }
 
     /// Number of batched stages (the stack's first ones).
     #[must_use]
     pub fn len(&self) -> usize {
-        self.limbs.len()
+        self.lanes.limbs.len()
     }
 
     /// Whether no stage is batched (never, for a batch [`LimbBatch::try_new`] built).
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.limbs.is_empty()
+        self.lanes.limbs.is_empty()
     }
 
     /// Writes stage `slot`'s goal for this frame into the batch (call it for each batched
@@ -203,7 +252,7 @@ impl LimbBatch {
     #[inline]
     pub fn set_goal(&mut self, slot: usize, goal: &LimbGoal) {
         // (Out of range: ignored, as documented.)
-        let _ = self.goals.set(slot, goal);
+        let _ = self.lanes.goals.set(slot, goal);
     }
 
     /// Solves the batched stages of `stack` (its input pose set for this frame, the goals
@@ -212,12 +261,12 @@ impl LimbBatch {
     /// [`IkStack::solve_from`]: [`LimbBatch::len`], or 0 when nothing was solved (the stack no
     /// longer starts with the batched stages, or one has a warm start on).
     pub fn solve(&mut self, stack: &mut IkStack) -> usize {
-        let n = self.limbs.len();
+        let n = self.lanes.limbs.len();
         if stack.slots.len() < n {
             return 0;
         }
         let mut rebuild = false;
-        for (limb, slot) in self.limbs.iter().zip(&stack.slots) {
+        for (limb, slot) in self.lanes.limbs.iter().zip(&stack.slots) {
             let Some(s) = two_bone(&slot.stage).filter(|s| s.ik().bones() == limb.bones) else {
                 return 0;
             };
@@ -228,9 +277,9 @@ impl LimbBatch {
         }
         if rebuild {
             match Self::try_new(stack) {
-                Some(mut b) if b.limbs.len() == n => {
+                Some(mut b) if b.lanes.limbs.len() == n => {
                     // The goals set this frame stay.
-                    core::mem::swap(&mut b.goals, &mut self.goals);
+                    core::mem::swap(&mut b.lanes.goals, &mut self.lanes.goals);
                     *self = b;
                 }
                 _ => return 0,
@@ -242,32 +291,14 @@ impl LimbBatch {
             slots,
             ..
         } = stack;
-        // The input into the lanes: each limb's rotations and its root's parent frame, all
-        // read before any limb is written (one forward-kinematics pass over the prefix).
-        let (model, pose) = buffer.model_prefix(skeleton, self.parents_end);
-        load_lanes(
-            &mut self.batch,
-            &mut self.limbs,
-            &mut self.poses,
-            model,
-            pose,
-        );
-        if self
-            .batch
-            .solve_lanes(
-                &self.goals,
-                &mut self.poses,
-                Some(&mut self.reports),
-                &mut self.scratch,
-            )
-            .is_err()
-        {
+        if self.lanes.load_and_solve(skeleton, buffer).is_err() {
             return 0;
         }
         // The results from the lanes into the buffer, stage by stage.
         let rotations = &mut buffer.pose_unchecked_mut().rotations;
         let mut touched = usize::MAX;
-        for (i, (limb, slot)) in self.limbs.iter().zip(slots.iter_mut()).enumerate() {
+        let lanes = &self.lanes;
+        for (i, (limb, slot)) in lanes.limbs.iter().zip(slots.iter_mut()).enumerate() {
             slot.touched = false;
             if !slot.enabled {
                 slot.record(StageOutcome::Disabled, false);
@@ -284,7 +315,7 @@ impl LimbBatch {
                 slot.record(StageOutcome::Faded, false);
                 continue;
             }
-            let report = match &self.reports[i] {
+            let report = match &lanes.reports[i] {
                 Ok(r) => *r,
                 Err(e) => {
                     // (The batch left the limb's rotations as they were: nothing to restore.)
@@ -292,7 +323,7 @@ impl LimbBatch {
                     continue;
                 }
             };
-            if let Ok(solved) = self.poses.rotations(i) {
+            if let Ok(solved) = lanes.poses.rotations(i) {
                 slot.touched = write_limb(rotations, limb, &solved, weight, &mut touched);
             }
             slot.record(StageOutcome::Solved(StageReport::TwoBone(report)), false);
@@ -306,7 +337,7 @@ impl LimbBatch {
 
 impl Limb {
     /// Limb `ik` of `skeleton`, its translations those of `rest`.
-    pub(super) fn new(skeleton: &Skeleton, rest: &Pose, ik: &TwoBoneIk) -> Self {
+    fn new(skeleton: &Skeleton, rest: &Pose, ik: &TwoBoneIk) -> Self {
         let bones = ik.bones();
         Self {
             bones,
@@ -319,7 +350,7 @@ impl Limb {
 }
 
 /// One past the last limb's root's parent: the model transforms a batched solve reads.
-pub(super) fn parents_end(limbs: &[Limb]) -> usize {
+fn parents_end(limbs: &[Limb]) -> usize {
     limbs
         .iter()
         .filter_map(|l| l.parent)
@@ -358,7 +389,7 @@ pub(super) fn independent_run(
 /// Reads each limb's root's parent frame (from `model`, the buffer's model transforms of the
 /// prefix the limbs read, computed before any limb is written) and its input rotations and
 /// translations (from `pose`) into the lanes.
-pub(super) fn load_lanes(
+fn load_lanes(
     batch: &mut TwoBoneBatch,
     limbs: &mut [Limb],
     poses: &mut LanePoses,
