@@ -157,6 +157,18 @@ pub const VR_MAX_TURN: f32 = crate::humanoid::DEFAULT_MAX_TURN;
 /// up to 6.4 mm off, `bevy_mod_ik`'s `vr` test).
 pub const HAND_ROTATION_WEIGHT: f32 = 0.1;
 
+/// Halvings of the bisection that finds how far the pelvis must rise for the standing legs
+/// to reach their feet within their hips' limits (step 6): the rise is found to 2⁻¹² of the
+/// standing leg's slack (under 0.25 mm on a 0.9 m leg); the feet themselves are met exactly
+/// at every step, so this only sets how close to its target the head gets.
+const HIP_FIT_STEPS: u32 = 12;
+
+/// A foot touching down is planted once the output has it this close to where it lands, as a
+/// fraction of the leg's length (0.09 mm on a 0.9 m leg: within the 1 mm for a
+/// planted foot, and what the analytic leg meets exactly once its joints are within the turn
+/// bound).
+const TOUCHDOWN_TOLERANCE: f32 = 1e-4;
+
 /// A joint the approach of step 7 turns toward the analytic pose is put this fraction of the
 /// bound from last frame's rotation: the slerp's round-off must not read a joint put on the
 /// bound as beyond it (as the solver's own bound does).
@@ -490,6 +502,10 @@ pub struct VrReport {
     /// Whether the pelvis had to be lowered below where the head put it because a leg could
     /// not reach its foot (the head then misses its target).
     pub pelvis_lowered: bool,
+    /// Whether the pelvis had to be raised above where the head put it because a standing
+    /// leg could not reach its foot within its hip's or knee's limits there (a deep crouch
+    /// over planted feet; the head then misses its target, above it).
+    pub pelvis_raised: bool,
     /// Whether the full-body solver had to iterate (a joint limit, an unreachable goal or the
     /// turn bound was in the way of the analytic pose); the head may then miss its target.
     pub trunk_moved: bool,

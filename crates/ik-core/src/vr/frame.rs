@@ -7,8 +7,8 @@ use glam::{Quat, Vec3};
 use super::limbs::UpperInput;
 use super::locomotion::{self, FootPhase};
 use super::{
-    BOUND_AIM, HAND_ROTATION_WEIGHT, LEAN_RELAX_TIME, SETTLE_RATE, SHIN_LEAN_RATE, TrackerPose,
-    VrBody, VrError,
+    BOUND_AIM, HAND_ROTATION_WEIGHT, HIP_FIT_STEPS, LEAN_RELAX_TIME, SETTLE_RATE, SHIN_LEAN_RATE,
+    TOUCHDOWN_TOLERANCE, TrackerPose, VrBody, VrError,
 };
 use crate::analytic::finish::quat_angle;
 use crate::humanoid::{BodyFrame, Effector, EffectorGoal, FullBodyReport};
@@ -119,7 +119,7 @@ impl VrBody {
             first,
         );
         self.keep_swing_in_reach(&mut feet, hip_joints);
-        self.seat_pelvis(skeleton, buffer, pelvis, &feet);
+        self.seat_pelvis(skeleton, buffer, pelvis, &feet, first);
         Self::set_model_rotation(skeleton, buffer, self.rig.head, t.head_rot);
         // 6. The analytic limbs.
         let body_rot = Quat::from_axis_angle(self.rig.frame.up, heading.body_yaw);
@@ -127,9 +127,114 @@ impl VrBody {
         for side in 0..2 {
             self.pose_arm(skeleton, buffer, side, t.hands[side], body_rot, first)?;
         }
+        let diag = std::env::var("IK_VRDIAG").is_ok();
+        let foot_err = |me: &Self, buffer: &mut PoseBuffer, feet: &[BoneTransform; 2]| {
+            [0, 1].map(|s| {
+                buffer
+                    .model_transform(skeleton, me.rig.leg_bones[s][2])
+                    .translation
+                    .distance(feet[s].translation)
+                    / me.rig.leg_length
+                    * 0.9e3
+            })
+        };
+        let e_analytic = foot_err(self, buffer, &feet);
+        let diag_pose = diag.then(|| buffer.pose().clone());
         // 7. The bounded solve from last frame's output toward the analytic pose: the turn
         // bound, the limits, the priorities and a fixed point, nothing after it.
         let fb = self.solve_full_body(skeleton, buffer, &t.hands, &feet, first)?;
+        self.touch_down(skeleton, buffer, &feet);
+        if diag {
+            let e_out = foot_err(self, buffer, &feet);
+            let ph = self.locomotion.phases();
+            let ap = diag_pose.unwrap();
+            let lim = |b: usize, l: &crate::limits::JointLimit, pose: &crate::pose::Pose| {
+                let rest = &skeleton.bones()[b].rest;
+                l.contains(
+                    rest.rotation,
+                    rest.translation,
+                    pose.rotations[b],
+                    pose.translations[b],
+                    1e-4,
+                )
+            };
+            for s in 0..2 {
+                if std::env::var("IK_VRDIAG3").is_ok() {
+                    let [h, k, _a] = self.rig.leg_bones[s];
+                    let rest = |b: usize| skeleton.bones()[b].rest.rotation;
+                    let ang = |pose: &crate::pose::Pose, b: usize| {
+                        quat_angle(rest(b), pose.rotations[b]).to_degrees()
+                    };
+                    eprintln!(
+                        "VRDIAG3 side {s} {:?} knee an {:.1} out {:.1} last {:.1} | hip an {:.1} out {:.1} | d/leg {:.4} reach/leg {:.4} | foot {:.4?} hips {:.4?} out {:.2}mm",
+                        ph[s],
+                        ang(&ap, k),
+                        ang(buffer.pose(), k),
+                        ang(&self.last, k),
+                        ang(&ap, h),
+                        ang(buffer.pose(), h),
+                        buffer
+                            .model_transform(skeleton, h)
+                            .translation
+                            .distance(feet[s].translation)
+                            / self.rig.leg_length,
+                        self.rig.leg_reach[s] / self.rig.leg_length,
+                        feet[s].translation,
+                        ap.translations[self.rig.hips],
+                        e_out[s]
+                    );
+                }
+                if ph[s] == FootPhase::Planted && (e_out[s] > 0.5 || e_analytic[s] > 0.5) {
+                    let [h, k, a] = self.rig.leg_bones[s];
+                    let turn =
+                        |b: usize| quat_angle(self.last.rotations[b], ap.rotations[b]).to_degrees();
+                    let hipinfo = |pose: &crate::pose::Pose| {
+                        if let crate::limits::JointLimit::SwingTwist(l) = self.rig.leg_limits[s][0]
+                        {
+                            let rest = skeleton.bones()[h].rest.rotation;
+                            let (sw, tw) = l.decompose(rest.inverse() * pose.rotations[h]);
+                            format!(
+                                "swing {:.1},{:.1} of {:.1},{:.1} ell {:.2} twist {:.1} in [{:.1},{:.1}]",
+                                sw.x.to_degrees(),
+                                sw.y.to_degrees(),
+                                l.swing_half_angles.x.to_degrees(),
+                                l.swing_half_angles.y.to_degrees(),
+                                (sw.x / l.swing_half_angles.x).powi(2)
+                                    + (sw.y / l.swing_half_angles.y).powi(2),
+                                tw.to_degrees(),
+                                l.twist_min.to_degrees(),
+                                l.twist_max.to_degrees()
+                            )
+                        } else {
+                            String::from("not swingtwist")
+                        }
+                    };
+                    eprintln!(
+                        "VRDIAG hip analytic: {} | out: {}",
+                        hipinfo(&ap),
+                        hipinfo(buffer.pose())
+                    );
+                    eprintln!(
+                        "VRDIAG side {s} analytic {:.2}mm out {:.2}mm it {} | analytic in limits hip {} knee {} ankle {} | turn last->analytic hip {:.1} knee {:.1} ankle {:.1} hips {:.1} | dist/leg {:.3}",
+                        e_analytic[s],
+                        e_out[s],
+                        fb.iterations,
+                        lim(h, &self.rig.leg_limits[s][0], &ap),
+                        lim(k, &self.rig.leg_limits[s][1], &ap),
+                        lim(a, &self.rig.foot_limit[s], &ap),
+                        turn(h),
+                        turn(k),
+                        turn(a),
+                        turn(self.rig.hips),
+                        buffer
+                            .model_transform(skeleton, h)
+                            .translation
+                            .distance(feet[s].translation)
+                            / self.rig.leg_length,
+                    );
+                }
+            }
+        }
         self.last.copy_from(buffer.pose());
         Ok(self.measure(skeleton, buffer, fb, &t))
     }
@@ -295,6 +400,13 @@ impl VrBody {
             lean = held;
             pelvis = self.pose_upper(skeleton, buffer, input(lean));
         }
+        if std::env::var("IK_VRDIAG").is_ok() {
+            let more = self.lean_for_planted_legs(skeleton, buffer, pelvis, body_fwd, lean);
+            eprintln!(
+                "VRDIAG lean {lean:.3} cap {lean_cap:.3} max {max_lean:.3} state {:.3} more {more:.4} raised {raised}",
+                self.state.lean
+            );
+        }
         self.state.lean = lean;
         self.state.last_lean = lean;
         pelvis
@@ -347,6 +459,14 @@ impl VrBody {
                 .acos();
             let thigh = (-u).atan2(v) + alpha + lean * s.hip_lean;
             fold = fold.max(thigh - s.max_hip_flex);
+            if std::env::var("IK_VRDIAG2").is_ok() {
+                eprintln!(
+                    "VRDIAG thigh est side {side} {:.1} deg, tilt {:.1} (max {:.1})",
+                    thigh.to_degrees(),
+                    tilt.to_degrees(),
+                    s.max_shin_tilt.to_degrees()
+                );
+            }
         }
         back / (self.rig.torso * lean.cos().max(0.2)) + 1.5 * fold.max(0.0)
     }
@@ -403,10 +523,8 @@ impl VrBody {
             dt: if first { 0.0 } else { dt },
             trackers: foot_trackers,
         };
-        let landed =
-            self.locomotion
-                .update(&plan_in, &self.settings, self.ground.as_deref(), first);
-        self.report.steps += landed;
+        self.locomotion
+            .update(&plan_in, &self.settings, self.ground.as_deref(), first);
         (self.locomotion.foot_targets(), hip_joints)
     }
 
@@ -414,7 +532,7 @@ impl VrBody {
     fn keep_swing_in_reach(&self, feet: &mut [BoneTransform; 2], hip_joints: [Vec3; 2]) {
         let phases = self.locomotion.phases();
         for side in 0..2 {
-            if let FootPhase::Stepping { .. } = phases[side] {
+            if phases[side].in_air() {
                 let hip = hip_joints[side];
                 let v = feet[side].translation - hip;
                 let r = self.rig.leg_reach[side] * 0.995;
@@ -433,6 +551,7 @@ impl VrBody {
         buffer: &mut PoseBuffer,
         mut pelvis: Vec3,
         feet: &[BoneTransform; 2],
+        first: bool,
     ) {
         let up = self.rig.frame.up;
         self.report.pelvis_lowered = false;
@@ -457,6 +576,15 @@ impl VrBody {
                 lower = lower.max(drop);
             }
         }
+        // The pelvis comes back up no faster than straightens a leg by the solver's turn
+        // bound a frame: a foot lifting off that held it down (it steps, and no longer asks
+        // for the drop) would otherwise pop the hips up and snap the standing knee straight
+        // (33° in one frame on the `KayKit` mannequin), faster than the bound lets the output
+        // follow, and the planted foot would slide while the leg caught up.
+        if !first {
+            lower = lower.max(self.state.pelvis_drop - self.straightening_rise());
+        }
+        self.state.pelvis_drop = lower;
         if lower > 0.0 {
             pelvis -= up * lower;
             self.report.pelvis_lowered = true;
@@ -464,8 +592,28 @@ impl VrBody {
         Self::set_model_translation(skeleton, buffer, self.rig.hips, pelvis);
     }
 
+    /// How far the hips may rise in one frame over a standing leg: the least, over both legs,
+    /// of the distance that straightens the leg from its knee's straightest (its reach) by
+    /// the solver's per-frame turn bound (law of cosines on its bone lengths; nearest
+    /// straight a rise turns the knee most).
+    fn straightening_rise(&self) -> f32 {
+        let bound = self.solver.settings().max_turn;
+        (0..2)
+            .map(|side| {
+                let [l1, l2] = self.rig.legs[side].rest_lengths();
+                let flex = self.rig.legs[side].settings().flex_min + bound;
+                let bent = (l1 * l1 + l2 * l2 + 2.0 * l1 * l2 * flex.cos())
+                    .max(0.0)
+                    .sqrt();
+                (self.rig.leg_reach[side] - bent).max(0.0)
+            })
+            .fold(f32::INFINITY, f32::min)
+    }
+
     /// Step 6, legs: each knee toward the foot's and the body's forward, turned at most
-    /// [`VrSettings::max_swivel_step`](super::VrSettings::max_swivel_step) from last frame's; a foot in the air turned only as far
+    /// [`VrSettings::max_swivel_step`](super::VrSettings::max_swivel_step) from last frame's;
+    /// the pelvis raised as little as lets every standing leg reach its foot within the hip's
+    /// and knee's limits ([`VrBody::fit_standing_legs`]); a foot in the air turned only as far
     /// as its ankle allows (its target's rotation updated to match).
     fn pose_legs(
         &mut self,
@@ -477,10 +625,10 @@ impl VrBody {
     ) -> Result<(), StackError> {
         let frame = self.rig.frame;
         let turn = self.settings.max_swivel_step;
-        let phases = self.locomotion.phases();
         for side in 0..2 {
-            let [hip_b, _, _] = self.rig.leg_bones[side];
-            let hip = buffer.model_transform(skeleton, hip_b).translation;
+            let hip = buffer
+                .model_transform(skeleton, self.rig.leg_bones[side][0])
+                .translation;
             let foot = feet[side];
             let foot_fwd =
                 (foot.rotation * self.rig.rest_feet[side].rotation.inverse()) * frame.forward;
@@ -488,22 +636,112 @@ impl VrBody {
             let want = (foot_fwd + body_rot * frame.forward + frame.up * 0.1)
                 .reject_from_normalized(axis)
                 .try_normalize();
-            let dir = match want {
+            self.state.knee_dir[side] = match want {
                 Some(w) if !first => turn_toward(self.state.knee_dir[side], w, turn),
                 Some(w) => w,
                 None => self.state.knee_dir[side],
             };
-            self.state.knee_dir[side] = dir;
-            let pole = 0.5 * (hip + foot.translation) + dir * self.rig.leg_length;
+        }
+        self.place_legs(skeleton, buffer, feet)?;
+        self.fit_standing_legs(skeleton, buffer, feet)?;
+        // A foot turns only as far as its ankle allows, in the air or standing (the solver
+        // would otherwise clamp the ankle and trade the foot's place for its rotation: a
+        // planted foot slid 24 mm while the body turned on the spot past the ankle's twist);
+        // its target's rotation follows, so a standing foot pivots on its ankle.
+        for side in 0..2 {
+            let tip = self.rig.leg_bones[side][2];
+            Self::clamp_to_limit(skeleton, buffer, tip, &self.rig.foot_limit[side]);
+            feet[side].rotation = buffer.model_transform(skeleton, tip).rotation;
+        }
+        Ok(())
+    }
+
+    /// Solves both legs onto `feet` with the knees toward this frame's swivels
+    /// (`state.knee_dir`), from where the hips are now.
+    fn place_legs(
+        &self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+        feet: &[BoneTransform; 2],
+    ) -> Result<(), StackError> {
+        for side in 0..2 {
+            let hip = buffer
+                .model_transform(skeleton, self.rig.leg_bones[side][0])
+                .translation;
+            let foot = feet[side];
+            let pole =
+                0.5 * (hip + foot.translation) + self.state.knee_dir[side] * self.rig.leg_length;
             self.solve_leg(skeleton, buffer, side, &foot, pole)?;
-            // A foot in the air turns only as far as its ankle allows (the solver would
-            // otherwise clamp the ankle and re-aim the leg, turning the thigh in one frame).
-            if let FootPhase::Stepping { .. } = phases[side] {
-                let tip = self.rig.leg_bones[side][2];
-                Self::clamp_to_limit(skeleton, buffer, tip, &self.rig.foot_limit[side]);
-                feet[side].rotation = buffer.model_transform(skeleton, tip).rotation;
+        }
+        Ok(())
+    }
+
+    /// Whether every standing leg (planted or tracked: the support) has its hip and knee
+    /// within the full-body solver's limits as posed.
+    fn standing_legs_fit(&self, skeleton: &Skeleton, buffer: &PoseBuffer) -> bool {
+        let phases = self.locomotion.phases();
+        (0..2).all(|side| phases[side].in_air() || self.leg_within_limits(skeleton, buffer, side))
+    }
+
+    /// The support comes before the head: a standing foot does not move, so where the head
+    /// puts the pelvis asks a leg for more than its hip's range (a deep crouch over feet
+    /// planted while standing: the thigh folds past the hip's flexion), the pelvis rises —
+    /// along up, as little as lets every standing leg reach its foot within its hip's and
+    /// knee's limits (a bisection over the rise, [`HIP_FIT_STEPS`] halvings, between none and
+    /// the rise that straightens a standing leg to its reach) — and the head misses its
+    /// target by that much (the report's `pelvis_raised`). Where no rise within the legs'
+    /// reach does, the pelvis stays where the head put it (the solver then holds the limits).
+    fn fit_standing_legs(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+        feet: &[BoneTransform; 2],
+    ) -> Result<(), StackError> {
+        self.report.pelvis_raised = false;
+        if self.standing_legs_fit(skeleton, buffer) {
+            return Ok(());
+        }
+        let up = self.rig.frame.up;
+        let phases = self.locomotion.phases();
+        let pelvis = buffer.model_transform(skeleton, self.rig.hips).translation;
+        // The most the pelvis may rise: a standing leg straight to its reach.
+        let mut high = f32::INFINITY;
+        for side in 0..2 {
+            if phases[side].in_air() {
+                continue;
+            }
+            let hip = buffer
+                .model_transform(skeleton, self.rig.leg_bones[side][0])
+                .translation;
+            let v = hip - feet[side].translation;
+            let r = self.rig.leg_reach[side] * 0.999;
+            let b = v.dot(up);
+            let disc = b * b - v.length_squared() + r * r;
+            high = high.min(if disc >= 0.0 { disc.sqrt() - b } else { 0.0 });
+        }
+        if !(high.is_finite() && high > 0.0) {
+            return Ok(());
+        }
+        let at = |me: &Self, buffer: &mut PoseBuffer, rise: f32| {
+            Self::set_model_translation(skeleton, buffer, me.rig.hips, pelvis + up * rise);
+            me.place_legs(skeleton, buffer, feet)
+                .map(|()| me.standing_legs_fit(skeleton, buffer))
+        };
+        if !at(self, buffer, high)? {
+            at(self, buffer, 0.0)?;
+            return Ok(());
+        }
+        let mut low = 0.0_f32;
+        for _ in 0..HIP_FIT_STEPS {
+            let mid = 0.5 * (low + high);
+            if at(self, buffer, mid)? {
+                high = mid;
+            } else {
+                low = mid;
             }
         }
+        at(self, buffer, high)?;
+        self.report.pelvis_raised = true;
         Ok(())
     }
 
@@ -685,6 +923,36 @@ impl VrBody {
         self.state.started = true;
         self.report.trunk_moved = fb.iterations > 0;
         Ok(fb)
+    }
+
+    /// A foot touching down is planted once this frame's output has it on its target
+    /// ([`Locomotion::touch_down`](super::Locomotion)): the stance starts where the foot is.
+    fn touch_down(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+        feet: &[BoneTransform; 2],
+    ) {
+        for side in 0..2 {
+            if !matches!(self.locomotion.phases()[side], FootPhase::Stepping { progress } if progress >= 1.0)
+            {
+                continue;
+            }
+            let at = buffer
+                .model_transform(skeleton, self.rig.leg_bones[side][2])
+                .translation;
+            let arrived =
+                at.distance(feet[side].translation) <= TOUCHDOWN_TOLERANCE * self.rig.leg_length;
+            if std::env::var("IK_VRDIAG").is_ok() {
+                eprintln!(
+                    "VRDIAG touch side {side} arrived {arrived} off {:.2}",
+                    at.distance(feet[side].translation) / self.rig.leg_length * 900.0
+                );
+            }
+            if self.locomotion.touch_down(side, arrived, &self.settings) {
+                self.report.steps += 1;
+            }
+        }
     }
 
     /// The bounded candidate: every joint of the analytic pose in `buffer` that turned more

@@ -1231,7 +1231,7 @@ pub fn run_vr(rig: &Rig, script: &[VrFrame], timed: bool) -> VrRun {
             prev.copy_from(pose);
             let model = buffer.model_transforms(&rig.skeleton).to_vec();
             let report = *body.report();
-            if !report.pelvis_lowered {
+            if !(report.pelvis_lowered || report.pelvis_raised) {
                 let head = model[body.head_bone()].translation;
                 out.head_error = out
                     .head_error
