@@ -127,114 +127,10 @@ impl VrBody {
         for side in 0..2 {
             self.pose_arm(skeleton, buffer, side, t.hands[side], body_rot, first)?;
         }
-        let diag = std::env::var("IK_VRDIAG").is_ok();
-        let foot_err = |me: &Self, buffer: &mut PoseBuffer, feet: &[BoneTransform; 2]| {
-            [0, 1].map(|s| {
-                buffer
-                    .model_transform(skeleton, me.rig.leg_bones[s][2])
-                    .translation
-                    .distance(feet[s].translation)
-                    / me.rig.leg_length
-                    * 0.9e3
-            })
-        };
-        let e_analytic = foot_err(self, buffer, &feet);
-        let diag_pose = diag.then(|| buffer.pose().clone());
         // 7. The bounded solve from last frame's output toward the analytic pose: the turn
         // bound, the limits, the priorities and a fixed point, nothing after it.
         let fb = self.solve_full_body(skeleton, buffer, &t.hands, &feet, first)?;
         self.touch_down(skeleton, buffer, &feet);
-        if diag {
-            let e_out = foot_err(self, buffer, &feet);
-            let ph = self.locomotion.phases();
-            let ap = diag_pose.unwrap();
-            let lim = |b: usize, l: &crate::limits::JointLimit, pose: &crate::pose::Pose| {
-                let rest = &skeleton.bones()[b].rest;
-                l.contains(
-                    rest.rotation,
-                    rest.translation,
-                    pose.rotations[b],
-                    pose.translations[b],
-                    1e-4,
-                )
-            };
-            for s in 0..2 {
-                if std::env::var("IK_VRDIAG3").is_ok() {
-                    let [h, k, _a] = self.rig.leg_bones[s];
-                    let rest = |b: usize| skeleton.bones()[b].rest.rotation;
-                    let ang = |pose: &crate::pose::Pose, b: usize| {
-                        quat_angle(rest(b), pose.rotations[b]).to_degrees()
-                    };
-                    eprintln!(
-                        "VRDIAG3 side {s} {:?} knee an {:.1} out {:.1} last {:.1} | hip an {:.1} out {:.1} | d/leg {:.4} reach/leg {:.4} | foot {:.4?} hips {:.4?} out {:.2}mm",
-                        ph[s],
-                        ang(&ap, k),
-                        ang(buffer.pose(), k),
-                        ang(&self.last, k),
-                        ang(&ap, h),
-                        ang(buffer.pose(), h),
-                        buffer
-                            .model_transform(skeleton, h)
-                            .translation
-                            .distance(feet[s].translation)
-                            / self.rig.leg_length,
-                        self.rig.leg_reach[s] / self.rig.leg_length,
-                        feet[s].translation,
-                        ap.translations[self.rig.hips],
-                        e_out[s]
-                    );
-                }
-                if ph[s] == FootPhase::Planted && (e_out[s] > 0.5 || e_analytic[s] > 0.5) {
-                    let [h, k, a] = self.rig.leg_bones[s];
-                    let turn =
-                        |b: usize| quat_angle(self.last.rotations[b], ap.rotations[b]).to_degrees();
-                    let hipinfo = |pose: &crate::pose::Pose| {
-                        if let crate::limits::JointLimit::SwingTwist(l) = self.rig.leg_limits[s][0]
-                        {
-                            let rest = skeleton.bones()[h].rest.rotation;
-                            let (sw, tw) = l.decompose(rest.inverse() * pose.rotations[h]);
-                            format!(
-                                "swing {:.1},{:.1} of {:.1},{:.1} ell {:.2} twist {:.1} in [{:.1},{:.1}]",
-                                sw.x.to_degrees(),
-                                sw.y.to_degrees(),
-                                l.swing_half_angles.x.to_degrees(),
-                                l.swing_half_angles.y.to_degrees(),
-                                (sw.x / l.swing_half_angles.x).powi(2)
-                                    + (sw.y / l.swing_half_angles.y).powi(2),
-                                tw.to_degrees(),
-                                l.twist_min.to_degrees(),
-                                l.twist_max.to_degrees()
-                            )
-                        } else {
-                            String::from("not swingtwist")
-                        }
-                    };
-                    eprintln!(
-                        "VRDIAG hip analytic: {} | out: {}",
-                        hipinfo(&ap),
-                        hipinfo(buffer.pose())
-                    );
-                    eprintln!(
-                        "VRDIAG side {s} analytic {:.2}mm out {:.2}mm it {} | analytic in limits hip {} knee {} ankle {} | turn last->analytic hip {:.1} knee {:.1} ankle {:.1} hips {:.1} | dist/leg {:.3}",
-                        e_analytic[s],
-                        e_out[s],
-                        fb.iterations,
-                        lim(h, &self.rig.leg_limits[s][0], &ap),
-                        lim(k, &self.rig.leg_limits[s][1], &ap),
-                        lim(a, &self.rig.foot_limit[s], &ap),
-                        turn(h),
-                        turn(k),
-                        turn(a),
-                        turn(self.rig.hips),
-                        buffer
-                            .model_transform(skeleton, h)
-                            .translation
-                            .distance(feet[s].translation)
-                            / self.rig.leg_length,
-                    );
-                }
-            }
-        }
         self.last.copy_from(buffer.pose());
         Ok(self.measure(skeleton, buffer, fb, &t))
     }
@@ -400,13 +296,6 @@ impl VrBody {
             lean = held;
             pelvis = self.pose_upper(skeleton, buffer, input(lean));
         }
-        if std::env::var("IK_VRDIAG").is_ok() {
-            let more = self.lean_for_planted_legs(skeleton, buffer, pelvis, body_fwd, lean);
-            eprintln!(
-                "VRDIAG lean {lean:.3} cap {lean_cap:.3} max {max_lean:.3} state {:.3} more {more:.4} raised {raised}",
-                self.state.lean
-            );
-        }
         self.state.lean = lean;
         self.state.last_lean = lean;
         pelvis
@@ -459,14 +348,6 @@ impl VrBody {
                 .acos();
             let thigh = (-u).atan2(v) + alpha + lean * s.hip_lean;
             fold = fold.max(thigh - s.max_hip_flex);
-            if std::env::var("IK_VRDIAG2").is_ok() {
-                eprintln!(
-                    "VRDIAG thigh est side {side} {:.1} deg, tilt {:.1} (max {:.1})",
-                    thigh.to_degrees(),
-                    tilt.to_degrees(),
-                    s.max_shin_tilt.to_degrees()
-                );
-            }
         }
         back / (self.rig.torso * lean.cos().max(0.2)) + 1.5 * fold.max(0.0)
     }
@@ -556,6 +437,7 @@ impl VrBody {
         let up = self.rig.frame.up;
         self.report.pelvis_lowered = false;
         let hips_rot_model = buffer.model_transform(skeleton, self.rig.hips);
+        let phases = self.locomotion.phases();
         let mut lower = 0.0_f32;
         for side in 0..2 {
             let hip = buffer
@@ -564,27 +446,32 @@ impl VrBody {
                 - hips_rot_model.translation
                 + pelvis;
             let v = hip - feet[side].translation;
-            let r = self.rig.leg_reach[side] * 0.999;
+            let reach = self.rig.leg_reach[side] * 0.999;
+            // A standing leg straightens no faster than the solver's turn bound a frame:
+            // walking on, the hips pass over a planted foot and the knee straightens faster
+            // and faster toward the end of the stance (12° in one frame on the `KayKit`
+            // mannequin), faster than the bound lets the output follow (the foot slid 19 mm
+            // while the leg caught up); a foot lifting off that held the pelvis down would
+            // pop the hips up the same way. The pelvis is lowered instead, for that frame.
+            let r = if first || phases[side].in_air() {
+                reach
+            } else {
+                reach.min(self.straightest_span(side))
+            };
             if v.length_squared() > r * r {
                 let b = v.dot(up);
                 let disc = b * b - v.length_squared() + r * r;
+                let wide = b * b - v.length_squared() + reach * reach;
                 let drop = if disc >= 0.0 {
                     b - disc.sqrt()
+                } else if wide >= 0.0 {
+                    b - wide.sqrt()
                 } else {
                     b.max(0.0)
                 };
                 lower = lower.max(drop);
             }
         }
-        // The pelvis comes back up no faster than straightens a leg by the solver's turn
-        // bound a frame: a foot lifting off that held it down (it steps, and no longer asks
-        // for the drop) would otherwise pop the hips up and snap the standing knee straight
-        // (33° in one frame on the `KayKit` mannequin), faster than the bound lets the output
-        // follow, and the planted foot would slide while the leg caught up.
-        if !first {
-            lower = lower.max(self.state.pelvis_drop - self.straightening_rise());
-        }
-        self.state.pelvis_drop = lower;
         if lower > 0.0 {
             pelvis -= up * lower;
             self.report.pelvis_lowered = true;
@@ -592,22 +479,18 @@ impl VrBody {
         Self::set_model_translation(skeleton, buffer, self.rig.hips, pelvis);
     }
 
-    /// How far the hips may rise in one frame over a standing leg: the least, over both legs,
-    /// of the distance that straightens the leg from its knee's straightest (its reach) by
-    /// the solver's per-frame turn bound (law of cosines on its bone lengths; nearest
-    /// straight a rise turns the knee most).
-    fn straightening_rise(&self) -> f32 {
-        let bound = self.solver.settings().max_turn;
-        (0..2)
-            .map(|side| {
-                let [l1, l2] = self.rig.legs[side].rest_lengths();
-                let flex = self.rig.legs[side].settings().flex_min + bound;
-                let bent = (l1 * l1 + l2 * l2 + 2.0 * l1 * l2 * flex.cos())
-                    .max(0.0)
-                    .sqrt();
-                (self.rig.leg_reach[side] - bent).max(0.0)
-            })
-            .fold(f32::INFINITY, f32::min)
+    /// The longest hip-to-ankle span leg `side` may have this frame: last frame's output
+    /// span with the knee straightened by the solver's per-frame turn bound (law of cosines
+    /// on the leg's bone lengths), at most its reach.
+    fn straightest_span(&self, side: usize) -> f32 {
+        let [l1, l2] = self.rig.legs[side].rest_lengths();
+        let last = self.state.leg_span[side];
+        let cos_last = ((last * last - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)).clamp(-1.0, 1.0);
+        let flex = (cos_last.acos() - self.solver.settings().max_turn)
+            .max(self.rig.legs[side].settings().flex_min);
+        (l1 * l1 + l2 * l2 + 2.0 * l1 * l2 * flex.cos())
+            .max(0.0)
+            .sqrt()
     }
 
     /// Step 6, legs: each knee toward the foot's and the body's forward, turned at most
@@ -943,12 +826,6 @@ impl VrBody {
                 .translation;
             let arrived =
                 at.distance(feet[side].translation) <= TOUCHDOWN_TOLERANCE * self.rig.leg_length;
-            if std::env::var("IK_VRDIAG").is_ok() {
-                eprintln!(
-                    "VRDIAG touch side {side} arrived {arrived} off {:.2}",
-                    at.distance(feet[side].translation) / self.rig.leg_length * 900.0
-                );
-            }
             if self.locomotion.touch_down(side, arrived, &self.settings) {
                 self.report.steps += 1;
             }
@@ -986,6 +863,10 @@ impl VrBody {
         t: &Targets,
     ) -> CustomReport {
         let model = buffer.model_transforms(skeleton);
+        for side in 0..2 {
+            let [hip, _, ankle] = self.rig.leg_bones[side];
+            self.state.leg_span[side] = model[hip].translation.distance(model[ankle].translation);
+        }
         let head = model[self.rig.head];
         let r = &mut self.report;
         r.full_body = fb;
