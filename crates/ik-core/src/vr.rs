@@ -18,8 +18,11 @@
 //!    the head's heading; the neck takes part of the head's rotation;
 //! 4. places the pelvis so that the head bone lands *exactly* on the head target (so the pelvis
 //!    follows from the head: neck and spine offsets, lean and crouch), lowered only when the
-//!    legs could not reach the feet otherwise (the report says so; a leg's reach is measured
-//!    with its knee as straight as the knee's range allows);
+//!    legs could not reach the feet otherwise, or when a standing leg would straighten by
+//!    more than the solver's turn bound since last frame's output (the bound could not let
+//!    the output follow, and the planted foot would slide while it caught up) — the report
+//!    says so; a leg's reach is measured with its knee as straight as the knee's range
+//!    allows;
 //! 5. plans the feet ([`locomotion`]): a foot stays planted where it landed until the body's
 //!    support point has moved away from it by more than [`VrSettings::step_threshold`] (from
 //!    where it would land now, ahead along the body's velocity), the body has turned past
@@ -28,12 +31,20 @@
 //!    it steps — lifted on an arc, its duration shorter as the body moves faster, one foot at
 //!    a time, the other following, turned only as far as its ankle allows while in the air,
 //!    landing within 97 % of the leg's reach of where its hip will be when it lands — which
-//!    gives forward, backward and side steps and turning on the spot;
+//!    gives forward, backward and side steps and turning on the spot; a landing foot is
+//!    reported `Planted` from the frame whose output has it on its landing place (touch-down:
+//!    the leg may lag its swing by the turn bound), so a planted foot's stance starts where
+//!    the foot is;
 //! 6. poses each arm with the analytic two-bone limb ([`TwoBoneIk`](crate::analytic::TwoBoneIk)) toward its controller,
 //!    the elbow's swivel from the shoulder geometry (down, back and out of the body) blended
 //!    with the hand's roll, and turned by at most [`VrSettings::max_swivel_step`] per frame from
 //!    where it was (so it never flips); the legs the same way, knees toward the feet's and the
-//!    body's forward (bending as the pelvis drops);
+//!    body's forward (bending as the pelvis drops), each foot turned only as far as its ankle
+//!    allows (a standing foot pivots on its ankle rather than slide); the support comes
+//!    before the head: where the head puts the pelvis so low over planted feet that a thigh
+//!    would fold past its hip's range (a deep crouch), the pelvis rises as little as lets every
+//!    standing leg reach its foot within its hip's and knee's limits (a bisection) and the
+//!    head misses its target by that much (the report's `pelvis_raised`);
 //! 7. brings that analytic pose within half the frame's turn bound ([`VR_MAX_TURN`]) of last
 //!    frame's output (a joint that would turn further turns that far toward it; the others
 //!    keep their analytic rotations bit for bit) and runs the full-body solver's *bounded*
@@ -92,8 +103,8 @@
 //! `tests/vr_demo_script.rs` (the demo's script from four starts on every rig), the
 //! robustness suite's VR scenario (`tests/robustness.rs`: varied tracker scripts at 72 Hz on
 //! every naming convention and the CC0 characters — no turn over 20°, no frame outside the
-//! limits, the head within 1 mm whenever reachable, the output bit-identical once the
-//! trackers are still) and `tests/vr_body_alloc.rs` (no allocation per frame after set-up).
+//! limits, the head within 1 mm whenever reachable, a foot reported `Planted` within 1 mm of
+//! where its stance started, the output bit-identical once the trackers are still) and `tests/vr_body_alloc.rs` (no allocation per frame after set-up).
 //! Figures, before and after, and the cost per frame: `docs/benchmarks.md`, *VR body*.
 
 #![allow(
