@@ -525,7 +525,7 @@ impl VrBody {
                 None => self.state.knee_dir[side],
             };
         }
-        self.place_legs(skeleton, buffer, feet)?;
+        self.place_legs(skeleton, buffer, feet, false)?;
         self.fit_standing_legs(skeleton, buffer, feet)?;
         // A foot turns only as far as its ankle allows, in the air or standing (the solver
         // would otherwise clamp the ankle and trade the foot's place for its rotation: a
@@ -539,15 +539,21 @@ impl VrBody {
         Ok(())
     }
 
-    /// Solves both legs onto `feet` with the knees toward this frame's swivels
-    /// (`state.knee_dir`), from where the hips are now.
+    /// Solves the legs onto `feet` with the knees toward this frame's swivels
+    /// (`state.knee_dir`), from where the hips are now: both, or only the standing ones
+    /// (`standing_only`).
     fn place_legs(
         &self,
         skeleton: &Skeleton,
         buffer: &mut PoseBuffer,
         feet: &[BoneTransform; 2],
+        standing_only: bool,
     ) -> Result<(), StackError> {
+        let phases = self.locomotion.phases();
         for side in 0..2 {
+            if standing_only && phases[side].in_air() {
+                continue;
+            }
             let hip = buffer
                 .model_transform(skeleton, self.rig.leg_bones[side][0])
                 .translation;
@@ -605,25 +611,26 @@ impl VrBody {
         if !(high.is_finite() && high > 0.0) {
             return Ok(());
         }
-        let at = |me: &Self, buffer: &mut PoseBuffer, rise: f32| {
+        // (The bisection solves only the standing legs; the last rise poses both.)
+        let at = |me: &Self, buffer: &mut PoseBuffer, rise: f32, both: bool| {
             Self::set_model_translation(skeleton, buffer, me.rig.hips, pelvis + up * rise);
-            me.place_legs(skeleton, buffer, feet)
+            me.place_legs(skeleton, buffer, feet, !both)
                 .map(|()| me.standing_legs_fit(skeleton, buffer))
         };
-        if !at(self, buffer, high)? {
-            at(self, buffer, 0.0)?;
+        if !at(self, buffer, high, false)? {
+            at(self, buffer, 0.0, true)?;
             return Ok(());
         }
         let mut low = 0.0_f32;
         for _ in 0..HIP_FIT_STEPS {
             let mid = 0.5 * (low + high);
-            if at(self, buffer, mid)? {
+            if at(self, buffer, mid, false)? {
                 high = mid;
             } else {
                 low = mid;
             }
         }
-        at(self, buffer, high)?;
+        at(self, buffer, high, true)?;
         self.report.pelvis_raised = true;
         Ok(())
     }
