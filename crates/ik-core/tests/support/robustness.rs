@@ -1158,7 +1158,7 @@ pub struct VrRun {
     /// Frames whose output has a joint outside the full-body limits ([`LIMIT_TOLERANCE`]).
     pub outside_limits: usize,
     /// The largest head position error on frames where the head is reachable (the VR body did
-    /// not have to lower the pelvis), human metres.
+    /// not have to lower or raise the pelvis: `pelvis_lowered`, `pelvis_raised`), human metres.
     pub head_error: f32,
     /// Frames counted for `head_error`.
     pub head_frames: usize,
