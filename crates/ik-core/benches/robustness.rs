@@ -165,14 +165,21 @@ fn vr(rigs: &[Rig], cc0_from: usize, size: Size) {
     }
     // Timed: the first script of every rig, one at a time.
     let mut times = Vec::new();
+    // The same frames by the script's phase (where the slow frames are).
+    let mut phase_times: [Vec<f64>; 7] = Default::default();
     for (i, rig) in rigs.iter().enumerate() {
         if !(size.vr_all_rigs || sampled(i, cc0_from)) {
             continue;
         }
         let body = VrBody::new(&rig.skeleton, &rig.map).expect("rig maps");
         let script = vr_script(&body, rig, seed_of(i, 0, SALT_VR));
-        times.extend(run_vr(rig, &script, true).fastest_us);
+        let fastest = run_vr(rig, &script, true).fastest_us;
+        for (f, &t) in script.iter().zip(&fastest) {
+            phase_times[f.phase as usize].push(t);
+        }
+        times.extend(fastest);
     }
+    let total = times.len().max(1);
     let (median, p99, tmax) = stats(times);
     eprintln!(
         "\nVR body: {n} scripts of {} frames at {VR_HZ} Hz (stand, walk 1.2 m/s, turn 180°, crouch 40 %, hand 30 % beyond reach, head shake ±60° at 2 Hz, {VR_STILL_SECONDS} s still)",
@@ -210,6 +217,14 @@ fn vr(rigs: &[Rig], cc0_from: usize, size: Size) {
     eprintln!(
         "  per frame, fastest of {REPEATS} passes: median {median:.1} µs, p99 {p99:.1} µs (issue: ≤ {VR_P99_US}), max {tmax:.1} µs"
     );
+    for (phase, t) in VrPhase::ALL.iter().zip(phase_times) {
+        let over = t.iter().filter(|&&us| us > VR_P99_US).count();
+        let (pm, pp, px) = stats(t);
+        eprintln!(
+            "    {phase:?}: median {pm:.1} µs, p99 {pp:.1} µs, max {px:.1} µs; frames over {VR_P99_US} µs: {over} ({:.2} % of all frames)",
+            over as f64 * 100.0 / total as f64
+        );
+    }
     for (i, r) in &runs {
         eprintln!(
             "    {:<24} rest {:?} | flips {} ({:.1}°) | drift {:.1} mm ({:?}) | outside limits {} | head {:.2} mm",

@@ -18,8 +18,11 @@
 //!    the head's heading; the neck takes part of the head's rotation;
 //! 4. places the pelvis so that the head bone lands *exactly* on the head target (so the pelvis
 //!    follows from the head: neck and spine offsets, lean and crouch), lowered only when the
-//!    legs could not reach the feet otherwise (the report says so; a leg's reach is measured
-//!    with its knee as straight as the knee's range allows);
+//!    legs could not reach the feet otherwise, or when a standing leg would straighten by
+//!    more than the solver's turn bound since last frame's output (the bound could not let
+//!    the output follow, and the planted foot would slide while it caught up) — the report
+//!    says so; a leg's reach is measured with its knee as straight as the knee's range
+//!    allows;
 //! 5. plans the feet ([`locomotion`]): a foot stays planted where it landed until the body's
 //!    support point has moved away from it by more than [`VrSettings::step_threshold`] (from
 //!    where it would land now, ahead along the body's velocity), the body has turned past
@@ -28,12 +31,20 @@
 //!    it steps — lifted on an arc, its duration shorter as the body moves faster, one foot at
 //!    a time, the other following, turned only as far as its ankle allows while in the air,
 //!    landing within 97 % of the leg's reach of where its hip will be when it lands — which
-//!    gives forward, backward and side steps and turning on the spot;
+//!    gives forward, backward and side steps and turning on the spot; a landing foot is
+//!    reported `Planted` from the frame whose output has it on its landing place (touch-down:
+//!    the leg may lag its swing by the turn bound), so a planted foot's stance starts where
+//!    the foot is;
 //! 6. poses each arm with the analytic two-bone limb ([`TwoBoneIk`](crate::analytic::TwoBoneIk)) toward its controller,
 //!    the elbow's swivel from the shoulder geometry (down, back and out of the body) blended
 //!    with the hand's roll, and turned by at most [`VrSettings::max_swivel_step`] per frame from
 //!    where it was (so it never flips); the legs the same way, knees toward the feet's and the
-//!    body's forward (bending as the pelvis drops);
+//!    body's forward (bending as the pelvis drops), each foot turned only as far as its ankle
+//!    allows (a standing foot pivots on its ankle rather than slide); the support comes
+//!    before the head: where the head puts the pelvis so low over planted feet that a thigh
+//!    would fold past its hip's range (a deep crouch), the pelvis rises as little as lets every
+//!    standing leg reach its foot within its hip's and knee's limits (a bisection) and the
+//!    head misses its target by that much (the report's `pelvis_raised`);
 //! 7. brings that analytic pose within half the frame's turn bound ([`VR_MAX_TURN`]) of last
 //!    frame's output (a joint that would turn further turns that far toward it; the others
 //!    keep their analytic rotations bit for bit) and runs the full-body solver's *bounded*
@@ -92,8 +103,8 @@
 //! `tests/vr_demo_script.rs` (the demo's script from four starts on every rig), the
 //! robustness suite's VR scenario (`tests/robustness.rs`: varied tracker scripts at 72 Hz on
 //! every naming convention and the CC0 characters — no turn over 20°, no frame outside the
-//! limits, the head within 1 mm whenever reachable, the output bit-identical once the
-//! trackers are still) and `tests/vr_body_alloc.rs` (no allocation per frame after set-up).
+//! limits, the head within 1 mm whenever reachable, a foot reported `Planted` within 1 mm of
+//! where its stance started, the output bit-identical once the trackers are still) and `tests/vr_body_alloc.rs` (no allocation per frame after set-up).
 //! Figures, before and after, and the cost per frame: `docs/benchmarks.md`, *VR body*.
 
 #![allow(
@@ -156,6 +167,18 @@ pub const VR_MAX_TURN: f32 = crate::humanoid::DEFAULT_MAX_TURN;
 /// (at weight 1, walking with the controllers held in the rest hands' rotation left the hands
 /// up to 6.4 mm off, `bevy_mod_ik`'s `vr` test).
 pub const HAND_ROTATION_WEIGHT: f32 = 0.1;
+
+/// Halvings of the bisection that finds how far the pelvis must rise for the standing legs
+/// to reach their feet within their hips' limits (step 6): the rise is found to 2⁻¹² of the
+/// standing leg's slack (under 0.25 mm on a 0.9 m leg); the feet themselves are met exactly
+/// at every step, so this only sets how close to its target the head gets.
+const HIP_FIT_STEPS: u32 = 12;
+
+/// A foot touching down is planted once the output has it this close to where it lands, as a
+/// fraction of the leg's length (0.09 mm on a 0.9 m leg: within the 1 mm for a
+/// planted foot, and what the analytic leg meets exactly once its joints are within the turn
+/// bound).
+const TOUCHDOWN_TOLERANCE: f32 = 1e-4;
 
 /// A joint the approach of step 7 turns toward the analytic pose is put this fraction of the
 /// bound from last frame's rotation: the slerp's round-off must not read a joint put on the
@@ -490,6 +513,10 @@ pub struct VrReport {
     /// Whether the pelvis had to be lowered below where the head put it because a leg could
     /// not reach its foot (the head then misses its target).
     pub pelvis_lowered: bool,
+    /// Whether the pelvis had to be raised above where the head put it because a standing
+    /// leg could not reach its foot within its hip's or knee's limits there (a deep crouch
+    /// over planted feet; the head then misses its target, above it).
+    pub pelvis_raised: bool,
     /// Whether the full-body solver had to iterate (a joint limit, an unreachable goal or the
     /// turn bound was in the way of the analytic pose); the head may then miss its target.
     pub trunk_moved: bool,

@@ -175,3 +175,10 @@ fn vr_body_comes_to_rest_when_the_trackers_do() {
     let bad = vr_failures(|r| r.settle_frames.is_none_or(|f| f > SETTLE_FRAMES));
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+#[test]
+fn vr_body_planted_feet_stay() {
+    // Not vacuous: every run has planted stances (the drift is measured over them).
+    let bad = vr_failures(|r| r.planted_drift > PLANTED_DRIFT || r.planted_frames == 0);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}

@@ -1,9 +1,11 @@
 //! A VR body on the glTF characters in `assets/`, loaded through Bevy's glTF loader in a
 //! headless app (as `gltf_characters.rs`): the three trackers start on the head and hand bones
 //! and walk 0.9 m over level ground (the demo's `--vr` walk, 4 frames a second as the demo runs
-//! under software rendering). The head must stay on its tracker: the floor is level in the
-//! character's model space (+Y up), whatever the rest posture — the UAL mannequin's rest pose
-//! leans 4.8°, and with the floor tilted to match the head missed by 76 mm.
+//! under software rendering). The head must stay on its tracker whenever the VR body does not
+//! report the pelvis lowered, and within [`LOWERED_HEAD`] when it does (a standing leg may
+//! straighten only at the turn bound's pace, so that a planted foot does not slide): the floor is level in the character's model space (+Y up), whatever the rest
+//! posture — the UAL mannequin's rest pose leans 4.8°, and with the floor tilted to match the
+//! head missed by 76 mm.
 
 #![cfg(feature = "vrm")]
 
@@ -11,6 +13,7 @@ use std::time::Duration;
 
 use bevy::prelude::*;
 use bevy_ik::ik_core::humanoid::HumanoidBone;
+use bevy_ik::ik_core::vr::VrBody;
 use bevy_ik::prelude::*;
 
 // The headless glTF app and character set-up are `gltf_characters`' (same feature gate).
@@ -21,8 +24,16 @@ fn smooth(a: f32, b: f32, t: f32) -> f32 {
     x * x * (3.0 - 2.0 * x)
 }
 
-/// The worst head error (m) over the walk.
-fn walk(file: &str, dt: f32, fb_weight_zero: bool) -> f32 {
+/// On frames the VR body reports the pelvis lowered, the head may be at most this far off its
+/// tracker, m: the standing legs straighten at the turn bound's pace (measured, the head
+/// tracker at the rest head height, legs straight, 0.25 s frames: 8.1 mm `KayKit`, 15.5 mm UAL,
+/// 18.9 mm the bundled character; before branch vrfeet24 ≤ 0.54 mm, the planted feet sliding
+/// instead); the floor tilted with the rest posture left it 76 mm off.
+const LOWERED_HEAD: f32 = 0.02;
+
+/// The worst head error (m) over the walk's frames where the VR body does not report the
+/// pelvis lowered, over all frames, and on how many frames it does.
+fn walk(file: &str, dt: f32, fb_weight_zero: bool) -> (f32, f32, usize) {
     let mut app = app(ASSETS);
     app.insert_resource(bevy::time::TimeUpdateStrategy::ManualDuration(
         Duration::from_secs_f32(dt),
@@ -56,12 +67,15 @@ fn walk(file: &str, dt: f32, fb_weight_zero: bool) -> f32 {
         .iter()
         .map(|&e| *app.world().get::<Transform>(e).unwrap())
         .collect();
-    app.world_mut().spawn((
-        Name::new("VR body"),
-        IkVrBody::new(h, l, r),
-        IkStageOf(character),
-    ));
-    let mut worst = 0.0f32;
+    let stage = app
+        .world_mut()
+        .spawn((
+            Name::new("VR body"),
+            IkVrBody::new(h, l, r),
+            IkStageOf(character),
+        ))
+        .id();
+    let (mut worst, mut worst_all, mut lowered) = (0.0f32, 0.0f32, 0);
     for tick in 1..=150u32 {
         let t = tick as f32 / 30.0;
         let walk = 0.9 * smooth(0.5, 3.5, t);
@@ -74,10 +88,24 @@ fn walk(file: &str, dt: f32, fb_weight_zero: bool) -> f32 {
         let err = global(&app, hb)
             .translation()
             .distance(global(&app, h).translation());
-        worst = worst.max(err);
+        let low = app
+            .world()
+            .get::<IkCharacter>(character)
+            .and_then(|c| c.custom_stage::<VrBody>(stage))
+            .is_some_and(|b| b.report().pelvis_lowered);
+        worst_all = worst_all.max(err);
+        if low {
+            lowered += 1;
+        } else {
+            worst = worst.max(err);
+        }
     }
-    println!("{file}: head within {:.2} mm of its tracker", worst * 1e3);
-    worst
+    println!(
+        "{file}: head within {:.2} mm of its tracker ({:.2} mm with the {lowered} frames of 150 the pelvis is lowered)",
+        worst * 1e3,
+        worst_all * 1e3
+    );
+    (worst, worst_all, lowered)
 }
 
 #[test]
@@ -87,11 +115,12 @@ fn vr_head_stays_on_its_tracker_walking_over_level_ground() {
         "kaykit_mannequin.glb",
         "character.glb",
     ] {
-        let worst = walk(file, 0.25, true);
+        let (worst, worst_all, lowered) = walk(file, 0.25, true);
         assert!(
-            worst <= 2e-3,
-            "{file}: head {:.1} mm off its tracker",
-            worst * 1e3
+            worst <= 2e-3 && worst_all <= LOWERED_HEAD,
+            "{file}: head {:.1} mm off its tracker ({:.1} mm with the {lowered} frames the pelvis is lowered)",
+            worst * 1e3,
+            worst_all * 1e3
         );
     }
 }

@@ -7,8 +7,8 @@ use glam::{Quat, Vec3};
 use super::limbs::UpperInput;
 use super::locomotion::{self, FootPhase};
 use super::{
-    BOUND_AIM, HAND_ROTATION_WEIGHT, LEAN_RELAX_TIME, SETTLE_RATE, SHIN_LEAN_RATE, TrackerPose,
-    VrBody, VrError,
+    BOUND_AIM, HAND_ROTATION_WEIGHT, HIP_FIT_STEPS, LEAN_RELAX_TIME, SETTLE_RATE, SHIN_LEAN_RATE,
+    TOUCHDOWN_TOLERANCE, TrackerPose, VrBody, VrError,
 };
 use crate::analytic::finish::quat_angle;
 use crate::humanoid::{BodyFrame, Effector, EffectorGoal, FullBodyReport};
@@ -119,7 +119,7 @@ impl VrBody {
             first,
         );
         self.keep_swing_in_reach(&mut feet, hip_joints);
-        self.seat_pelvis(skeleton, buffer, pelvis, &feet);
+        self.seat_pelvis(skeleton, buffer, pelvis, &feet, first);
         Self::set_model_rotation(skeleton, buffer, self.rig.head, t.head_rot);
         // 6. The analytic limbs.
         let body_rot = Quat::from_axis_angle(self.rig.frame.up, heading.body_yaw);
@@ -130,6 +130,7 @@ impl VrBody {
         // 7. The bounded solve from last frame's output toward the analytic pose: the turn
         // bound, the limits, the priorities and a fixed point, nothing after it.
         let fb = self.solve_full_body(skeleton, buffer, &t.hands, &feet, first)?;
+        self.touch_down(skeleton, buffer, &feet);
         self.last.copy_from(buffer.pose());
         Ok(self.measure(skeleton, buffer, fb, &t))
     }
@@ -403,10 +404,8 @@ impl VrBody {
             dt: if first { 0.0 } else { dt },
             trackers: foot_trackers,
         };
-        let landed =
-            self.locomotion
-                .update(&plan_in, &self.settings, self.ground.as_deref(), first);
-        self.report.steps += landed;
+        self.locomotion
+            .update(&plan_in, &self.settings, self.ground.as_deref(), first);
         (self.locomotion.foot_targets(), hip_joints)
     }
 
@@ -414,7 +413,7 @@ impl VrBody {
     fn keep_swing_in_reach(&self, feet: &mut [BoneTransform; 2], hip_joints: [Vec3; 2]) {
         let phases = self.locomotion.phases();
         for side in 0..2 {
-            if let FootPhase::Stepping { .. } = phases[side] {
+            if phases[side].in_air() {
                 let hip = hip_joints[side];
                 let v = feet[side].translation - hip;
                 let r = self.rig.leg_reach[side] * 0.995;
@@ -433,10 +432,12 @@ impl VrBody {
         buffer: &mut PoseBuffer,
         mut pelvis: Vec3,
         feet: &[BoneTransform; 2],
+        first: bool,
     ) {
         let up = self.rig.frame.up;
         self.report.pelvis_lowered = false;
         let hips_rot_model = buffer.model_transform(skeleton, self.rig.hips);
+        let phases = self.locomotion.phases();
         let mut lower = 0.0_f32;
         for side in 0..2 {
             let hip = buffer
@@ -445,12 +446,26 @@ impl VrBody {
                 - hips_rot_model.translation
                 + pelvis;
             let v = hip - feet[side].translation;
-            let r = self.rig.leg_reach[side] * 0.999;
+            let reach = self.rig.leg_reach[side] * 0.999;
+            // A standing leg straightens no faster than the solver's turn bound a frame:
+            // walking on, the hips pass over a planted foot and the knee straightens faster
+            // and faster toward the end of the stance (12° in one frame on the `KayKit`
+            // mannequin), faster than the bound lets the output follow (the foot slid 19 mm
+            // while the leg caught up); a foot lifting off that held the pelvis down would
+            // pop the hips up the same way. The pelvis is lowered instead, for that frame.
+            let r = if first || phases[side].in_air() {
+                reach
+            } else {
+                reach.min(self.straightest_span(side))
+            };
             if v.length_squared() > r * r {
                 let b = v.dot(up);
                 let disc = b * b - v.length_squared() + r * r;
+                let wide = b * b - v.length_squared() + reach * reach;
                 let drop = if disc >= 0.0 {
                     b - disc.sqrt()
+                } else if wide >= 0.0 {
+                    b - wide.sqrt()
                 } else {
                     b.max(0.0)
                 };
@@ -464,8 +479,24 @@ impl VrBody {
         Self::set_model_translation(skeleton, buffer, self.rig.hips, pelvis);
     }
 
+    /// The longest hip-to-ankle span leg `side` may have this frame: last frame's output
+    /// span with the knee straightened by the solver's per-frame turn bound (law of cosines
+    /// on the leg's bone lengths), at most its reach.
+    fn straightest_span(&self, side: usize) -> f32 {
+        let [l1, l2] = self.rig.legs[side].rest_lengths();
+        let last = self.state.leg_span[side];
+        let cos_last = ((last * last - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)).clamp(-1.0, 1.0);
+        let flex = (cos_last.acos() - self.solver.settings().max_turn)
+            .max(self.rig.legs[side].settings().flex_min);
+        (l1 * l1 + l2 * l2 + 2.0 * l1 * l2 * flex.cos())
+            .max(0.0)
+            .sqrt()
+    }
+
     /// Step 6, legs: each knee toward the foot's and the body's forward, turned at most
-    /// [`VrSettings::max_swivel_step`](super::VrSettings::max_swivel_step) from last frame's; a foot in the air turned only as far
+    /// [`VrSettings::max_swivel_step`](super::VrSettings::max_swivel_step) from last frame's;
+    /// the pelvis raised as little as lets every standing leg reach its foot within the hip's
+    /// and knee's limits ([`VrBody::fit_standing_legs`]); a foot in the air turned only as far
     /// as its ankle allows (its target's rotation updated to match).
     fn pose_legs(
         &mut self,
@@ -477,10 +508,10 @@ impl VrBody {
     ) -> Result<(), StackError> {
         let frame = self.rig.frame;
         let turn = self.settings.max_swivel_step;
-        let phases = self.locomotion.phases();
         for side in 0..2 {
-            let [hip_b, _, _] = self.rig.leg_bones[side];
-            let hip = buffer.model_transform(skeleton, hip_b).translation;
+            let hip = buffer
+                .model_transform(skeleton, self.rig.leg_bones[side][0])
+                .translation;
             let foot = feet[side];
             let foot_fwd =
                 (foot.rotation * self.rig.rest_feet[side].rotation.inverse()) * frame.forward;
@@ -488,22 +519,119 @@ impl VrBody {
             let want = (foot_fwd + body_rot * frame.forward + frame.up * 0.1)
                 .reject_from_normalized(axis)
                 .try_normalize();
-            let dir = match want {
+            self.state.knee_dir[side] = match want {
                 Some(w) if !first => turn_toward(self.state.knee_dir[side], w, turn),
                 Some(w) => w,
                 None => self.state.knee_dir[side],
             };
-            self.state.knee_dir[side] = dir;
-            let pole = 0.5 * (hip + foot.translation) + dir * self.rig.leg_length;
+        }
+        self.place_legs(skeleton, buffer, feet, false)?;
+        self.fit_standing_legs(skeleton, buffer, feet)?;
+        // A foot turns only as far as its ankle allows, in the air or standing (the solver
+        // would otherwise clamp the ankle and trade the foot's place for its rotation: a
+        // planted foot slid 24 mm while the body turned on the spot past the ankle's twist);
+        // its target's rotation follows, so a standing foot pivots on its ankle.
+        for side in 0..2 {
+            let tip = self.rig.leg_bones[side][2];
+            Self::clamp_to_limit(skeleton, buffer, tip, &self.rig.foot_limit[side]);
+            feet[side].rotation = buffer.model_transform(skeleton, tip).rotation;
+        }
+        Ok(())
+    }
+
+    /// Solves the legs onto `feet` with the knees toward this frame's swivels
+    /// (`state.knee_dir`), from where the hips are now: both, or only the standing ones
+    /// (`standing_only`).
+    fn place_legs(
+        &self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+        feet: &[BoneTransform; 2],
+        standing_only: bool,
+    ) -> Result<(), StackError> {
+        let phases = self.locomotion.phases();
+        for side in 0..2 {
+            if standing_only && phases[side].in_air() {
+                continue;
+            }
+            let hip = buffer
+                .model_transform(skeleton, self.rig.leg_bones[side][0])
+                .translation;
+            let foot = feet[side];
+            let pole =
+                0.5 * (hip + foot.translation) + self.state.knee_dir[side] * self.rig.leg_length;
             self.solve_leg(skeleton, buffer, side, &foot, pole)?;
-            // A foot in the air turns only as far as its ankle allows (the solver would
-            // otherwise clamp the ankle and re-aim the leg, turning the thigh in one frame).
-            if let FootPhase::Stepping { .. } = phases[side] {
-                let tip = self.rig.leg_bones[side][2];
-                Self::clamp_to_limit(skeleton, buffer, tip, &self.rig.foot_limit[side]);
-                feet[side].rotation = buffer.model_transform(skeleton, tip).rotation;
+        }
+        Ok(())
+    }
+
+    /// Whether every standing leg (planted or tracked: the support) has its hip and knee
+    /// within the full-body solver's limits as posed.
+    fn standing_legs_fit(&self, skeleton: &Skeleton, buffer: &PoseBuffer) -> bool {
+        let phases = self.locomotion.phases();
+        (0..2).all(|side| phases[side].in_air() || self.leg_within_limits(skeleton, buffer, side))
+    }
+
+    /// The support comes before the head: a standing foot does not move, so where the head
+    /// puts the pelvis asks a leg for more than its hip's range (a deep crouch over feet
+    /// planted while standing: the thigh folds past the hip's flexion), the pelvis rises —
+    /// along up, as little as lets every standing leg reach its foot within its hip's and
+    /// knee's limits (a bisection over the rise, [`HIP_FIT_STEPS`] halvings, between none and
+    /// the rise that straightens a standing leg to its reach) — and the head misses its
+    /// target by that much (the report's `pelvis_raised`). Where no rise within the legs'
+    /// reach does, the pelvis stays where the head put it (the solver then holds the limits).
+    fn fit_standing_legs(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+        feet: &[BoneTransform; 2],
+    ) -> Result<(), StackError> {
+        self.report.pelvis_raised = false;
+        if self.standing_legs_fit(skeleton, buffer) {
+            return Ok(());
+        }
+        let up = self.rig.frame.up;
+        let phases = self.locomotion.phases();
+        let pelvis = buffer.model_transform(skeleton, self.rig.hips).translation;
+        // The most the pelvis may rise: a standing leg straight to its reach.
+        let mut high = f32::INFINITY;
+        for side in 0..2 {
+            if phases[side].in_air() {
+                continue;
+            }
+            let hip = buffer
+                .model_transform(skeleton, self.rig.leg_bones[side][0])
+                .translation;
+            let v = hip - feet[side].translation;
+            let r = self.rig.leg_reach[side] * 0.999;
+            let b = v.dot(up);
+            let disc = b * b - v.length_squared() + r * r;
+            high = high.min(if disc >= 0.0 { disc.sqrt() - b } else { 0.0 });
+        }
+        if !(high.is_finite() && high > 0.0) {
+            return Ok(());
+        }
+        // (The bisection solves only the standing legs; the last rise poses both.)
+        let at = |me: &Self, buffer: &mut PoseBuffer, rise: f32, both: bool| {
+            Self::set_model_translation(skeleton, buffer, me.rig.hips, pelvis + up * rise);
+            me.place_legs(skeleton, buffer, feet, !both)
+                .map(|()| me.standing_legs_fit(skeleton, buffer))
+        };
+        if !at(self, buffer, high, false)? {
+            at(self, buffer, 0.0, true)?;
+            return Ok(());
+        }
+        let mut low = 0.0_f32;
+        for _ in 0..HIP_FIT_STEPS {
+            let mid = 0.5 * (low + high);
+            if at(self, buffer, mid, false)? {
+                high = mid;
+            } else {
+                low = mid;
             }
         }
+        at(self, buffer, high, true)?;
+        self.report.pelvis_raised = true;
         Ok(())
     }
 
@@ -687,6 +815,30 @@ impl VrBody {
         Ok(fb)
     }
 
+    /// A foot touching down is planted once this frame's output has it on its target
+    /// ([`Locomotion::touch_down`](super::Locomotion)): the stance starts where the foot is.
+    fn touch_down(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+        feet: &[BoneTransform; 2],
+    ) {
+        for side in 0..2 {
+            if !matches!(self.locomotion.phases()[side], FootPhase::Stepping { progress } if progress >= 1.0)
+            {
+                continue;
+            }
+            let at = buffer
+                .model_transform(skeleton, self.rig.leg_bones[side][2])
+                .translation;
+            let arrived =
+                at.distance(feet[side].translation) <= TOUCHDOWN_TOLERANCE * self.rig.leg_length;
+            if self.locomotion.touch_down(side, arrived, &self.settings) {
+                self.report.steps += 1;
+            }
+        }
+    }
+
     /// The bounded candidate: every joint of the analytic pose in `buffer` that turned more
     /// than the solver's [`max_turn`](crate::humanoid::FullBodySettings::max_turn) (half the
     /// VR body's bound, [`VR_MAX_TURN`](super::VR_MAX_TURN)) from last frame's output is
@@ -718,6 +870,10 @@ impl VrBody {
         t: &Targets,
     ) -> CustomReport {
         let model = buffer.model_transforms(skeleton);
+        for side in 0..2 {
+            let [hip, _, ankle] = self.rig.leg_bones[side];
+            self.state.leg_span[side] = model[hip].translation.distance(model[ankle].translation);
+        }
         let head = model[self.rig.head];
         let r = &mut self.report;
         r.full_body = fb;

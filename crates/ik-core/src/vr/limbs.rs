@@ -82,6 +82,30 @@ impl VrBody {
             && self.rig.twist[side].is_none_or(|(t, l)| inside(t, &l))
     }
 
+    /// Whether leg `side` (upper leg, knee) is within the full-body solver's joint limits as
+    /// posed.
+    pub(super) fn leg_within_limits(
+        &self,
+        skeleton: &Skeleton,
+        buffer: &PoseBuffer,
+        side: usize,
+    ) -> bool {
+        let pose = buffer.pose();
+        self.rig.leg_bones[side][..2]
+            .iter()
+            .zip(&self.rig.leg_limits[side])
+            .all(|(&bone, limit)| {
+                let rest = &skeleton.bones()[bone].rest;
+                limit.contains(
+                    rest.rotation,
+                    rest.translation,
+                    pose.rotations[bone],
+                    pose.translations[bone],
+                    crate::limits::LIMIT_SLACK,
+                )
+            })
+    }
+
     /// Hands the hand's twist about the forearm to an in-line forearm twist bone (if the rig
     /// has one), within the twist bone's range, keeping the hand's model rotation.
     pub(super) fn twist_forearm(

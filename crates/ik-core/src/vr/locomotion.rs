@@ -49,7 +49,9 @@ pub trait GroundProbe: Debug + Send + Sync {
 pub enum FootPhase {
     /// On the ground; its target does not move.
     Planted,
-    /// In the air; `progress` in `[0, 1)`.
+    /// In the air; `progress` in `[0, 1)`. At 1 the foot is touching down: its target is
+    /// where it lands and no longer moves, and it is reported `Planted` from the frame whose
+    /// output has it there (the leg may lag its swing by the per-frame turn bound).
     Stepping {
         /// Fraction of the step done.
         progress: f32,
@@ -67,6 +69,15 @@ struct Foot {
     to: BoneTransform,
     duration: f32,
     height: f32,
+    /// Seconds spent touching down (`Stepping { progress: 1.0 }`).
+    touching: f32,
+}
+
+impl FootPhase {
+    /// Whether the foot is in the air (stepping, not yet touching down).
+    pub(crate) fn in_air(self) -> bool {
+        matches!(self, Self::Stepping { progress } if progress < 1.0)
+    }
 }
 
 /// The input of one planning step.
@@ -116,6 +127,11 @@ pub struct Locomotion {
 /// standing, the shuffle it stops moved a foot 0.2–2.3 mm a step).
 const MIN_STRETCH_STEP: f32 = 0.005;
 
+/// A foot touching down is reported planted at the latest this fraction of
+/// [`VrSettings::min_step_duration`] after its step's time is up, wherever its leg has set it
+/// (the turn bound lets a lagging knee turn about 100° at 72 Hz in that time).
+const TOUCHDOWN_WAIT: f32 = 0.5;
+
 /// A step lands at most this fraction of the leg's reach from where its hip will be.
 const LANDING_REACH: f32 = 0.97;
 
@@ -135,6 +151,7 @@ impl Locomotion {
             to: BoneTransform::IDENTITY,
             duration: 1.0,
             height: 0.0,
+            touching: 0.0,
         };
         Self {
             frame,
@@ -203,14 +220,15 @@ impl Locomotion {
         BoneTransform::from_translation_rotation(p + up * h, input.body_rotation * rest.rotation)
     }
 
-    /// One frame: advances the steps, decides new ones. Returns the number of landings.
+    /// One frame: advances the steps, decides new ones (a step's landing:
+    /// [`Locomotion::touch_down`]).
     pub(crate) fn update(
         &mut self,
         input: &PlanInput,
         s: &VrSettings,
         ground: Option<&dyn GroundProbe>,
         first: bool,
-    ) -> u32 {
+    ) {
         let up = self.frame.up;
         let leg = self.leg;
         let want = [
@@ -226,6 +244,7 @@ impl Locomotion {
                     to: w,
                     duration: 1.0,
                     height: 0.0,
+                    touching: 0.0,
                 };
             }
             self.started = true;
@@ -235,7 +254,7 @@ impl Locomotion {
             self.hip_velocity = [Vec3::ZERO; 2];
             self.since_land = 1.0;
             self.apply_trackers(input);
-            return 0;
+            return;
         }
         let dt = input.dt;
         if dt > 0.0 {
@@ -255,7 +274,6 @@ impl Locomotion {
             self.prev_hips = Some(input.hips);
             self.since_land += dt;
         }
-        let mut landed = 0;
         // Advance the steps in progress.
         let speed = self.velocity.length() / leg;
         // Land ahead by half the step's own travel plus the lead.
@@ -266,6 +284,11 @@ impl Locomotion {
             let FootPhase::Stepping { progress } = self.feet[i].phase else {
                 continue;
             };
+            if progress >= 1.0 {
+                // Touching down: the target stays where it landed ([`Locomotion::touch_down`]).
+                self.feet[i].touching += dt;
+                continue;
+            }
             // Land before the planted foot is left out of the leg's reach: the step hurries
             // (never below a third of its duration) when the body moves on fast.
             let stay = self.stance_time_left(input, 1 - i);
@@ -282,10 +305,8 @@ impl Locomotion {
             f.to = to;
             if t >= 1.0 {
                 f.current = f.to;
-                f.phase = FootPhase::Planted;
-                landed += 1;
-                self.since_land = 0.0;
-                self.last = i;
+                f.phase = FootPhase::Stepping { progress: 1.0 };
+                f.touching = 0.0;
             } else {
                 let k = smooth(t);
                 f.current = BoneTransform::from_translation_rotation(
@@ -363,7 +384,21 @@ impl Locomotion {
             }
         }
         self.apply_trackers(input);
-        landed
+    }
+
+    /// Foot `i`, touching down, is planted when the frame's output has it on its target
+    /// (`arrived`) or it has waited [`TOUCHDOWN_WAIT`] of the shortest step's duration.
+    /// Returns whether it landed.
+    pub(crate) fn touch_down(&mut self, i: usize, arrived: bool, s: &VrSettings) -> bool {
+        let f = &mut self.feet[i];
+        let touching = matches!(f.phase, FootPhase::Stepping { progress } if progress >= 1.0);
+        if !touching || !(arrived || f.touching >= TOUCHDOWN_WAIT * s.min_step_duration) {
+            return false;
+        }
+        f.phase = FootPhase::Planted;
+        self.since_land = 0.0;
+        self.last = i;
+        true
     }
 
     /// How long planted foot `i` can stay where it is before the body's motion (the support's

@@ -89,6 +89,9 @@ pub(super) struct State {
     /// Unit swivel (bend) directions of the elbows and knees, model space.
     pub(super) elbow_dir: [Vec3; 2],
     pub(super) knee_dir: [Vec3; 2],
+    /// Per leg: last frame's output hip-to-ankle span (a standing leg straightens from it
+    /// by at most the turn bound).
+    pub(super) leg_span: [f32; 2],
     /// Per arm: no swivel within last frame's turn had the arm within its joint limits (the
     /// solver fixed it); this frame tries only the wanted swivel until it fits again.
     pub(super) arm_unfit: [bool; 2],
@@ -308,6 +311,7 @@ impl VrBody {
                 (down - frame.forward * 0.3 + out[1] * 0.3).normalize(),
             ],
             knee_dir: [frame.forward; 2],
+            leg_span: [0.0; 2],
             arm_unfit: [false; 2],
         };
         let mut locomotion = Locomotion::new(frame, leg_length);

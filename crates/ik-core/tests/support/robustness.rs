@@ -1152,10 +1152,13 @@ pub struct VrRun {
     pub planted_drift: f32,
     /// The phase in which it happened.
     pub drift_phase: Option<VrPhase>,
+    /// Foot-frames reported `Planted` after the first frame of their stance (what
+    /// `planted_drift` is measured over).
+    pub planted_frames: usize,
     /// Frames whose output has a joint outside the full-body limits ([`LIMIT_TOLERANCE`]).
     pub outside_limits: usize,
     /// The largest head position error on frames where the head is reachable (the VR body did
-    /// not have to lower the pelvis), human metres.
+    /// not have to lower or raise the pelvis: `pelvis_lowered`, `pelvis_raised`), human metres.
     pub head_error: f32,
     /// Frames counted for `head_error`.
     pub head_frames: usize,
@@ -1231,7 +1234,7 @@ pub fn run_vr(rig: &Rig, script: &[VrFrame], timed: bool) -> VrRun {
             prev.copy_from(pose);
             let model = buffer.model_transforms(&rig.skeleton).to_vec();
             let report = *body.report();
-            if !report.pelvis_lowered {
+            if !(report.pelvis_lowered || report.pelvis_raised) {
                 let head = model[body.head_bone()].translation;
                 out.head_error = out
                     .head_error
@@ -1244,6 +1247,7 @@ pub fn run_vr(rig: &Rig, script: &[VrFrame], timed: bool) -> VrRun {
                 match (phases[side], stance[side]) {
                     (FootPhase::Planted, None) => stance[side] = Some(foot),
                     (FootPhase::Planted, Some(p)) => {
+                        out.planted_frames += 1;
                         let d = foot.distance(p) / s;
                         if d > out.planted_drift {
                             out.planted_drift = d;
@@ -1443,13 +1447,14 @@ pub fn vr_failures(bad: impl Fn(&VrRun) -> bool) -> Vec<String> {
     let runs = ci_vr();
     for (i, r) in runs {
         println!(
-            "{:<28} settle {:?} (stationary {:?}) | flips {} max turn {:.1}° | planted drift {:.3} mm | outside limits {} | head {:.3} mm ({} frames of {})",
+            "{:<28} settle {:?} (stationary {:?}) | flips {} max turn {:.1}° | planted drift {:.3} mm ({} foot-frames) | outside limits {} | head {:.3} mm ({} frames of {})",
             name(*i),
             r.settle_frames,
             r.stationary_frames,
             r.flips,
             r.max_turn_deg,
             r.planted_drift * 1e3,
+            r.planted_frames,
             r.outside_limits,
             r.head_error * 1e3,
             r.head_frames,
