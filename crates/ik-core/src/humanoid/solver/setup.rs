@@ -322,6 +322,7 @@ impl FullBodySolver {
         s.clipped = vec![false; self.joints.len()];
         s.frozen = vec![false; self.joints.len()];
         s.model_best = Vec::with_capacity(n);
+        s.step_dq = vec![0.0; cols];
         s.reset();
     }
 
@@ -362,6 +363,9 @@ impl FullBodySolver {
     /// Overrides the segment masses.
     pub fn set_masses(&mut self, masses: HumanoidMasses) {
         self.masses = masses;
+        // Another body: a scratch's record of this solver's last output (its fixed point)
+        // no longer applies.
+        self.id = NEXT_SOLVER_ID.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Number of degrees of freedom (columns of the Jacobian).

@@ -105,12 +105,12 @@
 //! rotation weights (0 = position only), `posture_gain` (the lowest level: toward the input or
 //! rest pose, [`PostureReference`](super::PostureReference)).
 
-use glam::Vec3;
+use glam::{Quat, Vec3};
 
 use super::levels::{Costs, LEVELS, better};
 use super::{
-    Dof, Effector, FullBodyGoals, FullBodyReport, GoalFrame, MAX_ROWS, PelvisPin, Solve, channel,
-    clamp_len, com_column, effector_column, joint_axes, set3,
+    Dof, Effector, FullBodyGoals, FullBodyReport, FullBodySettings, GoalFrame, MAX_ROWS, PelvisPin,
+    Solve, channel, clamp_len, com_column, effector_column, joint_axes, set3,
 };
 use crate::analytic::finish::quat_angle;
 use crate::pose::Pose;
@@ -130,6 +130,48 @@ const BOUND_AIM: f32 = 1.0 - 1e-4;
 /// Projections onto the turn bound and the joint's limit tried (each from the last) before a
 /// joint the limit projection keeps pushing past the bound is left where it started.
 const BOUND_TRIES: usize = 2;
+/// The relative margin by which a joint's turn must be inside the per-frame bound for the
+/// cheap test of [`surely_within`] to pass it without the exact angle: far above the float
+/// error of either (about 1e-7 relative), far below any turn that matters (0.015° of 15°).
+const WITHIN_MARGIN: f32 = 1e-3;
+
+/// Whether the turn from `q0` to `q` is surely within the angle whose half-angle tangent is
+/// `tan_half` (the bound shrunk by [`WITHIN_MARGIN`]): the test `|v| ≤ tan(θ/2) |w|` on the
+/// relative rotation `q0⁻¹ q = (v, w)`, without the arc tangent of
+/// [`quat_angle`] (`2 atan2(|v|, |w|)`). A joint it does not pass is measured exactly, so
+/// every decision is the one the exact angle makes (the margin covers both roundings).
+fn surely_within(q0: Quat, q: Quat, tan_half: f32) -> bool {
+    let r = q0.inverse() * q;
+    let v2 = r.x * r.x + r.y * r.y + r.z * r.z;
+    v2 <= tan_half * tan_half * (r.w * r.w)
+}
+
+/// What a solve that returned its input bit for bit was given (see [`Solve::at_rest`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct AtRest {
+    goals: FullBodyGoals,
+    settings: FullBodySettings,
+    report: FullBodyReport,
+}
+
+/// Whether `a` and `b` are the same pose to the bit (a signed zero or a NaN payload counts).
+fn same_bits(a: &Pose, b: &Pose) -> bool {
+    a.rotations.len() == b.rotations.len()
+        && a.translations.len() == b.translations.len()
+        && a.rotations.iter().zip(&b.rotations).all(|(p, q)| {
+            p.to_array()
+                .iter()
+                .zip(q.to_array())
+                .all(|(x, y)| x.to_bits() == y.to_bits())
+        })
+        && a.translations.iter().zip(&b.translations).all(|(p, q)| {
+            p.to_array()
+                .iter()
+                .zip(q.to_array())
+                .all(|(x, y)| x.to_bits() == y.to_bits())
+        })
+}
+
 /// The scale of a joint's Gauss–Newton columns for its
 /// [`FullBodySettings::stiffness`](super::FullBodySettings::stiffness): `1 − stiffness`,
 /// within 0..=1 (a stiffness that is not a number counts as 0).
@@ -142,6 +184,34 @@ fn freedom(stiffness: f32) -> f32 {
 }
 
 impl Solve<'_> {
+    /// The fixed-point shortcut: when the last solve with this scratch and solver returned
+    /// the pose it was given bit for bit (every candidate rejected, or every goal already
+    /// met), without clamping a joint of it, and `pose` is that output to the bit with the
+    /// same goals (`==`) and settings, the solve would run the same deterministic
+    /// computation on the same input — nothing it reads changed — and return the same pose
+    /// and report: they are returned without it (a pose comparison instead of a frame's
+    /// candidates). The record is dropped by every other solve, by
+    /// [`FullBodyScratch::reset`](super::FullBodyScratch::reset) and by a change of masses
+    /// (a new solver id).
+    pub(super) fn at_rest(&self, pose: &Pose, goals: &FullBodyGoals) -> Option<FullBodyReport> {
+        let r = self.s.rest.as_ref()?;
+        (self.s.last_of == self.rig.id
+            && r.goals == *goals
+            && r.settings == self.rig.settings
+            && same_bits(pose, &self.s.last))
+        .then_some(r.report)
+    }
+
+    /// Records that this solve returned its input bit for bit with `goals` (see
+    /// [`Solve::at_rest`]); call after `remember`.
+    pub(super) fn record_rest(&mut self, goals: &FullBodyGoals, report: &FullBodyReport) {
+        self.s.rest = Some(AtRest {
+            goals: *goals,
+            settings: self.rig.settings,
+            report: *report,
+        });
+    }
+
     /// One tracking solve (see the module docs). `pose` is within limits (as `solve_mode`
     /// leaves it) and equal to `self.s.start`.
     pub(super) fn track(
@@ -166,6 +236,10 @@ impl Solve<'_> {
         // rejection, back to a full step after a kept one.
         let mut scale = 1.0f32;
         let mut capped = false;
+        // Whether the next step is the last one again (a shortened retry at the same pose,
+        // with the same joints held and the same levels: `step` would compute it to the bit).
+        let mut same_step = false;
+        self.s.held = true;
         if s.analytic_limbs {
             // The analytic candidates: the hips onto the pelvis goal (within the turn bound),
             // then each limb's own joints onto its goal (the finish never moves another
@@ -200,11 +274,17 @@ impl Solve<'_> {
             } else {
                 LEVELS
             };
-            if self.step(skeleton, pose, goals, cap) == 0 {
+            let cols = self.rig.cols;
+            if same_step {
+                self.s.dls.dq[..cols].copy_from_slice(&self.s.step_dq[..cols]);
+            } else if self.step(skeleton, pose, goals, cap) == 0 {
                 break;
+            } else {
+                self.s.step_dq[..cols].copy_from_slice(&self.s.dls.dq[..cols]);
             }
+            same_step = false;
             if scale < 1.0 {
-                for v in &mut self.s.dls.dq[..self.rig.cols] {
+                for v in &mut self.s.dls.dq[..cols] {
                     *v *= scale;
                 }
             }
@@ -241,9 +321,11 @@ impl Solve<'_> {
             }
             if !freed {
                 scale *= BACKTRACK;
+                same_step = true;
             }
         }
-        self.fk(skeleton, pose);
+        // (The model is that of the kept pose: `accept` computed or restored it.)
+        self.fk_stale(skeleton, pose);
         report.converged = self.measure(skeleton, pose, goals, &mut report);
         report.cost = self.score(&report, goals);
         let resolved = self.resolved(skeleton, pose, goals);
@@ -267,9 +349,11 @@ impl Solve<'_> {
         goals: &FullBodyGoals,
         cost: &mut Costs,
     ) -> bool {
-        self.fk(skeleton, pose);
+        // (The finishes keep the model current; a step or a turn-bound move does not.)
+        self.fk_stale(skeleton, pose);
         let new = self.costs(skeleton, pose, goals);
         if pose.is_finite() && better(cost, &new) {
+            self.s.held = false;
             *cost = new;
             self.s.best.copy_from(pose);
             self.s.model_best.clone_from(&self.s.model);
@@ -291,7 +375,14 @@ impl Solve<'_> {
     /// `clipped`.
     fn bound_turns(&mut self, skeleton: &Skeleton, pose: &mut Pose) {
         let max = self.rig.settings.max_turn;
-        self.s.model_fresh = false;
+        // A joint the cheap test passes turns less than the bound: the exact angle (an arc
+        // tangent) only for the others. (Bounds of half a turn or more hold every turn.)
+        let tan_half = if max < core::f32::consts::PI {
+            (0.5 * max * (1.0 - WITHIN_MARGIN)).tan()
+        } else {
+            f32::INFINITY
+        };
+        let within = |q0: Quat, q: Quat| q == q0 || surely_within(q0, q, tan_half);
         // First the whole move is shortened along its path (every joint slerped from its
         // start by one fraction, the hips' translation with them) until the joint that turns
         // most is on the bound: clipping each joint on its own would bend the move (a limb
@@ -300,9 +391,17 @@ impl Solve<'_> {
             .rig
             .joints
             .iter()
-            .map(|j| quat_angle(self.s.start.rotations[j.bone], pose.rotations[j.bone]))
+            .map(|j| {
+                let (q0, q) = (self.s.start.rotations[j.bone], pose.rotations[j.bone]);
+                if within(q0, q) {
+                    0.0
+                } else {
+                    quat_angle(q0, q)
+                }
+            })
             .fold(0.0f32, f32::max);
         if largest > max {
+            self.s.model_fresh = false;
             let t = BOUND_AIM * max / largest;
             for j in &self.rig.joints {
                 let b = j.bone;
@@ -323,7 +422,7 @@ impl Solve<'_> {
             let b = j.bone;
             let (q0, q) = (self.s.start.rotations[b], pose.rotations[b]);
             self.s.clipped[ji] = false;
-            if q == q0 {
+            if within(q0, q) {
                 continue;
             }
             let angle = quat_angle(q0, q);
@@ -331,6 +430,7 @@ impl Solve<'_> {
                 continue;
             }
             self.s.clipped[ji] = true;
+            self.s.model_fresh = false;
             let rest = &skeleton.bones()[b].rest;
             let t = pose.translations[b];
             // Aimed just inside the bound (round-off must not read a joint put on it as
@@ -599,5 +699,114 @@ fn merge_disjoint_levels(jac: &[f32], cols: usize, row_level: &mut [u8]) {
             Some(next) => level = next,
             None => break,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{FullBodyScratch, FullBodySolver};
+    use super::*;
+    use crate::humanoid::{
+        HumanoidMap, RestAxes, RigConvention, random_pose_within_limits, test_rig,
+    };
+
+    /// Frames a still goal set with a hand beyond reach is tracked for to reach its fixed
+    /// point (the robustness suite asks for 30; this case settles in a few).
+    const FRAMES: usize = 60;
+    /// The hand goal's distance from the shoulder, in arm lengths.
+    const BEYOND: f32 = 1.3;
+
+    /// A still goal set with the left hand 30 % beyond its arm's reach, tracked until the
+    /// output equals its input to the bit; returns the solver, the settled scratch, pose and
+    /// goals.
+    fn settled() -> (
+        Skeleton,
+        FullBodySolver,
+        FullBodyScratch,
+        Pose,
+        FullBodyGoals,
+    ) {
+        let skeleton = test_rig(RigConvention::Mixamo, RestAxes::PlusY);
+        let (map, _) = HumanoidMap::from_skeleton(&skeleton);
+        let mut solver = FullBodySolver::new(&skeleton, &map).expect("test rig maps");
+        let mut state = 0x9e37_79b9_u32;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            state as f32 / u32::MAX as f32
+        };
+        let mut pose = random_pose_within_limits(&skeleton, &map, solver.limits(), 0.5, &mut next);
+        let mut goals = solver.goals_at_pose(&skeleton, &pose);
+        let model = skeleton.model_transforms(&pose);
+        let arm = solver
+            .limbs
+            .iter()
+            .find(|l| l.effector == Effector::LeftHand as usize)
+            .expect("the left arm is a limb");
+        let (shoulder, reach) = (model[arm.chain.upper].translation, arm.reach);
+        let hand = goals.get_mut(Effector::LeftHand);
+        hand.position = shoulder + (hand.position - shoulder).normalize() * reach * BEYOND;
+        let mut scratch = solver.scratch();
+        for _ in 0..FRAMES {
+            let before = pose.clone();
+            solver
+                .solve_with(&skeleton, &mut pose, &goals, &mut scratch)
+                .expect("valid input");
+            if same_bits(&before, &pose) && scratch.rest.is_some() {
+                return (skeleton, solver, scratch, pose, goals);
+            }
+        }
+        panic!("no fixed point within {FRAMES} frames");
+    }
+
+    /// At a fixed point the shortcut returns what the full solve returns (its report and pose
+    /// to the bit): the same solve run with the record dropped (`reset`) gives the same.
+    #[test]
+    fn fixed_point_shortcut_matches_the_full_solve() {
+        let (skeleton, solver, scratch, pose, goals) = settled();
+        let (mut fast, mut full) = (scratch.clone(), scratch);
+        full.reset();
+        let (mut a, mut b) = (pose.clone(), pose.clone());
+        let ra = solver
+            .solve_with(&skeleton, &mut a, &goals, &mut fast)
+            .expect("valid input");
+        let rb = solver
+            .solve_with(&skeleton, &mut b, &goals, &mut full)
+            .expect("valid input");
+        assert!(same_bits(&a, &pose), "the fixed point moved");
+        assert!(same_bits(&a, &b), "shortcut and full solve differ");
+        assert_eq!(ra, rb);
+        assert!(
+            ra.iterations > 0,
+            "the hand beyond reach keeps the solve iterating"
+        );
+    }
+
+    /// The shortcut applies only to the same pose, goals, settings and masses.
+    #[test]
+    fn fixed_point_shortcut_needs_the_same_inputs() {
+        let (skeleton, mut solver, mut scratch, pose, goals) = settled();
+        let at_rest = |solver: &FullBodySolver, s: &mut FullBodyScratch, p: &Pose, g| {
+            Solve::new(solver, s).at_rest(p, g).is_some()
+        };
+        assert!(at_rest(&solver, &mut scratch, &pose, &goals));
+        let mut moved = goals;
+        moved.get_mut(Effector::RightHand).position.x += 1e-3;
+        assert!(!at_rest(&solver, &mut scratch, &pose, &moved));
+        let mut other = pose.clone();
+        other.rotations[solver.joints[1].bone] = -other.rotations[solver.joints[1].bone];
+        assert!(!at_rest(&solver, &mut scratch, &other, &goals));
+        solver.settings_mut().max_turn *= 0.5;
+        assert!(!at_rest(&solver, &mut scratch, &pose, &goals));
+        solver.settings_mut().max_turn *= 2.0;
+        assert!(at_rest(&solver, &mut scratch, &pose, &goals));
+        let masses = solver.masses().clone();
+        solver.set_masses(masses);
+        assert!(!at_rest(&solver, &mut scratch, &pose, &goals));
+        let (_, solver, mut scratch, pose, goals) = settled();
+        scratch.reset();
+        assert!(!at_rest(&solver, &mut scratch, &pose, &goals));
+        let _ = skeleton;
     }
 }
