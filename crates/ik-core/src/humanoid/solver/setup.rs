@@ -448,7 +448,9 @@ impl FullBodySolver {
     ///
     /// Unreachable goals are not errors: the pose gets as close as limits allow and the report
     /// says so. The returned pose never violates a joint limit; its residuals are measured on
-    /// it. A pose that already meets every goal is returned bit for bit.
+    /// it. A pose that already meets every goal is returned bit for bit. So is a fixed point:
+    /// when the last solve returned its input unchanged and gets that pose back with the same
+    /// goals and settings, it returns it (and the same report) at the cost of comparing them.
     ///
     /// # Errors
     /// [`HumanoidError::Skeleton`] when `pose` or `skeleton` does not match the skeleton the

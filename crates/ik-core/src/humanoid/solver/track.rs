@@ -64,6 +64,16 @@
 //!   lexicographic cost is the same function from frame to frame and the argument holds
 //!   across frames.
 //!
+//! A frame at that fixed point costs a comparison, not a solve: the solve is deterministic in
+//! its input pose, goals, settings and masses, so when the last solve returned its input bit
+//! for bit (every candidate rejected, or every goal met) and this one gets that same pose,
+//! goals and settings, it returns that pose and report again without scoring a candidate
+//! (`Solve::at_rest`; bit for bit what the full solve returns, tested). The work of a moving
+//! frame is cut the same way, never its arithmetic: a shortened retry (the line search) reuses
+//! the step it shortens instead of solving it again at the same pose, the turn bound takes the
+//! exact angle (an arc tangent) only of joints a tangent test cannot place within it, and a
+//! candidate the finishes kept current is not run through forward kinematics again.
+//!
 //! # Goals that cannot be met (the give-way rule)
 //!
 //! A hand or foot goal in model space whose target lies farther from its limb's root
@@ -387,19 +397,21 @@ impl Solve<'_> {
         // start by one fraction, the hips' translation with them) until the joint that turns
         // most is on the bound: clipping each joint on its own would bend the move (a limb
         // closed by its finish would no longer reach along its line).
-        let largest = self
-            .rig
-            .joints
-            .iter()
-            .map(|j| {
-                let (q0, q) = (self.s.start.rotations[j.bone], pose.rotations[j.bone]);
-                if within(q0, q) {
-                    0.0
-                } else {
-                    quat_angle(q0, q)
-                }
-            })
-            .fold(0.0f32, f32::max);
+        let (mut largest, mut over) = (0.0f32, false);
+        for j in &self.rig.joints {
+            let (q0, q) = (self.s.start.rotations[j.bone], pose.rotations[j.bone]);
+            if !within(q0, q) {
+                let angle = quat_angle(q0, q);
+                largest = largest.max(angle);
+                // (A turn that is not a number is held below, as one over the bound.)
+                over |= angle.is_nan() || angle > max;
+            }
+        }
+        if !over {
+            // Every joint within the bound: the passes below would move none.
+            self.s.clipped.fill(false);
+            return;
+        }
         if largest > max {
             self.s.model_fresh = false;
             let t = BOUND_AIM * max / largest;
