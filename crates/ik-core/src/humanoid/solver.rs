@@ -76,6 +76,7 @@ mod goals;
 mod jacobian;
 mod levels;
 mod model;
+mod rest;
 mod setup;
 mod track;
 
@@ -99,7 +100,7 @@ use crate::skeleton::{Skeleton, SkeletonError};
 
 use finish::*;
 pub use goals::*;
-use track::AtRest;
+use rest::AtRest;
 
 #[derive(Clone, Copy, Debug)]
 enum Dof {
