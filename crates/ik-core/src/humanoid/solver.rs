@@ -77,6 +77,7 @@ mod goals;
 mod jacobian;
 mod levels;
 mod model;
+mod rest;
 mod setup;
 mod track;
 
@@ -100,6 +101,7 @@ use crate::skeleton::{Skeleton, SkeletonError};
 
 use finish::*;
 pub use goals::*;
+use rest::AtRest;
 
 #[derive(Clone, Copy, Debug)]
 enum Dof {
@@ -318,6 +320,13 @@ pub struct FullBodyScratch {
     model_best: Vec<BoneTransform>,
     /// Bounded tracking: the lexicographic level of each goal channel this frame.
     rank: [u8; CHANNELS],
+    /// Bounded tracking: the last Gauss–Newton step before its line-search scaling (a
+    /// shortened retry at the same pose reuses it; see `track`).
+    step_dq: Vec<f32>,
+    /// Whether the last tracking solve returned its input bit for bit (no candidate kept).
+    held: bool,
+    /// The fixed point the last solve returned, if it did (see `Solve::at_rest`).
+    rest: Option<AtRest>,
 }
 
 impl FullBodyScratch {
@@ -331,6 +340,7 @@ impl FullBodyScratch {
         self.demoted = [false; CHANNELS];
         self.missed = [0.0; CHANNELS];
         self.look_handed = false;
+        self.rest = None;
     }
 }
 
@@ -461,6 +471,11 @@ impl<'a> Solve<'a> {
             return Err(HumanoidError::NonFiniteGoal);
         }
         self.check_frames(skeleton, goals)?;
+        if !cold && let Some(report) = self.at_rest(pose, goals) {
+            // The last output, handed back with the same goals, was a fixed point.
+            return Ok(report);
+        }
+        self.s.rest = None;
         match self.rig.settings.reference {
             // Only posture following reads the reference.
             _ if self.rig.settings.posture_gain <= 0.0 => {}
@@ -478,6 +493,9 @@ impl<'a> Solve<'a> {
         // the animation or an earlier stage did not touch) is within its limit already:
         // clamping it would cost a swing-twist decomposition for nothing.
         let warm = self.s.last_of == self.rig.id && self.s.last.len() == pose.len();
+        // Whether the pose passed in is the one solved (no joint clamped): then an output
+        // equal to it is a fixed point (see `Solve::at_rest`).
+        let mut unclamped = warm && !cold;
         for j in &self.rig.joints {
             let b = j.bone;
             if warm
@@ -486,6 +504,7 @@ impl<'a> Solve<'a> {
             {
                 continue;
             }
+            unclamped = false;
             let rest = &skeleton.bones()[b].rest;
             let (r, t) = (&mut pose.rotations[b], &mut pose.translations[b]);
             j.limit.clamp_valid(rest.rotation, rest.translation, r, t);
@@ -503,6 +522,9 @@ impl<'a> Solve<'a> {
             self.s.look_handed = false;
             self.s.missed = [0.0; CHANNELS];
             self.remember(pose);
+            if unclamped {
+                self.record_rest(goals, &initial);
+            }
             return Ok(initial);
         }
         // Graceful degradation: goals that proved infeasible give way (tracking only).
@@ -578,6 +600,9 @@ impl<'a> Solve<'a> {
             // the pose.
             let report = self.track(skeleton, pose, goals);
             self.remember(pose);
+            if unclamped && self.s.held {
+                self.record_rest(goals, &report);
+            }
             return Ok(report);
         } else {
             self.spare_tight_limbs(goals);

@@ -323,6 +323,7 @@ impl FullBodySolver {
         s.clipped = vec![false; self.joints.len()];
         s.frozen = vec![false; self.joints.len()];
         s.model_best = Vec::with_capacity(n);
+        s.step_dq = vec![0.0; cols];
         s.reset();
     }
 
@@ -363,6 +364,9 @@ impl FullBodySolver {
     /// Overrides the segment masses.
     pub fn set_masses(&mut self, masses: HumanoidMasses) {
         self.masses = masses;
+        // Another body: a scratch's record of this solver's last output (its fixed point)
+        // no longer applies.
+        self.id = NEXT_SOLVER_ID.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Number of degrees of freedom (columns of the Jacobian).
@@ -445,7 +449,9 @@ impl FullBodySolver {
     ///
     /// Unreachable goals are not errors: the pose gets as close as limits allow and the report
     /// says so. The returned pose never violates a joint limit; its residuals are measured on
-    /// it. A pose that already meets every goal is returned bit for bit.
+    /// it. A pose that already meets every goal is returned bit for bit. So is a fixed point:
+    /// when the last solve returned its input unchanged and gets that pose back with the same
+    /// goals and settings, it returns it (and the same report) at the cost of comparing them.
     ///
     /// # Errors
     /// [`HumanoidError::Skeleton`] when `pose` or `skeleton` does not match the skeleton the

@@ -64,6 +64,17 @@
 //!   lexicographic cost is the same function from frame to frame and the argument holds
 //!   across frames.
 //!
+//! A frame at that fixed point costs a comparison, not a solve: the solve is deterministic in
+//! its input pose, goals, settings and masses, so when the last solve returned its input bit
+//! for bit (every candidate rejected, or every goal met) and this one gets that same pose,
+//! goals and settings, it returns that pose and report again without scoring a candidate
+//! (module `rest`, `Solve::at_rest`; bit for bit what the full solve returns, tested). The
+//! work of a moving frame is cut the same way, never its arithmetic: a shortened retry (the
+//! line search) reuses the step it shortens instead of solving it again at the same pose, the
+//! turn bound takes the exact angle (an arc tangent) only of joints a tangent test cannot
+//! place within it, and a candidate the finishes kept current is not run through forward
+//! kinematics again.
+//!
 //! # Goals that cannot be met (the give-way rule)
 //!
 //! A hand or foot goal in model space whose target lies farther from its limb's root
@@ -109,7 +120,7 @@
 //! rotation weights (0 = position only), `posture_gain` (the lowest level: toward the input or
 //! rest pose, [`PostureReference`](super::PostureReference)).
 
-use glam::Vec3;
+use glam::{Quat, Vec3};
 
 use super::levels::{Costs, LEVELS, better};
 use super::{
@@ -134,6 +145,22 @@ const BOUND_AIM: f32 = 1.0 - 1e-4;
 /// Projections onto the turn bound and the joint's limit tried (each from the last) before a
 /// joint the limit projection keeps pushing past the bound is left where it started.
 const BOUND_TRIES: usize = 2;
+/// The relative margin by which a joint's turn must be inside the per-frame bound for the
+/// cheap test of [`surely_within`] to pass it without the exact angle: far above the float
+/// error of either (about 1e-7 relative), far below any turn that matters (0.015° of 15°).
+const WITHIN_MARGIN: f32 = 1e-3;
+
+/// Whether the turn from `q0` to `q` is surely within the angle whose half-angle tangent is
+/// `tan_half` (the bound shrunk by [`WITHIN_MARGIN`]): the test `|v| ≤ tan(θ/2) |w|` on the
+/// relative rotation `q0⁻¹ q = (v, w)`, without the arc tangent of
+/// [`quat_angle`] (`2 atan2(|v|, |w|)`). A joint it does not pass is measured exactly, so
+/// every decision is the one the exact angle makes (the margin covers both roundings).
+fn surely_within(q0: Quat, q: Quat, tan_half: f32) -> bool {
+    let r = q0.inverse() * q;
+    let v2 = r.x * r.x + r.y * r.y + r.z * r.z;
+    v2 <= tan_half * tan_half * (r.w * r.w)
+}
+
 /// The scale of a joint's Gauss–Newton columns for its
 /// [`FullBodySettings::stiffness`](super::FullBodySettings::stiffness): `1 − stiffness`,
 /// within 0..=1 (a stiffness that is not a number counts as 0).
@@ -170,6 +197,10 @@ impl Solve<'_> {
         // rejection, back to a full step after a kept one.
         let mut scale = 1.0f32;
         let mut capped = false;
+        // Whether the next step is the last one again (a shortened retry at the same pose,
+        // with the same joints held and the same levels: `step` would compute it to the bit).
+        let mut same_step = false;
+        self.s.held = true;
         if s.analytic_limbs {
             // The analytic candidates: the hips onto the pelvis goal (within the turn bound),
             // then each limb's own joints onto its goal (the finish never moves another
@@ -204,11 +235,17 @@ impl Solve<'_> {
             } else {
                 LEVELS
             };
-            if self.step(skeleton, pose, goals, cap) == 0 {
+            let cols = self.rig.cols;
+            if same_step {
+                self.s.dls.dq[..cols].copy_from_slice(&self.s.step_dq[..cols]);
+            } else if self.step(skeleton, pose, goals, cap) == 0 {
                 break;
+            } else {
+                self.s.step_dq[..cols].copy_from_slice(&self.s.dls.dq[..cols]);
             }
+            same_step = false;
             if scale < 1.0 {
-                for v in &mut self.s.dls.dq[..self.rig.cols] {
+                for v in &mut self.s.dls.dq[..cols] {
                     *v *= scale;
                 }
             }
@@ -245,9 +282,11 @@ impl Solve<'_> {
             }
             if !freed {
                 scale *= BACKTRACK;
+                same_step = true;
             }
         }
-        self.fk(skeleton, pose);
+        // (The model is that of the kept pose: `accept` computed or restored it.)
+        self.fk_stale(skeleton, pose);
         report.converged = self.measure(skeleton, pose, goals, &mut report);
         report.cost = self.score(&report, goals);
         let resolved = self.resolved(skeleton, pose, goals);
@@ -271,9 +310,11 @@ impl Solve<'_> {
         goals: &FullBodyGoals,
         cost: &mut Costs,
     ) -> bool {
-        self.fk(skeleton, pose);
+        // (The finishes keep the model current; a step or a turn-bound move does not.)
+        self.fk_stale(skeleton, pose);
         let new = self.costs(skeleton, pose, goals);
         if pose.is_finite() && better(cost, &new) {
+            self.s.held = false;
             *cost = new;
             self.s.best.copy_from(pose);
             self.s.model_best.clone_from(&self.s.model);
@@ -295,18 +336,35 @@ impl Solve<'_> {
     /// `clipped`.
     fn bound_turns(&mut self, skeleton: &Skeleton, pose: &mut Pose) {
         let max = self.rig.settings.max_turn;
-        self.s.model_fresh = false;
+        // A joint the cheap test passes turns less than the bound: the exact angle (an arc
+        // tangent) only for the others. (Bounds of half a turn or more hold every turn.)
+        let tan_half = if max < core::f32::consts::PI {
+            (0.5 * max * (1.0 - WITHIN_MARGIN)).tan()
+        } else {
+            f32::INFINITY
+        };
+        let within = |q0: Quat, q: Quat| q == q0 || surely_within(q0, q, tan_half);
         // First the whole move is shortened along its path (every joint slerped from its
         // start by one fraction, the hips' translation with them) until the joint that turns
         // most is on the bound: clipping each joint on its own would bend the move (a limb
         // closed by its finish would no longer reach along its line).
-        let largest = self
-            .rig
-            .joints
-            .iter()
-            .map(|j| quat_angle(self.s.start.rotations[j.bone], pose.rotations[j.bone]))
-            .fold(0.0f32, f32::max);
+        let (mut largest, mut over) = (0.0f32, false);
+        for j in &self.rig.joints {
+            let (q0, q) = (self.s.start.rotations[j.bone], pose.rotations[j.bone]);
+            if !within(q0, q) {
+                let angle = quat_angle(q0, q);
+                largest = largest.max(angle);
+                // (A turn that is not a number is held below, as one over the bound.)
+                over |= angle.is_nan() || angle > max;
+            }
+        }
+        if !over {
+            // Every joint within the bound: the passes below would move none.
+            self.s.clipped.fill(false);
+            return;
+        }
         if largest > max {
+            self.s.model_fresh = false;
             let t = BOUND_AIM * max / largest;
             for j in &self.rig.joints {
                 let b = j.bone;
@@ -327,7 +385,7 @@ impl Solve<'_> {
             let b = j.bone;
             let (q0, q) = (self.s.start.rotations[b], pose.rotations[b]);
             self.s.clipped[ji] = false;
-            if q == q0 {
+            if within(q0, q) {
                 continue;
             }
             let angle = quat_angle(q0, q);
@@ -335,6 +393,7 @@ impl Solve<'_> {
                 continue;
             }
             self.s.clipped[ji] = true;
+            self.s.model_fresh = false;
             let rest = &skeleton.bones()[b].rest;
             let t = pose.translations[b];
             // Aimed just inside the bound (round-off must not read a joint put on it as
