@@ -37,8 +37,9 @@ const MIN_GROUND_FILL: f32 = 0.02;
 const MAPPING_PATIENCE: u32 = 60;
 /// Frames of solving in the first mode before `--switch-from` switches.
 pub const SWITCH_AFTER: u32 = 15;
-/// Frames of solving in the new mode before the capture sequence starts.
-const AFTER_SWITCH: u32 = 30;
+/// Frames of solving in the new mode before the capture sequence starts (bounded tracking
+/// meets the targets carried over in 3–5).
+const AFTER_SWITCH: u32 = 15;
 /// Frames after a step of the capture sequence (the ground shown, a handle selected) before
 /// the next capture checks it. What is new to draw (the ground's and the gizmo's pipelines)
 /// compiles asynchronously, so a capture that does not see it yet is simply retried
