@@ -9,7 +9,7 @@ use glam::{Quat, Vec3};
 use super::{TrackerPose, VrBody};
 use crate::analytic::{LimbGoal, LimbReport, Pole, TwoBoneIk};
 use crate::limits::JointLimit;
-use crate::pose::BoneTransform;
+use crate::pose::{BoneTransform, Pose};
 use crate::skeleton::Skeleton;
 use crate::stack::{PoseBuffer, StackError};
 
@@ -66,16 +66,7 @@ impl VrBody {
     ) -> bool {
         let [upper, lower, hand] = self.rig.arm_bones[side];
         let pose = buffer.pose();
-        let inside = |bone: usize, limit: &JointLimit| {
-            let rest = &skeleton.bones()[bone].rest;
-            limit.contains(
-                rest.rotation,
-                rest.translation,
-                pose.rotations[bone],
-                pose.translations[bone],
-                crate::limits::LIMIT_SLACK,
-            )
-        };
+        let inside = |bone: usize, limit: &JointLimit| within_limit(skeleton, pose, bone, limit);
         inside(upper, &self.rig.arm_limits[side][0])
             && inside(lower, &self.rig.arm_limits[side][1])
             && inside(hand, &self.rig.hand_limit[side])
@@ -94,16 +85,7 @@ impl VrBody {
         self.rig.leg_bones[side][..2]
             .iter()
             .zip(&self.rig.leg_limits[side])
-            .all(|(&bone, limit)| {
-                let rest = &skeleton.bones()[bone].rest;
-                limit.contains(
-                    rest.rotation,
-                    rest.translation,
-                    pose.rotations[bone],
-                    pose.translations[bone],
-                    crate::limits::LIMIT_SLACK,
-                )
-            })
+            .all(|(&bone, limit)| within_limit(skeleton, pose, bone, limit))
     }
 
     /// Hands the hand's twist about the forearm to an in-line forearm twist bone (if the rig
@@ -342,4 +324,16 @@ impl VrBody {
         }
         Ok(report)
     }
+}
+
+/// Whether `bone` is posed within `limit` (about its rest pose, with the limits' slack).
+fn within_limit(skeleton: &Skeleton, pose: &Pose, bone: usize, limit: &JointLimit) -> bool {
+    let rest = &skeleton.bones()[bone].rest;
+    limit.contains(
+        rest.rotation,
+        rest.translation,
+        pose.rotations[bone],
+        pose.translations[bone],
+        crate::limits::LIMIT_SLACK,
+    )
 }
