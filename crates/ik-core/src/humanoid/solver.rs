@@ -645,28 +645,39 @@ impl<'a> Solve<'a> {
     }
 }
 
+/// The next number of the xorshift32 sequence in `state` (nonzero), uniform in `[0, 1]`: the
+/// seeded perturbations of cold restarts, and the unit tests' random poses.
+fn xorshift_unit(state: &mut u32) -> f32 {
+    *state ^= *state << 13;
+    *state ^= *state >> 17;
+    *state ^= *state << 5;
+    *state as f32 / u32::MAX as f32
+}
+
+/// The unit tests' rig: the Mixamo-named test rig, its solver, and a bent pose within its
+/// limits (limbs not at full stretch) drawn from `seed`.
+#[cfg(test)]
+fn bent_test_rig(mut seed: u32) -> (Skeleton, FullBodySolver, Pose) {
+    use crate::humanoid::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
+    let skeleton = test_rig(RigConvention::Mixamo, RestAxes::PlusY);
+    let (map, _) = HumanoidMap::from_skeleton(&skeleton);
+    let solver = FullBodySolver::new(&skeleton, &map).expect("test rig maps");
+    let mut next = || xorshift_unit(&mut seed);
+    let pose = random_pose_within_limits(&skeleton, &map, solver.limits(), 0.5, &mut next);
+    (skeleton, solver, pose)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::humanoid::{RestAxes, RigConvention, random_pose_within_limits, test_rig};
+    use crate::humanoid::{RestAxes, RigConvention, test_rig};
 
     /// A position-only pelvis goal is met exactly by pinning the hips translation: a pelvis
     /// target moving a few millimetres per frame (hands and feet staying put, all reachable)
     /// costs no Jacobian iteration, and every goal is met.
     #[test]
     fn position_only_pelvis_goal_is_pinned_without_iterations() {
-        let skeleton = test_rig(RigConvention::Mixamo, RestAxes::PlusY);
-        let (map, _) = HumanoidMap::from_skeleton(&skeleton);
-        let mut solver = FullBodySolver::new(&skeleton, &map).expect("test rig maps");
-        // A bent, in-limit pose (limbs not at full stretch), seeded.
-        let mut state = 0x2545_f491_u32;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 17;
-            state ^= state << 5;
-            state as f32 / u32::MAX as f32
-        };
-        let mut pose = random_pose_within_limits(&skeleton, &map, solver.limits(), 0.5, &mut next);
+        let (skeleton, mut solver, mut pose) = bent_test_rig(0x2545_f491);
         let mut goals = solver.goals_at_pose(&skeleton, &pose);
         goals.get_mut(Effector::Pelvis).rotation_weight = 0.0;
         let start = goals.get(Effector::Pelvis).position;

@@ -438,12 +438,7 @@ impl Solve<'_> {
     /// clamped to the limits.
     pub(super) fn perturb(&self, skeleton: &Skeleton, pose: &mut Pose, attempt: u32) {
         let mut state = 0x9E37_79B9_u32.wrapping_mul(attempt.wrapping_add(1));
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 17;
-            state ^= state << 5;
-            (state as f32 / u32::MAX as f32) * 2.0 - 1.0
-        };
+        let mut next = || xorshift_unit(&mut state) * 2.0 - 1.0;
         for j in &self.rig.joints {
             if !matches!(j.dof, Dof::Ball) {
                 continue;

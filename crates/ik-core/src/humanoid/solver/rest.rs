@@ -17,20 +17,14 @@ pub(super) struct AtRest {
 
 /// Whether `a` and `b` are the same pose to the bit (a signed zero or a NaN payload counts).
 fn same_bits(a: &Pose, b: &Pose) -> bool {
+    fn bits<const N: usize>(x: [f32; N], y: [f32; N]) -> bool {
+        x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
+    }
     a.rotations.len() == b.rotations.len()
         && a.translations.len() == b.translations.len()
-        && a.rotations.iter().zip(&b.rotations).all(|(p, q)| {
-            p.to_array()
-                .iter()
-                .zip(q.to_array())
-                .all(|(x, y)| x.to_bits() == y.to_bits())
-        })
-        && a.translations.iter().zip(&b.translations).all(|(p, q)| {
-            p.to_array()
-                .iter()
-                .zip(q.to_array())
-                .all(|(x, y)| x.to_bits() == y.to_bits())
-        })
+        && (a.rotations.iter().zip(&b.rotations)).all(|(p, q)| bits(p.to_array(), q.to_array()))
+        && (a.translations.iter().zip(&b.translations))
+            .all(|(p, q)| bits(p.to_array(), q.to_array()))
 }
 
 impl Solve<'_> {
@@ -65,11 +59,8 @@ impl Solve<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Effector, FullBodyScratch, FullBodySolver};
+    use super::super::{Effector, FullBodyScratch, FullBodySolver, bent_test_rig};
     use super::*;
-    use crate::humanoid::{
-        HumanoidMap, RestAxes, RigConvention, random_pose_within_limits, test_rig,
-    };
 
     /// Frames a still goal set with a hand beyond reach is tracked for to reach its fixed
     /// point (the robustness suite asks for 30; this case settles in a few).
@@ -87,17 +78,7 @@ mod tests {
         Pose,
         FullBodyGoals,
     ) {
-        let skeleton = test_rig(RigConvention::Mixamo, RestAxes::PlusY);
-        let (map, _) = HumanoidMap::from_skeleton(&skeleton);
-        let mut solver = FullBodySolver::new(&skeleton, &map).expect("test rig maps");
-        let mut state = 0x9e37_79b9_u32;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 17;
-            state ^= state << 5;
-            state as f32 / u32::MAX as f32
-        };
-        let mut pose = random_pose_within_limits(&skeleton, &map, solver.limits(), 0.5, &mut next);
+        let (skeleton, mut solver, mut pose) = bent_test_rig(0x9e37_79b9);
         let mut goals = solver.goals_at_pose(&skeleton, &pose);
         let model = skeleton.model_transforms(&pose);
         let arm = solver
