@@ -180,11 +180,6 @@ const HIP_FIT_STEPS: u32 = 12;
 /// bound).
 const TOUCHDOWN_TOLERANCE: f32 = 1e-4;
 
-/// A joint the approach of step 7 turns toward the analytic pose is put this fraction of the
-/// bound from last frame's rotation: the slerp's round-off must not read a joint put on the
-/// bound as beyond it (as the solver's own bound does).
-const BOUND_AIM: f32 = 1.0 - 1e-4;
-
 /// Errors setting up a [`VrBody`] or a [`VrCalibration`].
 #[derive(Debug, Clone, PartialEq, Error)]
 #[non_exhaustive]

@@ -98,6 +98,7 @@ pub use map::{
     RoleMapping, UnmappedReason, UnmappedRole,
 };
 pub(crate) use names::{is_twist_helper as is_twist_bone_name, words as bone_name_words};
+pub(crate) use solver::onto_bound;
 pub use solver::{
     CenterOfMassGoal, DEFAULT_MAX_TURN, Effector, EffectorGoal, FullBodyGoals, FullBodyReport,
     FullBodyScratch, FullBodySettings, FullBodySolver, GoalFrame, GoalResidual, LookAtGoal,

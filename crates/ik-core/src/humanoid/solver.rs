@@ -102,6 +102,7 @@ use crate::skeleton::{Skeleton, SkeletonError};
 use finish::*;
 pub use goals::*;
 use rest::AtRest;
+pub(crate) use track::onto_bound;
 
 #[derive(Clone, Copy, Debug)]
 enum Dof {

@@ -7,7 +7,7 @@ use glam::{Quat, Vec3};
 use super::limbs::UpperInput;
 use super::locomotion::{self, FootPhase};
 use super::{
-    BOUND_AIM, HAND_ROTATION_WEIGHT, HIP_FIT_STEPS, LEAN_RELAX_TIME, SETTLE_RATE, SHIN_LEAN_RATE,
+    HAND_ROTATION_WEIGHT, HIP_FIT_STEPS, LEAN_RELAX_TIME, SETTLE_RATE, SHIN_LEAN_RATE,
     TOUCHDOWN_TOLERANCE, TrackerPose, VrBody, VrError,
 };
 use crate::analytic::finish::quat_angle;
@@ -855,7 +855,7 @@ impl VrBody {
             }
             let angle = quat_angle(from, to);
             if angle > max {
-                pose.rotations[b] = from.slerp(to, BOUND_AIM * max / angle).normalize();
+                pose.rotations[b] = crate::humanoid::onto_bound(from, to, max, angle);
             }
         }
         buffer.invalidate_from(0);

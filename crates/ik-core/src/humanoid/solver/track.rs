@@ -142,6 +142,13 @@ const BACKTRACK: f32 = 0.5;
 /// its start: float round-off in the slerp and the angle (about 1e-7 rad) must not read a
 /// joint put exactly on the bound as beyond it (1e-4 of 15° is 0.0015°).
 const BOUND_AIM: f32 = 1.0 - 1e-4;
+
+/// `from` turned toward `to` — `angle` apart, more than `max` — until just inside `max`
+/// ([`BOUND_AIM`] of it): the per-frame turn bound's move, shared with the VR body's
+/// approach to its analytic pose.
+pub(crate) fn onto_bound(from: Quat, to: Quat, max: f32, angle: f32) -> Quat {
+    from.slerp(to, BOUND_AIM * max / angle).normalize()
+}
 /// Projections onto the turn bound and the joint's limit tried (each from the last) before a
 /// joint the limit projection keeps pushing past the bound is left where it started.
 const BOUND_TRIES: usize = 2;
@@ -402,7 +409,7 @@ impl Solve<'_> {
             let (mut target, mut turn) = (q, angle);
             let mut kept = None;
             for _ in 0..BOUND_TRIES {
-                let mut r = q0.slerp(target, BOUND_AIM * max / turn).normalize();
+                let mut r = onto_bound(q0, target, max, turn);
                 let mut t = t;
                 j.limit
                     .clamp_valid(rest.rotation, rest.translation, &mut r, &mut t);
