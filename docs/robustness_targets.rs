@@ -3,9 +3,8 @@
 //! threshold one of the named constants, measured by FK of the output.
 //!
 //! This file: the targets the full-body solver does not meet yet (measured on
-//! 2026-11-29, 0417679, with bounded tracking, `TrackingMode::Bounded`, the default of
-//! `FullBodySolver::solve` since then; `IK_TRACKING=corrective` runs the corrective mode for
-//! comparison). Still goals: one "hand far" run on `ual_mannequin_f.glb` never comes to rest
+//! 2026-11-29, 0417679, with bounded tracking, the only tracking of `FullBodySolver::solve`
+//! since then). Still goals: one "hand far" run on `ual_mannequin_f.glb` never comes to rest
 //! within 0.01° (a hand at the edge of its reach turning its rotation goal in by about 0.5 %
 //! a frame) and one "all random" run on `robot_expressive.glb` is at rest only from frame 67;
 //! moving 6D goals: 97.14 % of feasible goal-frames met, other goals next to an infeasible

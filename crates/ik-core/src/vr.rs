@@ -48,9 +48,8 @@
 //! 7. brings that analytic pose within half the frame's turn bound ([`VR_MAX_TURN`]) of last
 //!    frame's output (a joint that would turn further turns that far toward it; the others
 //!    keep their analytic rotations bit for bit) and runs the full-body solver's *bounded*
-//!    tracking solve ([`TrackingMode::Bounded`](crate::humanoid::TrackingMode::Bounded),
-//!    selected by [`VrBody::new`] whatever the solver's default; also on the first frame,
-//!    where the analytic pose is near the goals) from there, with the pelvis (6D, as
+//!    tracking solve ([`FullBodySolver::solve`](crate::humanoid::FullBodySolver::solve);
+//!    also on the first frame, where the analytic pose is near the goals) from there, with the pelvis (6D, as
 //!    the analytic pose has it) and the feet on the support level, the hands below them. The
 //!    hands and feet do not pull the trunk or the pelvis
 //!    ([`FullBodySettings::pull`](crate::humanoid::FullBodySettings::pull) 0): the head, which

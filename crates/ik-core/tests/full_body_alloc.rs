@@ -89,11 +89,9 @@ fn solve_does_not_allocate() {
 
 #[test]
 fn bounded_tracking_does_not_allocate() {
-    use ik_core::humanoid::TrackingMode;
     let s = test_rig(RigConvention::Mixamo, RestAxes::MinusZ);
     let (map, _) = HumanoidMap::from_skeleton(&s);
     let mut solver = FullBodySolver::new(&s, &map).unwrap();
-    solver.settings_mut().tracking = TrackingMode::Bounded;
     let mut seed = 11u32;
     let mut next = || xorshift(&mut seed);
     let mut all_goals = Vec::new();

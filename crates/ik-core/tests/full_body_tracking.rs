@@ -12,7 +12,7 @@
 use glam::{Quat, Vec3};
 use ik_core::humanoid::{
     Effector, EffectorGoal, FullBodyGoals, FullBodySettings, FullBodySolver, HumanoidBone as B,
-    HumanoidMap, LookAtGoal, TrackingMode,
+    HumanoidMap, LookAtGoal,
 };
 use ik_core::pose::Pose;
 use ik_core::skeleton::Skeleton;
@@ -71,23 +71,13 @@ struct Rig {
     solver: FullBodySolver,
 }
 
-/// The tracking mode under test: [`TrackingMode::Bounded`]; `IK_TRACKING=corrective` runs the
-/// same scenarios on the corrective passes, for the same-run comparison (they fail there).
-fn mode() -> TrackingMode {
-    match std::env::var("IK_TRACKING").as_deref() {
-        Ok("corrective") => TrackingMode::Corrective,
-        _ => TrackingMode::Bounded,
-    }
-}
-
 fn rigs() -> Vec<Rig> {
     let mut out = Vec::new();
     for c in RigConvention::ALL {
         for a in AXES {
             let s = test_rig(c, a);
             let (map, _) = HumanoidMap::from_skeleton(&s);
-            let mut solver = FullBodySolver::new(&s, &map).unwrap();
-            solver.settings_mut().tracking = mode();
+            let solver = FullBodySolver::new(&s, &map).unwrap();
             out.push(Rig { s, map, solver });
         }
     }
@@ -382,9 +372,6 @@ fn stiffness_holds_the_trunk() {
     let trunk = [B::Spine, B::Chest, B::UpperChest];
     let (mut pulled, mut half_moved) = (0, 0);
     for (i, r) in rigs().iter_mut().enumerate() {
-        if r.solver.settings().tracking != TrackingMode::Bounded {
-            return;
-        }
         let mut rng = Rng(0x57_1ff + i as u64);
         let reach = arm_reach(r);
         let limits = r.solver.limits().clone();

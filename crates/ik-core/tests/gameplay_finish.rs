@@ -30,15 +30,7 @@ use gameplay::{
     rigs, run, scenario_frames, track, walk_pose,
 };
 use ik_core::glam::Quat;
-use ik_core::humanoid::{BodyFrame, Effector, FullBodySolver, HumanoidBone as B, TrackingMode};
-
-/// A fresh solver for `rig` tracking in [`TrackingMode::Corrective`] (the mode whose passes
-/// these tests are about).
-fn corrective(rig: &Rig) -> FullBodySolver {
-    let mut s = rig.solver();
-    s.settings_mut().tracking = TrackingMode::Corrective;
-    s
-}
+use ik_core::humanoid::{BodyFrame, Effector, HumanoidBone as B};
 
 /// The reach scenario (hands drifting from 30 % to 125 % of the arm's length, the head looking
 /// around) on every rig: of the feasible hand goal-frames (the cold oracle decides), all but
@@ -53,11 +45,11 @@ fn feasible_hands_are_met_while_reaching_near_the_edge_of_the_shoulder() {
     for (ri, rig) in rigs(true).iter().enumerate() {
         let frames = scenario_frames(rig, Scenario::Reach, 120, ri as u32 + 1);
         let (mask, oracle, _) = feasible_goals_with_poses(rig, &frames);
-        let mut solver = corrective(rig);
+        let mut solver = rig.solver();
         let r = run(rig, &mut solver, &frames, &mask, false, track);
         assert_eq!(r.flips, 0, "{}: {r:?}", rig.name);
         let flip_only =
-            flip_only_misses_with(rig, corrective(rig), &frames, &mask, &oracle, &r.misses);
+            flip_only_misses_with(rig, rig.solver(), &frames, &mask, &oracle, &r.misses);
         let hand_frames =
             mask.iter().filter(|m| m[0]).count() + mask.iter().filter(|m| m[1]).count();
         let missed: Vec<_> = r
@@ -174,7 +166,7 @@ fn look_past_the_head(rig: &Rig) -> Option<String> {
 }
 
 /// Runs `scenario` (240 frames, as the `gameplay` bench: the same seed) on the rig named
-/// `name` in [`TrackingMode::Corrective`], with a 6D pelvis goal or, with `pelvis_position`, a position-only one (as
+/// `name`, with a 6D pelvis goal or, with `pelvis_position`, a position-only one (as
 /// `bevy_ik`'s `IkHumanoid` sets it), and returns a line per feasible goal-frame missed that
 /// is not feasible only by a flip (see `flip_only_misses`), and per frame in which a joint
 /// turned more than 20°.
@@ -192,9 +184,9 @@ fn coherent_misses(name: &str, scenario: Scenario, pelvis_position: bool) -> Vec
         }
     }
     let (mask, oracle, _) = feasible_goals_with_poses(rig, &frames);
-    let mut solver = corrective(rig);
+    let mut solver = rig.solver();
     let r = run(rig, &mut solver, &frames, &mask, false, track);
-    let flip_only = flip_only_misses_with(rig, corrective(rig), &frames, &mask, &oracle, &r.misses);
+    let flip_only = flip_only_misses_with(rig, rig.solver(), &frames, &mask, &oracle, &r.misses);
     let mut out: Vec<String> = r
         .misses
         .iter()

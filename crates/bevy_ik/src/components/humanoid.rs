@@ -87,9 +87,7 @@ pub struct IkHumanoid {
     /// Which solver drives the character.
     pub solver: IkHumanoidSolver,
     /// Settings of ik-core's full-body solver (with [`IkHumanoidSolver::FullBody`]). Default:
-    /// ik-core's, tracking in
-    /// [`TrackingMode::Bounded`](ik_core::humanoid::TrackingMode::Bounded): no joint turns
-    /// more than `max_turn` per frame, so a target moved far in one frame is reached over
+    /// ik-core's: tracking in which no joint turns more than `max_turn` per frame, so a target moved far in one frame is reached over
     /// several.
     #[reflect(ignore)]
     pub full_body_settings: FullBodySettings,

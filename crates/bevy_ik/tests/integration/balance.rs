@@ -7,7 +7,7 @@ use crate::common;
 
 use bevy::prelude::*;
 use bevy_ik::ik_core::humanoid::{
-    BodyFrame, FullBodySettings, FullBodySolver, HumanoidBone, HumanoidMap, TrackingMode,
+    BodyFrame, FullBodySolver, HumanoidBone, HumanoidMap,
 };
 use bevy_ik::ik_core::{Pose, Skeleton};
 use bevy_ik::prelude::*;
@@ -173,24 +173,6 @@ impl Rig {
 /// settled pose, not a fixed frame count.
 const STILL_WITHIN: usize = 30;
 
-/// `IkHumanoid::auto()` tracking in `TrackingMode::Corrective`, for
-/// `support_bias_moves_the_centre_of_mass_toward_one_foot`. With bounded tracking (the
-/// default) that case (pelvis pushed 10 cm toward the right foot and 3 cm down, support
-/// biased 0.2 toward the left foot) leaves the right foot 2.7 mm off at rest, the pelvis
-/// 1.5 mm and the centre of mass 21 mm: the feet, the pelvis and the centre of mass share
-/// the support level and trade by weight, and that trade stops where no Gauss–Newton
-/// candidate lowers the level's cost (`docs/benchmarks.md`). (Before the give-way rule read
-/// a leg's reach from the untilted hips while balancing, the foot was 21.8 mm off.)
-fn corrective() -> IkHumanoid {
-    IkHumanoid {
-        full_body_settings: FullBodySettings {
-            tracking: TrackingMode::Corrective,
-            ..FullBodySettings::default()
-        },
-        ..IkHumanoid::auto()
-    }
-}
-
 /// How far a planted foot may end from its target: the support (pelvis, feet) ranks above the
 /// centre of mass, so the feet end within the solver's position tolerance (the character has
 /// scale 1: model units are metres), plus a hundredth of it for the round-off of reading them
@@ -330,12 +312,11 @@ fn support_bias_moves_the_centre_of_mass_toward_one_foot() {
             support_bias: bias,
             ..IkBalance::on()
         };
-        // Corrective tracking (see `corrective`).
-        let mut rig = spawn_rig(corrective().with_balance(balance), RestAxes::PlusY);
+        let mut rig = spawn_rig(IkHumanoid::auto().with_balance(balance), RestAxes::PlusY);
         rig.push_pelvis(Vec3::new(-0.1, -0.03, 0.0));
-        // The corrective mode's trade-off between the pushed pelvis and the biased balance
-        // goal settles over a few frames of its budget.
-        rig.run(12);
+        // The trade between the pushed pelvis and the biased balance goal settles over a few
+        // frames of the turn bound.
+        rig.settle();
         let t = rig.targets();
         let (left, right) = (
             rig.local(t.left_foot.unwrap()),
@@ -357,7 +338,6 @@ fn support_bias_moves_the_centre_of_mass_toward_one_foot() {
         along[i] = (c - right).dot(axis);
     }
     assert!(
-        // (6 mm with the corrective mode.)
         along[1] > along[0] + 0.005,
         "CoM along the feet axis: midpoint support {}, biased {}",
         along[0],

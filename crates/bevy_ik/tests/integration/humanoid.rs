@@ -652,8 +652,8 @@ fn a_hand_dragged_far_out_of_reach_keeps_every_other_goal_and_a_bounded_solve() 
 /// the other hand, the feet and the pelvis stay on their targets (measured on the written
 /// transforms), and the body comes to rest within 30 frames (the bound; measured: from
 /// frame 5 on every convention) and writes every bone bit for bit the same from then on, on
-/// every naming convention. With `TrackingMode::Corrective` the Mixamo rig turns a joint 86° in
-/// the first frame.
+/// every naming convention. (The corrective tracking of earlier releases turned a joint of the
+/// Mixamo rig 86° in the first frame.)
 #[test]
 fn a_still_hand_goal_beyond_reach_with_a_rotation_comes_to_rest_bit_for_bit() {
     let bound = IkHumanoid::auto().full_body_settings.max_turn + TURN_READ_SLACK;

@@ -102,7 +102,7 @@ pub(crate) use solver::onto_bound;
 pub use solver::{
     CenterOfMassGoal, DEFAULT_MAX_TURN, Effector, EffectorGoal, FullBodyGoals, FullBodyReport,
     FullBodyScratch, FullBodySettings, FullBodySolver, GoalFrame, GoalResidual, LookAtGoal,
-    PostureReference, TrackingMode,
+    PostureReference,
 };
 #[cfg(test)]
 pub(crate) use test_rig::{RestAxes, RigConvention, random_pose_within_limits, test_rig};

@@ -17,25 +17,18 @@
 //! pose unrelated to the goals (a character appearing, a teleport): restarts from perturbed
 //! starts are allowed there.
 //!
-//! Tracking runs in one of two modes ([`TrackingMode`]):
+//! Tracking is one prioritised, bounded-step formulation (module `track`, its levels in
+//! module `levels`): Gauss–Newton candidates of a strictly prioritised least-squares problem,
+//! projected onto the joint limits and a per-frame turn bound ([`FullBodySettings::max_turn`]),
+//! kept only when they lower the lexicographic cost. The turn bound, the limits and a fixed
+//! point for still goals (feasible or not) hold by construction; a hand or foot goal beyond its
+//! limb's reach ranks below the other goals of its level, and a hand beyond the body's reach
+//! below every goal of its priority number. `tests/full_body_tracking.rs` and the robustness
+//! suite (`tests/robustness.rs`) check each of these by forward kinematics.
 //!
-//! * [`TrackingMode::Bounded`] (the default): one prioritised, bounded-step formulation
-//!   (module `track`, its levels in module `levels`): Gauss–Newton candidates of a strictly
-//!   prioritised least-squares problem, projected onto the joint limits and a per-frame turn
-//!   bound ([`FullBodySettings::max_turn`]), kept only when they lower the lexicographic cost.
-//!   The turn bound, the limits and a fixed point for still goals (feasible or not) hold by
-//!   construction; a hand or foot goal beyond its limb's reach ranks below the other goals of
-//!   its level, and a hand beyond the body's reach below every goal of its priority number.
-//!   `tests/full_body_tracking.rs` and the robustness suite (`tests/robustness.rs`) check each
-//!   of these by forward kinematics.
-//! * [`TrackingMode::Corrective`] (the default before; kept while tests still need it, see
-//!   `docs/benchmarks.md`, *Corrective mode: what still needs it*): a Jacobian
-//!   attempt (module `attempt`: block-sparse damped least squares, module `jacobian`, with the
-//!   analytic limb and look-at finish of module `finish`) followed by the corrective passes of
-//!   module `corrective` (rescue, the trunk's finish for the look-at) and the frame-to-frame
-//!   give-way state.
-//!
-//! Cold solves use the corrective mode's attempt, with restarts.
+//! Cold solves run Jacobian attempts (module `attempt`: block-sparse damped least squares,
+//! module `jacobian`, with the analytic limb and look-at finish of module `finish`) from
+//! restarts; goals that stay unmet give way one by one, each with another attempt.
 //!
 //! # Why the analytic finish
 //!
@@ -44,14 +37,12 @@
 //! shortest arc, the swivel about the root–target axis chosen where the joints need the least
 //! clamping, the wrist or ankle onto the exact orientation), and the head by shortest arcs onto
 //! the look-at. A pure Jacobian stalls on limit-bound and stretched limbs. The measurements
-//! behind this and behind each corrective pass (bounded cost, temporal coherence, graceful
-//! degradation, rescue, the trunk for the look-at, issue 9's feasible goals, relative goals)
-//! are in `docs/benchmarks.md`, *Full-body solver: design measurements*.
+//! behind this are in `docs/benchmarks.md`, *Full-body solver: design measurements*.
 //!
 //! # Structure: orchestration over shared cores
 //!
-//! This module is orchestration (goal rows, pelvis pin, limb pre-pass and finish, stall
-//! detection, give-way, restarts) over pieces that live once in the crate: the dense `f32`
+//! This module is orchestration (validation, the fixed-point shortcut, tracking or cold
+//! restarts) over pieces that live once in the crate: the dense `f32`
 //! damped-least-squares kernel (Cholesky, the prioritised null-space step, the null-space
 //! posture term) in `jacobian::dense`, the analytic limb finish in `analytic::finish`, joint
 //! limits in [`crate::limits`] and rotation vectors in [`crate::rotation`].
@@ -60,7 +51,7 @@
 //! active set); the same-run numbers of both are in `jacobian::dense`'s module docs.
 //!
 //! The solver is immutable set-up; a [`FullBodyScratch`] (one per character) holds every work
-//! buffer and the frame-to-frame give-way state: [`FullBodySolver::solve_with`] /
+//! buffer and the last output (the warm start and the fixed point): [`FullBodySolver::solve_with`] /
 //! [`FullBodySolver::solve_cold_with`] take `&self` and the scratch, so one solver serves all
 //! characters of a rig. [`FullBodySolver::solve`] / [`FullBodySolver::solve_cold`] keep the
 //! one-character convenience (a scratch the solver keeps).
@@ -71,7 +62,6 @@
 //! helper bones.
 
 mod attempt;
-mod corrective;
 mod finish;
 mod goals;
 mod jacobian;
@@ -193,7 +183,7 @@ struct Limb {
 ///
 /// The solver is the immutable set-up (joints, limbs, limits, masses, settings);
 /// [`FullBodySolver::solve_with`] / [`FullBodySolver::solve_cold_with`] take `&self` and a
-/// [`FullBodyScratch`] (one per character: it also carries the frame-to-frame give-way state),
+/// [`FullBodyScratch`] (one per character: it also carries the last output, the warm start),
 /// so one solver serves any number of characters of the same rig. [`FullBodySolver::solve`] /
 /// [`FullBodySolver::solve_cold`] are the one-character convenience: they use a scratch the
 /// solver keeps for them.
@@ -209,13 +199,6 @@ pub struct FullBodySolver {
     /// The joint bones above the head, below the arms, that the look-at finish turns (neck),
     /// nearest first.
     look_chain: [Option<usize>; 2],
-    /// The trunk joints between the hips and the head that also carry an arm (spine, chest,
-    /// upper chest; nearest the head first): the look-at's last resort (see
-    /// `Solve::finish_trunk`).
-    trunk: [Option<usize>; 3],
-    /// The forward-kinematics path from the highest trunk joint down to the head, parents
-    /// first (`Solve::finish_trunk` refreshes the head's model along it after each turn).
-    aim_path: Vec<usize>,
     head_aim: Vec3,
     /// Rest body up (model space): the normal of the ground plane for the balance goal.
     up: Vec3,
@@ -256,27 +239,12 @@ pub struct FullBodyScratch {
     /// Per goal channel (see [`channel`]): whether it gives way (see
     /// [`FullBodySettings::give_way_distance`]).
     demoted: [bool; CHANNELS],
-    /// Per goal channel: the previous solve's miss in give-way scales (0 when met).
-    missed: [f32; CHANNELS],
     /// Whether this solve weakens the channels that give way (tracking).
     demoting: bool,
     /// Whether this attempt has an active centre-of-mass goal.
     balancing: bool,
     /// Cold solve (restarts, global swivel search) or tracking.
     cold: bool,
-    /// A tracking solve's rescue pass (see `Solve::rescue`): no stall rule, the goals that
-    /// give way left out.
-    rescue: bool,
-    /// In a rescue pass: the goal channels whose rows it keeps (bit `c` for [`channel`] `c`;
-    /// 0: every goal's), see `Solve::rescue`.
-    rescue_rows: u16,
-    /// Whether this tracking solve's trunk finish (`Solve::finish_trunk`) brought the look-at
-    /// within [`RESCUE_VISIBLE`] tolerances: the next solve leaves it to the finish (it gives
-    /// way in the Jacobian).
-    trunk_met: bool,
-    /// Whether the last tracking solve handed the look-at over to the trunk's finish (see
-    /// `trunk_met`).
-    look_handed: bool,
     /// The solver's column count this scratch is sized for (0: not sized yet).
     cols: usize,
     model: Vec<BoneTransform>,
@@ -292,14 +260,6 @@ pub struct FullBodyScratch {
     anchor_affects: Vec<u8>,
     /// Whether an enabled effector goal of this solve is relative ([`GoalFrame`]).
     relative: bool,
-    /// With a position-only pelvis pin: whether this attempt's Jacobian passes keep the feet's
-    /// rows (see `attempt`).
-    feet_rows: bool,
-    /// Per effector: for a hand whose target is beyond its arm's reach from where the
-    /// shoulder is at the start of this tracking solve while a joint it could turn moves a
-    /// tight limb, the bits of the other effectors with goals; the hand's rows leave out the
-    /// joints that move those (see `Solve::spare_tight_limbs`).
-    spare: [u8; 5],
     reference: Pose,
     start: Pose,
     best: Pose,
@@ -335,12 +295,10 @@ impl FullBodyScratch {
         self.start.rotations.len()
     }
 
-    /// Forgets the frame-to-frame state (which goals give way): call before a solve unrelated
-    /// to the previous one with this scratch. [`FullBodySolver::solve_cold_with`] does it.
+    /// Forgets the frame-to-frame state (which goals gave way, the fixed point): call before a
+    /// solve unrelated to the previous one with this scratch. [`FullBodySolver::solve_cold_with`] does it.
     pub fn reset(&mut self) {
         self.demoted = [false; CHANNELS];
-        self.missed = [0.0; CHANNELS];
-        self.look_handed = false;
         self.rest = None;
     }
 }
@@ -368,20 +326,9 @@ const fn channel(k: usize, rotation: bool) -> usize {
     }
 }
 
-/// A Jacobian pass stops when the summed logarithms of its residuals (in tolerances, goals
-/// that give way left out) have not dropped by this much over [`STALL_WINDOW`] iterations
-/// (about 5 % of one residual): an infeasible goal, or a limit in the way.
-const STALL_PROGRESS: f32 = 0.05;
-const STALL_WINDOW: usize = 3;
-
 /// The weight factor of a goal that gives way (it must still make progress in what the other
 /// goals leave free; the polish pass undoes the rest).
 const GIVE_WAY_FACTOR: f32 = 0.1;
-/// A hand target farther than this fraction beyond the arm's reach from the shoulder spares
-/// the tight limbs (see `Solve::spare_tight_limbs`).
-const SPARE_STRETCH: f32 = 0.01;
-/// A limb whose target is at least this fraction of its reach from its root is tight.
-const TIGHT_LIMB: f32 = 0.98;
 /// Misses under this many give-way scales never give way.
 const GIVE_WAY_MIN: f32 = 0.2;
 /// The same for the look-at: a head that cannot turn the last degree or two (a rig without a
@@ -391,44 +338,10 @@ const GIVE_WAY_MIN: f32 = 0.2;
 /// goal-frames met went from 99.80 % to 99.75 %, same run, load average 3).
 const GIVE_WAY_MIN_LOOK_AT: f32 = 0.25 * GIVE_WAY_MIN;
 
-/// A rescue pass is for a goal missed by more than this many tolerances (1 mm / 0.6° by
-/// default): a smaller miss is left to the next frames.
-const RESCUE_VISIBLE: f32 = 5.0;
-/// The same under a position-only pelvis pin with the feet's rows back (each iteration
-/// costs about twice as much): 1 mm / 0.57° by default.
-const RESCUE_VISIBLE_FEET: f32 = 10.0;
-/// The largest turn of a joint from the incoming pose that a rescue pass may leave (radians;
-/// 18.9°, under issue 9's 20° flip bound).
-const RESCUE_MAX_TURN: f32 = 0.33;
-/// [`RESCUE_MAX_TURN`] while balancing (radians; 14.3°, the bound before issue 9's last
-/// misses): the centre of mass trades off with the pelvis by weight over several frames, and
-/// a rescue with the wider bound (meeting a hand by a larger turn) slowed that settling —
-/// `bevy_ik`'s support-bias test: the centre of mass 1.2 mm further toward the biased foot
-/// after 12 frames instead of over 5 mm (it gets there after 30).
-const RESCUE_MAX_TURN_BALANCING: f32 = 0.25;
-/// Iterations the rescue pass may spend beyond [`FullBodySettings::max_iterations`] on a
-/// hand or foot missed by a little (see `Solve::rescue`).
-const RESCUE_EXTRA: u32 = 12;
-
 /// Goals weakened below this factor sit out the polish pass.
 const POLISH_CUTOFF: f32 = 0.5;
-/// Iterations of a tracking solve's budget kept for the polish pass.
+/// Iterations of an attempt's budget kept for the polish pass.
 const POLISH_ITERATIONS: u32 = 3;
-/// The most the trunk turns in one tracking solve for the look-at (`Solve::finish_trunk`),
-/// radians (5°).
-const TRUNK_MAX_TURN: f32 = 0.087_266_46;
-/// Sweeps of the look-at's trunk finish over the aim chain (`Solve::finish_trunk`).
-const TRUNK_SWEEPS: usize = 4;
-/// A look-at missed by at most this much (radians) gets the whole descent of the trunk's
-/// finish (`Solve::finish_trunk`).
-const TRUNK_NEAR: f32 = 2.0 * TRUNK_MAX_TURN;
-/// The least fraction of the aim's error a sweep of the trunk's finish must take off for
-/// the next sweep to run (`Solve::finish_trunk`).
-const TRUNK_PROGRESS: f32 = 0.02;
-/// The fraction of an arm's reach a trunk turn for the look-at may take a shoulder from its
-/// hand's target (`Solve::finish_trunk`).
-const TRUNK_REACH: f32 = 0.995;
-
 /// What the pelvis goal pinned before the Jacobian runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 enum PelvisPin {
@@ -520,22 +433,26 @@ impl<'a> Solve<'a> {
         if initial.converged {
             // Already there: bit for bit.
             self.s.demoted = [false; CHANNELS];
-            self.s.look_handed = false;
-            self.s.missed = [0.0; CHANNELS];
             self.remember(pose);
             if unclamped {
                 self.record_rest(goals, &initial);
             }
             return Ok(initial);
         }
-        // Graceful degradation: goals that proved infeasible give way (tracking only).
-        self.s.demoting = !cold && s.give_way_distance.is_finite();
-        self.s.spare = [0; 5];
-        self.s.trunk_met = false;
-        if cold {
-            self.s.demoted = [false; CHANNELS];
+        if !cold {
+            // One prioritised, bounded-step solve (see `track`); nothing after it touches
+            // the pose.
+            let report = self.track(skeleton, pose, goals);
+            self.remember(pose);
+            if unclamped && self.s.held {
+                self.record_rest(goals, &report);
+            }
+            return Ok(report);
         }
-        let mut report = if cold {
+        // Cold: attempts from restarts; goals that stay unmet give way one by one.
+        self.s.demoting = false;
+        self.s.demoted = [false; CHANNELS];
+        let mut report = {
             self.s.best.copy_from(pose);
             let mut best = (initial.cost, initial);
             let mut iterations = 0;
@@ -569,7 +486,7 @@ impl<'a> Solve<'a> {
             for _ in 0..3 {
                 if report.converged
                     || !s.give_way_distance.is_finite()
-                    || !self.give_way(skeleton, pose, goals, &report, false)
+                    || !self.give_way(skeleton, pose, goals, &report)
                 {
                     break;
                 }
@@ -596,22 +513,6 @@ impl<'a> Solve<'a> {
             report.iterations = iterations;
             report.restarts = restarts;
             report
-        } else if s.tracking == TrackingMode::Bounded {
-            // One prioritised, bounded-step solve (see `track`); nothing after it touches
-            // the pose.
-            let report = self.track(skeleton, pose, goals);
-            self.remember(pose);
-            if unclamped && self.s.held {
-                self.record_rest(goals, &report);
-            }
-            return Ok(report);
-        } else {
-            self.spare_tight_limbs(goals);
-            let mut report = self.attempt(skeleton, pose, goals, s.max_iterations);
-            report.cost = self.score(&report, goals);
-            self.rescue(skeleton, pose, goals, &mut report);
-            self.finish_trunk(skeleton, pose, goals, &mut report);
-            report
         };
         if !pose.is_finite() {
             // Never hand back NaN: fall back to the (limit-clamped) incoming pose.
@@ -620,26 +521,25 @@ impl<'a> Solve<'a> {
             report.converged = self.measure(skeleton, pose, goals, &mut report);
             report.cost = self.score(&report, goals);
         }
-        self.give_way(skeleton, pose, goals, &report, true);
-        // A look-at the trunk's finish brought within a few tolerances is left to the
-        // finish in the next solve (it gives way in the Jacobian): at full weight the Jacobian
-        // would spend the frame's whole budget on what the finish does in a few turns.
-        // A look-at handed over that the finish no longer keeps that close is back at full
-        // weight.
-        // (Not where goals never give way: `give_way_distance` infinite.)
-        let handed = self.s.trunk_met && self.s.demoting;
-        if handed || self.s.look_handed {
-            self.s.demoted[channel(5, false)] = handed;
-        }
-        self.s.look_handed = handed;
-        for (k, g) in report.giving_way.iter_mut().enumerate() {
-            *g = if k < 5 {
-                self.s.demoted[channel(k, false)] || self.s.demoted[channel(k, true)]
+        // A goal gave way if the attempts weakened it and it is still unmet.
+        let unmet = |c: usize| {
+            let (k, rotation) = if c < 10 {
+                (c / 2, c % 2 == 1)
             } else {
-                // (A look-at the trunk's finish met is not reported as giving way.)
-                self.s.demoted[channel(k, false)]
-                    && !(k == 5 && report.look_at <= s.rotation_tolerance)
+                (c - 5, false)
             };
+            match k {
+                5 => report.look_at > s.rotation_tolerance,
+                6 => report.center_of_mass > s.com_tolerance,
+                _ if rotation => report.residuals[k].rotation > s.rotation_tolerance,
+                _ => report.residuals[k].position > s.position_tolerance,
+            }
+        };
+        for c in 0..CHANNELS {
+            self.s.demoted[c] &= unmet(c);
+        }
+        for (k, g) in report.giving_way.iter_mut().enumerate() {
+            *g = self.s.demoted[channel(k, false)] || (k < 5 && self.s.demoted[channel(k, true)]);
         }
         self.remember(pose);
         Ok(report)

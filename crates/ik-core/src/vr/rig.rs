@@ -13,7 +13,7 @@ use super::{
 use crate::analytic::{LimbSettings, TwoBoneIk};
 use crate::humanoid::{
     BodyFrame, Effector, FullBodyGoals, FullBodySolver, HumanoidBone as B, HumanoidError,
-    HumanoidMap, TrackingMode, default_ball_range,
+    HumanoidMap, default_ball_range,
 };
 use crate::limits::JointLimit;
 use crate::pose::BoneTransform;
@@ -128,10 +128,9 @@ impl VrBody {
         // meet every goal anyway and keeps converging over the next frames. Bounds the slow
         // frames (`benches/vr_body.rs` prints their iterations).
         solver.settings_mut().max_iterations = VR_SOLVER_ITERATIONS;
-        // The bounded, prioritised solve (not the solver's default): its turn bound, its
-        // limits and its fixed point are the VR body's (see the module docs, step 7).
+        // The bounded, prioritised solve: its turn bound, its limits and its fixed point are
+        // the VR body's (see the module docs, step 7).
         let fb = solver.settings_mut();
-        fb.tracking = TrackingMode::Bounded;
         fb.max_turn = VR_MAX_TURN / 2.0;
         // The head's tracker comes first: a hand or a foot moves only its own limb (clavicle,
         // arm; leg), never the trunk or the pelvis under the head.

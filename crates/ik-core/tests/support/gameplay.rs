@@ -61,15 +61,9 @@ impl Rig {
         })
     }
 
-    /// A fresh solver with default settings; `IK_TRACKING=corrective` in the environment sets
-    /// [`TrackingMode::Corrective`] (the same scenarios on the corrective passes, for same-run
-    /// comparisons).
+    /// A fresh solver with default settings.
     pub fn solver(&self) -> FullBodySolver {
-        let mut s = FullBodySolver::new(&self.skeleton, &self.map).expect("rig was checked to map");
-        if std::env::var("IK_TRACKING").as_deref() == Ok("corrective") {
-            s.settings_mut().tracking = ik_core::humanoid::TrackingMode::Corrective;
-        }
-        s
+        FullBodySolver::new(&self.skeleton, &self.map).expect("rig was checked to map")
     }
 }
 
@@ -476,14 +470,10 @@ pub fn largest_turn_deg(rig: &Rig, a: &Pose, b: &Pose) -> f32 {
 pub const FLIP_DEG: f32 = 20.0;
 
 /// The largest turn of a joint the tracker `s` may make in one frame, degrees: its per-frame
-/// bound ([`FullBodySettings::max_turn`](ik_core::humanoid::FullBodySettings::max_turn)) in
-/// bounded tracking, else [`FLIP_DEG`] (the corrective passes have no bound of their own).
+/// bound ([`FullBodySettings::max_turn`](ik_core::humanoid::FullBodySettings::max_turn)), at
+/// most [`FLIP_DEG`].
 pub fn tracker_bound_deg(s: &FullBodySolver) -> f32 {
-    if s.settings().tracking == ik_core::humanoid::TrackingMode::Bounded {
-        s.settings().max_turn.to_degrees().min(FLIP_DEG)
-    } else {
-        FLIP_DEG
-    }
+    s.settings().max_turn.to_degrees().min(FLIP_DEG)
 }
 
 /// Which of `misses` (a tracked run over `frames`) are *feasible only by a flip*: the

@@ -230,7 +230,7 @@ pub fn largest_turn(before: &[Quat], after: &[Quat]) -> f32 {
 /// `Transform`s (radians; the solver aims 1e-4 of the bound below it, 15° · 1e-4 ≈ 2.6e-5 rad).
 pub const TURN_READ_SLACK: f32 = 1e-4;
 
-/// Frames bounded tracking (`TrackingMode::Bounded`) may take, once every joint has turned as
+/// Frames bounded tracking may take, once every joint has turned as
 /// far as the goal needs, to close the last of the residual within tolerance: its
 /// Gauss–Newton budget of a frame converges from a step's second-order drift in a frame or
 /// two.

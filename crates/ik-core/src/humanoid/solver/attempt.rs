@@ -1,6 +1,6 @@
-//! One Jacobian attempt of the corrective mode and cold solves ([`Solve::attempt`]: coarse and
-//! fine rounds, the limb and look-at finishes, the polish pass), the give-way state it reads
-//! and writes, and how two results are compared (see the [module docs](super)).
+//! One Jacobian attempt of a cold solve ([`Solve::attempt`]: coarse and fine rounds, the limb
+//! and look-at finishes, the polish pass), the give-way state it reads and writes, and how
+//! two results are compared (see the [module docs](super)).
 
 use super::*;
 
@@ -81,16 +81,14 @@ impl Solve<'_> {
 
     /// Updates which goals give way, from `report` (measured on the output): met goals are
     /// back at full weight; of the goals still missed by more than a fifth of the give-way
-    /// scale (and, with `require_stuck`, missed by no less in the previous solve), the first in
-    /// the order of giving way (see [`FullBodySettings::give_way_distance`]) gives way.
-    /// Returns whether one did.
+    /// scale, the first in the order of giving way (see
+    /// [`FullBodySettings::give_way_distance`]) gives way. Returns whether one did.
     pub(super) fn give_way(
         &mut self,
         skeleton: &Skeleton,
         pose: &Pose,
         goals: &FullBodyGoals,
         report: &FullBodyReport,
-        require_stuck: bool,
     ) -> bool {
         let s = &self.rig.settings;
         let d = if s.give_way_distance > 0.0 {
@@ -159,14 +157,13 @@ impl Solve<'_> {
         }
         let mut worst: Option<(usize, f32)> = None;
         for (c, &m) in missed.iter().enumerate() {
-            // Only a goal that is not converging gives way: missed by more than the minimum,
-            // and by no less than 90 % of the previous solve's miss (two solves in a row).
+            // Only a goal missed by more than the minimum gives way (a smaller miss is still
+            // converging).
             let stuck = m > if c == channel(5, false) {
                 GIVE_WAY_MIN_LOOK_AT
             } else {
                 GIVE_WAY_MIN
-            } && (!require_stuck
-                || (self.s.missed[c] > 0.0 && m >= 0.9 * self.s.missed[c]));
+            };
             if m == 0.0 {
                 self.s.demoted[c] = false;
             } else if !self.s.demoted[c]
@@ -177,75 +174,10 @@ impl Solve<'_> {
                 worst = Some((c, rank[c]));
             }
         }
-        self.s.missed = missed;
         if let Some((c, _)) = worst {
             self.s.demoted[c] = true;
         }
         worst.is_some()
-    }
-
-    /// Graceful degradation before the first step (tracking). A hand whose target lies beyond
-    /// its arm's reach from where the shoulder is now (measured on the start pose,
-    /// `self.s.model`) can only get closer by moving the trunk. Where a joint it could turn
-    /// also moves a *tight* limb — another hand or a foot with its target at 98–101 % of its
-    /// reach, i.e. straight on it (with a position-only pelvis goal, straight legs make the
-    /// hips' turn one such joint; a straight other arm, the spine) —, that limb could only
-    /// follow by moving its root off its target's sphere: a least-squares step trades it by
-    /// weight, a first-order null-space step still stretches it at second order, and a leg's
-    /// finish cannot undo a hip turn. So for this solve the hand's rows get no columns from
-    /// the joints that move any other goal's effector: it reaches as far as its own arm and
-    /// clavicle go (and gives way over the next solves as before), costing no other goal.
-    /// Without a tight limb in the way it keeps the whole body (a hard but feasible target
-    /// is reached by leaning, as before).
-    pub(super) fn spare_tight_limbs(&mut self, goals: &FullBodyGoals) {
-        if self.s.relative || !self.s.demoting {
-            return;
-        }
-        let stretch = |limb: &Limb| {
-            let g = &goals.effectors[limb.effector];
-            let root = self.s.model[limb.chain.upper].translation;
-            g.position.distance(root) / limb.reach
-        };
-        let (mut tight, mut far) = (0u8, 0u8);
-        for limb in &self.rig.limbs {
-            let k = limb.effector;
-            if !goals.effectors[k].wants_position() {
-                continue;
-            }
-            let x = stretch(limb);
-            if x > 1.0 + SPARE_STRETCH {
-                if k == Effector::LeftHand as usize || k == Effector::RightHand as usize {
-                    far |= 1 << k;
-                }
-            } else if x >= TIGHT_LIMB {
-                tight |= 1 << k;
-            }
-        }
-        if far == 0 || tight == 0 {
-            return;
-        }
-        // The pelvis's floating joint is out of the Jacobian under a 6D pelvis goal.
-        let pelvis = goals.get(Effector::Pelvis);
-        let hips_pinned = pelvis.wants_position() && pelvis.wants_rotation();
-        let mut with_goal = 0u8;
-        for (k, g) in goals.effectors.iter().enumerate() {
-            if g.wants_position() || g.wants_rotation() {
-                with_goal |= 1 << k;
-            }
-        }
-        for k in 0..5 {
-            if far & (1 << k) == 0 {
-                continue;
-            }
-            let coupled = self.rig.joints.iter().any(|j| {
-                j.affects & (1 << k) != 0
-                    && j.affects & tight & !(1 << k) != 0
-                    && !(hips_pinned && matches!(j.dof, Dof::Floating))
-            });
-            if coupled {
-                self.s.spare[k] = with_goal & !(1 << k);
-            }
-        }
     }
 
     /// The weight factor of `channel` in this solve (see
@@ -280,15 +212,6 @@ impl Solve<'_> {
             report.limits_hit += self.finish_limbs(skeleton, pose, goals);
         }
         self.s.saturated.fill(false);
-        // Tracking with a position-only pelvis pin: the hips still turn, so the feet's rows
-        // couple to the rest; the passes leave them out until a finish leaves a foot unmet
-        // (see `jacobian`'s `feet_apart`).
-        self.s.feet_rows = self.s.pelvis_pin != PelvisPin::Position
-            || self.s.cold
-            || !s.analytic_limbs
-            || s.posture_gain > 0.0
-            || self.s.balancing
-            || self.s.relative;
         for round in 0..4 {
             let coarse = if s.analytic_limbs && round == 0 {
                 s.coarse_factor
@@ -306,7 +229,7 @@ impl Solve<'_> {
             if left == 0 && round > 0 {
                 break;
             }
-            let (iters, hits, stalled) = self.jacobian(skeleton, pose, goals, coarse, left, false);
+            let (iters, hits) = self.jacobian(skeleton, pose, goals, coarse, left, false);
             report.iterations += iters;
             report.limits_hit = hits;
             // Right after the limb pre-pass with no Jacobian step, the limbs are finished.
@@ -318,28 +241,10 @@ impl Solve<'_> {
             }
             self.fk_stale(skeleton, pose);
             report.converged = self.measure(skeleton, pose, goals, &mut report);
-            // A foot the finish left unmet brings the feet's rows back for the rest of the
-            // attempt: the hips' turn then answers to them again.
-            if !self.s.feet_rows
-                && [Effector::LeftFoot, Effector::RightFoot]
-                    .into_iter()
-                    .any(|e| {
-                        let (r, g) = (report.residuals[e as usize], goals.get(e));
-                        (g.wants_position() && r.position > s.position_tolerance)
-                            || (g.wants_rotation() && r.rotation > s.rotation_tolerance)
-                    })
-            {
-                self.s.feet_rows = true;
-                if report.iterations < budget {
-                    continue;
-                }
-            }
-            // A stalled pass after the first round will not do better in the next one; with
-            // goals giving way, once the others are met the polish pass takes over.
+            // With goals giving way, once the others are met the polish pass takes over.
             if report.converged
                 || report.iterations >= budget
                 || !s.analytic_limbs
-                || (stalled && round > 0)
                 || (iters == 0 && round > 0)
                 || (self.any_gives_way(goals) && self.others_met(goals, &report))
             {
@@ -353,7 +258,7 @@ impl Solve<'_> {
             // space): the closest feasible result for the goals that gave way, at no cost to
             // the others.
             let left = budget.saturating_sub(report.iterations).max(1);
-            let (iters, hits, _) = self.jacobian(skeleton, pose, goals, 1.0, left, true);
+            let (iters, hits) = self.jacobian(skeleton, pose, goals, 1.0, left, true);
             report.iterations += iters;
             report.limits_hit = hits;
             if s.analytic_limbs {

@@ -169,11 +169,6 @@ pub(super) fn step_factor(w: f32, full: f32) -> f32 {
     if w < full { 0.1 } else { 1.0 }
 }
 
-/// 1 for a goal at full weight this solve, 0 for one that gives way.
-pub(super) fn full(w: f32, full: f32) -> f32 {
-    if w < full { 0.0 } else { 1.0 }
-}
-
 /// `local` turned by the model-space rotation vector `w` about its own origin.
 pub(super) fn rotate_in_parent(parent_rot: Quat, w: Vec3, local: Quat) -> Quat {
     rotate_in_parent_q(parent_rot, from_rotation_vector(w), local)

@@ -262,18 +262,17 @@ pub struct FullBodySettings {
     /// Extra attempts of [`FullBodySolver::solve_cold`] from perturbed starts when an attempt
     /// does not converge (the best result is kept). Tracking never restarts.
     pub max_restarts: u32,
-    /// Graceful degradation of [`FullBodySolver::solve`] in [`TrackingMode::Corrective`] (and
-    /// of [`FullBodySolver::solve_cold`]; bounded tracking ranks goals beyond reach below the
-    /// others instead, see [`TrackingMode::Bounded`]): when goals stay unmet over two
-    /// solves, one of them gives way from the next solve on — the goal with the largest
+    /// Graceful degradation of [`FullBodySolver::solve_cold`] (tracking ranks goals beyond
+    /// reach below the others instead, see the module docs): when goals stay unmet after the
+    /// attempts, they give way one by one, each with another attempt — the goal with the largest
     /// priority number; among equal priorities the look-at first, then a hand, then a foot
     /// (the humanoid default order: pelvis and feet before hands, hands before the look-at; the
     /// pelvis and the centre of mass at priority 0 never give way);
     /// among those a limb stretched toward a target beyond its reach first, else the goal
     /// missed most, measured in units of this distance for positions (and of
-    /// [`FullBodySettings::give_way_angle`] for orientations and the look-at). That goal: it pulls with a tenth of its weight and sits out the polish pass,
-    /// so it cannot drag the goals that can be met off them; it is back at full weight as soon
-    /// as a solve meets it. Misses under a fifth of this scale never give way (they are
+    /// [`FullBodySettings::give_way_angle`] for orientations and the look-at). That goal pulls
+    /// with a tenth of its weight and sits out the polish pass, so it cannot drag the goals
+    /// that can be met off them. Misses under a fifth of this scale never give way (they are
     /// converging). Model units; 0 (the default) means 5 % of the rest body height; infinity
     /// disables giving way.
     pub give_way_distance: f32,
@@ -301,20 +300,16 @@ pub struct FullBodySettings {
     /// acts while the solver iterates (at least one step per Jacobian pass when on); a pose that
     /// already meets every goal is returned unchanged.
     pub posture_gain: f32,
-    /// How [`FullBodySolver::solve`] tracks (see [`TrackingMode`]; default
-    /// [`TrackingMode::Bounded`]).
-    #[cfg_attr(feature = "serde", serde(default))]
-    pub tracking: TrackingMode,
-    /// With [`TrackingMode::Bounded`]: the per-frame turn bound, radians — no joint turns
+    /// Tracking ([`FullBodySolver::solve`]): the per-frame turn bound, radians — no joint turns
     /// more than this from the pose passed in (the previous frame's output when the caller
     /// warm-starts), whatever the goals do (default [`DEFAULT_MAX_TURN`], 15°).
     pub max_turn: f32,
-    /// With [`TrackingMode::Bounded`]: per effector ([`Effector::ALL`] order), how much its
+    /// Tracking: per effector ([`Effector::ALL`] order), how much its
     /// goal may pull the joints it shares with other effectors (spine, chest, the hips): 0
     /// moves only its own limb (clavicle, arm or leg), 1 (the default) lets the trunk and
     /// pelvis follow as far as the other goals and the limits allow.
     pub pull: [f32; 5],
-    /// With [`TrackingMode::Bounded`]: per humanoid role ([`HumanoidBone::index`](B::index)), how much
+    /// Tracking: per humanoid role ([`HumanoidBone::index`](B::index)), how much
     /// the joint resists turning, 0 (the default: free) to 1 (held where the pose passed in
     /// has it). A Gauss–Newton step sees the joint's columns scaled by `1 − stiffness` (a
     /// weighted least-norm step: a stiffer joint takes a smaller share of the motion, the
@@ -323,22 +318,6 @@ pub struct FullBodySettings {
     /// acts on the trunk, neck, head and clavicles fully, and on the limbs through the steps.
     #[cfg_attr(feature = "serde", serde(default))]
     pub stiffness: [f32; B::COUNT],
-}
-
-/// How [`FullBodySolver::solve`] (tracking) works; [`FullBodySolver::solve_cold`] is the same
-/// in both.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub enum TrackingMode {
-    /// The Jacobian passes with their corrective passes (pelvis pin, limb pre-pass and finish,
-    /// give-way from frame to frame, rescue, trunk finish): see the module docs.
-    Corrective,
-    /// One prioritised, bounded-step solve in which the per-frame turn bound
-    /// ([`FullBodySettings::max_turn`]), the joint limits and a fixed point for still goals
-    /// hold by construction, and a hand or foot goal beyond its limb's reach ranks below the
-    /// other goals of its level (see the `track` module docs). The default.
-    #[default]
-    Bounded,
 }
 
 impl Default for FullBodySettings {
@@ -359,7 +338,6 @@ impl Default for FullBodySettings {
             coarse_factor: 100.0,
             reference: PostureReference::Input,
             posture_gain: 0.0,
-            tracking: TrackingMode::Bounded,
             max_turn: DEFAULT_MAX_TURN,
             pull: [1.0; 5],
             stiffness: [0.0; B::COUNT],

@@ -1,13 +1,12 @@
-//! The corrective mode's and cold solves' Jacobian step ([`Solve::jacobian`]: block-sparse
+//! Cold solves' Jacobian step ([`Solve::jacobian`]: block-sparse
 //! normal equations over the goal rows, soft active set, goals that give way weakened), the
 //! null-space posture term and the step's application within the joint limits.
 
 use super::*;
 
 impl Solve<'_> {
-    /// Damped-least-squares iterations until the residuals are below `coarse` × tolerance,
-    /// `budget` runs out or the pass stalls ([`STALL_PROGRESS`]). Returns (iterations, clamps in
-    /// the last step, whether it stalled).
+    /// Damped-least-squares iterations until the residuals are below `coarse` × tolerance or
+    /// `budget` runs out. Returns (iterations, clamps in the last step).
     pub(super) fn jacobian(
         &mut self,
         skeleton: &Skeleton,
@@ -16,7 +15,7 @@ impl Solve<'_> {
         coarse: f32,
         budget: u32,
         polish: bool,
-    ) -> (u32, u32, bool) {
+    ) -> (u32, u32) {
         let s = self.rig.settings;
         let cols = self.rig.cols;
         let mut hits = 0;
@@ -25,11 +24,7 @@ impl Solve<'_> {
         let mut wr = [0.0f32; 5];
         // In a polish pass the goals that gave way are left out entirely.
         let factor = |c: usize| {
-            if ((polish || self.s.rescue) && self.sits_out(c))
-                || (self.s.rescue
-                    && self.s.rescue_rows != 0
-                    && (c >= channel(5, false) || self.s.rescue_rows & (1 << c) == 0))
-            {
+            if polish && self.sits_out(c) {
                 0.0
             } else {
                 self.demotion(c)
@@ -41,23 +36,6 @@ impl Solve<'_> {
         }
         let look_weight = goals.look_at.weight * factor(channel(5, false));
         let com_weight = goals.center_of_mass.weight * factor(channel(6, false));
-        // Summed unclamped residuals (in tolerances) of the last iterations, for stall checks.
-        let mut history = [f32::INFINITY; STALL_WINDOW];
-        // With the hips pinned by a 6D pelvis goal, each leg moves only its own foot: the
-        // foot's rows form a block of their own that the analytic finish closes exactly (or as
-        // near as the leg's limits allow) after every pass, so a tracking pass leaves them out
-        // (smaller normal equations; a limit-bound foot no longer holds the pass). Not while
-        // balancing (the legs move the centre of mass), with relative goals or with posture
-        // following (it needs the feet's rows to stay in their null space). With a
-        // position-only pin the hips still turn and the feet follow them: the rows stay out
-        // only until a finish leaves a foot unmet (`feet_rows`, set in `attempt`).
-        let feet_apart = (!self.s.cold
-            && s.analytic_limbs
-            && s.posture_gain <= 0.0
-            && self.s.pelvis_pin == PelvisPin::Full
-            && !self.s.balancing
-            && !self.s.relative)
-            || !self.s.feet_rows;
         for it in 0..budget {
             self.fk_stale(skeleton, pose);
             // Relative goals (see `GoalFrame`) at where their frame bones are now.
@@ -66,20 +44,11 @@ impl Solve<'_> {
             // Rows: per effector position (3) and rotation (3), then look-at (3).
             let mut rows = 0;
             let mut done = true;
-            // Whether every goal at full weight is within tolerance (the goals that give way
-            // left out).
-            let mut full_done = true;
             let mut row_of = [[usize::MAX; 2]; 7];
             let mut row_level = [0u8; MAX_ROWS];
-            let mut progress = 0.0f32;
             for (k, g) in goals.effectors.iter().enumerate() {
                 if self.s.pelvis_pin != PelvisPin::Free && k == Effector::Pelvis as usize {
                     // Exact already; its rows would be zero.
-                    continue;
-                }
-                if feet_apart
-                    && (k == Effector::LeftFoot as usize || k == Effector::RightFoot as usize)
-                {
                     continue;
                 }
                 let m = self.s.model[self.rig.effector_bones[k]];
@@ -87,9 +56,6 @@ impl Solve<'_> {
                     let err = g.position - m.translation;
                     let met = err.length() <= s.position_tolerance * coarse;
                     done &= met;
-                    full_done &= met || full(wp[k], g.position_weight) == 0.0;
-                    progress += (err.length() / s.position_tolerance).ln_1p()
-                        * full(wp[k], g.position_weight);
                     let w = wp[k].sqrt();
                     let err = clamp_len(
                         err,
@@ -104,9 +70,6 @@ impl Solve<'_> {
                     let err = to_rotation_vector(g.rotation * m.rotation.inverse());
                     let met = err.length() <= s.rotation_tolerance * coarse;
                     done &= met;
-                    full_done &= met || full(wr[k], g.rotation_weight) == 0.0;
-                    progress += (err.length() / s.rotation_tolerance).ln_1p()
-                        * full(wr[k], g.rotation_weight);
                     let w = wr[k].sqrt();
                     let err = clamp_len(
                         err,
@@ -126,9 +89,6 @@ impl Solve<'_> {
             if let Some((d, t)) = look {
                 let met = vec_angle(d, t) <= s.rotation_tolerance * coarse;
                 done &= met;
-                full_done &= met || full(look_weight, goals.look_at.weight) == 0.0;
-                progress += (vec_angle(d, t) / s.rotation_tolerance).ln_1p()
-                    * full(look_weight, goals.look_at.weight);
                 let err = clamp_len(t - d, 2.0 * step_factor(look_weight, goals.look_at.weight))
                     * look_weight.sqrt();
                 self.s.dls.e[rows..rows + 3].copy_from_slice(&err.to_array());
@@ -144,9 +104,6 @@ impl Solve<'_> {
             if let Some((err, _)) = com {
                 let met = err.length() <= s.com_tolerance * coarse;
                 done &= met;
-                full_done &= met || full(com_weight, goals.center_of_mass.weight) == 0.0;
-                progress += (err.length() / s.com_tolerance).ln_1p()
-                    * full(com_weight, goals.center_of_mass.weight);
                 // Within its (loose) tolerance the balance goal holds instead of pulling: its
                 // leftover error would otherwise keep the pelvis goal it trades with off its
                 // target.
@@ -169,22 +126,8 @@ impl Solve<'_> {
                 posture_step = it == 0 && self.s.dls.z.iter().any(|v| v.abs() > 1e-6);
             }
             if (done && !posture_step) || rows == 0 {
-                return (it, hits, false);
+                return (it, hits);
             }
-            // Only goals that give way are left, and they have had this pass's step (they
-            // converge over frames in what the other goals leave free): stop here rather than
-            // wait for the stall window (issue 9: the budget goes to feasible goals).
-            if full_done && !done && it > 0 && !self.s.cold && !posture_step {
-                return (it, hits, true);
-            }
-            // Stalled: no real progress over the last iterations (an infeasible goal, a limit
-            // in the way). Stop spending the budget; the analytic finish and the next frames
-            // take it from here.
-            let oldest = history[it as usize % STALL_WINDOW];
-            if !self.s.cold && !self.s.rescue && oldest - progress < STALL_PROGRESS {
-                return (it, hits, true);
-            }
-            history[it as usize % STALL_WINDOW] = progress;
             // Jacobian, row-major rows × cols.
             let jac = &mut self.s.dls.jac[..rows * cols];
             jac.fill(0.0);
@@ -228,9 +171,6 @@ impl Solve<'_> {
                     while below != 0 {
                         let k = below.trailing_zeros() as usize;
                         below &= below - 1;
-                        if k < 5 && (j.affects | anchor) & self.s.spare[k] != 0 {
-                            continue;
-                        }
                         if k == 5 {
                             let r = row_of[5][0];
                             if r != usize::MAX && !translation {
@@ -356,7 +296,7 @@ impl Solve<'_> {
                 a[r * rows + r] += lambda2;
             }
             if !cholesky(a, rows) {
-                return (it + 1, hits, false);
+                return (it + 1, hits);
             }
             self.s.dls.y[..rows].copy_from_slice(&self.s.dls.e[..rows]);
             cholesky_solve(a, rows, &mut self.s.dls.y[..rows]);
@@ -395,7 +335,7 @@ impl Solve<'_> {
             }
             hits = self.apply(skeleton, pose);
         }
-        (budget, hits, false)
+        (budget, hits)
     }
 
     /// The posture pull `z` (per column, model-space axes) toward the reference pose.

@@ -192,35 +192,6 @@ impl FullBodySolver {
                 slot += 1;
             }
         }
-        let mut trunk = [None; 3];
-        let mut slot = 0;
-        for b in skeleton.ancestors_inclusive(head).skip(1) {
-            if slot == 3 || Some(b) == map.get(B::Hips) {
-                break;
-            }
-            if !look_chain.contains(&Some(b))
-                && joints
-                    .iter()
-                    .any(|j| j.bone == b && matches!(j.dof, Dof::Ball))
-            {
-                trunk[slot] = Some(b);
-                slot += 1;
-            }
-        }
-        let aim_top = trunk
-            .iter()
-            .rev()
-            .chain(look_chain.iter().rev())
-            .flatten()
-            .copied()
-            .next()
-            .unwrap_or(head);
-        let mut aim_path: Vec<usize> = skeleton
-            .ancestors_inclusive(head)
-            .take_while(|&b| b != aim_top)
-            .chain([aim_top])
-            .collect();
-        aim_path.reverse();
         let n = skeleton.len();
         let body_height = {
             let p = |b: usize| model[b].translation;
@@ -279,8 +250,6 @@ impl FullBodySolver {
             effector_bones,
             head,
             look_chain,
-            trunk,
-            aim_path,
             head_aim,
             body_height,
             bone_count: n,

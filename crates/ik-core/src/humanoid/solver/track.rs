@@ -1,6 +1,5 @@
-//! Bounded tracking ([`FullBodySolver::solve`](super::FullBodySolver::solve) with
-//! [`TrackingMode::Bounded`](super::TrackingMode::Bounded)): one prioritised, bounded-step
-//! formulation instead of corrective passes.
+//! Bounded tracking ([`FullBodySolver::solve`](super::FullBodySolver::solve)): one
+//! prioritised, bounded-step formulation.
 //!
 //! # The problem solved each frame
 //!
