@@ -27,11 +27,8 @@ pub(crate) mod vr;
 /// [`ik_core::humanoid`]).
 #[derive(Debug, Clone, PartialEq, Eq, Reflect)]
 #[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub enum BoneRef {
     /// The bone entity itself.
     Entity(Entity),
@@ -102,11 +99,8 @@ impl From<&Name> for BoneRef {
 /// an [`IkCharacter`](crate::IkCharacter).
 #[derive(Component, Debug, Clone, PartialEq, Reflect)]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkLimb {
     /// The limb's first bone (upper arm, thigh).
     pub root: BoneRef,
@@ -289,11 +283,8 @@ impl IkLimb {
 /// A registered stage kind, after [`IkLimb`] in precedence (see [`crate::kind`]).
 #[derive(Component, Debug, Clone, PartialEq, Reflect)]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkLimbBatch {
     /// The limbs, in the order their residuals are reported.
     pub limbs: Vec<IkLimb>,
@@ -326,11 +317,8 @@ impl IkLimbBatch {
 /// `RigidBodyDisabled`).
 #[derive(Component, Debug, Clone, Copy, Default, PartialEq, Eq, Reflect)]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkDisabled;
 
 /// What happened in the last solve of the stage on this entity (limb, rig, full body or
@@ -341,11 +329,8 @@ pub struct IkDisabled;
 /// is world units for an unscaled character.
 #[derive(Component, Debug, Clone, Default, PartialEq, Reflect)]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkStatus {
     /// Set-up is complete: every bone was found and the chain was accepted.
     pub ready: bool,
@@ -410,11 +395,8 @@ pub struct IkKeepGoals;
 /// (two clock reads per character and frame are not free in a crowd).
 #[derive(Component, Debug, Clone, Copy, Default, PartialEq, Reflect)]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkSolveTime {
     /// The last frame's time (zero until the character was solved once).
     pub last: core::time::Duration,

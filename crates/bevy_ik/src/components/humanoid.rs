@@ -21,11 +21,8 @@ use crate::components::IkStatus;
 #[derive(Component, Debug, Clone, Default, PartialEq, Eq, Reflect)]
 #[type_path = "bevy_ik::humanoid"]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkHumanoidBone(pub String);
 
 impl IkHumanoidBone {
@@ -64,11 +61,8 @@ impl IkHumanoidBone {
 #[derive(Component, Debug, Clone, PartialEq, Reflect)]
 #[type_path = "bevy_ik::humanoid"]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 #[require(IkStatus, IkCenterOfMass)]
 pub struct IkHumanoid {
     /// Set up IK for the arms. Changing `arms`, `legs`, `poles`, `head` or `solver` after set-up
@@ -116,11 +110,8 @@ pub struct IkHumanoid {
 #[derive(Debug, Clone, Copy, PartialEq, Reflect)]
 #[type_path = "bevy_ik::humanoid"]
 #[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkGrip {
     /// The hand that grips.
     pub hand: IkGripHand,
@@ -167,11 +158,8 @@ impl IkGrip {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Reflect)]
 #[type_path = "bevy_ik::humanoid"]
 #[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub enum IkGripHand {
     /// The left hand.
     #[default]
@@ -184,11 +172,8 @@ pub enum IkGripHand {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Reflect)]
 #[type_path = "bevy_ik::humanoid"]
 #[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub enum IkGripAnchor {
     /// The other hand's bone.
     #[default]
@@ -205,11 +190,8 @@ pub enum IkGripAnchor {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Reflect)]
 #[type_path = "bevy_ik::humanoid"]
 #[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub enum IkHumanoidSolver {
     /// ik-core's hybrid full-body solver (a Jacobian over every humanoid joint with anatomical
     /// limits, each limb finished analytically): hands and feet (position and rotation), the

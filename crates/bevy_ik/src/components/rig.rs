@@ -14,11 +14,8 @@ use crate::components::BoneRef;
 #[derive(Debug, Clone, Copy, PartialEq, Default, Reflect)]
 #[type_path = "bevy_ik::rig"]
 #[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub enum IkGoalKind {
     /// The bone's origin reaches the target's position.
     #[default]
@@ -39,11 +36,8 @@ pub enum IkGoalKind {
 #[derive(Debug, Clone, PartialEq, Reflect)]
 #[type_path = "bevy_ik::rig"]
 #[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkGoal {
     /// The bone that reaches (hand, foot, head, hips...).
     pub bone: BoneRef,
@@ -129,11 +123,8 @@ impl IkGoal {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Reflect)]
 #[type_path = "bevy_ik::rig"]
 #[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub enum IkJointLimits {
     /// Every joint is a free ball joint.
     #[default]
@@ -147,11 +138,8 @@ pub enum IkJointLimits {
 #[derive(Debug, Clone, Copy, PartialEq, Reflect)]
 #[type_path = "bevy_ik::rig"]
 #[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkRigSettings {
     /// Most solver iterations per frame.
     pub max_iterations: u32,
@@ -187,11 +175,8 @@ impl Default for IkRigSettings {
 #[derive(Component, Debug, Clone, PartialEq, Reflect)]
 #[type_path = "bevy_ik::rig"]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkRig {
     /// The goals, in priority order within a level.
     pub goals: Vec<IkGoal>,

@@ -18,11 +18,8 @@ use crate::components::BoneRef;
 #[derive(Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_ik::secondary"]
 #[reflect(Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkSpringJoint {
     /// The bone.
     pub bone: BoneRef,
@@ -76,11 +73,8 @@ impl IkSpringJoint {
 #[derive(Clone, Copy, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_ik::secondary"]
 #[reflect(Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub enum IkSpringTail {
     /// The last joint is only the end of the one before (VRM 1.0).
     LastJoint,
@@ -122,11 +116,8 @@ impl From<IkSpringTail> for SpringTail {
 #[derive(Component, Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_ik::secondary"]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkSpringChain {
     /// The joints, root first, each bone the child of the one before.
     pub joints: Vec<IkSpringJoint>,
@@ -217,11 +208,8 @@ pub type IkColliderShape = ColliderShape;
 #[reflect(opaque)]
 #[type_path = "bevy_ik::secondary"]
 #[reflect(Component, Default, Debug, PartialEq, Clone)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkSpringCollider {
     /// The shape, in the entity's local frame.
     pub shape: ColliderShape,
@@ -244,11 +232,8 @@ impl Default for IkSpringCollider {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Reflect)]
 #[type_path = "bevy_ik::secondary"]
 #[reflect(Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub enum IkChainMethod {
     /// Forward and backward reaching.
     #[default]
@@ -273,11 +258,8 @@ impl From<IkChainMethod> for ChainMethod {
 #[derive(Component, Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_ik::secondary"]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkChain {
     /// The chain's first bone (it turns; its parent stays).
     pub root: BoneRef,
@@ -349,11 +331,8 @@ impl IkChain {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Reflect)]
 #[type_path = "bevy_ik::secondary"]
 #[reflect(Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub enum IkCurveKind {
     /// A Catmull-Rom spline through every point.
     #[default]
@@ -366,11 +345,8 @@ pub enum IkCurveKind {
 #[derive(Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_ik::secondary"]
 #[reflect(Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub enum IkSplineCurve {
     /// Control-point entities, read every frame at their current transforms.
     Points {
@@ -401,11 +377,8 @@ impl Default for IkSplineCurve {
 #[derive(Component, Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_ik::secondary"]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkSpline {
     /// The chain's first bone.
     pub root: BoneRef,
@@ -441,11 +414,8 @@ impl Default for IkSpline {
 #[derive(Component, Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_ik::secondary"]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkVelocityLimit {
     /// The bones limited.
     pub bones: Vec<BoneRef>,

@@ -10,11 +10,8 @@ use bevy::reflect::prelude::*;
 #[derive(Component, Debug, Clone, PartialEq, Reflect)]
 #[type_path = "bevy_ik::vr"]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkVrBody {
     /// The head-mounted display (its transform is the head bone's wanted pose).
     pub head: Option<Entity>,
