@@ -45,11 +45,9 @@ impl IkLeg {
         }
     }
 
-    /// Sets the toe bone.
-    #[must_use]
-    pub fn with_toe(mut self, toe: impl Into<BoneRef>) -> Self {
-        self.toe = Some(toe.into());
-        self
+    builder_setters! {
+        /// Sets the toe bone.
+        with_toe(toe: impl Into<BoneRef>) => toe = Some(toe.into());
     }
 }
 
@@ -163,11 +161,9 @@ impl IkGrounding {
         ])
     }
 
-    /// Sets the ground source.
-    #[must_use]
-    pub fn with_source(mut self, source: IkGroundSource) -> Self {
-        self.source = source;
-        self
+    builder_setters! {
+        /// Sets the ground source.
+        with_source(source: IkGroundSource) => source = source;
     }
 
     /// The bones handed to the stage builder, in order: per leg upper, lower, foot (and toe),

@@ -235,19 +235,13 @@ impl IkHumanoid {
         }
     }
 
-    /// Sets the balance goal (see [`IkBalance`]), e.g. `IkHumanoid::auto().with_balance(IkBalance::on())`.
-    #[must_use]
-    pub fn with_balance(mut self, balance: IkBalance) -> Self {
-        self.balance = balance;
-        self
-    }
-
-    /// Sets the grip (see [`IkGrip`]), e.g.
-    /// `IkHumanoid::auto().with_grip(IkGrip::left_on_right(offset))`.
-    #[must_use]
-    pub fn with_grip(mut self, grip: IkGrip) -> Self {
-        self.grip = Some(grip);
-        self
+    builder_setters! {
+        /// Sets the balance goal (see [`IkBalance`]), e.g.
+        /// `IkHumanoid::auto().with_balance(IkBalance::on())`.
+        with_balance(balance: IkBalance) => balance = balance;
+        /// Sets the grip (see [`IkGrip`]), e.g.
+        /// `IkHumanoid::auto().with_grip(IkGrip::left_on_right(offset))`.
+        with_grip(grip: IkGrip) => grip = Some(grip);
     }
 
     /// Only the legs (e.g. for foot placement on uneven ground).

@@ -97,25 +97,13 @@ impl IkGoal {
         }
     }
 
-    /// Sets the priority level (0 = highest).
-    #[must_use]
-    pub fn with_priority(mut self, priority: u8) -> Self {
-        self.priority = priority;
-        self
-    }
-
-    /// Sets the weight within the level.
-    #[must_use]
-    pub fn with_weight(mut self, weight: f32) -> Self {
-        self.weight = weight;
-        self
-    }
-
-    /// Sets the IK/FK blend.
-    #[must_use]
-    pub fn with_blend(mut self, blend: f32) -> Self {
-        self.blend = blend;
-        self
+    builder_setters! {
+        /// Sets the priority level (0 = highest).
+        with_priority(priority: u8) => priority = priority;
+        /// Sets the weight within the level.
+        with_weight(weight: f32) => weight = weight;
+        /// Sets the IK/FK blend.
+        with_blend(blend: f32) => blend = blend;
     }
 }
 
@@ -212,24 +200,12 @@ impl IkRig {
         }
     }
 
-    /// Lets `bone` translate (a movable root, typically the hips).
-    #[must_use]
-    pub fn with_movable_root(mut self, bone: impl Into<BoneRef>) -> Self {
-        self.movable_root = Some(bone.into());
-        self
-    }
-
-    /// Sets the joint limits.
-    #[must_use]
-    pub fn with_limits(mut self, limits: IkJointLimits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// Sets the solver settings.
-    #[must_use]
-    pub fn with_settings(mut self, settings: IkRigSettings) -> Self {
-        self.settings = settings;
-        self
+    builder_setters! {
+        /// Lets `bone` translate (a movable root, typically the hips).
+        with_movable_root(bone: impl Into<BoneRef>) => movable_root = Some(bone.into());
+        /// Sets the joint limits.
+        with_limits(limits: IkJointLimits) => limits = limits;
+        /// Sets the solver settings.
+        with_settings(settings: IkRigSettings) => settings = settings;
     }
 }

@@ -169,18 +169,12 @@ impl IkSpringChain {
         }
     }
 
-    /// Sets the colliders.
-    #[must_use]
-    pub fn with_colliders(mut self, colliders: impl IntoIterator<Item = Entity>) -> Self {
-        self.colliders = colliders.into_iter().collect();
-        self
-    }
-
-    /// Sets the centre bone.
-    #[must_use]
-    pub fn with_center(mut self, center: impl Into<BoneRef>) -> Self {
-        self.center = Some(center.into());
-        self
+    builder_setters! {
+        /// Sets the colliders.
+        with_colliders(colliders: impl IntoIterator<Item = Entity>) =>
+            colliders = colliders.into_iter().collect();
+        /// Sets the centre bone.
+        with_center(center: impl Into<BoneRef>) => center = Some(center.into());
     }
 }
 

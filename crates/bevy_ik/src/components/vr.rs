@@ -63,10 +63,8 @@ impl IkVrBody {
         }
     }
 
-    /// Calibrates from the player's standing head height (tracker units).
-    #[must_use]
-    pub fn with_player_head_height(mut self, height: f32) -> Self {
-        self.player_head_height = Some(height);
-        self
+    builder_setters! {
+        /// Calibrates from the player's standing head height (tracker units).
+        with_player_head_height(height: f32) => player_head_height = Some(height);
     }
 }
