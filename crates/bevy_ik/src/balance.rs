@@ -40,12 +40,9 @@ pub(crate) fn register(app: &mut bevy::app::App) {
 /// targets to re-centre the body.
 #[derive(Debug, Clone, Copy, PartialEq, Reflect)]
 #[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize),
-    serde(default)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
+#[cfg_attr(feature = "serialize", serde(default))]
 pub struct IkBalance {
     /// Add the balance goal to the full-body solve.
     pub enabled: bool,
@@ -101,11 +98,8 @@ impl IkBalance {
 /// are in the humanoid entity's frame (the skeleton's model space).
 #[derive(Component, Debug, Clone, Copy, Default, PartialEq, Reflect)]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkCenterOfMass {
     /// The values below describe this frame's solved pose (balance on, the rig solved).
     pub active: bool,

@@ -14,6 +14,23 @@ use ik_core::humanoid::HumanoidBone;
 
 use crate::error::IkError;
 
+/// Builder setters of the components: each `name(arg: Type) => field = value;` (with its doc
+/// comment) becomes `#[must_use] pub fn name(mut self, arg: Type) -> Self` storing `value` in
+/// `self.field` (a path such as `settings.soft_reach` reaches into an embedded settings struct).
+macro_rules! builder_setters {
+    ($($(#[$attr:meta])* $name:ident($arg:ident: $ty:ty) => $($field:ident).+ = $value:expr;)*) => {
+        $(
+            $(#[$attr])*
+            #[must_use]
+            pub fn $name(mut self, $arg: $ty) -> Self {
+                self.$($field).+ = $value;
+                self
+            }
+        )*
+    };
+}
+pub(crate) use builder_setters;
+
 pub(crate) mod behaviours;
 pub(crate) mod grounding;
 pub(crate) mod humanoid;
@@ -27,11 +44,8 @@ pub(crate) mod vr;
 /// [`ik_core::humanoid`]).
 #[derive(Debug, Clone, PartialEq, Eq, Reflect)]
 #[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub enum BoneRef {
     /// The bone entity itself.
     Entity(Entity),
@@ -102,11 +116,8 @@ impl From<&Name> for BoneRef {
 /// an [`IkCharacter`](crate::IkCharacter).
 #[derive(Component, Debug, Clone, PartialEq, Reflect)]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkLimb {
     /// The limb's first bone (upper arm, thigh).
     pub root: BoneRef,
@@ -170,39 +181,17 @@ impl IkLimb {
         }
     }
 
-    /// Sets the target entity.
-    #[must_use]
-    pub fn with_target(mut self, target: Entity) -> Self {
-        self.target = Some(target);
-        self
-    }
-
-    /// Sets the pole entity.
-    #[must_use]
-    pub fn with_pole(mut self, pole: Entity) -> Self {
-        self.pole = Some(pole);
-        self
-    }
-
-    /// Sets the IK/FK blend weight (clamped to `[0, 1]` when used).
-    #[must_use]
-    pub fn with_weight(mut self, weight: f32) -> Self {
-        self.weight = weight;
-        self
-    }
-
-    /// Sets how much the tip takes the target's rotation (clamped to `[0, 1]` when used).
-    #[must_use]
-    pub fn with_rotation_weight(mut self, weight: f32) -> Self {
-        self.rotation_weight = weight;
-        self
-    }
-
-    /// Sets the swivel angle used when there is no pole entity.
-    #[must_use]
-    pub fn with_swivel(mut self, angle: f32) -> Self {
-        self.swivel = Some(angle);
-        self
+    builder_setters! {
+        /// Sets the target entity.
+        with_target(target: Entity) => target = Some(target);
+        /// Sets the pole entity.
+        with_pole(pole: Entity) => pole = Some(pole);
+        /// Sets the IK/FK blend weight (clamped to `[0, 1]` when used).
+        with_weight(weight: f32) => weight = weight;
+        /// Sets how much the tip takes the target's rotation (clamped to `[0, 1]` when used).
+        with_rotation_weight(weight: f32) => rotation_weight = weight;
+        /// Sets the swivel angle used when there is no pole entity.
+        with_swivel(angle: f32) => swivel = Some(angle);
     }
 
     /// Limits the middle joint's flex angle to `[min, max]` radians (0 = straight).
@@ -213,32 +202,16 @@ impl IkLimb {
         self
     }
 
-    /// Sets the soft-reach fraction (see [`LimbSettings::soft_reach`]).
-    #[must_use]
-    pub fn with_soft_reach(mut self, fraction: f32) -> Self {
-        self.settings.soft_reach = fraction;
-        self
-    }
-
-    /// Sets the bend axis (see [`LimbSettings::bend_axis`]).
-    #[must_use]
-    pub fn with_bend_axis(mut self, axis: Vec3) -> Self {
-        self.settings.bend_axis = Some(axis);
-        self
-    }
-
-    /// Sets every core solver setting at once (see [`IkLimb::settings`]).
-    #[must_use]
-    pub fn with_settings(mut self, settings: LimbSettings) -> Self {
-        self.settings = settings;
-        self
-    }
-
-    /// Searches bones given by name among `root` and its descendants (e.g. a `WorldAssetRoot`).
-    #[must_use]
-    pub fn in_hierarchy(mut self, root: Entity) -> Self {
-        self.hierarchy = Some(root);
-        self
+    builder_setters! {
+        /// Sets the soft-reach fraction (see [`LimbSettings::soft_reach`]).
+        with_soft_reach(fraction: f32) => settings.soft_reach = fraction;
+        /// Sets the bend axis (see [`LimbSettings::bend_axis`]).
+        with_bend_axis(axis: Vec3) => settings.bend_axis = Some(axis);
+        /// Sets every core solver setting at once (see [`IkLimb::settings`]).
+        with_settings(settings: LimbSettings) => settings = settings;
+        /// Searches bones given by name among `root` and its descendants (e.g. a
+        /// `WorldAssetRoot`).
+        in_hierarchy(root: Entity) => hierarchy = Some(root);
     }
 }
 
@@ -289,11 +262,8 @@ impl IkLimb {
 /// A registered stage kind, after [`IkLimb`] in precedence (see [`crate::kind`]).
 #[derive(Component, Debug, Clone, PartialEq, Reflect)]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkLimbBatch {
     /// The limbs, in the order their residuals are reported.
     pub limbs: Vec<IkLimb>,
@@ -326,11 +296,8 @@ impl IkLimbBatch {
 /// `RigidBodyDisabled`).
 #[derive(Component, Debug, Clone, Copy, Default, PartialEq, Eq, Reflect)]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkDisabled;
 
 /// What happened in the last solve of the stage on this entity (limb, rig, full body or
@@ -341,11 +308,8 @@ pub struct IkDisabled;
 /// is world units for an unscaled character.
 #[derive(Component, Debug, Clone, Default, PartialEq, Reflect)]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkStatus {
     /// Set-up is complete: every bone was found and the chain was accepted.
     pub ready: bool,
@@ -410,11 +374,8 @@ pub struct IkKeepGoals;
 /// (two clock reads per character and frame are not free in a crowd).
 #[derive(Component, Debug, Clone, Copy, Default, PartialEq, Reflect)]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkSolveTime {
     /// The last frame's time (zero until the character was solved once).
     pub last: core::time::Duration,

@@ -74,11 +74,8 @@ impl From<StackError> for CoreError {
 /// (they are not read back).
 #[derive(Debug, Clone, PartialEq, Error, Reflect)]
 #[reflect(Debug, PartialEq, Clone)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 #[non_exhaustive]
 pub enum IkError {
     /// No bone with this name among the descendants searched (yet: glTF scenes appear later).

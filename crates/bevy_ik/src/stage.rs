@@ -146,7 +146,7 @@ use ik_core::stack::{AnyStage, StackError, Stage};
 use ik_core::{BoneTransform, Skeleton};
 
 use crate::character::IkCharacter;
-use crate::components::{BoneRef, IkStatus};
+use crate::components::{BoneRef, IkStatus, builder_setters};
 use crate::error::IkError;
 use crate::kind::{
     IkBoneResolver, IkBuildContext, IkGatherContext, IkStageComponent, IkStageEntity,
@@ -272,18 +272,11 @@ impl IkCustom {
         self.bones == other.bones && self.builder_id() == other.builder_id()
     }
 
-    /// Sets the target entity.
-    #[must_use]
-    pub fn with_target(mut self, target: Entity) -> Self {
-        self.target = Some(target);
-        self
-    }
-
-    /// Sets the weight.
-    #[must_use]
-    pub fn with_weight(mut self, weight: f32) -> Self {
-        self.weight = weight;
-        self
+    builder_setters! {
+        /// Sets the target entity.
+        with_target(target: Entity) => target = Some(target);
+        /// Sets the weight.
+        with_weight(weight: f32) => weight = weight;
     }
 
     /// An identity for the builder (structural key): the hashed key, or the builder's address.

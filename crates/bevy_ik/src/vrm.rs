@@ -412,10 +412,11 @@ pub(crate) fn finish(app: &mut App) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn document(json: &str) -> gltf::Document {
+    /// The glTF document of `json` (the VRM readers' tests, here and in `vrm_spring`).
+    pub(crate) fn document(json: &str) -> gltf::Document {
         gltf::Gltf::from_slice(json.as_bytes())
             .expect("valid glTF")
             .document

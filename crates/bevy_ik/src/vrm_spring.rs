@@ -605,12 +605,7 @@ pub(crate) fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn document(json: &str) -> gltf::Document {
-        gltf::Gltf::from_slice(json.as_bytes())
-            .expect("valid glTF")
-            .document
-    }
+    use crate::vrm::tests::document;
 
     #[test]
     fn reads_vrm_1_springs_with_extended_colliders() {

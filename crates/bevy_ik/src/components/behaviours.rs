@@ -18,11 +18,8 @@ use crate::components::BoneRef;
 #[derive(Component, Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_ik::behaviours"]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkLookAt {
     /// The entity looked at (`None`: back to the animation, smoothly).
     pub target: Option<Entity>,
@@ -127,11 +124,8 @@ impl IkLookAt {
 #[derive(Component, Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_ik::behaviours"]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkAim {
     /// The entity aimed at.
     pub target: Option<Entity>,
@@ -185,11 +179,8 @@ impl Default for IkAim {
 #[derive(Component, Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_ik::behaviours"]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkTwist {
     /// Blend weight, `[0, 1]`.
     pub weight: f32,
@@ -205,11 +196,8 @@ impl Default for IkTwist {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Reflect)]
 #[type_path = "bevy_ik::behaviours"]
 #[reflect(Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub enum IkEasing {
     /// Constant speed.
     Linear,
@@ -247,11 +235,8 @@ impl From<IkEasing> for Easing {
 #[derive(Component, Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_ik::behaviours"]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkReach {
     /// The character whose animated (input) pose gives the start.
     pub character: Option<Entity>,

@@ -16,11 +16,8 @@ use crate::components::BoneRef;
 #[derive(Debug, Clone, PartialEq, Default, Reflect)]
 #[type_path = "bevy_ik::grounding"]
 #[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkLeg {
     /// Thigh.
     pub upper: BoneRef,
@@ -48,11 +45,9 @@ impl IkLeg {
         }
     }
 
-    /// Sets the toe bone.
-    #[must_use]
-    pub fn with_toe(mut self, toe: impl Into<BoneRef>) -> Self {
-        self.toe = Some(toe.into());
-        self
+    builder_setters! {
+        /// Sets the toe bone.
+        with_toe(toe: impl Into<BoneRef>) => toe = Some(toe.into());
     }
 }
 
@@ -60,11 +55,8 @@ impl IkLeg {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Reflect)]
 #[type_path = "bevy_ik::grounding"]
 #[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub enum IkGroundSource {
     /// The game writes [`IkGroundSamples`] itself.
     Samples,
@@ -80,23 +72,17 @@ pub enum IkGroundSource {
 #[derive(Component, Debug, Clone, Copy, Default, PartialEq, Eq, Reflect)]
 #[type_path = "bevy_ik::grounding"]
 #[reflect(Component, Debug, Default, PartialEq, Clone)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkGround;
 
 /// Foot grounding on a character: see the [module docs](crate::grounding).
 #[derive(Component, Debug, Clone, PartialEq, Reflect)]
 #[type_path = "bevy_ik::grounding"]
 #[reflect(Component, Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize),
-    serde(default)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
+#[cfg_attr(feature = "serialize", serde(default))]
 #[require(IkGroundSamples, IkGroundingState)]
 pub struct IkGrounding {
     /// The legs (structural).
@@ -175,11 +161,9 @@ impl IkGrounding {
         ])
     }
 
-    /// Sets the ground source.
-    #[must_use]
-    pub fn with_source(mut self, source: IkGroundSource) -> Self {
-        self.source = source;
-        self
+    builder_setters! {
+        /// Sets the ground source.
+        with_source(source: IkGroundSource) => source = source;
     }
 
     /// The bones handed to the stage builder, in order: per leg upper, lower, foot (and toe),
@@ -212,11 +196,8 @@ impl IkGrounding {
 #[derive(Debug, Clone, Copy, PartialEq, Default, Reflect)]
 #[type_path = "bevy_ik::grounding"]
 #[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkGroundHit {
     /// A point on the ground.
     pub point: Vec3,
@@ -229,11 +210,8 @@ pub struct IkGroundHit {
 #[derive(Debug, Clone, Copy, PartialEq, Default, Reflect)]
 #[type_path = "bevy_ik::grounding"]
 #[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkFootGround {
     /// Under the heel / ankle.
     pub heel: Option<IkGroundHit>,
@@ -247,11 +225,8 @@ pub struct IkFootGround {
 #[derive(Component, Debug, Clone, PartialEq, Default, Reflect)]
 #[type_path = "bevy_ik::grounding"]
 #[reflect(Component, Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkGroundSamples {
     /// Per leg.
     pub feet: Vec<IkFootGround>,
@@ -261,11 +236,8 @@ pub struct IkGroundSamples {
 #[derive(Debug, Clone, Copy, PartialEq, Default, Reflect)]
 #[type_path = "bevy_ik::grounding"]
 #[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkFootState {
     /// Where the ankle was sent.
     pub goal: Vec3,
@@ -285,11 +257,8 @@ pub struct IkFootState {
 #[derive(Component, Debug, Clone, PartialEq, Default, Reflect)]
 #[type_path = "bevy_ik::grounding"]
 #[reflect(Component, Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkGroundingState {
     /// Per leg.
     pub feet: Vec<IkFootState>,

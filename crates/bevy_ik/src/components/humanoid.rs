@@ -21,11 +21,8 @@ use crate::components::IkStatus;
 #[derive(Component, Debug, Clone, Default, PartialEq, Eq, Reflect)]
 #[type_path = "bevy_ik::humanoid"]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkHumanoidBone(pub String);
 
 impl IkHumanoidBone {
@@ -64,11 +61,8 @@ impl IkHumanoidBone {
 #[derive(Component, Debug, Clone, PartialEq, Reflect)]
 #[type_path = "bevy_ik::humanoid"]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 #[require(IkStatus, IkCenterOfMass)]
 pub struct IkHumanoid {
     /// Set up IK for the arms. Changing `arms`, `legs`, `poles`, `head` or `solver` after set-up
@@ -114,11 +108,8 @@ pub struct IkHumanoid {
 #[derive(Debug, Clone, Copy, PartialEq, Reflect)]
 #[type_path = "bevy_ik::humanoid"]
 #[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkGrip {
     /// The hand that grips.
     pub hand: IkGripHand,
@@ -165,11 +156,8 @@ impl IkGrip {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Reflect)]
 #[type_path = "bevy_ik::humanoid"]
 #[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub enum IkGripHand {
     /// The left hand.
     #[default]
@@ -182,11 +170,8 @@ pub enum IkGripHand {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Reflect)]
 #[type_path = "bevy_ik::humanoid"]
 #[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub enum IkGripAnchor {
     /// The other hand's bone.
     #[default]
@@ -203,11 +188,8 @@ pub enum IkGripAnchor {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Reflect)]
 #[type_path = "bevy_ik::humanoid"]
 #[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub enum IkHumanoidSolver {
     /// ik-core's hybrid full-body solver (a Jacobian over every humanoid joint with anatomical
     /// limits, each limb finished analytically): hands and feet (position and rotation), the
@@ -251,19 +233,13 @@ impl IkHumanoid {
         }
     }
 
-    /// Sets the balance goal (see [`IkBalance`]), e.g. `IkHumanoid::auto().with_balance(IkBalance::on())`.
-    #[must_use]
-    pub fn with_balance(mut self, balance: IkBalance) -> Self {
-        self.balance = balance;
-        self
-    }
-
-    /// Sets the grip (see [`IkGrip`]), e.g.
-    /// `IkHumanoid::auto().with_grip(IkGrip::left_on_right(offset))`.
-    #[must_use]
-    pub fn with_grip(mut self, grip: IkGrip) -> Self {
-        self.grip = Some(grip);
-        self
+    builder_setters! {
+        /// Sets the balance goal (see [`IkBalance`]), e.g.
+        /// `IkHumanoid::auto().with_balance(IkBalance::on())`.
+        with_balance(balance: IkBalance) => balance = balance;
+        /// Sets the grip (see [`IkGrip`]), e.g.
+        /// `IkHumanoid::auto().with_grip(IkGrip::left_on_right(offset))`.
+        with_grip(grip: IkGrip) => grip = Some(grip);
     }
 
     /// Only the legs (e.g. for foot placement on uneven ground).

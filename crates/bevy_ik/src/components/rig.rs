@@ -14,11 +14,8 @@ use crate::components::BoneRef;
 #[derive(Debug, Clone, Copy, PartialEq, Default, Reflect)]
 #[type_path = "bevy_ik::rig"]
 #[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub enum IkGoalKind {
     /// The bone's origin reaches the target's position.
     #[default]
@@ -39,11 +36,8 @@ pub enum IkGoalKind {
 #[derive(Debug, Clone, PartialEq, Reflect)]
 #[type_path = "bevy_ik::rig"]
 #[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkGoal {
     /// The bone that reaches (hand, foot, head, hips...).
     pub bone: BoneRef,
@@ -103,25 +97,13 @@ impl IkGoal {
         }
     }
 
-    /// Sets the priority level (0 = highest).
-    #[must_use]
-    pub fn with_priority(mut self, priority: u8) -> Self {
-        self.priority = priority;
-        self
-    }
-
-    /// Sets the weight within the level.
-    #[must_use]
-    pub fn with_weight(mut self, weight: f32) -> Self {
-        self.weight = weight;
-        self
-    }
-
-    /// Sets the IK/FK blend.
-    #[must_use]
-    pub fn with_blend(mut self, blend: f32) -> Self {
-        self.blend = blend;
-        self
+    builder_setters! {
+        /// Sets the priority level (0 = highest).
+        with_priority(priority: u8) => priority = priority;
+        /// Sets the weight within the level.
+        with_weight(weight: f32) => weight = weight;
+        /// Sets the IK/FK blend.
+        with_blend(blend: f32) => blend = blend;
     }
 }
 
@@ -129,11 +111,8 @@ impl IkGoal {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Reflect)]
 #[type_path = "bevy_ik::rig"]
 #[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub enum IkJointLimits {
     /// Every joint is a free ball joint.
     #[default]
@@ -147,11 +126,8 @@ pub enum IkJointLimits {
 #[derive(Debug, Clone, Copy, PartialEq, Reflect)]
 #[type_path = "bevy_ik::rig"]
 #[reflect(Debug, PartialEq, Clone, Default)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkRigSettings {
     /// Most solver iterations per frame.
     pub max_iterations: u32,
@@ -187,11 +163,8 @@ impl Default for IkRigSettings {
 #[derive(Component, Debug, Clone, PartialEq, Reflect)]
 #[type_path = "bevy_ik::rig"]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkRig {
     /// The goals, in priority order within a level.
     pub goals: Vec<IkGoal>,
@@ -227,24 +200,12 @@ impl IkRig {
         }
     }
 
-    /// Lets `bone` translate (a movable root, typically the hips).
-    #[must_use]
-    pub fn with_movable_root(mut self, bone: impl Into<BoneRef>) -> Self {
-        self.movable_root = Some(bone.into());
-        self
-    }
-
-    /// Sets the joint limits.
-    #[must_use]
-    pub fn with_limits(mut self, limits: IkJointLimits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// Sets the solver settings.
-    #[must_use]
-    pub fn with_settings(mut self, settings: IkRigSettings) -> Self {
-        self.settings = settings;
-        self
+    builder_setters! {
+        /// Lets `bone` translate (a movable root, typically the hips).
+        with_movable_root(bone: impl Into<BoneRef>) => movable_root = Some(bone.into());
+        /// Sets the joint limits.
+        with_limits(limits: IkJointLimits) => limits = limits;
+        /// Sets the solver settings.
+        with_settings(settings: IkRigSettings) => settings = settings;
     }
 }

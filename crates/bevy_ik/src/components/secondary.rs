@@ -18,11 +18,8 @@ use crate::components::BoneRef;
 #[derive(Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_ik::secondary"]
 #[reflect(Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkSpringJoint {
     /// The bone.
     pub bone: BoneRef,
@@ -76,11 +73,8 @@ impl IkSpringJoint {
 #[derive(Clone, Copy, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_ik::secondary"]
 #[reflect(Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub enum IkSpringTail {
     /// The last joint is only the end of the one before (VRM 1.0).
     LastJoint,
@@ -122,11 +116,8 @@ impl From<IkSpringTail> for SpringTail {
 #[derive(Component, Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_ik::secondary"]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkSpringChain {
     /// The joints, root first, each bone the child of the one before.
     pub joints: Vec<IkSpringJoint>,
@@ -178,18 +169,12 @@ impl IkSpringChain {
         }
     }
 
-    /// Sets the colliders.
-    #[must_use]
-    pub fn with_colliders(mut self, colliders: impl IntoIterator<Item = Entity>) -> Self {
-        self.colliders = colliders.into_iter().collect();
-        self
-    }
-
-    /// Sets the centre bone.
-    #[must_use]
-    pub fn with_center(mut self, center: impl Into<BoneRef>) -> Self {
-        self.center = Some(center.into());
-        self
+    builder_setters! {
+        /// Sets the colliders.
+        with_colliders(colliders: impl IntoIterator<Item = Entity>) =>
+            colliders = colliders.into_iter().collect();
+        /// Sets the centre bone.
+        with_center(center: impl Into<BoneRef>) => center = Some(center.into());
     }
 }
 
@@ -217,11 +202,8 @@ pub type IkColliderShape = ColliderShape;
 #[reflect(opaque)]
 #[type_path = "bevy_ik::secondary"]
 #[reflect(Component, Default, Debug, PartialEq, Clone)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkSpringCollider {
     /// The shape, in the entity's local frame.
     pub shape: ColliderShape,
@@ -244,11 +226,8 @@ impl Default for IkSpringCollider {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Reflect)]
 #[type_path = "bevy_ik::secondary"]
 #[reflect(Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub enum IkChainMethod {
     /// Forward and backward reaching.
     #[default]
@@ -273,11 +252,8 @@ impl From<IkChainMethod> for ChainMethod {
 #[derive(Component, Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_ik::secondary"]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkChain {
     /// The chain's first bone (it turns; its parent stays).
     pub root: BoneRef,
@@ -349,11 +325,8 @@ impl IkChain {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Reflect)]
 #[type_path = "bevy_ik::secondary"]
 #[reflect(Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub enum IkCurveKind {
     /// A Catmull-Rom spline through every point.
     #[default]
@@ -366,11 +339,8 @@ pub enum IkCurveKind {
 #[derive(Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_ik::secondary"]
 #[reflect(Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub enum IkSplineCurve {
     /// Control-point entities, read every frame at their current transforms.
     Points {
@@ -401,11 +371,8 @@ impl Default for IkSplineCurve {
 #[derive(Component, Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_ik::secondary"]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkSpline {
     /// The chain's first bone.
     pub root: BoneRef,
@@ -441,11 +408,8 @@ impl Default for IkSpline {
 #[derive(Component, Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_ik::secondary"]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkVelocityLimit {
     /// The bones limited.
     pub bones: Vec<BoneRef>,

@@ -10,11 +10,8 @@ use bevy::reflect::prelude::*;
 #[derive(Component, Debug, Clone, PartialEq, Reflect)]
 #[type_path = "bevy_ik::vr"]
 #[reflect(Component, Default, Debug)]
-#[cfg_attr(
-    feature = "serialize",
-    derive(serde::Serialize, serde::Deserialize),
-    reflect(Serialize, Deserialize)
-)]
+#[cfg_attr(feature = "serialize", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serialize", reflect(Serialize, Deserialize))]
 pub struct IkVrBody {
     /// The head-mounted display (its transform is the head bone's wanted pose).
     pub head: Option<Entity>,
@@ -66,10 +63,8 @@ impl IkVrBody {
         }
     }
 
-    /// Calibrates from the player's standing head height (tracker units).
-    #[must_use]
-    pub fn with_player_head_height(mut self, height: f32) -> Self {
-        self.player_head_height = Some(height);
-        self
+    builder_setters! {
+        /// Calibrates from the player's standing head height (tracker units).
+        with_player_head_height(height: f32) => player_head_height = Some(height);
     }
 }

@@ -28,7 +28,7 @@ use super::{BehaviourError, chain_path, scale_rotation, usable};
 use crate::pose::BoneTransform;
 use crate::rotation::shortest_arc;
 use crate::skeleton::Skeleton;
-use crate::stack::{CustomReport, NonFinite, PoseBuffer, StackError, Stage, StageReport};
+use crate::stack::{CustomReport, NonFinite, PoseBuffer, StackError};
 
 /// Settings of an [`AimChain`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -372,20 +372,4 @@ impl AimChain {
     }
 }
 
-impl Stage for AimChain {
-    fn bones(&self) -> &[usize] {
-        &self.bones
-    }
-
-    fn set_target(&mut self, target: Option<BoneTransform>) {
-        self.target = target.map(|t| t.translation).filter(|t| t.is_finite());
-    }
-
-    fn solve(
-        &mut self,
-        skeleton: &Skeleton,
-        buffer: &mut PoseBuffer,
-    ) -> Result<StageReport, StackError> {
-        self.run(skeleton, buffer).map(StageReport::Custom)
-    }
-}
+point_target_stage!(AimChain);

@@ -50,7 +50,7 @@ use super::{BehaviourError, chain_path as path, usable};
 use crate::humanoid::{BodyFrame, HumanoidBone, HumanoidMap};
 use crate::pose::BoneTransform;
 use crate::skeleton::{Skeleton, SkeletonError};
-use crate::stack::{CustomReport, NonFinite, PoseBuffer, StackError, Stage, StageReport};
+use crate::stack::{CustomReport, NonFinite, PoseBuffer, StackError};
 
 /// Yaw/pitch limits, radians: an ellipse per quadrant (left/right × up/down), each semi-axis in
 /// `(0, π]`.
@@ -842,23 +842,7 @@ impl LookAtChain {
     }
 }
 
-impl Stage for LookAtChain {
-    fn bones(&self) -> &[usize] {
-        &self.bones
-    }
-
-    fn set_target(&mut self, target: Option<BoneTransform>) {
-        self.target = target.map(|t| t.translation).filter(|t| t.is_finite());
-    }
-
-    fn solve(
-        &mut self,
-        skeleton: &Skeleton,
-        buffer: &mut PoseBuffer,
-    ) -> Result<StageReport, StackError> {
-        self.run(skeleton, buffer).map(StageReport::Custom)
-    }
-}
+point_target_stage!(LookAtChain);
 
 #[cfg(test)]
 mod tests {

@@ -16,6 +16,32 @@
 //! | [`twist::TwistDistribution`] | Twist Corrective | Twist Correction | twist relaxers | BoneTwistDisperser3D |
 //! | [`motion::GoalMotion`] | — (blueprint timelines) | — | Interaction System | — |
 
+/// [`Stage`](crate::stack::Stage) for a behaviour that turns bones toward a point (the
+/// look-at and aim chains): its `bones`, the host's target as that point (its translation; a
+/// non-finite one clears it) and its `run`, reported as a custom stage.
+macro_rules! point_target_stage {
+    ($ty:ty) => {
+        impl crate::stack::Stage for $ty {
+            fn bones(&self) -> &[usize] {
+                &self.bones
+            }
+
+            fn set_target(&mut self, target: Option<crate::pose::BoneTransform>) {
+                self.target = target.map(|t| t.translation).filter(|t| t.is_finite());
+            }
+
+            fn solve(
+                &mut self,
+                skeleton: &crate::skeleton::Skeleton,
+                buffer: &mut crate::stack::PoseBuffer,
+            ) -> Result<crate::stack::StageReport, crate::stack::StackError> {
+                self.run(skeleton, buffer)
+                    .map(crate::stack::StageReport::Custom)
+            }
+        }
+    };
+}
+
 pub mod aim;
 pub mod look_at;
 pub mod motion;
