@@ -6,9 +6,7 @@
 use crate::common;
 
 use bevy::prelude::*;
-use bevy_ik::ik_core::humanoid::{
-    BodyFrame, FullBodySolver, HumanoidBone, HumanoidMap,
-};
+use bevy_ik::ik_core::humanoid::{BodyFrame, FullBodySolver, HumanoidBone, HumanoidMap};
 use bevy_ik::ik_core::{Pose, Skeleton};
 use bevy_ik::prelude::*;
 use common::*;
