@@ -202,9 +202,6 @@ pub struct FullBodySolver {
     head_aim: Vec3,
     /// Rest body up (model space): the normal of the ground plane for the balance goal.
     up: Vec3,
-    /// The hips' rest rotation (model space): where an untilted pelvis faces (see
-    /// `Solve::reach_split`).
-    hips_rest: Quat,
     segments: Vec<Segment>,
     /// The rest body height (hips to head plus hips to feet), for scale-free defaults.
     body_height: f32,
@@ -638,24 +635,46 @@ mod tests {
             }
         };
 
-        // Without balance the hips are pinned exactly on the pushed goal.
+        // Without balance the hips are held on the pushed goal, within its tolerance. No turn
+        // of the hips puts both hips within reach of their feet (12 cm sideways over straight
+        // legs), so the far foot gives way; its steps on the sub-level below may use the slack
+        // the support level's goals leave within their tolerances (measured: the hips 0.08 mm
+        // off the goal, the near foot 0.09 mm off its own; a goal within its tolerance costs
+        // 0). While the rule read the hip from the pose's tilt the hips were pinned within
+        // 1e-5 and the near foot left 2.23 mm off. (A rule tried before, a foot beyond reach
+        // only when no turn of the hips reaches it alone, kept both feet on the support
+        // level: every goal of the level ended millimetres off, the hips 5.5 mm:
+        // `docs/benchmarks.md`.)
         let mut off = rest.clone();
         track(&mut solver, &mut off, &goals);
         let hips = solver.effector_bones()[Effector::Pelvis as usize];
-        let pinned = skeleton
+        let held = skeleton
             .model_transform(&off, hips)
             .translation
             .distance(pushed);
+        let tolerance = solver.settings().position_tolerance;
         assert!(
-            pinned < PINNED,
-            "pelvis not pinned without balance: {pinned}"
+            held <= tolerance,
+            "pelvis off its goal without balance: {held} (tolerance {tolerance})"
+        );
+        let near = [Effector::LeftFoot, Effector::RightFoot]
+            .into_iter()
+            .map(|e| {
+                let b = solver.effector_bones()[e as usize];
+                skeleton
+                    .model_transform(&off, b)
+                    .translation
+                    .distance(goals.get(e).position)
+            })
+            .fold(f32::INFINITY, f32::min);
+        assert!(
+            near <= tolerance,
+            "the near foot off without balance: {near} (tolerance {tolerance})"
         );
 
-        // With balance on the same level, the hips leave the pin (the goals of one level trade
-        // by weight, in tolerances: the pelvis moves as far as its tolerance allows, where its
-        // cost is still 0) and the centre of mass moves back toward the support point, while
-        // the feet stay on their goals: the balance goal's lean of the hips does not count a
-        // foot as beyond its leg's reach (the give-way rule reads the hip untilted).
+        // With balance on the same level, the hips leave the goal's tolerance (the goals of
+        // one level trade by weight, in tolerances: measured 0.32 mm) and the centre of mass
+        // moves back toward the support point (measured: halved).
         goals.center_of_mass.enabled = true;
         goals.center_of_mass.target = feet;
         let mut on = rest.clone();
@@ -669,14 +688,10 @@ mod tests {
             .model_transform(&on, hips)
             .translation
             .distance(pushed);
-        let tolerance = solver.settings().position_tolerance;
         assert!(
-            gave_way > PINNED,
-            "the hips stayed pinned: {gave_way} (tolerance {tolerance})"
+            gave_way > tolerance,
+            "the hips stayed on their goal: {gave_way} (tolerance {tolerance})"
         );
         assert!(on.is_finite());
     }
-
-    /// How close a pinned pelvis ends to its goal (model units: the test rig is 1.8 m tall).
-    const PINNED: f32 = 1e-5;
 }

@@ -5,9 +5,8 @@
 use super::{Effector, FullBodyGoals, GoalFrame, Solve, channel, vec_angle};
 use crate::analytic::finish::quat_angle;
 use crate::pose::Pose;
-use crate::rotation::swing_twist;
 use crate::skeleton::Skeleton;
-use glam::Quat;
+use glam::Vec3;
 
 /// A candidate must lower the deciding level's cost by at least this fraction of it.
 pub(super) const ACCEPT_RATIO: f32 = 0.01;
@@ -197,47 +196,50 @@ impl Solve<'_> {
     }
 
     /// Where each limb's position goal (`g`, resolved; `given` as passed in, whose frames
-    /// say which goals are in model space) lies from where the current model puts the limb's
-    /// root (shoulder, hip): within reach (sub-level 0), or beyond it, the part beyond on
-    /// sub-level 1 or 2 — the goal nearer its reach first when both limbs of a level are
-    /// beyond (ties: the effector order). Effectors without a limb and goals not in model
-    /// space are always within reach.
+    /// say which goals are in model space) lies from the limb's root (a shoulder where the
+    /// current model puts it; a hip where a pelvis goal on its level or above puts it, see
+    /// [`Solve::legs_under_a_position_goal`] and the `track` module docs): within reach
+    /// (sub-level 0), or beyond it, the part beyond on sub-level 1 or 2 — the goal nearer its
+    /// reach first when both limbs of a level are beyond (ties: the effector order).
+    /// Effectors without a limb and goals not in model space are always within reach.
     pub(super) fn reach_split(&self, g: &FullBodyGoals, given: &FullBodyGoals) -> [Reach; 5] {
         let mut out = [Reach::default(); 5];
+        let p = Effector::Pelvis as usize;
+        let pelvis = &g.effectors[p];
+        // The legs whose hips a position-only pelvis goal holds: the hip turns on a sphere
+        // about the goal (see `legs_under_a_position_goal`).
+        let swung = self.legs_under_a_position_goal(g, given);
         for l in &self.rig.limbs {
             let k = l.effector;
             let e = &g.effectors[k];
             if !e.wants_position() || given.effectors[k].frame != GoalFrame::Model {
                 continue;
             }
+            if let Some(&(_, cos, _)) = swung.iter().flatten().find(|(j, _, _)| *j == k) {
+                // (`cos` above 1: the cap of hip directions that reach the foot is empty;
+                // `BEYOND_TOGETHER`: it is not, but no turn of the hips reaches both feet.)
+                if cos > 1.0 {
+                    out[k] = Reach {
+                        sub: 1,
+                        deficit: cos,
+                        far: false,
+                    };
+                }
+                continue;
+            }
             let mut root = self.s.model[l.chain.upper].translation;
-            // A limb hanging off the hips (a leg) on a level with a pelvis goal or below it:
-            // its root where that goal puts the hips.
-            let p = Effector::Pelvis as usize;
-            let pelvis = &g.effectors[p];
+            // A limb hanging off the hips (a leg) on a level with a 6D pelvis goal or below
+            // it: its root where that goal puts the hip (the hip's offset turned by the
+            // goal's rotation).
             let fixed = l.on_hips
                 && pelvis.wants_position()
+                && pelvis.wants_rotation()
                 && given.effectors[p].frame == GoalFrame::Model
                 && self.s.rank[channel(p, false)] <= self.s.rank[channel(k, false)];
             if fixed {
                 let hips = self.s.model[self.rig.effector_bones[p]];
                 let offset = root - hips.translation;
-                // The hip's offset where the support level's goals put it: turned by a 6D
-                // goal's rotation; while balancing under a position-only goal, turned by the
-                // hips' heading about the body's up axis without their tilt (the balance goal
-                // leans the hips: a hip read from the lean would let a step shed a foot's cost
-                // by tilting its goal out of reach); else as the hips have it.
-                let turn = |to: Quat| to * (hips.rotation.inverse() * offset);
-                root = pelvis.position
-                    + if pelvis.wants_rotation() {
-                        turn(pelvis.rotation)
-                    } else if self.s.balancing {
-                        let lean = hips.rotation * self.rig.hips_rest.inverse();
-                        let (_, heading) = swing_twist(lean, self.rig.up);
-                        turn(heading * self.rig.hips_rest)
-                    } else {
-                        offset
-                    };
+                root = pelvis.position + pelvis.rotation * (hips.rotation.inverse() * offset);
             }
             let to = e.position - root;
             let d = to.length();
@@ -302,4 +304,189 @@ impl Solve<'_> {
         }
         out
     }
+
+    /// The legs whose hips a position-only pelvis goal in model space holds (on their level
+    /// or above): the goal fixes where the hips are, not how they turn, so each hip may lie
+    /// anywhere at its offset's length from the goal. A foot's goal is within reach of its
+    /// leg when some turn of the hips puts the hip within the leg's reach of it — a cap of
+    /// hip directions about the direction from the pelvis goal to the foot's goal, of
+    /// half-angle `α` by the law of cosines — and both feet's goals together when one turn
+    /// serves both: the two hips' offsets are a fixed angle `γ` apart, so two caps
+    /// `θ` apart (centre to centre) hold such a pair of directions when
+    /// `θ − α₁ − α₂ ≤ γ ≤ θ + α₁ + α₂`. Per leg: its effector, `cos α` (above 1 when no
+    /// turn reaches its foot alone; [`BEYOND_TOGETHER`] for the one of two feet that gives
+    /// way when no turn reaches both: the one on the later level, else the one with the
+    /// smaller cap, else the right foot) and the cap's centre. Read from the goals and the
+    /// hips' offsets alone, not from how the pose turns the hips: no step — the balance
+    /// goal's lean, a hand's pull — sheds a planted foot's cost by tilting its goal out of
+    /// reach, and a turn of the hips that reaches the feet is not ruled out either.
+    fn legs_under_a_position_goal(
+        &self,
+        g: &FullBodyGoals,
+        given: &FullBodyGoals,
+    ) -> [Option<(usize, f32, Vec3)>; 2] {
+        let p = Effector::Pelvis as usize;
+        let pelvis = &g.effectors[p];
+        let mut legs = [None; 2];
+        if !pelvis.wants_position()
+            || pelvis.wants_rotation()
+            || given.effectors[p].frame != GoalFrame::Model
+        {
+            return legs;
+        }
+        let hips = self.s.model[self.rig.effector_bones[p]].translation;
+        let mut offsets = [Vec3::ZERO; 2];
+        let mut n = 0;
+        for l in self.rig.limbs.iter().filter(|l| l.on_hips) {
+            let k = l.effector;
+            let e = &g.effectors[k];
+            if n == 2
+                || !e.wants_position()
+                || given.effectors[k].frame != GoalFrame::Model
+                || self.s.rank[channel(p, false)] > self.s.rank[channel(k, false)]
+            {
+                continue;
+            }
+            let offset = self.s.model[l.chain.upper].translation - hips;
+            let to = e.position - pelvis.position;
+            let (o, d) = (offset.length(), to.length());
+            // |to − hip|² ≤ reach² with |hip| = o at angle α from `to`.
+            let cos = if o * d > 0.0 {
+                (o * o + d * d - l.reach * l.reach) / (2.0 * o * d)
+            } else if (o - d).abs() <= l.reach {
+                -1.0
+            } else {
+                BEYOND_TOGETHER
+            };
+            legs[n] = Some((k, cos.max(-1.0), to.normalize_or_zero()));
+            offsets[n] = offset;
+            n += 1;
+        }
+        if let [Some((a, ca, ua)), Some((b, cb, ub))] = legs
+            && ca <= 1.0
+            && cb <= 1.0
+        {
+            let gamma = vec_angle(offsets[0], offsets[1]);
+            let theta = vec_angle(ua, ub);
+            let spread = ca.acos() + cb.acos();
+            if gamma < theta - spread || gamma > theta + spread {
+                // The one that gives way: the later level, else the smaller cap, else the
+                // later effector.
+                let key = |k: usize, c: f32| (self.s.rank[channel(k, false)], c, k);
+                let (ka, kb) = (key(a, ca), key(b, cb));
+                let later = if (kb.0, kb.1, kb.2) > (ka.0, ka.1, ka.2) {
+                    1
+                } else {
+                    0
+                };
+                if let Some(leg) = legs[later].as_mut() {
+                    leg.1 = BEYOND_TOGETHER;
+                }
+            }
+        }
+        legs
+    }
+}
+
+/// `cos α` of a foot that gives way because no turn of the hips reaches both feet (see
+/// `Solve::legs_under_a_position_goal`): above any feasible cap's (at most 1), so it orders
+/// after the feet that are beyond reach alone by less.
+const BEYOND_TOGETHER: f32 = 2.0;
+
+#[cfg(test)]
+mod tests {
+    use crate::humanoid::{
+        BodyFrame, Effector, FullBodySolver, HumanoidMap, RestAxes, RigConvention, test_rig,
+    };
+    use glam::Quat;
+
+    /// Under a position-only pelvis goal a leg's reach is read where the support level's
+    /// goals put the hip: at the goal, turned by the hips' heading without their tilt. Hips
+    /// tilted far enough to raise one hip beyond its foot's reach (the foot's goal within
+    /// reach of the untilted hip) do not put that foot beyond reach: it keeps its level, and
+    /// tracking meets it — a tilt (a hand's pull, the balance goal's lean) cannot shed a
+    /// planted foot's cost.
+    #[test]
+    fn a_tilt_of_the_hips_does_not_put_a_planted_foot_beyond_reach() {
+        let skeleton = test_rig(RigConvention::Mixamo, RestAxes::PlusY);
+        let (map, _) = HumanoidMap::from_skeleton(&skeleton);
+        let mut solver = FullBodySolver::new(&skeleton, &map).expect("test rig maps");
+        let frame = BodyFrame::from_rest(&skeleton, &map).expect("body frame");
+        let rest = skeleton.rest_pose();
+        let mut goals = solver.goals_at_pose(&skeleton, &rest);
+        // The pelvis goal a centimetre below the rest hips (both legs within reach of the
+        // untilted hips), position only.
+        let pelvis = goals.get_mut(Effector::Pelvis);
+        pelvis.rotation_weight = 0.0;
+        pelvis.position -= frame.up * DROP;
+        // The start: the rest pose with the hips rolled about the body's forward axis, which
+        // raises one hip by more than the drop.
+        let hips = solver.effector_bones()[Effector::Pelvis as usize];
+        let mut pose = rest.clone();
+        let parent = skeleton.parent(hips).map_or(Quat::IDENTITY, |p| {
+            skeleton.model_transform(&rest, p).rotation
+        });
+        let roll = Quat::from_axis_angle(frame.forward, ROLL_DEG.to_radians());
+        pose.rotations[hips] =
+            (parent.inverse() * roll * parent * pose.rotations[hips]).normalize();
+        let model = skeleton.model_transforms(&pose);
+        let raised = [Effector::LeftFoot, Effector::RightFoot]
+            .into_iter()
+            .max_by(|&a, &b| {
+                let lift = |e: Effector| {
+                    let k = e as usize;
+                    let l = solver.limbs.iter().find(|l| l.effector == k).expect("leg");
+                    model[l.chain.upper]
+                        .translation
+                        .distance(goals.get(e).position)
+                        - l.reach
+                };
+                lift(a).total_cmp(&lift(b))
+            })
+            .expect("two feet");
+        let k = raised as usize;
+        let leg = solver.limbs.iter().find(|l| l.effector == k).expect("leg");
+        let tilted = model[leg.chain.upper]
+            .translation
+            .distance(goals.get(raised).position);
+        assert!(
+            tilted > leg.reach + DROP * 0.1,
+            "the roll must raise the hip beyond reach: {tilted} vs {}",
+            leg.reach
+        );
+        // Read at the tilted pose: a solver whose turn bound keeps the hips rolled reports
+        // the foot within reach (the pelvis pin moves the hips onto the goal, no joint
+        // turns more than a hundredth of a degree).
+        let mut probe = solver.clone();
+        probe.settings_mut().max_turn = PROBE_TURN_DEG.to_radians();
+        let mut held = pose.clone();
+        let report = probe
+            .solve(&skeleton, &mut held, &goals)
+            .expect("valid input");
+        assert!(!report.giving_way[k], "{raised:?} gave way: {report:?}");
+        for _ in 0..FRAMES {
+            solver
+                .solve(&skeleton, &mut pose, &goals)
+                .expect("valid input");
+        }
+        let model = skeleton.model_transforms(&pose);
+        let off = model[solver.effector_bones()[k]]
+            .translation
+            .distance(goals.get(raised).position);
+        assert!(
+            off <= solver.settings().position_tolerance,
+            "{raised:?} off by {off} after {FRAMES} frames"
+        );
+    }
+
+    /// How far below the rest hips the pelvis goal lies (model units: the test rig is 1.8 m
+    /// tall).
+    const DROP: f32 = 0.01;
+    /// The hips' roll at the start: raises a hip by its offset (about 9 cm) times the sine,
+    /// about 1.6 cm, more than [`DROP`].
+    const ROLL_DEG: f32 = 10.0;
+    /// The probe's per-frame turn bound: the hips stay rolled.
+    const PROBE_TURN_DEG: f32 = 0.01;
+    /// Frames tracked: the roll undone at the per-frame turn bound (15°) with room to spare.
+    const FRAMES: usize = 5;
 }

@@ -242,7 +242,6 @@ impl FullBodySolver {
             pelvis_fk,
             masses,
             up: frame.up,
-            hips_rest: model[effector_bones[Effector::Pelvis as usize]].rotation,
             segments,
             limits,
             joints,

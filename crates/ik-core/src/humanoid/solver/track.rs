@@ -82,14 +82,23 @@
 //! within reach. Of the (at most two) limb goals of one level, the one nearer its reach (a
 //! goal within reach counts as 0 beyond) ranks first: a goal beyond reach sits one sub-level
 //! below each limb goal of its level nearer than it, so it keeps its sub-level when the
-//! other comes within reach. A leg's root is read where a pelvis position goal on its
-//! level or above puts the hip (the hip's offset from the hips, turned by a 6D goal's
-//! rotation; while balancing under a position-only goal, turned by the hips' heading about
-//! the body's up axis without their tilt): a foot is beyond reach only when the pelvis goal
-//! makes it so, not while the hips are still on their way, and not because the balance goal
-//! leans them (a step that sheds a foot's cost by tilting its goal out of reach would lower
-//! the support level's cost). The heading and the untilted offset are read from the pose
-//! being scored and the rest pose, so the rule stays a function of the pose and the goals.
+//! other comes within reach.
+//!
+//! **A leg's reach is read where the support level's own goals put the hip**, never from
+//! how the pose being scored turns the hips (a step at any level — the balance goal's lean,
+//! a hand's pull — that tilts a foot's goal out of reach would otherwise shed that foot's
+//! cost and lower the support level's). With a pelvis goal in model space on the leg's level
+//! or above: a 6D goal puts the hip at the goal, at its offset from the hips turned by the
+//! goal's rotation. A position-only goal fixes where the hips are, not how they turn, so the
+//! hip may lie anywhere at its offset's length from the goal: a foot is within reach when
+//! some turn of the hips brings its hip within the leg's reach of it (a cap of hip directions
+//! about the direction from the pelvis goal to the foot's goal, by the law of cosines), and
+//! both feet are when one turn serves both (the two hips' offsets are a fixed angle apart: two
+//! caps hold such a pair of directions when that angle lies within the caps' centre distance
+//! plus or minus their half-angles). When no turn serves both, the foot on the later level,
+//! else the one with the smaller cap, gives way. This reads the goals and the hips' rigid
+//! offsets alone, so it is the same function at every pose. Without a pelvis goal on its
+//! level or above, a leg's root is its hip as the pose has it, as an arm's is its shoulder.
 //!
 //! A hand goal beyond the **body's** reach — with a pelvis position goal on its level or
 //! above, farther from that goal than the shoulder can get (the rest path from the hips to
