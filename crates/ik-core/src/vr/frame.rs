@@ -10,6 +10,7 @@ use super::{
     HAND_ROTATION_WEIGHT, HIP_FIT_STEPS, LEAN_RELAX_TIME, SETTLE_RATE, SHIN_LEAN_RATE,
     TOUCHDOWN_TOLERANCE, TrackerPose, VrBody, VrError,
 };
+use crate::analytic::Pole;
 use crate::analytic::finish::quat_angle;
 use crate::humanoid::{BodyFrame, Effector, EffectorGoal, FullBodyReport};
 use crate::pose::BoneTransform;
@@ -50,6 +51,10 @@ fn settle_step(step: f32, d: f32, dt: f32) -> f32 {
         step.abs().max(floor).min(d.abs()).copysign(d)
     }
 }
+
+/// The swivels [`VrBody::fit_knee_swivels`] tries besides the wanted one: thirds of the
+/// frame's swivel turn, either way.
+const SWIVEL_CANDIDATES: usize = 12;
 
 /// This frame's targets, mapped to the avatar (model space).
 #[derive(Clone, Copy, Debug)]
@@ -446,7 +451,7 @@ impl VrBody {
                 - hips_rot_model.translation
                 + pelvis;
             let v = hip - feet[side].translation;
-            let reach = self.rig.leg_reach[side] * 0.999;
+            let reach = self.rig.leg_reach[side];
             // A standing leg straightens no faster than the solver's turn bound a frame:
             // walking on, the hips pass over a planted foot and the knee straightens faster
             // and faster toward the end of the stance (12° in one frame on the `KayKit`
@@ -480,14 +485,15 @@ impl VrBody {
     }
 
     /// The longest hip-to-ankle span leg `side` may have this frame: last frame's output
-    /// span with the knee straightened by the solver's per-frame turn bound (law of cosines
-    /// on the leg's bone lengths), at most its reach.
+    /// span with the knee straightened by the approach's share of the turn bound
+    /// ([`VrBody::approach_turn`]; law of cosines on the leg's bone lengths), at most its
+    /// reach.
     fn straightest_span(&self, side: usize) -> f32 {
         let [l1, l2] = self.rig.legs[side].rest_lengths();
         let last = self.state.leg_span[side];
         let cos_last = ((last * last - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)).clamp(-1.0, 1.0);
-        let flex = (cos_last.acos() - self.solver.settings().max_turn)
-            .max(self.rig.legs[side].settings().flex_min);
+        let flex =
+            (cos_last.acos() - self.approach_turn()).max(self.rig.legs[side].settings().flex_min);
         (l1 * l1 + l2 * l2 + 2.0 * l1 * l2 * flex.cos())
             .max(0.0)
             .sqrt()
@@ -508,6 +514,7 @@ impl VrBody {
     ) -> Result<(), StackError> {
         let frame = self.rig.frame;
         let turn = self.settings.max_swivel_step;
+        let last_knees = self.state.knee_dir;
         for side in 0..2 {
             let hip = buffer
                 .model_transform(skeleton, self.rig.leg_bones[side][0])
@@ -526,6 +533,9 @@ impl VrBody {
             };
         }
         self.place_legs(skeleton, buffer, feet, false)?;
+        if !first {
+            self.fit_knee_swivels(skeleton, buffer, feet, last_knees)?;
+        }
         self.fit_standing_legs(skeleton, buffer, feet)?;
         // A foot turns only as far as its ankle allows, in the air or standing (the solver
         // would otherwise clamp the ankle and trade the foot's place for its rotation: a
@@ -560,7 +570,83 @@ impl VrBody {
             let foot = feet[side];
             let pole =
                 0.5 * (hip + foot.translation) + self.state.knee_dir[side] * self.rig.leg_length;
-            self.solve_leg(skeleton, buffer, side, &foot, pole)?;
+            self.solve_leg(skeleton, buffer, side, &foot, Pole::Position(pole))?;
+        }
+        Ok(())
+    }
+
+    /// A standing leg outside its hip's or knee's limits with the knee toward this frame's
+    /// swivel tries the other swivels within this frame's turn
+    /// ([`VrSettings::max_swivel_step`](super::VrSettings::max_swivel_step), in thirds, either
+    /// way from last frame's `last_knees`), nearest to the wanted one first, and keeps the
+    /// first within the limits: the knee turning out of the way keeps the pelvis where the
+    /// head puts it (the head on its target) where a swivel allows it.
+    fn fit_knee_swivels(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+        feet: &[BoneTransform; 2],
+        last_knees: [Vec3; 2],
+    ) -> Result<(), StackError> {
+        let turn = self.settings.max_swivel_step;
+        let phases = self.locomotion.phases();
+        for side in 0..2 {
+            if phases[side].in_air() || self.leg_within_limits(skeleton, buffer, side) {
+                continue;
+            }
+            let want = self.state.knee_dir[side];
+            let hip = buffer
+                .model_transform(skeleton, self.rig.leg_bones[side][0])
+                .translation;
+            let axis = (feet[side].translation - hip).normalize_or_zero();
+            let Some(last) = last_knees[side]
+                .reject_from_normalized(axis)
+                .try_normalize()
+            else {
+                continue;
+            };
+            let mut candidates = [last; SWIVEL_CANDIDATES];
+            for (k, c) in candidates.iter_mut().enumerate() {
+                let step = ((k + 1).div_ceil(2) as f32) / (SWIVEL_CANDIDATES / 2) as f32 * turn;
+                let sign = if k % 2 == 0 { 1.0 } else { -1.0 };
+                *c = Quat::from_axis_angle(axis, sign * step) * last;
+            }
+            candidates.sort_unstable_by(|a, b| {
+                b.dot(want)
+                    .partial_cmp(&a.dot(want))
+                    .unwrap_or(core::cmp::Ordering::Equal)
+            });
+            let mut fitted = false;
+            for c in candidates {
+                self.state.knee_dir[side] = c;
+                let pole = 0.5 * (hip + feet[side].translation) + c * self.rig.leg_length;
+                self.solve_leg(skeleton, buffer, side, &feet[side], Pole::Position(pole))?;
+                if self.leg_within_limits(skeleton, buffer, side) {
+                    fitted = true;
+                    break;
+                }
+            }
+            if !fitted {
+                // The rest bend plane (the hip's twist at its rest, the middle of its
+                // range), where it is within this frame's turn: the narrow window a hip
+                // with little twist range leaves in a deep crouch.
+                self.solve_leg(skeleton, buffer, side, &feet[side], Pole::Swivel(0.0))?;
+                let knee = buffer
+                    .model_transform(skeleton, self.rig.leg_bones[side][1])
+                    .translation;
+                if let Some(c) = (knee - hip).reject_from_normalized(axis).try_normalize()
+                    && c.angle_between(last) <= turn
+                    && self.leg_within_limits(skeleton, buffer, side)
+                {
+                    self.state.knee_dir[side] = c;
+                    fitted = true;
+                }
+            }
+            if !fitted {
+                self.state.knee_dir[side] = want;
+                let pole = 0.5 * (hip + feet[side].translation) + want * self.rig.leg_length;
+                self.solve_leg(skeleton, buffer, side, &feet[side], Pole::Position(pole))?;
+            }
         }
         Ok(())
     }
@@ -765,9 +851,10 @@ impl VrBody {
 
     /// Step 7: the full-body solver's bounded tracking solve (also on the first frame) with
     /// the pelvis as the analytic pose has it and the hands and feet on their targets as 6D
-    /// goals. From the second frame on, the analytic pose is first brought within half the
-    /// VR body's turn bound of last frame's output ([`VrBody::bound_to_last`]): the solve
-    /// starts there and turns no joint more than the other half.
+    /// goals. From the second frame on, the analytic pose is first brought within the VR
+    /// body's turn bound less the solve's share of last frame's output
+    /// ([`VrBody::bound_to_last`]): the solve starts there and turns no joint more than its
+    /// share ([`VR_SOLVE_TURN_SHARE`](super::VR_SOLVE_TURN_SHARE)).
     fn solve_full_body(
         &mut self,
         skeleton: &Skeleton,
@@ -840,13 +927,12 @@ impl VrBody {
     }
 
     /// The bounded candidate: every joint of the analytic pose in `buffer` that turned more
-    /// than the solver's [`max_turn`](crate::humanoid::FullBodySettings::max_turn) (half the
-    /// VR body's bound, [`VR_MAX_TURN`](super::VR_MAX_TURN)) from last frame's output is
-    /// turned from there toward it by that much (the hips' translation is the analytic one:
+    /// than the approach's share of the VR body's bound ([`VrBody::approach_turn`]) from last
+    /// frame's output is turned from there toward it by that much (the hips' translation is the analytic one:
     /// the pelvis goal holds it). A joint within the bound keeps its analytic rotation bit for
     /// bit, so once the analytic pose stops changing the candidate does too.
     fn bound_to_last(&mut self, buffer: &mut PoseBuffer) {
-        let max = self.solver.settings().max_turn;
+        let max = self.approach_turn();
         let pose = buffer.pose_unchecked_mut();
         for &b in &self.rig.joints {
             let (from, to) = (self.last.rotations[b], pose.rotations[b]);
@@ -859,6 +945,12 @@ impl VrBody {
             }
         }
         buffer.invalidate_from(0);
+    }
+
+    /// The share of the VR body's turn bound that the approach of step 7 may use: what the
+    /// bounded solve's own bound leaves of [`VR_MAX_TURN`](super::VR_MAX_TURN).
+    fn approach_turn(&self) -> f32 {
+        (super::VR_MAX_TURN - self.solver.settings().max_turn).max(0.0)
     }
 
     /// The report, measured on the output by forward kinematics.

@@ -196,11 +196,10 @@ impl VrBody {
         buffer: &mut PoseBuffer,
         side: usize,
         foot: &BoneTransform,
-        pole: Vec3,
+        pole: Pole,
     ) -> Result<LimbReport, StackError> {
-        let goal = LimbGoal::new(foot.translation)
-            .with_orientation(foot.rotation)
-            .with_pole(pole);
+        let mut goal = LimbGoal::new(foot.translation).with_orientation(foot.rotation);
+        goal.pole = pole;
         let limits = &self.rig.leg_limits[side];
         self.solve_limb(
             skeleton,
