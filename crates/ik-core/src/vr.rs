@@ -116,10 +116,13 @@
     reason = "per-side loops index several parallel [left, right] arrays"
 )]
 
+mod arms;
 mod frame;
+mod legs;
 mod limbs;
 pub mod locomotion;
 mod rig;
+mod trunk;
 
 use core::f32::consts::{FRAC_PI_2, PI};
 use core::fmt::Debug;

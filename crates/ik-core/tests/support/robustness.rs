@@ -1179,6 +1179,9 @@ pub struct VrRun {
     pub unreported_misses: usize,
     /// Flagged frames per phase ([`VrPhase`] as index).
     pub flagged_by_phase: [usize; 7],
+    /// FNV-1a hash of every output pose's bits, in order: equal hashes, bit-identical runs
+    /// (a refactor's check).
+    pub output_hash: u64,
     /// Frames run.
     pub frames: usize,
     /// Solver errors and non-finite outputs.
@@ -1204,6 +1207,7 @@ pub fn run_vr(rig: &Rig, script: &[VrFrame], timed: bool) -> VrRun {
         buffer.set_pose(&rig.skeleton.rest_pose());
         let mut prev = rig.skeleton.rest_pose();
         let mut prev_output = rig.skeleton.rest_pose();
+        out.output_hash = FNV_OFFSET;
         let mut stance: [Option<Vec3>; 2] = [None, None];
         let (mut last_change, mut last_moving) = (0, 0);
         for (i, f) in script.iter().enumerate() {
@@ -1248,6 +1252,15 @@ pub fn run_vr(rig: &Rig, script: &[VrFrame], timed: bool) -> VrRun {
                 if *pose != prev {
                     last_change = i;
                 }
+            }
+            for v in pose
+                .rotations
+                .iter()
+                .flat_map(|q| q.to_array())
+                .chain(pose.translations.iter().flat_map(Vec3::to_array))
+            {
+                out.output_hash =
+                    (out.output_hash ^ u64::from(v.to_bits())).wrapping_mul(FNV_PRIME);
             }
             prev_output.copy_from(&prev);
             prev.copy_from(pose);
@@ -1308,6 +1321,11 @@ pub fn run_vr(rig: &Rig, script: &[VrFrame], timed: bool) -> VrRun {
     }
     out
 }
+
+/// FNV-1a's 64-bit offset basis and prime ([`VrRun::output_hash`]).
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+/// See [`FNV_OFFSET`].
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
 /// Every VR run of `size` on `rigs` (untimed), in parallel: (rig index, run).
 pub fn vr_runs(rigs: &[Rig], cc0_from: usize, size: Size) -> Vec<(usize, VrRun)> {
@@ -1500,7 +1518,7 @@ pub fn vr_failures(bad: impl Fn(&VrRun) -> bool) -> Vec<String> {
             r.frames
         );
         println!(
-            "{:<28} flagged {} (by phase {:?}, head ≤ {:.1} mm, {} reachable) | reachable {} head ≤ {:.3} mm | unreported misses {}",
+            "{:<28} flagged {} (by phase {:?}, head ≤ {:.1} mm, {} reachable) | reachable {} head ≤ {:.3} mm | unreported misses {} | output hash {:016x}",
             "",
             r.flagged_frames,
             r.flagged_by_phase,
@@ -1508,7 +1526,8 @@ pub fn vr_failures(bad: impl Fn(&VrRun) -> bool) -> Vec<String> {
             r.flagged_reachable,
             r.reachable_frames,
             r.reachable_head_error * 1e3,
-            r.unreported_misses
+            r.unreported_misses,
+            r.output_hash
         );
     }
     runs.iter()
