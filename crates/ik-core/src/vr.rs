@@ -2,8 +2,8 @@
 //! pelvis and two foot trackers) drive a whole humanoid avatar that leans, crouches, reaches
 //! and steps — the job of Final IK's VRIK, on this crate's [`FullBodySolver`].
 //!
-//! [`VrBody`] is a [`Stage`] of an [`IkStack`](crate::stack::IkStack) (or used alone on
-//! a [`PoseBuffer`]). Each frame the host writes the tracker poses ([`VrBody::trackers`]) and
+//! [`VrBody`] is a [`Stage`](crate::stack::Stage) of an [`IkStack`](crate::stack::IkStack) (or used alone on
+//! a [`PoseBuffer`](crate::stack::PoseBuffer)). Each frame the host writes the tracker poses ([`VrBody::trackers`]) and
 //! the frame time ([`VrBody::dt`]); the stage then
 //!
 //! 1. maps the trackers from player space to the avatar ([`VrCalibration`]: one scale for the
@@ -136,7 +136,6 @@ use crate::humanoid::{
 };
 use crate::pose::BoneTransform;
 use crate::skeleton::Skeleton;
-use crate::stack::{PoseBuffer, StackError, Stage, StageReport};
 
 pub use locomotion::{FootPhase, GroundProbe, Locomotion};
 use rig::{Rig, State};
@@ -733,26 +732,5 @@ impl VrBody {
         self.state.started = false;
         self.locomotion.reset();
         self.report.steps = 0;
-    }
-}
-
-impl Stage for VrBody {
-    fn bones(&self) -> &[usize] {
-        &self.bones
-    }
-
-    /// Sets the head tracker (player space), e.g. from a host's single target entity.
-    fn set_target(&mut self, target: Option<BoneTransform>) {
-        if let Some(t) = target {
-            self.trackers.head = TrackerPose::new(t.translation, t.rotation);
-        }
-    }
-
-    fn solve(
-        &mut self,
-        skeleton: &Skeleton,
-        buffer: &mut PoseBuffer,
-    ) -> Result<StageReport, StackError> {
-        self.run(skeleton, buffer).map(StageReport::Custom)
     }
 }

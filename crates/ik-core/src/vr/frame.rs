@@ -12,7 +12,7 @@ use crate::analytic::finish::quat_angle;
 use crate::humanoid::{BodyFrame, Effector, EffectorGoal, FullBodyReport};
 use crate::pose::BoneTransform;
 use crate::skeleton::Skeleton;
-use crate::stack::{CustomReport, NonFinite, PoseBuffer, StackError};
+use crate::stack::{CustomReport, NonFinite, PoseBuffer, StackError, Stage, StageReport};
 
 /// The heading of `dir` about the body's up, from its forward toward its left (`None` when
 /// `dir` is along up).
@@ -66,13 +66,24 @@ pub(super) struct Targets {
     pub(super) pelvis: Option<TrackerPose>,
 }
 
-impl VrBody {
+impl Stage for VrBody {
+    fn bones(&self) -> &[usize] {
+        &self.bones
+    }
+
+    /// Sets the head tracker (player space), e.g. from a host's single target entity.
+    fn set_target(&mut self, target: Option<BoneTransform>) {
+        if let Some(t) = target {
+            self.trackers.head = TrackerPose::new(t.translation, t.rotation);
+        }
+    }
+
     /// One frame: the steps of the [module docs](super), in order.
-    pub(super) fn run(
+    fn solve(
         &mut self,
         skeleton: &Skeleton,
         buffer: &mut PoseBuffer,
-    ) -> Result<CustomReport, StackError> {
+    ) -> Result<StageReport, StackError> {
         self.check_input(skeleton, buffer)?;
         let dt = self.dt.min(0.25);
         let first = !self.state.started;
@@ -124,9 +135,11 @@ impl VrBody {
         let fb = self.solve_full_body(skeleton, buffer, &t.hands, &feet, first)?;
         self.touch_down(skeleton, buffer, &feet);
         self.last.copy_from(buffer.pose());
-        Ok(self.measure(skeleton, buffer, fb, &t))
+        Ok(StageReport::Custom(self.measure(skeleton, buffer, fb, &t)))
     }
+}
 
+impl VrBody {
     /// Rejects what the frame cannot run on: non-finite trackers or time step, an invalid
     /// calibration or settings, a skeleton other than the one the body was built for.
     fn check_input(&self, skeleton: &Skeleton, buffer: &PoseBuffer) -> Result<(), StackError> {
