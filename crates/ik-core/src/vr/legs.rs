@@ -237,10 +237,11 @@ impl VrBody {
 
     /// A standing leg outside its hip's or knee's limits with the knee toward this frame's
     /// swivel tries the other swivels within this frame's turn
-    /// ([`VrSettings::max_swivel_step`](super::VrSettings::max_swivel_step), in thirds, either
-    /// way from last frame's `last_knees`), nearest to the wanted one first, and keeps the
-    /// first within the limits: the knee turning out of the way keeps the pelvis where the
-    /// head puts it (the head on its target) where a swivel allows it.
+    /// ([`VrSettings::max_swivel_step`](super::VrSettings::max_swivel_step), in sixths, either
+    /// way from last frame's `last_knees`), nearest to the wanted one first, then the leg's
+    /// rest bend plane, and keeps the first within the limits: the knee turning out of the way
+    /// keeps the pelvis where the head puts it (the head on its target) where a swivel allows
+    /// it.
     fn fit_knee_swivels(
         &mut self,
         skeleton: &Skeleton,
@@ -278,10 +279,12 @@ impl VrBody {
             });
             let mut fitted = false;
             for c in candidates {
-                self.state.knee_dir[side] = c;
+                // A probe (one analytic solve, no clamps) first: the full solve of the one
+                // that fits is the same pose (its clamps have nothing to do).
                 let pole = 0.5 * (hip + feet[side].translation) + c * self.rig.leg_length;
-                self.solve_leg(skeleton, buffer, side, &feet[side], Pole::Position(pole))?;
-                if self.leg_within_limits(skeleton, buffer, side) {
+                if self.probe_leg(skeleton, buffer, side, &feet[side], pole)? {
+                    self.state.knee_dir[side] = c;
+                    self.solve_leg(skeleton, buffer, side, &feet[side], Pole::Position(pole))?;
                     fitted = true;
                     break;
                 }

@@ -210,6 +210,32 @@ impl VrBody {
         )
     }
 
+    /// Whether leg `side` solved onto `foot` with the knee toward `pole` by the analytic limb
+    /// alone (no limit clamps) has its hip and knee within their limits; the leg is left so
+    /// posed. The cheap test of a swivel before [`VrBody::solve_leg`] poses it.
+    pub(super) fn probe_leg(
+        &self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+        side: usize,
+        foot: &BoneTransform,
+        pole: Vec3,
+    ) -> Result<bool, StackError> {
+        let ik = &self.rig.legs[side];
+        let goal = LimbGoal::new(foot.translation)
+            .with_orientation(foot.rotation)
+            .with_pole(pole);
+        let root = ik.bones()[0];
+        let parent = match skeleton.parent(root) {
+            Some(p) => buffer.model_transform(skeleton, p),
+            None => BoneTransform::IDENTITY,
+        };
+        let report = ik.solve_with_parent(skeleton, buffer.pose_unchecked_mut(), &goal, &parent);
+        buffer.invalidate_from(root);
+        report?;
+        Ok(self.leg_within_limits(skeleton, buffer, side))
+    }
+
     /// Solves arm `side` onto the hand's `position` and (normalised) `rotation` with the
     /// elbow toward `pole` ([`VrBody::solve_limb`]; the forearm twist is the caller's).
     pub(super) fn solve_arm(
