@@ -1,8 +1,8 @@
 //! A VR body on the glTF characters in `assets/`, loaded through Bevy's glTF loader in a
 //! headless app (as `gltf_characters.rs`): the three trackers start on the head and hand bones
 //! and walk 0.9 m over level ground (the demo's `--vr` walk, 4 frames a second as the demo runs
-//! under software rendering). The head must stay on its tracker whenever the VR body does not
-//! report the pelvis lowered, and within [`LOWERED_HEAD`] when it does (a standing leg may
+//! under software rendering). The head must stay on its tracker (1 mm) whenever the VR body
+//! reports it reachable, and within [`LOWERED_HEAD`] when it does not (a standing leg may
 //! straighten only at the turn bound's pace, so that a planted foot does not slide): the floor is level in the character's model space (+Y up), whatever the rest
 //! posture — the UAL mannequin's rest pose leans 4.8°, and with the floor tilted to match the
 //! head missed by 76 mm.
@@ -24,15 +24,20 @@ fn smooth(a: f32, b: f32, t: f32) -> f32 {
     x * x * (3.0 - 2.0 * x)
 }
 
-/// On frames the VR body reports the pelvis lowered, the head may be at most this far off its
-/// tracker, m: the standing legs straighten at the turn bound's pace (measured, the head
-/// tracker at the rest head height, legs straight, 0.25 s frames: 8.1 mm `KayKit`, 15.5 mm UAL,
-/// 18.9 mm the bundled character; before branch vrfeet24 ≤ 0.54 mm, the planted feet sliding
-/// instead); the floor tilted with the rest posture left it 76 mm off.
-const LOWERED_HEAD: f32 = 0.02;
+/// On frames the VR body reports the head out of reach (the pelvis lowered), the head may be
+/// at most this far off its tracker, m: the standing legs straighten at the turn bound's pace
+/// (measured, the head tracker at the rest head height, legs straight, 0.25 s frames: 1.76 mm
+/// `KayKit` on 29 frames of 150, 3.90 mm UAL on 2, 4.54 mm the bundled character on 20; branch
+/// vrfeet24: 8.1, 15.5 and 18.9 mm on 77, 91 and 150 frames); the floor tilted with the rest
+/// posture left it 76 mm off.
+const LOWERED_HEAD: f32 = 5e-3;
 
-/// The worst head error (m) over the walk's frames where the VR body does not report the
-/// pelvis lowered, over all frames, and on how many frames it does.
+/// On frames the VR body reports the head reachable (`VrReport::head_reachable`), the head on
+/// its tracker within this, m (the 1 mm).
+const REACHABLE_HEAD: f32 = 1e-3;
+
+/// The worst head error (m) over the walk's frames where the VR body reports the head
+/// reachable, over all frames, and on how many frames it does not.
 fn walk(file: &str, dt: f32, fb_weight_zero: bool) -> (f32, f32, usize) {
     let mut app = app(ASSETS);
     app.insert_resource(bevy::time::TimeUpdateStrategy::ManualDuration(
@@ -92,7 +97,7 @@ fn walk(file: &str, dt: f32, fb_weight_zero: bool) -> (f32, f32, usize) {
             .world()
             .get::<IkCharacter>(character)
             .and_then(|c| c.custom_stage::<VrBody>(stage))
-            .is_some_and(|b| b.report().pelvis_lowered);
+            .is_some_and(|b| !b.report().head_reachable());
         worst_all = worst_all.max(err);
         if low {
             lowered += 1;
@@ -117,7 +122,7 @@ fn vr_head_stays_on_its_tracker_walking_over_level_ground() {
     ] {
         let (worst, worst_all, lowered) = walk(file, 0.25, true);
         assert!(
-            worst <= 2e-3 && worst_all <= LOWERED_HEAD,
+            worst <= REACHABLE_HEAD && worst_all <= LOWERED_HEAD,
             "{file}: head {:.1} mm off its tracker ({:.1} mm with the {lowered} frames the pelvis is lowered)",
             worst * 1e3,
             worst_all * 1e3

@@ -196,11 +196,10 @@ impl VrBody {
         buffer: &mut PoseBuffer,
         side: usize,
         foot: &BoneTransform,
-        pole: Vec3,
+        pole: Pole,
     ) -> Result<LimbReport, StackError> {
-        let goal = LimbGoal::new(foot.translation)
-            .with_orientation(foot.rotation)
-            .with_pole(pole);
+        let mut goal = LimbGoal::new(foot.translation).with_orientation(foot.rotation);
+        goal.pole = pole;
         let limits = &self.rig.leg_limits[side];
         self.solve_limb(
             skeleton,
@@ -209,6 +208,32 @@ impl VrBody {
             [&limits[0], &limits[1]],
             &goal,
         )
+    }
+
+    /// Whether leg `side` solved onto `foot` with the knee toward `pole` by the analytic limb
+    /// alone (no limit clamps) has its hip and knee within their limits; the leg is left so
+    /// posed. The cheap test of a swivel before [`VrBody::solve_leg`] poses it.
+    pub(super) fn probe_leg(
+        &self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+        side: usize,
+        foot: &BoneTransform,
+        pole: Vec3,
+    ) -> Result<bool, StackError> {
+        let ik = &self.rig.legs[side];
+        let goal = LimbGoal::new(foot.translation)
+            .with_orientation(foot.rotation)
+            .with_pole(pole);
+        let root = ik.bones()[0];
+        let parent = match skeleton.parent(root) {
+            Some(p) => buffer.model_transform(skeleton, p),
+            None => BoneTransform::IDENTITY,
+        };
+        let report = ik.solve_with_parent(skeleton, buffer.pose_unchecked_mut(), &goal, &parent);
+        buffer.invalidate_from(root);
+        report?;
+        Ok(self.leg_within_limits(skeleton, buffer, side))
     }
 
     /// Solves arm `side` onto the hand's `position` and (normalised) `rotation` with the

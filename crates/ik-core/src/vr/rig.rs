@@ -131,7 +131,7 @@ impl VrBody {
         // The bounded, prioritised solve: its turn bound, its limits and its fixed point are
         // the VR body's (see the module docs, step 7).
         let fb = solver.settings_mut();
-        fb.max_turn = VR_MAX_TURN / 2.0;
+        fb.max_turn = VR_MAX_TURN * super::VR_SOLVE_TURN_SHARE;
         // The head's tracker comes first: a hand or a foot moves only its own limb (clavicle,
         // arm; leg), never the trunk or the pelvis under the head.
         for e in [

@@ -1162,6 +1162,26 @@ pub struct VrRun {
     pub head_error: f32,
     /// Frames counted for `head_error`.
     pub head_frames: usize,
+    /// The largest head position error on frames the oracle
+    /// ([`vr_recording::head_reachable`]) finds the
+    /// head reachable on, human metres (whatever the VR body reports).
+    pub reachable_head_error: f32,
+    /// Frames the oracle finds the head reachable on.
+    pub reachable_frames: usize,
+    /// Frames the VR body reports the pelvis lowered or raised (the head not reachable).
+    pub flagged_frames: usize,
+    /// Of those, frames the oracle finds the head reachable on (the report is wrong there).
+    pub flagged_reachable: usize,
+    /// The largest head position error on flagged frames, human metres.
+    pub flagged_head_error: f32,
+    /// Frames whose head misses by more than [`HEAD_ERROR`] without the VR body reporting
+    /// the pelvis lowered or raised.
+    pub unreported_misses: usize,
+    /// Flagged frames per phase ([`VrPhase`] as index).
+    pub flagged_by_phase: [usize; 7],
+    /// FNV-1a hash of every output pose's bits, in order: equal hashes, bit-identical runs
+    /// (a refactor's check).
+    pub output_hash: u64,
     /// Frames run.
     pub frames: usize,
     /// Solver errors and non-finite outputs.
@@ -1186,6 +1206,8 @@ pub fn run_vr(rig: &Rig, script: &[VrFrame], timed: bool) -> VrRun {
         let mut buffer = PoseBuffer::new(&rig.skeleton);
         buffer.set_pose(&rig.skeleton.rest_pose());
         let mut prev = rig.skeleton.rest_pose();
+        let mut prev_output = rig.skeleton.rest_pose();
+        out.output_hash = FNV_OFFSET;
         let mut stance: [Option<Vec3>; 2] = [None, None];
         let (mut last_change, mut last_moving) = (0, 0);
         for (i, f) in script.iter().enumerate() {
@@ -1231,15 +1253,45 @@ pub fn run_vr(rig: &Rig, script: &[VrFrame], timed: bool) -> VrRun {
                     last_change = i;
                 }
             }
+            for v in pose
+                .rotations
+                .iter()
+                .flat_map(|q| q.to_array())
+                .chain(pose.translations.iter().flat_map(Vec3::to_array))
+            {
+                out.output_hash =
+                    (out.output_hash ^ u64::from(v.to_bits())).wrapping_mul(FNV_PRIME);
+            }
+            prev_output.copy_from(&prev);
             prev.copy_from(pose);
             let model = buffer.model_transforms(&rig.skeleton).to_vec();
             let report = *body.report();
-            if !(report.pelvis_lowered || report.pelvis_raised) {
-                let head = model[body.head_bone()].translation;
-                out.head_error = out
-                    .head_error
-                    .max(head.distance(body.targets()[0].position) / s);
+            let head_target = body.targets()[0].position;
+            let head_miss = model[body.head_bone()].translation.distance(head_target) / s;
+            let flagged = !report.head_reachable();
+            if flagged {
+                out.flagged_frames += 1;
+                out.flagged_by_phase[f.phase as usize] += 1;
+                out.flagged_head_error = out.flagged_head_error.max(head_miss);
+            } else {
+                out.head_error = out.head_error.max(head_miss);
                 out.head_frames += 1;
+                out.unreported_misses += usize::from(head_miss > HEAD_ERROR);
+            }
+            // The oracle runs where the head misses (a frame it meets is reachable).
+            let reachable = head_miss <= HEAD_ERROR
+                || vr_recording::head_reachable(
+                    &rig.skeleton,
+                    &rig.map,
+                    &body,
+                    [&prev, &prev_output],
+                    head_target,
+                    LIMIT_TOLERANCE,
+                );
+            if reachable {
+                out.reachable_frames += 1;
+                out.reachable_head_error = out.reachable_head_error.max(head_miss);
+                out.flagged_reachable += usize::from(flagged);
             }
             let phases = body.locomotion.phases();
             for side in 0..2 {
@@ -1269,6 +1321,11 @@ pub fn run_vr(rig: &Rig, script: &[VrFrame], timed: bool) -> VrRun {
     }
     out
 }
+
+/// FNV-1a's 64-bit offset basis and prime ([`VrRun::output_hash`]).
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+/// See [`FNV_OFFSET`].
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
 /// Every VR run of `size` on `rigs` (untimed), in parallel: (rig index, run).
 pub fn vr_runs(rigs: &[Rig], cc0_from: usize, size: Size) -> Vec<(usize, VrRun)> {
@@ -1460,12 +1517,24 @@ pub fn vr_failures(bad: impl Fn(&VrRun) -> bool) -> Vec<String> {
             r.head_frames,
             r.frames
         );
+        println!(
+            "{:<28} flagged {} (by phase {:?}, head ≤ {:.1} mm, {} reachable) | reachable {} head ≤ {:.3} mm | unreported misses {} | output hash {:016x}",
+            "",
+            r.flagged_frames,
+            r.flagged_by_phase,
+            r.flagged_head_error * 1e3,
+            r.flagged_reachable,
+            r.reachable_frames,
+            r.reachable_head_error * 1e3,
+            r.unreported_misses,
+            r.output_hash
+        );
     }
     runs.iter()
         .filter(|(_, r)| bad(r) || r.failures > 0)
         .map(|(i, r)| {
             format!(
-                "{}: settle {:?}, flips {}, max turn {:.1}°, drift {:.3} mm, outside limits {}, head {:.3} mm, failures {}",
+                "{}: settle {:?}, flips {}, max turn {:.1}°, drift {:.3} mm, outside limits {}, head {:.3} mm ({:.3} mm on {} reachable frames of {}, {} misses unreported), failures {}",
                 name(*i),
                 r.settle_frames,
                 r.flips,
@@ -1473,6 +1542,10 @@ pub fn vr_failures(bad: impl Fn(&VrRun) -> bool) -> Vec<String> {
                 r.planted_drift * 1e3,
                 r.outside_limits,
                 r.head_error * 1e3,
+                r.reachable_head_error * 1e3,
+                r.reachable_frames,
+                r.frames,
+                r.unreported_misses,
                 r.failures
             )
         })

@@ -236,3 +236,76 @@ pub fn recording(body: &VrBody, skeleton: &Skeleton, map: &HumanoidMap) -> Vec<R
     }
     out
 }
+
+/// Knee swivels the oracle of [`head_reachable`] tries per leg (every 5°).
+const ORACLE_SWIVELS: usize = 72;
+
+/// How far a turn measured on the output may read above the VR body's bound and still be
+/// within it, degrees (`f32` round-off of a joint turned by exactly the bound).
+const ORACLE_TURN_TOLERANCE_DEG: f32 = 1e-3;
+
+/// The reachability oracle of the VR head: whether some placement of the pelvis puts the
+/// head bone on `head_target` while every standing leg (a foot reported `Planted`) keeps its
+/// foot where the output `poses[0]` has it (position and rotation), every joint within the
+/// full-body limits (`limit_tolerance`, radians) and no leg joint turned more than the VR
+/// body's per-frame bound ([`ik_core::vr::VR_MAX_TURN`]) from `poses[1]` (last frame's
+/// output). The trunk, arms and head keep the output's shape (the pelvis is translated by
+/// the head's miss, its rotation and the spine kept); each standing leg is solved by the
+/// analytic two-bone limb over [`ORACLE_SWIVELS`] knee swivels. It reads only the output and
+/// the public API, not how the VR body built its pose: its `pelvis_lowered` /
+/// `pelvis_raised` reports are what it checks. A partial oracle: it does not try another
+/// lean of the trunk, so "not reachable" means "not by moving the pelvis".
+pub fn head_reachable(
+    skeleton: &Skeleton,
+    map: &HumanoidMap,
+    body: &VrBody,
+    poses: [&ik_core::Pose; 2],
+    head_target: Vec3,
+    limit_tolerance: f32,
+) -> bool {
+    use ik_core::analytic::{LimbGoal, TwoBoneIk};
+    use ik_core::vr::FootPhase;
+    let [output, previous] = poses;
+    let hips = map.get(B::Hips).expect("hips mapped");
+    let model = skeleton.model_transforms(output);
+    let delta = head_target - model[body.head_bone()].translation;
+    let mut pose = output.clone();
+    let hips_at = model[hips].translation + delta;
+    pose.translations[hips] = match skeleton.parent(hips) {
+        Some(p) => model[p].inverse().transform_point(hips_at),
+        None => hips_at,
+    };
+    let (_, legs) = body.limb_bones();
+    let phases = body.locomotion.phases();
+    let bound = ik_core::vr::VR_MAX_TURN.to_degrees() + ORACLE_TURN_TOLERANCE_DEG;
+    let turn_deg = |a: Quat, b: Quat| {
+        let d = a.conjugate() * b;
+        (2.0 * Vec3::new(d.x, d.y, d.z).length().atan2(d.w.abs())).to_degrees()
+    };
+    let scale = body.leg_length();
+    for side in 0..2 {
+        if phases[side] != FootPhase::Planted {
+            continue;
+        }
+        let [hip, knee, foot] = legs[side];
+        let limb = TwoBoneIk::try_new(skeleton, hip, knee, foot).expect("leg is a limb");
+        let goal = LimbGoal::new(model[foot].translation).with_orientation(model[foot].rotation);
+        let fits = (0..ORACLE_SWIVELS).any(|k| {
+            let swivel = k as f32 * core::f32::consts::TAU / ORACLE_SWIVELS as f32;
+            let Ok(r) = limb.solve(skeleton, &mut pose, &goal.with_swivel(swivel)) else {
+                return false;
+            };
+            r.position_error <= 1e-4 * scale
+                && [hip, knee, foot]
+                    .iter()
+                    .all(|&b| turn_deg(previous.rotations[b], pose.rotations[b]) <= bound)
+                && body
+                    .solver()
+                    .pose_within_limits(skeleton, &pose, limit_tolerance)
+        });
+        if !fits {
+            return false;
+        }
+    }
+    true
+}
