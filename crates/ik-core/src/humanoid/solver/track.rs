@@ -7,8 +7,9 @@
 //! Every enabled goal channel (a hand's position, a foot's rotation, the look-at, the centre of
 //! mass) has a lexicographic level: its priority number
 //! ([`EffectorGoal::priority`](super::EffectorGoal::priority), 0 first), then within one
-//! number the humanoid order — the support (pelvis, feet, centre of mass), then the hands,
-//! then the look-at — then the give-way sub-levels below (see *Goals that cannot be met*).
+//! number the humanoid order — the support (the pelvis and the centre of mass, then the
+//! feet), then the hands, then the look-at — then the give-way sub-levels below (see *Goals
+//! that cannot be met*).
 //! Each level is a weighted least-squares problem in the null space of the levels above it:
 //! weights decide within a level, priorities between levels. Each frame minimises, level
 //! after level, the weighted squared residuals (in units of their tolerances) over the joint
