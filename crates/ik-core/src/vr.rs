@@ -180,8 +180,10 @@ pub const VR_SOLVE_TURN_SHARE: f32 = 0.05;
 /// the wrist cannot take the controller's rotation (its range, the arm bent), the hand keeps
 /// its place and turns as far as it can, rather than trade millimetres of position for it
 /// (at weight 1, walking with the controllers held in the rest hands' rotation left the hands
-/// up to 6.4 mm off, `bevy_mod_ik`'s `vr` test).
-pub const HAND_ROTATION_WEIGHT: f32 = 0.1;
+/// up to 6.4 mm off, `bevy_mod_ik`'s `vr` test; at 0.1 up to 1.4 mm once the bounded solve's
+/// held joints slide along their limits instead of leaving the step, 0.05 up to 1.02 mm,
+/// `docs/benchmarks.md`, *Bounded tracking: held joints slide along their bounds*).
+pub const HAND_ROTATION_WEIGHT: f32 = 0.03;
 
 /// Halvings of the bisection that finds how far the pelvis must rise for the standing legs
 /// to reach their feet within their hips' limits (step 6): the rise is found to 2⁻¹² of the

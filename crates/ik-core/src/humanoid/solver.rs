@@ -271,9 +271,12 @@ pub struct FullBodyScratch {
     /// Bounded tracking (see `track`): per joint, whether the last candidate moved it onto
     /// its per-frame turn bound.
     clipped: Vec<bool>,
-    /// Bounded tracking: per joint, whether it is left out of the next step (held by a bound
-    /// or a limit: the active set).
+    /// Bounded tracking: per joint, whether a step of this frame pushed it onto its limit or
+    /// its turn bound (the active set, see `track`).
     frozen: Vec<bool>,
+    /// Per joint: the outward normal of its limit where the last step's clamp met it, as a
+    /// unit rotation vector in the parent's frame (zero: none); see `track`.
+    limit_normal: Vec<Vec3>,
     /// Bounded tracking: the model of the last kept candidate (`best`).
     model_best: Vec<BoneTransform>,
     /// Bounded tracking: the lexicographic level of each goal channel this frame.

@@ -398,8 +398,15 @@ impl Solve<'_> {
             }
             let rest = &skeleton.bones()[b].rest;
             let (r, t) = (&mut pose.rotations[b], &mut pose.translations[b]);
+            let moved = *r;
             let hit = j.limit.clamp_valid(rest.rotation, rest.translation, r, t);
             self.s.saturated[ji] = hit;
+            if hit {
+                // The clamp is the nearest point within the limit: what it took off points
+                // out of the limit, along its normal there.
+                self.s.limit_normal[ji] =
+                    to_rotation_vector(moved * r.inverse()).normalize_or_zero();
+            }
             hits += u32::from(hit);
         }
         hits

@@ -25,14 +25,27 @@ const GROUPS: usize = 4;
 const FAR: usize = GROUPS - 1;
 /// Sub-levels of one priority number and group: the goals within their limb's reach, then
 /// those beyond it, the goal nearer its reach first (at most two limbs share a group: the
-/// hands, or the feet; in [`FAR`] the hands, one sub-level each).
+/// hands, or the feet; in [`FAR`] the hands, one sub-level each). In the support group the
+/// feet start one sub-level down (see [`support_sublevel`]): the pelvis and the centre of
+/// mass, the feet within reach, then the feet beyond it.
 const SUBLEVELS: usize = 4;
 /// Lexicographic levels: per priority number and group, [`SUBLEVELS`] (see the module
 /// docs); then the posture.
 pub(super) const LEVELS: usize = PRIORITIES * GROUPS * SUBLEVELS + 1;
 
+/// Where a goal channel's sub-levels start within its group: the feet one below the pelvis
+/// and the centre of mass (1), every other channel at the top (0). A foot goal (its
+/// rotation, say, beyond what the ankle's range allows at the pelvis goal) then never pulls
+/// the pelvis off its goal: it moves only what the pelvis and the balance leave free, as
+/// the give-way rule already reads a leg's reach from where the pelvis goal puts the hip,
+/// and as the cold oracle of the tests and the corrective mode's order of giving way rank
+/// them (`docs/benchmarks.md`, *Bounded tracking: held joints slide along their bounds*).
+pub(super) fn support_sublevel(c: usize) -> usize {
+    usize::from((channel(2, false)..=channel(3, true)).contains(&c))
+}
+
 /// A goal channel's place in the humanoid order within its priority number: the support
-/// (pelvis, feet, centre of mass) 0, the hands 1, the look-at 2.
+/// (pelvis, feet, centre of mass; see [`support_sublevel`]) 0, the hands 1, the look-at 2.
 pub(super) fn group(c: usize) -> usize {
     if c == channel(5, false) {
         2
@@ -145,7 +158,7 @@ impl Solve<'_> {
                 .filter(|&d| prio[d] < prio[c])
                 .fold(0u32, |m, d| m | 1 << prio[d].min(31));
             let level = below.count_ones().min(PRIORITIES as u32 - 1) as usize;
-            let rank = (level * GROUPS + group(c)) * SUBLEVELS;
+            let rank = (level * GROUPS + group(c)) * SUBLEVELS + support_sublevel(c);
             self.s.rank[c] = rank as u8;
         }
     }

@@ -290,6 +290,7 @@ impl FullBodySolver {
         s.pairs = vec![[Vec3::ZERO; 3]; pair_base(MAX_BLOCKS)];
         s.clipped = vec![false; self.joints.len()];
         s.frozen = vec![false; self.joints.len()];
+        s.limit_normal = vec![Vec3::ZERO; self.joints.len()];
         s.model_best = Vec::with_capacity(n);
         s.step_dq = vec![0.0; cols];
         s.reset();

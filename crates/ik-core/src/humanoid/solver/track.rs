@@ -6,8 +6,9 @@
 //! Every enabled goal channel (a hand's position, a foot's rotation, the look-at, the centre of
 //! mass) has a lexicographic level: its priority number
 //! ([`EffectorGoal::priority`](super::EffectorGoal::priority), 0 first), then within one
-//! number the humanoid order — the support (pelvis, feet, centre of mass), then the hands,
-//! then the look-at — then the give-way sub-levels below (see *Goals that cannot be met*).
+//! number the humanoid order — the support (the pelvis and the centre of mass, then the
+//! feet), then the hands, then the look-at — then the give-way sub-levels below (see *Goals
+//! that cannot be met*).
 //! Each level is a weighted least-squares problem in the null space of the levels above it:
 //! weights decide within a level, priorities between levels. Each frame minimises, level
 //! after level, the weighted squared residuals (in units of their tolerances) over the joint
@@ -19,9 +20,25 @@
 //!   [`FullBodySettings::max_turn`](super::FullBodySettings::max_turn) from the pose passed in
 //!   (the previous frame's output when the caller warm-starts). A joint the step would turn
 //!   further is moved onto the bound (slerp from its start, then the limit projection; if the
-//!   projection left the bound, the joint keeps its start rotation), and a joint held by its
-//!   bound or limit leaves the next step (its columns are zero: an active set), so the other
-//!   joints take up what it cannot do.
+//!   projection left the bound, the joint keeps its start rotation).
+//!
+//! Both are inequality constraints of the step, by an **active set**: a joint that a
+//! candidate's step pushed onto its limit or its turn bound is *held* for the rest of the
+//! frame, and each later step turns it only *along* the bounds it is held on. Its rotation
+//! axes (the columns of a ball joint, the hips' rotation) have the outward normals of those
+//! bounds projected out, and so has its increment: the normal of its limit is the direction
+//! the limit's projection took off the step's move (the nearest point within the limit lies
+//! along the normal there), the normal of its turn bound the direction of its turn from the
+//! frame's input. So a head, chest or spine on the edge of its swing cone still turns about
+//! the other two axes, and the other joints take up only the part it cannot do; a hinge
+//! held on its range leaves the steps. (Leaving a held joint out whole — its columns zero, as
+//! before — stops a trunk that slides along its limits: the `KayKit` mannequin without a
+//! neck looked at a target its head and trunk could reach, and after the first step of a
+//! frame held the spine, chest and head, every other step of the frame's budget moved no
+//! joint that turns the head; `docs/benchmarks.md`, *Bounded tracking: held joints slide
+//! along their bounds*.) The set only grows within a frame (a held joint stays held after a
+//! kept step that did not push it again), so steps do not alternate between pushing a joint
+//! out and holding it; it is empty again at the start of the next frame.
 //!
 //! # Steps and the acceptance rule
 //!
@@ -39,8 +56,8 @@
 //! exception (what a goal that cannot be met may not do to the others is decided by the
 //! levels, below). A goal within its tolerance costs exactly 0, so a met goal
 //! never blocks the levels below it with round-off. A rejected candidate is undone bit for bit;
-//! a rejected Gauss–Newton step is retried with the joints it pushed onto a bound left
-//! out, else shortened by [`BACKTRACK`] along the same direction (a backtracking line
+//! a rejected Gauss–Newton step is retried with the joints it pushed onto a bound held
+//! (above), else shortened by [`BACKTRACK`] along the same direction (a backtracking line
 //! search: at a straight limb a full step overshoots to second order, a short one does not),
 //! until the frame's budget is spent. After a rejected full step the next one solves the
 //! levels down to the first with a cost only (the lower levels' rows left out; when no
@@ -203,6 +220,7 @@ impl Solve<'_> {
         self.s.saturated.fill(false);
         self.s.clipped.fill(false);
         self.s.frozen.fill(false);
+        self.s.limit_normal.fill(Vec3::ZERO);
         self.fk(skeleton, pose);
         self.rank_goals(skeleton, pose, goals);
         let mut cost = self.costs(skeleton, pose, goals);
@@ -285,8 +303,8 @@ impl Solve<'_> {
                 capped = true;
                 continue;
             }
-            // The active set: joints this step pushed onto a bound or limit leave the next
-            // one; with none new, the step is damped more.
+            // The active set: joints this step pushed onto a bound or limit are held in the
+            // next one (they turn only along it); with none new, the step is shortened.
             let mut freed = false;
             for ji in 0..self.rig.joints.len() {
                 let held = self.s.saturated[ji] || self.s.clipped[ji];
@@ -333,9 +351,9 @@ impl Solve<'_> {
             *cost = new;
             self.s.best.copy_from(pose);
             self.s.model_best.clone_from(&self.s.model);
-            // Held joints of the kept pose leave the next step.
+            // Joints the kept candidate held on a bound stay held for the frame.
             for ji in 0..self.rig.joints.len() {
-                self.s.frozen[ji] = self.s.saturated[ji] || self.s.clipped[ji];
+                self.s.frozen[ji] |= self.s.saturated[ji] || self.s.clipped[ji];
             }
             true
         } else {
@@ -437,6 +455,38 @@ impl Solve<'_> {
         }
     }
 
+    /// The outward normals (model space, orthonormal; the count) of the bounds joint `ji` is
+    /// held on this frame: its limit where a step's clamp last met it, and its turn bound
+    /// when it turns as far as that from the frame's input. None for a joint not held.
+    fn held_normals(&self, skeleton: &Skeleton, ji: usize, pose: &Pose) -> ([Vec3; 2], usize) {
+        let mut out = ([Vec3::ZERO; 2], 0);
+        if !self.s.frozen[ji] {
+            return out;
+        }
+        let j = &self.rig.joints[ji];
+        let b = j.bone;
+        let parent = skeleton
+            .parent(b)
+            .map_or(Quat::IDENTITY, |p| self.s.model[p].rotation);
+        let mut push = |v: Vec3| {
+            let u = tangent(v, out).normalize_or_zero();
+            if u != Vec3::ZERO && out.1 < 2 {
+                out.0[out.1] = u;
+                out.1 += 1;
+            }
+        };
+        let limit = self.s.limit_normal[ji];
+        if limit != Vec3::ZERO {
+            push(parent * limit);
+        }
+        let (q0, q) = (self.s.start.rotations[b], pose.rotations[b]);
+        let max = self.rig.settings.max_turn;
+        if q != q0 && quat_angle(q0, q) >= BOUND_AIM * max * (1.0 - WITHIN_MARGIN) {
+            push(parent * to_rotation_vector(q * q0.inverse()));
+        }
+        out
+    }
+
     /// Whether a 6D pelvis goal in model space on the first level is met: the hips are then
     /// held (its rows and the floating joint's columns leave the step; to first order the
     /// level's rows allow no motion of the hips anyway), which decouples the legs from the
@@ -532,8 +582,7 @@ impl Solve<'_> {
         if rows == 0 {
             return 0;
         }
-        let jac = &mut self.s.dls.jac[..rows * cols];
-        jac.fill(0.0);
+        self.s.dls.jac[..rows * cols].fill(0.0);
         let head_dir = look.map_or(Vec3::ZERO, |(d, _)| d);
         let com_w = com.map_or(0.0, |(_, total)| {
             goals.center_of_mass.weight.max(0.0).sqrt() / total
@@ -541,9 +590,14 @@ impl Solve<'_> {
         for (ji, j) in self.rig.joints.iter().enumerate() {
             // A stiff joint's columns are scaled down (its step scaled back below).
             let free = freedom(s.stiffness[j.role.index()]);
-            if self.s.frozen[ji] || free == 0.0 || (pinned && matches!(j.dof, Dof::Floating)) {
+            if free == 0.0 || (pinned && matches!(j.dof, Dof::Floating)) {
                 continue;
             }
+            let held = self.held_normals(skeleton, ji, pose);
+            if self.s.frozen[ji] && (held.1 == 0 || matches!(j.dof, Dof::Hinge(_))) {
+                continue;
+            }
+            let jac = &mut self.s.dls.jac[..rows * cols];
             let anchor = self.s.anchor_affects[ji];
             let m = self.s.model[j.bone];
             let pivot = m.translation;
@@ -563,6 +617,13 @@ impl Solve<'_> {
             let (axes, n) = joint_axes(j.dof, m.rotation);
             for (c, &(axis, translation)) in axes[..n].iter().enumerate() {
                 let col = j.col + c;
+                // A held joint turns only along its bounds (the outward normals projected out
+                // of its rotation axes).
+                let axis = if translation {
+                    axis
+                } else {
+                    tangent(axis, held)
+                };
                 let mut below = j.affects | anchor;
                 while below != 0 {
                     let k = below.trailing_zeros() as usize;
@@ -627,6 +688,17 @@ impl Solve<'_> {
         if !ok {
             self.s.dls.dq.fill(0.0);
         }
+        // The rotation of a held joint: along its bounds only.
+        for (ji, j) in self.rig.joints.iter().enumerate() {
+            if !self.s.frozen[ji] || matches!(j.dof, Dof::Hinge(_)) {
+                continue;
+            }
+            let held = self.held_normals(skeleton, ji, pose);
+            let r0 = j.col + if matches!(j.dof, Dof::Floating) { 3 } else { 0 };
+            let d = &mut self.s.dls.dq[r0..r0 + 3];
+            let w = tangent(Vec3::new(d[0], d[1], d[2]), held);
+            d.copy_from_slice(&w.to_array());
+        }
         // Back from the scaled columns to joint increments (see `FullBodySettings::stiffness`).
         for j in &self.rig.joints {
             let free = freedom(s.stiffness[j.role.index()]);
@@ -638,6 +710,11 @@ impl Solve<'_> {
         }
         rows
     }
+}
+
+/// `v` with its components along the orthonormal `normals` (the first `n`) taken out.
+fn tangent(v: Vec3, (normals, n): ([Vec3; 2], usize)) -> Vec3 {
+    normals[..n].iter().fold(v, |v, &u| v - u * u.dot(v))
 }
 
 /// Relabels every level whose rows share no column with any level before it onto the first
