@@ -96,7 +96,7 @@ pub(super) fn better(old: &Costs, new: &Costs) -> bool {
 
 /// Where a limb's position goal lies from the limb's root at one pose (see
 /// [`Solve::reach_split`]).
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Reach {
     /// 0: within the limb's reach; else the goal's sub-level below its level's goals within
     /// reach (1 or 2: the goal nearer its reach first).
@@ -174,7 +174,15 @@ impl Solve<'_> {
         let resolved = self.resolved(skeleton, pose, goals);
         let g = resolved.as_ref().unwrap_or(goals);
         let mut c = Costs::ZERO;
-        let reach = self.reach_split(g, goals);
+        // A candidate is judged with the kept pose's split (see `Solve::accept`).
+        let reach = match self.s.judge {
+            Some(kept) => kept,
+            None => {
+                let own = self.reach_split(g, goals);
+                self.s.last_reach = own;
+                own
+            }
+        };
         for (k, e) in g.effectors.iter().enumerate() {
             let m = &self.s.model[self.rig.effector_bones[k]];
             // A goal beyond its limb's reach from where this pose puts the limb's root

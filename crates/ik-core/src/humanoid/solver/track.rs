@@ -75,10 +75,12 @@
 //!   bit for bit. A level can only rise when a level above it falls by such a fraction, and
 //!   costs are bounded below, so only finitely many frames can change the pose: the output
 //!   comes to rest and is then bit-identical — whether or not the goals can be met.
-//!   The levels are a function of the pose and the goals alone (the give-way rule below
-//!   reads the pose being scored, never the frame's input or an earlier frame), so the
-//!   lexicographic cost is the same function from frame to frame and the argument holds
-//!   across frames.
+//!   The split of each limb goal into its level or a give-way sub-level (below) is a
+//!   function of the pose and the goals alone, never of the frame's input or an earlier
+//!   frame; a candidate is compared with the kept pose under the kept pose's split (below),
+//!   so within one comparison both are scored by one function. That a goal crossing its
+//!   limb's reach cannot make the comparisons cycle is not proven here: the robustness
+//!   suite's still goals (every kind, every rig) check that the output comes to rest.
 //!
 //! A frame at that fixed point costs a comparison, not a solve: the solve is deterministic in
 //! its input pose, goals, settings and masses, so when the last solve returned its input bit
@@ -130,12 +132,13 @@
 //! cost of a level above its own), so a hand held out of reach does not drag the other hand
 //! or the feet off their goals; it still reaches as far as the body allows. The rule reads
 //! only the goals and the pose it scores: deterministic, no history, the same at every
-//! iterate of every frame, so the cost stays a function of the pose and the goals and the
-//! fixed-point argument above holds. A step that brings the root close enough to put the
-//! goal within reach moves its cost up a sub-level, so it is kept only if it meets that goal
-//! at no cost to the level (the limb finish in the same candidate closes a limb whose goal
-//! just came within reach); a goal that cannot be met there hovers at the edge of its limb's
-//! reach.
+//! iterate of every frame. **A candidate is judged with the kept pose's split**: both are
+//! scored with the goals on the levels where the kept pose puts them, and the candidate's own
+//! split takes over once it is kept. So a step is never kept for moving a limb's root until
+//! its goal counts as beyond reach (that would drop the goal's cost to a sub-level and read
+//! as progress on its level while the hand drifts off), and a step that brings the root
+//! close enough to put the goal within reach is judged on the sub-level it improves, not
+//! rejected for raising its level (which held a hand at the edge of its reach).
 //!
 //! # What animators tune
 //!
@@ -223,7 +226,9 @@ impl Solve<'_> {
         self.s.limit_normal.fill(Vec3::ZERO);
         self.fk(skeleton, pose);
         self.rank_goals(skeleton, pose, goals);
+        self.s.judge = None;
         let mut cost = self.costs(skeleton, pose, goals);
+        self.s.kept_reach = self.s.last_reach;
         self.s.best.copy_from(pose);
         self.s.model_best.clone_from(&self.s.model);
         // The line search: the length of the next Gauss–Newton step, shortened after a
@@ -345,10 +350,16 @@ impl Solve<'_> {
     ) -> bool {
         // (The finishes keep the model current; a step or a turn-bound move does not.)
         self.fk_stale(skeleton, pose);
-        let new = self.costs(skeleton, pose, goals);
-        if pose.is_finite() && better(cost, &new) {
+        // Judged with the kept pose's reach split: a step that moves a limb's root until its
+        // goal counts as beyond (or within) reach is not kept for the reclassification
+        // alone (the goal's cost stays where the kept pose ranks it).
+        self.s.judge = Some(self.s.kept_reach);
+        let judged = self.costs(skeleton, pose, goals);
+        self.s.judge = None;
+        if pose.is_finite() && better(cost, &judged) {
             self.s.held = false;
-            *cost = new;
+            *cost = self.costs(skeleton, pose, goals);
+            self.s.kept_reach = self.s.last_reach;
             self.s.best.copy_from(pose);
             self.s.model_best.clone_from(&self.s.model);
             // Joints the kept candidate held on a bound stay held for the frame.
