@@ -286,12 +286,8 @@ pub struct FullBodyScratch {
     step_dq: Vec<f32>,
     /// Whether the last tracking solve returned its input bit for bit (no candidate kept).
     held: bool,
-    /// Bounded tracking: the reach split (`Solve::reach_split`) a candidate is judged with —
-    /// the kept pose's — while `Solve::accept` scores it; `None` otherwise.
-    judge: Option<[levels::Reach; 5]>,
-    /// Bounded tracking: the split of the last pose `Solve::costs` scored with its own.
-    last_reach: [levels::Reach; 5],
-    /// Bounded tracking: the split of the kept pose (`best`).
+    /// Bounded tracking: the reach split (`Solve::reach_split`) of the kept pose (`best`),
+    /// which a candidate is judged with (see `Solve::accept`).
     kept_reach: [levels::Reach; 5],
     /// The fixed point the last solve returned, if it did (see `Solve::at_rest`).
     rest: Option<AtRest>,

@@ -124,6 +124,12 @@ impl Reach {
         }
     }
 
+    /// Whether `self` and `other` put the goal on the same level (the same sub-level, both
+    /// far or neither).
+    pub(super) fn ranks_as(&self, other: &Self) -> bool {
+        self.sub == other.sub && self.far == other.far
+    }
+
     /// Whether the goal ranks below its level's goals within reach (it gives way).
     pub(super) fn gives_way(&self) -> bool {
         self.far || self.sub != 0
@@ -163,26 +169,22 @@ impl Solve<'_> {
         }
     }
 
-    /// The lexicographic cost of `pose` (the model must be fresh).
+    /// The lexicographic cost of `pose` (the model must be fresh), its limb goals ranked by
+    /// `split` (a candidate judged with the kept pose's split, see `Solve::accept`) or, with
+    /// `None`, by the pose's own split; and the pose's own split.
     pub(super) fn costs(
         &mut self,
         skeleton: &Skeleton,
         pose: &Pose,
         goals: &FullBodyGoals,
-    ) -> Costs {
+        split: Option<&[Reach; 5]>,
+    ) -> (Costs, [Reach; 5]) {
         let s = self.rig.settings;
         let resolved = self.resolved(skeleton, pose, goals);
         let g = resolved.as_ref().unwrap_or(goals);
         let mut c = Costs::ZERO;
-        // A candidate is judged with the kept pose's split (see `Solve::accept`).
-        let reach = match self.s.judge {
-            Some(kept) => kept,
-            None => {
-                let own = self.reach_split(g, goals);
-                self.s.last_reach = own;
-                own
-            }
-        };
+        let own = self.reach_split(g, goals);
+        let reach = split.unwrap_or(&own);
         for (k, e) in g.effectors.iter().enumerate() {
             let m = &self.s.model[self.rig.effector_bones[k]];
             // A goal beyond its limb's reach from where this pose puts the limb's root
@@ -213,7 +215,7 @@ impl Solve<'_> {
             }
             c.level[LEVELS - 1] = s.posture_gain * p;
         }
-        c
+        (c, own)
     }
 
     /// Where each limb's position goal (`g`, resolved; `given` as passed in, whose frames

@@ -226,9 +226,8 @@ impl Solve<'_> {
         self.s.limit_normal.fill(Vec3::ZERO);
         self.fk(skeleton, pose);
         self.rank_goals(skeleton, pose, goals);
-        self.s.judge = None;
-        let mut cost = self.costs(skeleton, pose, goals);
-        self.s.kept_reach = self.s.last_reach;
+        let (mut cost, split) = self.costs(skeleton, pose, goals, None);
+        self.s.kept_reach = split;
         self.s.best.copy_from(pose);
         self.s.model_best.clone_from(&self.s.model);
         // The line search: the length of the next Gauss–Newton step, shortened after a
@@ -353,13 +352,17 @@ impl Solve<'_> {
         // Judged with the kept pose's reach split: a step that moves a limb's root until its
         // goal counts as beyond (or within) reach is not kept for the reclassification
         // alone (the goal's cost stays where the kept pose ranks it).
-        self.s.judge = Some(self.s.kept_reach);
-        let judged = self.costs(skeleton, pose, goals);
-        self.s.judge = None;
+        let kept = self.s.kept_reach;
+        let (judged, own) = self.costs(skeleton, pose, goals, Some(&kept));
         if pose.is_finite() && better(cost, &judged) {
             self.s.held = false;
-            *cost = self.costs(skeleton, pose, goals);
-            self.s.kept_reach = self.s.last_reach;
+            // Scored again with its own split only where that split ranks a goal elsewhere.
+            *cost = if own.iter().zip(&kept).all(|(a, b)| a.ranks_as(b)) {
+                judged
+            } else {
+                self.costs(skeleton, pose, goals, Some(&own)).0
+            };
+            self.s.kept_reach = own;
             self.s.best.copy_from(pose);
             self.s.model_best.clone_from(&self.s.model);
             // Joints the kept candidate held on a bound stay held for the frame.
