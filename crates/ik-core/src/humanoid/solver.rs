@@ -525,21 +525,9 @@ impl<'a> Solve<'a> {
             report.cost = self.score(&report, goals);
         }
         // A goal gave way if the attempts weakened it and it is still unmet.
-        let unmet = |c: usize| {
-            let (k, rotation) = if c < 10 {
-                (c / 2, c % 2 == 1)
-            } else {
-                (c - 5, false)
-            };
-            match k {
-                5 => report.look_at > s.rotation_tolerance,
-                6 => report.center_of_mass > s.com_tolerance,
-                _ if rotation => report.residuals[k].rotation > s.rotation_tolerance,
-                _ => report.residuals[k].position > s.position_tolerance,
-            }
-        };
-        for c in 0..CHANNELS {
-            self.s.demoted[c] &= unmet(c);
+        let missed = self.misses(goals, &report);
+        for (demoted, m) in self.s.demoted.iter_mut().zip(missed) {
+            *demoted &= m > 0.0;
         }
         for (k, g) in report.giving_way.iter_mut().enumerate() {
             *g = self.s.demoted[channel(k, false)] || (k < 5 && self.s.demoted[channel(k, true)]);

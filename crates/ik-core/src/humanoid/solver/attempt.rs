@@ -90,28 +90,7 @@ impl Solve<'_> {
         goals: &FullBodyGoals,
         report: &FullBodyReport,
     ) -> bool {
-        let s = &self.rig.settings;
-        let d = if s.give_way_distance > 0.0 {
-            s.give_way_distance
-        } else {
-            0.05 * self.rig.body_height
-        };
-        let a = s.give_way_angle;
-        let mut missed = [0.0f32; CHANNELS];
-        for (k, (r, g)) in report.residuals.iter().zip(&goals.effectors).enumerate() {
-            if g.wants_position() && r.position > s.position_tolerance {
-                missed[channel(k, false)] = r.position / d;
-            }
-            if g.wants_rotation() && r.rotation > s.rotation_tolerance {
-                missed[channel(k, true)] = r.rotation / a;
-            }
-        }
-        if report.look_at > s.rotation_tolerance {
-            missed[channel(5, false)] = report.look_at / a;
-        }
-        if report.center_of_mass > s.com_tolerance {
-            missed[channel(6, false)] = report.center_of_mass / d;
-        }
+        let missed = self.misses(goals, report);
         // A limb stretched toward a target beyond its reach is the surest sign of an
         // infeasible goal: those give way first, the most stretched first.
         let mut rank = missed;
@@ -178,6 +157,34 @@ impl Solve<'_> {
             self.s.demoted[c] = true;
         }
         worst.is_some()
+    }
+
+    /// Per goal channel, how far `report` misses it in give-way scales (see
+    /// [`FullBodySettings::give_way_distance`]); 0 for a goal within tolerance.
+    pub(super) fn misses(&self, goals: &FullBodyGoals, report: &FullBodyReport) -> [f32; CHANNELS] {
+        let s = &self.rig.settings;
+        let d = if s.give_way_distance > 0.0 {
+            s.give_way_distance
+        } else {
+            0.05 * self.rig.body_height
+        };
+        let a = s.give_way_angle;
+        let mut missed = [0.0f32; CHANNELS];
+        for (k, (r, g)) in report.residuals.iter().zip(&goals.effectors).enumerate() {
+            if g.wants_position() && r.position > s.position_tolerance {
+                missed[channel(k, false)] = r.position / d;
+            }
+            if g.wants_rotation() && r.rotation > s.rotation_tolerance {
+                missed[channel(k, true)] = r.rotation / a;
+            }
+        }
+        if report.look_at > s.rotation_tolerance {
+            missed[channel(5, false)] = report.look_at / a;
+        }
+        if report.center_of_mass > s.com_tolerance {
+            missed[channel(6, false)] = report.center_of_mass / d;
+        }
+        missed
     }
 
     /// The weight factor of `channel` in this solve (see
