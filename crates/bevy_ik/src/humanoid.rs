@@ -717,9 +717,7 @@ impl IkStageComponent for IkHumanoid {
         build_full_body_stage(self, cx.skeleton(), cx.humanoid_map())
     }
 
-    fn weight(&self) -> f32 {
-        self.weight
-    }
+    crate::kind::weight_field!();
 
     fn gather(
         &self,

@@ -120,6 +120,17 @@ pub trait IkStageComponent: Component + Sized {
     }
 }
 
+/// The [`IkStageComponent::weight`] of a component with a `weight` field: written once here
+/// for the stage kinds that have one.
+macro_rules! weight_field {
+    () => {
+        fn weight(&self) -> f32 {
+            self.weight
+        }
+    };
+}
+pub(crate) use weight_field;
+
 /// Registers stage components on an [`App`].
 pub trait IkStageAppExt {
     /// Registers `C` as a stage kind (see [`IkStageComponent`]): entities with `C` become
@@ -293,6 +304,24 @@ impl IkBoneResolver<'_, '_, '_> {
     }
 }
 
+/// The accessors [`IkBuildContext`] and [`IkGatherContext`] share: the character's skeleton
+/// (field `skeleton`) and its bone entities (field `entities`).
+macro_rules! skeleton_and_bones {
+    () => {
+        /// The character's skeleton.
+        #[must_use]
+        pub fn skeleton(&self) -> &Skeleton {
+            self.skeleton
+        }
+
+        /// The bone entities, parallel to the skeleton.
+        #[must_use]
+        pub fn bones(&self) -> &[Entity] {
+            self.entities
+        }
+    };
+}
+
 /// What [`IkStageComponent::build`] builds on.
 pub struct IkBuildContext<'a, 'w, 's> {
     pub(crate) skeleton: &'a Skeleton,
@@ -302,17 +331,7 @@ pub struct IkBuildContext<'a, 'w, 's> {
 }
 
 impl IkBuildContext<'_, '_, '_> {
-    /// The character's skeleton.
-    #[must_use]
-    pub fn skeleton(&self) -> &Skeleton {
-        self.skeleton
-    }
-
-    /// The bone entities, parallel to the skeleton.
-    #[must_use]
-    pub fn bones(&self) -> &[Entity] {
-        self.entities
-    }
+    skeleton_and_bones!();
 
     /// The character entity.
     #[must_use]
@@ -339,17 +358,7 @@ pub struct IkGatherContext<'a, 'b, 'w, 's> {
 }
 
 impl IkGatherContext<'_, '_, '_, '_> {
-    /// The character's skeleton.
-    #[must_use]
-    pub fn skeleton(&self) -> &Skeleton {
-        self.skeleton
-    }
-
-    /// The bone entities, parallel to the skeleton.
-    #[must_use]
-    pub fn bones(&self) -> &[Entity] {
-        self.entities
-    }
+    skeleton_and_bones!();
 
     /// Bone `bone`'s model-space transform in the pose the stage receives.
     pub fn model_transform(&mut self, bone: usize) -> BoneTransform {

@@ -52,9 +52,7 @@ impl IkStageComponent for IkLimb {
         ))
     }
 
-    fn weight(&self) -> f32 {
-        self.weight
-    }
+    crate::kind::weight_field!();
 
     /// Target and pole read now (model space), weights, and the settings when they changed.
     fn gather(
@@ -211,9 +209,7 @@ impl IkStageComponent for IkLimbBatch {
         Ok((AnyStage::new(stage), ()))
     }
 
-    fn weight(&self) -> f32 {
-        self.weight
-    }
+    crate::kind::weight_field!();
 
     /// Every limb's goal (as [`IkLimb`]'s) and weight.
     fn gather(

@@ -311,9 +311,7 @@ impl IkStageComponent for IkRig {
         build_stage(self, cx, bones)
     }
 
-    fn weight(&self) -> f32 {
-        self.weight
-    }
+    crate::kind::weight_field!();
 
     fn gather(
         &self,

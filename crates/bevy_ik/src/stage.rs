@@ -565,9 +565,7 @@ impl IkStageComponent for IkCustom {
         Ok((AnyStage::from_boxed(stage), ()))
     }
 
-    fn weight(&self) -> f32 {
-        self.weight
-    }
+    crate::kind::weight_field!();
 
     fn gather(
         &self,

@@ -636,9 +636,7 @@ impl Stage for ChainIkStage {
             });
         }
         self.parent = skeleton.parent(root);
-        let parent = self.parent.map_or(BoneTransform::IDENTITY, |p| {
-            buffer.model_transform(skeleton, p)
-        });
+        let parent = buffer.model_transform_or_identity(skeleton, self.parent);
         let result = self.ik.solve_with_parent(
             buffer.pose_unchecked_mut(),
             &self.goal,

@@ -1347,9 +1347,7 @@ impl Stage for GroundingStage {
         // The pelvis: its model translation moves by the offset.
         let offset = self.output.pelvis_offset;
         if offset != Vec3::ZERO {
-            let parent = self.pelvis_parent.map_or(BoneTransform::IDENTITY, |p| {
-                buffer.model_transform(skeleton, p)
-            });
+            let parent = buffer.model_transform_or_identity(skeleton, self.pelvis_parent);
             let local = parent.rotation.inverse() * offset / parent.scale;
             let pose = buffer.pose();
             let (r, t) = (pose.rotations[self.pelvis], pose.translations[self.pelvis]);
@@ -1359,11 +1357,7 @@ impl Stage for GroundingStage {
         let mut angle = 0.0f32;
         let mut reachable = true;
         for ((l, state), ground) in self.legs.iter().zip(&self.output.feet).zip(&self.ground) {
-            let parent = skeleton
-                .parent(l.leg.upper)
-                .map_or(BoneTransform::IDENTITY, |p| {
-                    buffer.model_transform(skeleton, p)
-                });
+            let parent = buffer.model_transform_or_identity(skeleton, skeleton.parent(l.leg.upper));
             let goal = LimbGoal::new(state.goal).with_orientation(state.rotation);
             let report =
                 l.ik.solve_with_parent(skeleton, buffer.pose_unchecked_mut(), &goal, &parent);

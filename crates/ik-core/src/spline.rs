@@ -378,9 +378,7 @@ impl Stage for SplineIkStage {
         buffer: &mut PoseBuffer,
     ) -> Result<StageReport, StackError> {
         let root = self.ik.bones[0];
-        let parent = skeleton.parent(root).map_or(BoneTransform::IDENTITY, |p| {
-            buffer.model_transform(skeleton, p)
-        });
+        let parent = buffer.model_transform_or_identity(skeleton, skeleton.parent(root));
         let result = self
             .ik
             .solve_with_parent(buffer.pose_unchecked_mut(), &self.goal, &parent);

@@ -955,9 +955,7 @@ impl Stage for SpringBoneStage {
             self.resolved.clear();
             for &k in &self.chains[ci].colliders {
                 let c = colliders[k];
-                let m = c.bone.map_or(BoneTransform::IDENTITY, |b| {
-                    buffer.model_transform(skeleton, b)
-                });
+                let m = buffer.model_transform_or_identity(skeleton, c.bone);
                 let t = to_sim.mul_transform(&m);
                 let s = max_scale(&t);
                 self.resolved.push(match c.shape {
@@ -993,9 +991,7 @@ impl Stage for SpringBoneStage {
                 });
             }
             let chain = &mut self.chains[ci];
-            let parent_model = chain.parent.map_or(BoneTransform::IDENTITY, |p| {
-                buffer.model_transform(skeleton, p)
-            });
+            let parent_model = buffer.model_transform_or_identity(skeleton, chain.parent);
             let parent_now = to_sim.mul_transform(&parent_model);
             let first = fresh || !chain.last_parent.is_finite();
             let parent_before = if first { parent_now } else { chain.last_parent };

@@ -315,10 +315,7 @@ impl AimChain {
                 ..CustomReport::default()
             });
         };
-        let parent = match skeleton.parent(self.chain[0]) {
-            Some(p) => buffer.model_transform(skeleton, p),
-            None => BoneTransform::IDENTITY,
-        };
+        let parent = buffer.model_transform_or_identity(skeleton, skeleton.parent(self.chain[0]));
         self.forward_kinematics(skeleton, buffer, &parent, 0);
         if !parent.is_finite() || !self.model[self.chain.len() - 1].is_finite() {
             return Err(StackError::NonFinite(NonFinite::InputPose));

@@ -664,10 +664,7 @@ impl LookAtChain {
         } else {
             0.0
         };
-        let parent = match self.reference {
-            Some(p) => buffer.model_transform(skeleton, p),
-            None => BoneTransform::IDENTITY,
-        };
+        let parent = buffer.model_transform_or_identity(skeleton, self.reference);
         if !parent.is_finite() {
             return Err(StackError::NonFinite(NonFinite::InputPose));
         }

@@ -136,6 +136,22 @@ impl PoseBuffer {
         self.model[bone]
     }
 
+    /// [`PoseBuffer::model_transform`] of `bone`, or the identity for `None` (the frame above
+    /// the skeleton's root: a root bone's parent).
+    ///
+    /// # Panics
+    /// As [`PoseBuffer::model_transform`].
+    #[inline]
+    pub(crate) fn model_transform_or_identity(
+        &mut self,
+        skeleton: &Skeleton,
+        bone: Option<usize>,
+    ) -> BoneTransform {
+        bone.map_or(BoneTransform::IDENTITY, |b| {
+            self.model_transform(skeleton, b)
+        })
+    }
+
     /// The model-space transforms of bones `..end` (`end` clamped to the bone count),
     /// recomputing the stale ones among them, and the local pose.
     pub(crate) fn model_prefix(

@@ -128,17 +128,6 @@ pub struct LookAtGoal {
     pub priority: u8,
 }
 
-impl Default for LookAtGoal {
-    fn default() -> Self {
-        Self {
-            target: Vec3::ZERO,
-            weight: 1.0,
-            enabled: false,
-            priority: 0,
-        }
-    }
-}
-
 /// Keep the centre of mass over a support point: its projection on the ground plane (normal to
 /// the rest body's up direction) should match `target`'s.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -155,16 +144,23 @@ pub struct CenterOfMassGoal {
     pub priority: u8,
 }
 
-impl Default for CenterOfMassGoal {
-    fn default() -> Self {
-        Self {
-            target: Vec3::ZERO,
-            weight: 1.0,
-            enabled: false,
-            priority: 0,
-        }
-    }
+/// `Default` of the point goals ([`LookAtGoal`], [`CenterOfMassGoal`]): off, at the origin,
+/// full weight, priority level 0.
+macro_rules! point_goal_default {
+    ($($goal:ty),+) => {
+        $(impl Default for $goal {
+            fn default() -> Self {
+                Self {
+                    target: Vec3::ZERO,
+                    weight: 1.0,
+                    enabled: false,
+                    priority: 0,
+                }
+            }
+        })+
+    };
 }
+point_goal_default!(LookAtGoal, CenterOfMassGoal);
 
 /// Which effector a residual or goal belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
