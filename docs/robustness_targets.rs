@@ -2,37 +2,24 @@
 //! come from `benches/robustness.rs`) on the 24 test rigs and the CC0 characters, every
 //! threshold one of the named constants, measured by FK of the output.
 //!
-//! This file: the targets the full-body solver does not meet yet (measured on
-//! 2026-11-29, 0417679, with bounded tracking, the only tracking of `FullBodySolver::solve`
-//! since then). Still goals: one "hand far" run on `ual_mannequin_f.glb` never comes to rest
-//! within 0.01° (a hand at the edge of its reach turning its rotation goal in by about 0.5 %
-//! a frame) and one "all random" run on `robot_expressive.glb` is at rest only from frame 67;
-//! moving 6D goals: 97.14 % of feasible goal-frames met, other goals next to an infeasible
-//! one off by up to 32.8 mm; the VR body still tracks in the corrective mode. See
-//! `docs/benchmarks.md`. It is kept here,
-//! outside the test targets, because CI runs every test and these fail today: a test moves back
-//! to `crates/ik-core/tests/` (beside `robustness.rs`, with `#[path = "support/robustness.rs"]`)
-//! when the solver meets it. The checks met today are in `crates/ik-core/tests/robustness.rs`
-//! (the still-goal targets for a hand beyond reach, the turn bound, the others next to an
-//! infeasible hand and the moving-goal flip target moved there with bounded tracking as the
-//! default).
-
-#[path = "support/robustness.rs"]`)
-//! when the solver meets it. The checks met today are in `crates/ik-core/tests/robustness.rs`.
-//!
-//! The VR body (on the bounded solve since branch vr24) meets its at-rest, turn, limit, head
-//! and (since branch vrfeet24) planted-foot targets, now in `tests/robustness.rs`
-//! (`docs/benchmarks.md`, *VR body: planted feet*).
+//! This file: the targets the full-body solver does not meet yet (bounded tracking,
+//! measured on 2026-11-29 with `ACCEPT_RATIO` 0.025, full size, `docs/benchmarks.md`, *The
+//! acceptance ratio*). Still goals: 4 of 1,008 "all random" runs are at rest only from frames
+//! 32–84 (a leg on a give-way sub-level wandering at the turn bound while the pelvis above it
+//! converges); moving 6D goals: 96.72 % of feasible goal-frames met (CI size), other goals
+//! next to an infeasible one off by up to 48.0 mm; cold: see the cold test's docs. It is
+//! kept here, outside the test targets, because CI runs every test and these fail today: a
+//! test moves back to `crates/ik-core/tests/` (beside `robustness.rs`, with
+//! `#[path = "support/robustness.rs"]`) when the solver meets it. The checks met today are in
+//! `crates/ik-core/tests/robustness.rs`: the still-goal targets for a hand beyond reach and
+//! (since the acceptance ratio) a hand far away, the turn bound, the others next to an
+//! infeasible hand, the moving-goal flip target, and the VR body's at-rest, turn, limit, head
+//! and planted-foot targets.
 
 #[path = "support/robustness.rs"]
 mod robustness;
 
 use robustness::*;
-
-#[test]
-fn still_hand_far_away_settles() {
-    assert_settles(StillKind::HandFar);
-}
 
 #[test]
 fn still_random_goals_settle() {

@@ -35,6 +35,11 @@ fn still_hand_beyond_reach_settles() {
 }
 
 #[test]
+fn still_hand_far_away_settles() {
+    assert_settles(StillKind::HandFar);
+}
+
+#[test]
 fn still_goals_never_turn_a_joint_past_the_bound() {
     for kind in StillKind::ALL {
         let s = summarize_still(ci_still(kind));
