@@ -242,6 +242,12 @@ pub struct FullBodyScratch {
     balancing: bool,
     /// Cold solve (restarts, global swivel search) or tracking.
     cold: bool,
+    /// Cold attempts: bit `k` set when effector `k`'s limb can be held by the analytic finish
+    /// alone (see `Solve::exact_limbs`).
+    exact: u8,
+    /// The limbs of `exact` whose last finish met their goal: out of the Jacobian, and not
+    /// finished again in the attempt.
+    exact_met: u8,
     /// The solver's column count this scratch is sized for (0: not sized yet).
     cols: usize,
     model: Vec<BoneTransform>,
@@ -406,6 +412,8 @@ impl<'a> Solve<'a> {
         }
         let s = self.rig.settings;
         self.s.cold = cold;
+        self.s.exact = 0;
+        self.s.exact_met = 0;
         // A joint of the previous output handed back unchanged (a warm start; the joints
         // the animation or an earlier stage did not touch) is within its limit already:
         // clamping it would cost a swing-twist decomposition for nothing.

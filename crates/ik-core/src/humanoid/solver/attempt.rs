@@ -213,7 +213,10 @@ impl Solve<'_> {
         // The pose may have changed since the last forward kinematics (restarts, the pin).
         self.s.model_fresh = false;
         self.s.pelvis_pin = self.pin_pelvis(skeleton, pose, goals.get(Effector::Pelvis), balance);
+        self.s.exact = 0;
+        self.s.exact_met = 0;
         if s.analytic_limbs {
+            self.s.exact = self.exact_limbs(goals);
             // Start the limbs at the right elbow/knee angles: the Jacobian is poor at leaving a
             // straight (singular, limit-bound) limb.
             report.limits_hit += self.finish_limbs(skeleton, pose, goals);
@@ -276,6 +279,25 @@ impl Solve<'_> {
             report.converged = self.measure(skeleton, pose, goals, &mut report);
         }
         report
+    }
+
+    /// The effectors (bit `k`) whose limb the analytic finish can hold alone in an attempt: a
+    /// leg under hips pinned whole (`PelvisPin::Full`). Nothing else moves its root, so once
+    /// a finish meets its goal (`exact_met`) its rows stay out of the normal equations (27
+    /// rows shrink to 15 on a full goal set; its joints' columns are then zero, so no step
+    /// moves it) and it is not finished again in the attempt. A leg the finish leaves off its
+    /// goal (its limits in the way) keeps its rows: the steps move it to where the next
+    /// finish can do better. Not with a centre-of-mass goal (the leg joints move the mass)
+    /// nor with a relative goal (a goal carried by a bone of the leg).
+    pub(super) fn exact_limbs(&self, goals: &FullBodyGoals) -> u8 {
+        if self.s.pelvis_pin != PelvisPin::Full || self.s.balancing || self.s.relative {
+            return 0;
+        }
+        self.rig
+            .limbs
+            .iter()
+            .filter(|l| l.on_hips && goals.effectors[l.effector].enabled)
+            .fold(0, |bits, l| bits | 1 << l.effector)
     }
 
     /// Whether every goal channel that does not give way is within tolerance in `report`.

@@ -47,8 +47,10 @@ impl Solve<'_> {
             let mut row_of = [[usize::MAX; 2]; 7];
             let mut row_level = [0u8; MAX_ROWS];
             for (k, g) in goals.effectors.iter().enumerate() {
-                if self.s.pelvis_pin != PelvisPin::Free && k == Effector::Pelvis as usize {
-                    // Exact already; its rows would be zero.
+                if (self.s.pelvis_pin != PelvisPin::Free && k == Effector::Pelvis as usize)
+                    || self.s.exact_met & (1 << k) != 0
+                {
+                    // Exact already (the pin, or a limb the finish holds: see `exact_limbs`).
                     continue;
                 }
                 let m = self.s.model[self.rig.effector_bones[k]];
