@@ -119,7 +119,7 @@ impl Solve<'_> {
                 &mut self.s.model,
                 &limb.chain,
                 &target,
-                self.s.cold,
+                self.s.global_swivel,
             );
             // The finish refreshed its path; the bones hanging off it follow.
             refresh(skeleton, pose, &mut self.s.model, &limb.subtree);
