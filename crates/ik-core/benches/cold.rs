@@ -93,6 +93,7 @@ struct Case {
     counted: [bool; 6],
 }
 
+/// `count` goal sets of `kind` on `rig`, seeded by its index in the robustness suite.
 fn cases(rig: &Rig, rig_index: usize, kind: Kind, count: usize) -> Vec<Case> {
     let mut solver = rig.solver();
     let body = Body::of(rig);
@@ -241,6 +242,8 @@ fn bench(c: &mut Criterion) {
         .unwrap_or(PER_RIG);
     let only = std::env::var("IK_COLD_ONLY").ok();
     let rigs = cc0_rigs();
+    // The robustness suite numbers the CC0 characters after the test rigs (its seeds).
+    let first = convention_rigs().len();
     eprintln!(
         "cold [{label}]: solve_cold from the rest pose, {per_rig} reachable goal sets per CC0 character, \
          {} of each other kind; success = every counted goal within 1 mm / 1° by FK; time = fastest of {TIMED_RUNS}",
@@ -259,7 +262,7 @@ fn bench(c: &mut Criterion) {
             } else {
                 per_rig / 4
             };
-            let mut sets = cases(rig, i, kind, n);
+            let mut sets = cases(rig, first + i, kind, n);
             if std::env::var_os("IK_COLD_TYPICAL").is_some() {
                 // Profiling aid: only the goal sets the first attempt meets.
                 sets.retain(|c| first_attempt_meets(rig, c));

@@ -294,10 +294,15 @@ impl Solve<'_> {
     /// rows shrink to 15 on a full goal set; its joints' columns are then zero, so no step
     /// moves it) and it is not finished again in the attempt. A leg the finish leaves off its
     /// goal (its limits in the way) keeps its rows: the steps move it to where the next
-    /// finish can do better. Not with a centre-of-mass goal (the leg joints move the mass)
-    /// nor with a relative goal (a goal carried by a bone of the leg).
+    /// finish can do better. Not with a centre-of-mass goal (the leg joints move the mass),
+    /// a relative goal (a goal carried by a bone of the leg) or the posture term (it moves
+    /// the leg joints in the null space).
     pub(super) fn exact_limbs(&self, goals: &FullBodyGoals) -> u8 {
-        if self.s.pelvis_pin != PelvisPin::Full || self.s.balancing || self.s.relative {
+        if self.s.pelvis_pin != PelvisPin::Full
+            || self.s.balancing
+            || self.s.relative
+            || self.rig.settings.posture_gain > 0.0
+        {
             return 0;
         }
         self.rig
