@@ -5,7 +5,8 @@
 //!
 //! * `reachable`: every goal by forward kinematics of a random in-limit pose over the full
 //!   ranges (hands and feet 6D, the look-at on): the line, the same construction (and,
-//!   for the first 250, the same goal sets) as the robustness bench's cold table;
+//!   for the first 250, the same goal sets; for the first 100, the robustness tests') as the
+//!   robustness bench's cold table;
 //! * `position`: as `reachable`, the hands following the position only;
 //! * `edge`: as `reachable`, one hand moved along its shoulder–hand line to 97–100 % of the
 //!   arm's rest length (rotation kept);
@@ -23,7 +24,8 @@
 //! solve), median and p99. `IK_COLD_LABEL` names the build in the output (for an A/B against
 //! another checkout's binary run alternately); `IK_COLD_COUNT` overrides the 1,000 `reachable`
 //! sets per character (the other kinds are a quarter of it each); `IK_COLD_ONLY=<kind>` runs one
-//! kind. Then criterion times the
+//! kind; `IK_COLD_VERBOSE` prints each goal set missed; `IK_COLD_TYPICAL` keeps only the goal
+//! sets the first attempt meets (for profiling the typical solve). Then criterion times the
 //! `reachable` sets of each character in turn.
 
 use core::hint::black_box;
@@ -219,7 +221,9 @@ fn run(rig: &Rig, cases: &[Case], oracle: bool) -> Tally {
             let errors: Vec<String> = (0..6)
                 .map(|k| format!("{:.2}", goal_error(&r, k, rig.scale)))
                 .collect();
-            eprintln!("    missed #{n}: errors (mm|°, pelvis, hands, feet, look-at) {errors:?}");
+            eprintln!(
+                "    missed #{n}: errors (mm|°; left, right hand, left, right foot, pelvis, look-at) {errors:?}"
+            );
         }
     }
     out
