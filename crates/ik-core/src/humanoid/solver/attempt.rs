@@ -218,12 +218,11 @@ impl Solve<'_> {
         if s.analytic_limbs {
             self.s.exact = self.exact_limbs(goals);
             // Start the limbs at the right elbow/knee angles: the Jacobian is poor at leaving a
-            // straight (singular, limit-bound) limb.
-            // Its swivel is searched near the start's only: the trunk is still where the
-            // start has it, so a swivel found over the whole turn would be tuned to a trunk
-            // the Jacobian is about to move. The finishes after the Jacobian rounds search the
-            // whole turn (measured: the median cold solve on the CC0 characters 1.6× faster,
-            // as many goal sets met; `docs/benchmarks.md`).
+            // straight (singular, limit-bound) limb. Each swivel is searched near the start
+            // only: the trunk is still where the start has it, so a swivel found over the whole
+            // turn would be tuned to a trunk the Jacobian is about to move. The finishes after
+            // the Jacobian rounds search the whole turn (measured: the median cold solve on
+            // the CC0 characters 1.6× faster, as many goal sets met; `docs/benchmarks.md`).
             self.s.global_swivel = false;
             report.limits_hit += self.finish_limbs(skeleton, pose, goals);
         }
