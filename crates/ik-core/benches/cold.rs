@@ -56,6 +56,9 @@ const ORACLE: (u32, u32) = (200, 12);
 const EDGE: (f32, f32) = (0.97, 1.0);
 /// `beyond`: 10–40 % of the arm beyond reach (as the robustness suite's still goals).
 const BEYOND: (f32, f32) = (0.1, 0.4);
+/// How far apart the kinds' seed salts are (above the suite's salts, below its goal-set
+/// stride of 0x100).
+const KIND_SALT_STEP: u64 = 0x10;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
@@ -77,13 +80,10 @@ impl Kind {
         }
     }
 
+    /// The seed salt (see `seed_of`): `reachable` the robustness suite's cold one, the other
+    /// kinds their own above it.
     const fn salt(self) -> u64 {
-        match self {
-            Self::Reachable => SALT_COLD,
-            Self::Position => 0x10 + SALT_COLD,
-            Self::Edge => 0x20 + SALT_COLD,
-            Self::Beyond => 0x30 + SALT_COLD,
-        }
+        SALT_COLD + KIND_SALT_STEP * self as u64
     }
 }
 
@@ -101,10 +101,7 @@ fn cases(rig: &Rig, rig_index: usize, kind: Kind, count: usize) -> Vec<Case> {
     let body = Body::of(rig);
     let mut rng = Rng(seed_of(rig_index, 0, kind.salt()));
     let sk = &rig.skeleton;
-    let arms = [
-        [HumanoidBone::LeftUpperArm, HumanoidBone::LeftHand],
-        [HumanoidBone::RightUpperArm, HumanoidBone::RightHand],
-    ];
+    let shoulders = [HumanoidBone::LeftUpperArm, HumanoidBone::RightUpperArm];
     (0..count)
         .map(|_| {
             let witness =
@@ -120,8 +117,7 @@ fn cases(rig: &Rig, rig_index: usize, kind: Kind, count: usize) -> Vec<Case> {
                 Kind::Edge | Kind::Beyond => {
                     let side = usize::from(rng.next() < 0.5);
                     let model = sk.model_transforms(&witness);
-                    let at = |r: HumanoidBone| model[rig.map.get(r).expect("mapped")].translation;
-                    let shoulder = at(arms[side][0]);
+                    let shoulder = model[rig.map.get(shoulders[side]).expect("mapped")].translation;
                     let hand = [Effector::LeftHand, Effector::RightHand][side];
                     let g = goals.get_mut(hand);
                     let dir = (g.position - shoulder)
