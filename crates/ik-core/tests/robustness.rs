@@ -196,3 +196,26 @@ fn vr_body_planted_feet_stay() {
     let bad = vr_failures(|r| r.planted_drift > PLANTED_DRIFT || r.planted_frames == 0);
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+/// `solve_cold` from the rest pose to goals by FK of random in-limit poses, 100 per CC0
+/// character: at least [`COLD_SUCCESS`] meet every goal at 1 mm / 1° (moved here from
+/// `docs/robustness_targets.rs` by branch cold24b: 399 of 400; the full-size figures, 1,000
+/// per character, come from `benches/cold.rs`).
+#[test]
+fn cold_solves_meet_the_goals_on_the_cc0_characters() {
+    let runs = ci_cold();
+    let (ok, total) = runs
+        .iter()
+        .fold((0, 0), |(a, b), (_, r)| (a + r.success, b + r.total));
+    for (i, r) in runs {
+        println!("{}: {} of {}", name(*i), r.success, r.total);
+    }
+    assert!(
+        ok as f64 >= COLD_SUCCESS * total as f64,
+        "cold solves met every goal in {ok} of {total} ({:.1} %); per character: {:?}",
+        ok as f64 * 100.0 / total as f64,
+        runs.iter()
+            .map(|(i, r)| (name(*i), r.success, r.total))
+            .collect::<Vec<_>>()
+    );
+}

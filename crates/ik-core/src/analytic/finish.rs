@@ -54,6 +54,13 @@ pub(crate) struct LimbTarget {
 /// Finishes `limb` onto `goal` (see the [module docs](self)); `model` holds the model
 /// transforms of `pose` (at least along the limb and its parent), kept up to date along the
 /// limb. Returns how many joints were clamped.
+///
+/// With `global_swivel` (cold solves) a hinge whose two angles for the root–target distance
+/// are both within its range is finished from each, and the one that ends nearer the goal is
+/// kept: where the end sits off the lower bone's line (a foot end bone behind the shank) the
+/// distance is not monotone in the hinge angle, and the angle nearest the current one can
+/// leave the upper joint no swivel within its limit (measured: the three.js robot's feet,
+/// 25 of 1,000 cold goal sets missed by 1–44 mm; `docs/benchmarks.md`).
 #[must_use = "the clamp count says whether a limit was in the way"]
 pub(crate) fn finish_limb(
     skeleton: &Skeleton,
@@ -63,7 +70,98 @@ pub(crate) fn finish_limb(
     goal: &LimbTarget,
     global_swivel: bool,
 ) -> u32 {
+    let n = limb.path.len();
+    if !global_swivel || !goal.use_position || n > MAX_PATH {
+        return finish_limb_from(
+            skeleton,
+            pose,
+            model,
+            limb,
+            goal,
+            global_swivel,
+            Root::Nearest,
+        )
+        .0;
+    }
+    let mut start = [(Quat::IDENTITY, Vec3::ZERO, BoneTransform::IDENTITY); MAX_PATH];
+    let save = |pose: &Pose, model: &[BoneTransform], out: &mut [(Quat, Vec3, BoneTransform)]| {
+        for (o, &b) in out.iter_mut().zip(&limb.path) {
+            *o = (pose.rotations[b], pose.translations[b], model[b]);
+        }
+    };
+    let restore =
+        |pose: &mut Pose, model: &mut [BoneTransform], from: &[(Quat, Vec3, BoneTransform)]| {
+            for (o, &b) in from.iter().zip(&limb.path) {
+                (pose.rotations[b], pose.translations[b], model[b]) = *o;
+            }
+        };
+    save(pose, model, &mut start[..n]);
+    let (hits, two_roots) =
+        finish_limb_from(skeleton, pose, model, limb, goal, true, Root::Nearest);
+    let miss = end_miss(model, limb, goal);
+    if !two_roots || miss == 0.0 {
+        return hits;
+    }
+    let mut nearest = [(Quat::IDENTITY, Vec3::ZERO, BoneTransform::IDENTITY); MAX_PATH];
+    save(pose, model, &mut nearest[..n]);
+    restore(pose, model, &start[..n]);
+    let (other_hits, _) = finish_limb_from(skeleton, pose, model, limb, goal, true, Root::Other);
+    if end_miss(model, limb, goal) < miss {
+        other_hits
+    } else {
+        restore(pose, model, &nearest[..n]);
+        hits
+    }
+}
+
+/// The most bones from a limb's upper bone to its end that [`finish_limb`] tries both hinge
+/// angles for (upper, lower, a twist bone, the end, and room for helper bones between).
+const MAX_PATH: usize = 8;
+
+/// Which of the hinge's two angles for the root–target distance the finish takes when both
+/// are within the hinge's range.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Root {
+    /// The one nearest the current angle.
+    Nearest,
+    /// The other one.
+    Other,
+}
+
+/// How far `limb`'s end is from `goal` (model current along the limb): the position error in
+/// units of the upper bone's length plus the rotation error in radians, for what is wanted.
+fn end_miss(model: &[BoneTransform], limb: &LimbChain, goal: &LimbTarget) -> f32 {
+    let m = model[limb.end];
+    let upper = model[limb.upper]
+        .translation
+        .distance(model[limb.lower].translation)
+        .max(f32::MIN_POSITIVE);
+    let position = if goal.use_position {
+        m.translation.distance(goal.position) / upper
+    } else {
+        0.0
+    };
+    let rotation = if goal.use_rotation {
+        quat_angle(m.rotation, goal.rotation)
+    } else {
+        0.0
+    };
+    position + rotation
+}
+
+/// [`finish_limb`] with the hinge's angle chosen by `root`; also returns whether both of the
+/// hinge's angles were within its range.
+fn finish_limb_from(
+    skeleton: &Skeleton,
+    pose: &mut Pose,
+    model: &mut [BoneTransform],
+    limb: &LimbChain,
+    goal: &LimbTarget,
+    global_swivel: bool,
+    root: Root,
+) -> (u32, bool) {
     let mut hits = 0;
+    let mut two_roots = false;
     let (upper, lower, end) = (limb.upper, limb.lower, limb.end);
     let from_lower = limb.path.iter().position(|&b| b == lower).unwrap_or(0);
     if goal.use_position {
@@ -87,12 +185,20 @@ pub(crate) fn finish_limb(
                 let rest_rot = skeleton.bones()[lower].rest.rotation;
                 let theta0 = angle_about_axis(rest_rot.inverse() * pose.rotations[lower], h);
                 let mut best: Option<(f32, f32)> = None;
-                for cand in [phi + off, phi - off] {
-                    let delta = wrap(cand);
+                let deltas = [phi + off, phi - off].map(wrap);
+                let in_range = deltas.map(|d| (min..=max).contains(&(theta0 + d)));
+                two_roots = in_range[0] && in_range[1] && deltas[0] != deltas[1];
+                for delta in deltas {
                     let theta = theta0 + delta;
                     let clamped = theta.clamp(min, max);
-                    // Prefer in-range solutions, then the smaller move.
-                    let cost = (theta - clamped).abs() * 10.0 + delta.abs();
+                    // Prefer in-range solutions, then the smaller move (or, for
+                    // `Root::Other` with both in range, the larger).
+                    let step = if two_roots && root == Root::Other {
+                        -delta.abs()
+                    } else {
+                        delta.abs()
+                    };
+                    let cost = (theta - clamped).abs() * 10.0 + step;
                     if best.is_none_or(|(c, _)| cost < c) {
                         best = Some((cost, clamped - theta0));
                     }
@@ -247,7 +353,7 @@ pub(crate) fn finish_limb(
         }
         refresh(skeleton, pose, model, &limb.path[limb.path.len() - 1..]);
     }
-    hits
+    (hits, two_roots)
 }
 
 /// Whether two (rotation, translation) pairs are the same bits (no tolerance, `-0.0 ≠ 0.0`).

@@ -158,6 +158,9 @@ struct Joint {
     affects: u8,
     /// Bit `s` set when segment `s` is this bone or below it.
     segments: u32,
+    /// Bit `k` set when the joint is on effector `k`'s limb (upper bone to end, see
+    /// [`Limb`]); 0 for the trunk, neck, head and clavicles.
+    limb: u8,
 }
 
 #[derive(Clone, Debug)]
@@ -240,8 +243,15 @@ pub struct FullBodyScratch {
     demoting: bool,
     /// Whether this attempt has an active centre-of-mass goal.
     balancing: bool,
-    /// Cold solve (restarts, global swivel search) or tracking.
-    cold: bool,
+    /// Whether the limb finish searches the swivel over a whole turn (cold solves, after an
+    /// attempt's pre-pass) or near the limb's current swivel only (tracking: no jumps).
+    global_swivel: bool,
+    /// Cold attempts: bit `k` set when effector `k`'s limb can be held by the analytic finish
+    /// alone (see `Solve::exact_limbs`).
+    exact: u8,
+    /// The limbs of `exact` whose last finish met their goal: out of the Jacobian, and not
+    /// finished again in the attempt.
+    exact_met: u8,
     /// The solver's column count this scratch is sized for (0: not sized yet).
     cols: usize,
     model: Vec<BoneTransform>,
@@ -405,7 +415,9 @@ impl<'a> Solve<'a> {
             }
         }
         let s = self.rig.settings;
-        self.s.cold = cold;
+        self.s.global_swivel = false;
+        self.s.exact = 0;
+        self.s.exact_met = 0;
         // A joint of the previous output handed back unchanged (a warm start; the joints
         // the animation or an earlier stage did not touch) is within its limit already:
         // clamping it would cost a swing-twist decomposition for nothing.
@@ -466,7 +478,8 @@ impl<'a> Solve<'a> {
                     pose.copy_from(&self.rig.rest);
                 } else if attempt > 0 {
                     pose.copy_from(&self.s.start);
-                    self.perturb(skeleton, pose, attempt);
+                    let unmet = self.unmet_effectors(&best.1);
+                    self.perturb(skeleton, pose, attempt, unmet);
                 }
                 restarts = attempt;
                 let mut report = self.attempt(skeleton, pose, goals, s.cold_iterations);

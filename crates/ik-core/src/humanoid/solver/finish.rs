@@ -96,7 +96,10 @@ impl Solve<'_> {
             let limb = &self.rig.limbs[i % n];
             let mut goal = goals.effectors[limb.effector];
             let frame = self.anchor_bone(&goal);
-            if !goal.enabled || frame.is_some() != (i >= n) {
+            let bit = 1u8 << limb.effector;
+            if !goal.enabled || frame.is_some() != (i >= n) || self.s.exact_met & bit != 0 {
+                // (A limb the finish holds alone that met its goal has not moved since: see
+                // `exact_limbs`.)
                 continue;
             }
             if let Some(b) = frame {
@@ -116,12 +119,25 @@ impl Solve<'_> {
                 &mut self.s.model,
                 &limb.chain,
                 &target,
-                self.s.cold,
+                self.s.global_swivel,
             );
             // The finish refreshed its path; the bones hanging off it follow.
             refresh(skeleton, pose, &mut self.s.model, &limb.subtree);
+            if self.s.exact & bit != 0 && self.limb_met(limb, &target) {
+                self.s.exact_met |= bit;
+            }
         }
         hits
+    }
+
+    /// Whether `limb`'s end is on `target` within the tolerances (the model current along
+    /// the limb).
+    fn limb_met(&self, limb: &Limb, target: &LimbTarget) -> bool {
+        let s = &self.rig.settings;
+        let m = self.s.model[limb.chain.end];
+        (!target.use_position || m.translation.distance(target.position) <= s.position_tolerance)
+            && (!target.use_rotation
+                || quat_angle(m.rotation, target.rotation) <= s.rotation_tolerance)
     }
 }
 

@@ -256,7 +256,8 @@ pub struct FullBodySettings {
     /// Jacobian iteration budget of each attempt of [`FullBodySolver::solve_cold`].
     pub cold_iterations: u32,
     /// Extra attempts of [`FullBodySolver::solve_cold`] from perturbed starts when an attempt
-    /// does not converge (the best result is kept). Tracking never restarts.
+    /// does not converge (the best result is kept; default 8: they cost only the goal sets
+    /// the first attempt misses). Tracking never restarts.
     pub max_restarts: u32,
     /// Graceful degradation of [`FullBodySolver::solve_cold`] (tracking ranks goals beyond
     /// reach below the others instead, see the module docs): when goals stay unmet after the
@@ -321,7 +322,7 @@ impl Default for FullBodySettings {
         Self {
             max_iterations: 6,
             cold_iterations: 30,
-            max_restarts: 3,
+            max_restarts: 8,
             give_way_distance: 0.0,
             give_way_angle: 0.2,
             position_tolerance: 1e-4,

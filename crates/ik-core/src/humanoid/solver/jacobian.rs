@@ -47,38 +47,47 @@ impl Solve<'_> {
             let mut row_of = [[usize::MAX; 2]; 7];
             let mut row_level = [0u8; MAX_ROWS];
             for (k, g) in goals.effectors.iter().enumerate() {
-                if self.s.pelvis_pin != PelvisPin::Free && k == Effector::Pelvis as usize {
-                    // Exact already; its rows would be zero.
+                if (self.s.pelvis_pin != PelvisPin::Free && k == Effector::Pelvis as usize)
+                    || self.s.exact_met & (1 << k) != 0
+                {
+                    // Exact already (the pin, or a limb the finish holds: see `exact_limbs`).
                     continue;
                 }
                 let m = self.s.model[self.rig.effector_bones[k]];
-                if g.wants_position() && wp[k] > 0.0 {
-                    let err = g.position - m.translation;
-                    let met = err.length() <= s.position_tolerance * coarse;
-                    done &= met;
-                    let w = wp[k].sqrt();
-                    let err = clamp_len(
+                // Position rows, then rotation rows.
+                for rotation in [false, true] {
+                    let (wanted, w) = if rotation {
+                        (g.wants_rotation(), wr[k])
+                    } else {
+                        (g.wants_position(), wp[k])
+                    };
+                    if !wanted || w <= 0.0 {
+                        continue;
+                    }
+                    let (err, tolerance, max_step, full) = if rotation {
+                        (
+                            to_rotation_vector(g.rotation * m.rotation.inverse()),
+                            s.rotation_tolerance,
+                            s.max_rotation_step,
+                            g.rotation_weight,
+                        )
+                    } else {
+                        (
+                            g.position - m.translation,
+                            s.position_tolerance,
+                            s.max_position_step,
+                            g.position_weight,
+                        )
+                    };
+                    done &= err.length() <= tolerance * coarse;
+                    let err = clamp_len(err, max_step * step_factor(w, full)) * w.sqrt();
+                    row_of[k][usize::from(rotation)] = push_block(
+                        &mut self.s.dls.e,
+                        &mut row_level,
+                        &mut rows,
                         err,
-                        s.max_position_step * step_factor(wp[k], g.position_weight),
-                    ) * w;
-                    self.s.dls.e[rows..rows + 3].copy_from_slice(&err.to_array());
-                    row_of[k][0] = rows;
-                    row_level[rows..rows + 3].fill(g.priority);
-                    rows += 3;
-                }
-                if g.wants_rotation() && wr[k] > 0.0 {
-                    let err = to_rotation_vector(g.rotation * m.rotation.inverse());
-                    let met = err.length() <= s.rotation_tolerance * coarse;
-                    done &= met;
-                    let w = wr[k].sqrt();
-                    let err = clamp_len(
-                        err,
-                        s.max_rotation_step * step_factor(wr[k], g.rotation_weight),
-                    ) * w;
-                    self.s.dls.e[rows..rows + 3].copy_from_slice(&err.to_array());
-                    row_of[k][1] = rows;
-                    row_level[rows..rows + 3].fill(g.priority);
-                    rows += 3;
+                        g.priority,
+                    );
                 }
             }
             let look = if look_weight > 0.0 {
@@ -91,10 +100,13 @@ impl Solve<'_> {
                 done &= met;
                 let err = clamp_len(t - d, 2.0 * step_factor(look_weight, goals.look_at.weight))
                     * look_weight.sqrt();
-                self.s.dls.e[rows..rows + 3].copy_from_slice(&err.to_array());
-                row_of[5][0] = rows;
-                row_level[rows..rows + 3].fill(goals.look_at.priority);
-                rows += 3;
+                row_of[5][0] = push_block(
+                    &mut self.s.dls.e,
+                    &mut row_level,
+                    &mut rows,
+                    err,
+                    goals.look_at.priority,
+                );
             }
             let com = if com_weight > 0.0 {
                 self.com_error(goals)
@@ -112,10 +124,13 @@ impl Solve<'_> {
                 } else {
                     clamp_len(err, s.max_position_step) * com_weight.sqrt()
                 };
-                self.s.dls.e[rows..rows + 3].copy_from_slice(&err.to_array());
-                row_of[6][0] = rows;
-                row_level[rows..rows + 3].fill(goals.center_of_mass.priority);
-                rows += 3;
+                row_of[6][0] = push_block(
+                    &mut self.s.dls.e,
+                    &mut row_level,
+                    &mut rows,
+                    err,
+                    goals.center_of_mass.priority,
+                );
             }
             // With posture following on, the first iteration always takes the null-space step
             // toward the reference (goals already met or not), so animation-driven solves keep
@@ -208,12 +223,7 @@ impl Solve<'_> {
                     }
                 }
             }
-            let err_norm = self.s.dls.e[..rows]
-                .iter()
-                .map(|v| v * v)
-                .sum::<f32>()
-                .sqrt();
-            let lambda2 = s.damping * s.damping * (1.0 + err_norm);
+            let lambda2 = damping2(&self.s.dls.e[..rows], s.damping);
             let first = row_level[0];
             if row_level[..rows].iter().any(|&l| l != first) {
                 let solved = self.s.dls.prioritized_step_formed(
@@ -246,17 +256,13 @@ impl Solve<'_> {
             pairs.fill([Vec3::ZERO; 3]);
             // A joint's row blocks, kept while the next joint moves the same effectors (joints
             // come in chains that do). `u8::MAX` is no mask (they use 7 bits).
-            let mut memo = (u8::MAX, [0usize; MAX_BLOCKS], 0usize);
+            let mut memo: BlockMemo = (u8::MAX, [0usize; MAX_BLOCKS], 0usize);
             for (ji, j) in self.rig.joints.iter().enumerate() {
-                if self.s.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
+                let anchor = self.s.anchor_affects[ji];
+                let Some(blocks) = step_blocks(self.s.pelvis_pin, j, anchor, &row_of, &mut memo)
+                else {
                     continue;
-                }
-                let mask = j.affects | self.s.anchor_affects[ji];
-                if memo.0 != mask {
-                    let (b, n) = joint_blocks(mask, &row_of);
-                    memo = (mask, b, n);
-                }
-                let blocks = &memo.1[..memo.2];
+                };
                 for c in j.col..j.col + j.dof.count() {
                     let mut vals = [Vec3::ZERO; MAX_BLOCKS];
                     for (v, &b) in vals.iter_mut().zip(blocks) {
@@ -302,15 +308,11 @@ impl Solve<'_> {
             cholesky_solve(a, rows, &mut self.s.dls.y[..rows]);
             self.s.dls.dq.fill(0.0);
             for (ji, j) in self.rig.joints.iter().enumerate() {
-                if self.s.pelvis_pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
+                let anchor = self.s.anchor_affects[ji];
+                let Some(blocks) = step_blocks(self.s.pelvis_pin, j, anchor, &row_of, &mut memo)
+                else {
                     continue;
-                }
-                let mask = j.affects | self.s.anchor_affects[ji];
-                if memo.0 != mask {
-                    let (b, n) = joint_blocks(mask, &row_of);
-                    memo = (mask, b, n);
-                }
-                let blocks = &memo.1[..memo.2];
+                };
                 let y = &self.s.dls.y;
                 for c in j.col..j.col + j.dof.count() {
                     // Jᵀ y over the joint's rows in ascending order, from −0 as `Sum` adds.
@@ -411,4 +413,52 @@ impl Solve<'_> {
         }
         hits
     }
+}
+
+/// Appends a block of 3 rows with error `err` (already weighted) at priority `level` to the
+/// `rows` rows of `e`; returns the block's first row.
+fn push_block(
+    e: &mut [f32],
+    row_level: &mut [u8],
+    rows: &mut usize,
+    err: Vec3,
+    level: u8,
+) -> usize {
+    let at = *rows;
+    e[at..at + 3].copy_from_slice(&err.to_array());
+    row_level[at..at + 3].fill(level);
+    *rows += 3;
+    at
+}
+
+/// A joint's row blocks (see `joint_blocks`) kept for the next joint: its effector mask
+/// (`u8::MAX`: none yet), the blocks and their count.
+type BlockMemo = (u8, [usize; MAX_BLOCKS], usize);
+
+/// Joint `j`'s row blocks in a step (`anchor`: its relative-goal frame bits), through `memo`
+/// (joints come in chains that move the same effectors); `None` for a joint the step leaves
+/// out (the floating joint under a whole pelvis pin).
+fn step_blocks<'m>(
+    pin: PelvisPin,
+    j: &Joint,
+    anchor: u8,
+    row_of: &[[usize; 2]; 7],
+    memo: &'m mut BlockMemo,
+) -> Option<&'m [usize]> {
+    if pin == PelvisPin::Full && matches!(j.dof, Dof::Floating) {
+        return None;
+    }
+    let mask = j.affects | anchor;
+    if memo.0 != mask {
+        let (b, n) = joint_blocks(mask, row_of);
+        *memo = (mask, b, n);
+    }
+    Some(&memo.1[..memo.2])
+}
+
+/// The squared damping of a step with errors `e`: `damping`², growing with the errors' norm
+/// (a far goal takes a more cautious step).
+pub(super) fn damping2(e: &[f32], damping: f32) -> f32 {
+    let err_norm = e.iter().map(|v| v * v).sum::<f32>().sqrt();
+    damping * damping * (1.0 + err_norm)
 }

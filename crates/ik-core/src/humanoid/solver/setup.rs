@@ -109,6 +109,7 @@ impl FullBodySolver {
                 limit,
                 affects,
                 segments: seg_mask,
+                limb: 0,
             });
             cols += match dof {
                 Dof::Floating => 6,
@@ -176,6 +177,11 @@ impl FullBodySolver {
                 on_hips: skeleton.parent(upper) == Some(effector_bones[Effector::Pelvis as usize]),
                 subtree: Vec::new(),
             });
+        }
+        for j in &mut joints {
+            for l in limbs.iter().filter(|l| l.chain.path.contains(&j.bone)) {
+                j.limb |= 1 << l.effector;
+            }
         }
         if role_direction(skeleton, &model, map, B::Head).is_none() {
             return Err(HumanoidError::ZeroLengthBone(B::Head));

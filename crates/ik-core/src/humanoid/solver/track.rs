@@ -680,12 +680,7 @@ impl Solve<'_> {
                 }
             }
         }
-        let err_norm = self.s.dls.e[..rows]
-            .iter()
-            .map(|v| v * v)
-            .sum::<f32>()
-            .sqrt();
-        let lambda2 = s.damping * s.damping * (1.0 + err_norm);
+        let lambda2 = super::jacobian::damping2(&self.s.dls.e[..rows], s.damping);
         let posture = s.posture_gain > 0.0 && cap >= LEVELS - 1;
         if posture {
             self.posture(skeleton, pose);
