@@ -174,30 +174,65 @@ impl VrBody {
         first: bool,
     ) -> Result<FullBodyReport, StackError> {
         let fb_bones = self.solver.effector_bones();
+        let pelvis = fb_bones[Effector::Pelvis as usize];
+        let pelvis = buffer.model_transform(skeleton, pelvis);
+        self.goals.effectors[Effector::Pelvis as usize] =
+            EffectorGoal::new(pelvis.translation, pelvis.rotation);
+        if !first {
+            self.bound_to_last(buffer);
+        }
+        // The candidate within the solver's limits (the clamp the solve starts with), so that
+        // the goals below read where the candidate's limbs are.
+        self.solver
+            .clamp_to_limits(skeleton, buffer.pose_unchecked_mut());
+        buffer.invalidate_from(0);
         {
             let model = buffer.model_transforms(skeleton);
             let g = &mut self.goals;
-            g.effectors[Effector::Pelvis as usize] = EffectorGoal::new(
-                model[fb_bones[Effector::Pelvis as usize]].translation,
-                model[fb_bones[Effector::Pelvis as usize]].rotation,
-            );
-            for (e, hand) in [Effector::LeftHand, Effector::RightHand]
+            let at = |e: Effector| {
+                let m = model[fb_bones[e as usize]];
+                EffectorGoal::new(m.translation, m.rotation)
+            };
+            // A hand: its controller where the analytic arm reached it, else where the
+            // candidate has it (an arm stretched toward a controller beyond its reach); the
+            // controller's rotation where the arm is within its limits there, else the
+            // candidate's (the wrist at the end of its range).
+            for (side, e) in [Effector::LeftHand, Effector::RightHand]
                 .into_iter()
-                .zip(hands)
+                .enumerate()
             {
+                let candidate = at(e);
+                let hand = &hands[side];
                 let goal = &mut g.effectors[e as usize];
-                *goal = EffectorGoal::new(hand.position, hand.rotation.normalize());
+                *goal = EffectorGoal::new(
+                    if self.state.hand_on_target[side] {
+                        hand.position
+                    } else {
+                        candidate.position
+                    },
+                    if self.state.arm_unfit[side] {
+                        candidate.rotation
+                    } else {
+                        hand.rotation.normalize()
+                    },
+                );
                 goal.rotation_weight = HAND_ROTATION_WEIGHT;
             }
-            g.effectors[Effector::LeftFoot as usize] =
-                EffectorGoal::new(feet[0].translation, feet[0].rotation);
-            g.effectors[Effector::RightFoot as usize] =
-                EffectorGoal::new(feet[1].translation, feet[1].rotation);
+            // A foot: its target while it stands (it must not slide); where the candidate has
+            // it while it swings (the leg lagging its arc by the turn bound).
+            let phases = self.locomotion.phases();
+            for (side, e) in [Effector::LeftFoot, Effector::RightFoot]
+                .into_iter()
+                .enumerate()
+            {
+                g.effectors[e as usize] = if phases[side].in_air() {
+                    at(e)
+                } else {
+                    EffectorGoal::new(feet[side].translation, feet[side].rotation)
+                };
+            }
             g.look_at.enabled = false;
             g.center_of_mass.enabled = false;
-        }
-        if !first {
-            self.bound_to_last(buffer);
         }
         // The first frame too: the analytic pose is near the goals (a cold solve would lean
         // the trunk toward an unreachable controller, and the next frames would bring the

@@ -95,6 +95,11 @@ pub(super) struct State {
     /// Per arm: no swivel within last frame's turn had the arm within its joint limits (the
     /// solver fixed it); this frame tries only the wanted swivel until it fits again.
     pub(super) arm_unfit: [bool; 2],
+    /// Per arm: this frame's analytic arm has the hand on its controller (within the
+    /// solver's position tolerance).
+    pub(super) hand_on_target: [bool; 2],
+    /// How far last frame raised the pelvis over the standing legs (0: not raised).
+    pub(super) pelvis_rise: f32,
 }
 
 /// `frame` with its up direction turned to `up` (left and forward turned with it); `frame` as
@@ -312,6 +317,8 @@ impl VrBody {
             knee_dir: [frame.forward; 2],
             leg_span: [0.0; 2],
             arm_unfit: [false; 2],
+            hand_on_target: [false; 2],
+            pelvis_rise: 0.0,
         };
         let mut locomotion = Locomotion::new(frame, leg_length);
         locomotion.reach = rig.leg_reach;
