@@ -193,10 +193,13 @@ impl VrBody {
                 let m = model[fb_bones[e as usize]];
                 EffectorGoal::new(m.translation, m.rotation)
             };
-            // A hand: its controller where the analytic arm reached it, else where the
-            // candidate has it (an arm stretched toward a controller beyond its reach); the
-            // controller's rotation where the arm is within its limits there, else the
-            // candidate's (the wrist at the end of its range).
+            // A hand: its controller (position and rotation) where the analytic arm reached
+            // it within the arm's limits; else the position where the analytic arm did not
+            // reach it (a controller beyond the arm) and both where no swivel had the arm
+            // within its limits (the clamp moved it) are the candidate's. The bounded solve
+            // could move the hand only its share of the turn bound nearer, and the next
+            // frame's candidate starts from the analytic arm again: iterating for it every
+            // frame bought under its share of the bound, at the cost of the whole budget.
             for (side, e) in [Effector::LeftHand, Effector::RightHand]
                 .into_iter()
                 .enumerate()
@@ -205,7 +208,7 @@ impl VrBody {
                 let hand = &hands[side];
                 let goal = &mut g.effectors[e as usize];
                 *goal = EffectorGoal::new(
-                    if self.state.hand_on_target[side] {
+                    if self.state.hand_on_target[side] && !self.state.arm_unfit[side] {
                         hand.position
                     } else {
                         candidate.position

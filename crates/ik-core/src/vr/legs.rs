@@ -337,7 +337,7 @@ impl VrBody {
     ) -> Result<(), StackError> {
         self.report.pelvis_raised = false;
         if self.standing_legs_fit(skeleton, buffer) {
-            self.state.pelvis_rise = 0.0;
+            self.state.pelvis_rise = [0.0; 2];
             return Ok(());
         }
         let up = self.rig.frame.up;
@@ -359,7 +359,7 @@ impl VrBody {
             high = high.min(if disc >= 0.0 { disc.sqrt() - b } else { 0.0 });
         }
         if !(high.is_finite() && high > 0.0) {
-            self.state.pelvis_rise = 0.0;
+            self.state.pelvis_rise = [0.0; 2];
             return Ok(());
         }
         // (The bisection solves only the standing legs; the last rise poses both.)
@@ -369,17 +369,22 @@ impl VrBody {
                 .map(|()| me.standing_legs_fit(skeleton, buffer))
         };
         // The rise to within 2^-HIP_FIT_STEPS of the legs' slack: bisected between none and
-        // the slack, or, when last frame raised the pelvis too, first between last frame's
-        // rise and that rise moved by `HIP_FIT_BRACKET` of the slack (the rise changes little
-        // from frame to frame: fewer halvings for the same resolution).
+        // the slack, or, when the last two frames raised the pelvis too, first within
+        // `HIP_FIT_BRACKET` of the slack of where their rises extrapolate to (the rise moves
+        // smoothly from frame to frame: fewer halvings for the same resolution).
         let resolution = high * 0.5_f32.powi(HIP_FIT_STEPS as i32);
         let (mut low, mut fits) = (0.0_f32, false);
-        let last = self.state.pelvis_rise;
-        if self.state.started && last > 0.0 && last < high {
+        let [last, before] = self.state.pelvis_rise;
+        let guess = if before > 0.0 {
+            2.0 * last - before
+        } else {
+            last
+        };
+        if self.state.started && last > 0.0 && guess > 0.0 && guess < high {
             let step = high * HIP_FIT_BRACKET;
-            if at(self, buffer, last, false)? {
-                (high, fits) = (last, true);
-                let below = last - step;
+            if at(self, buffer, guess, false)? {
+                (high, fits) = (guess, true);
+                let below = guess - step;
                 if below > 0.0 {
                     if at(self, buffer, below, false)? {
                         high = below;
@@ -388,8 +393,8 @@ impl VrBody {
                     }
                 }
             } else {
-                low = last;
-                let above = last + step;
+                low = guess;
+                let above = guess + step;
                 if above < high {
                     if at(self, buffer, above, false)? {
                         (high, fits) = (above, true);
@@ -400,7 +405,7 @@ impl VrBody {
             }
         }
         if !fits && !at(self, buffer, high, false)? {
-            self.state.pelvis_rise = 0.0;
+            self.state.pelvis_rise = [0.0; 2];
             at(self, buffer, 0.0, true)?;
             return Ok(());
         }
@@ -415,7 +420,7 @@ impl VrBody {
                 low = mid;
             }
         }
-        self.state.pelvis_rise = high;
+        self.state.pelvis_rise = [high, last];
         at(self, buffer, high, true)?;
         self.report.pelvis_raised = true;
         Ok(())

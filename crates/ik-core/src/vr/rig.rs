@@ -98,8 +98,9 @@ pub(super) struct State {
     /// Per arm: this frame's analytic arm has the hand on its controller (within the
     /// solver's position tolerance).
     pub(super) hand_on_target: [bool; 2],
-    /// How far last frame raised the pelvis over the standing legs (0: not raised).
-    pub(super) pelvis_rise: f32,
+    /// How far the last two frames raised the pelvis over the standing legs (last frame's
+    /// first; 0: not raised).
+    pub(super) pelvis_rise: [f32; 2],
 }
 
 /// `frame` with its up direction turned to `up` (left and forward turned with it); `frame` as
@@ -318,7 +319,7 @@ impl VrBody {
             leg_span: [0.0; 2],
             arm_unfit: [false; 2],
             hand_on_target: [false; 2],
-            pelvis_rise: 0.0,
+            pelvis_rise: [0.0; 2],
         };
         let mut locomotion = Locomotion::new(frame, leg_length);
         locomotion.reach = rig.leg_reach;
