@@ -51,19 +51,29 @@
 //! 7. brings that analytic pose within [`VR_MAX_TURN`] less the bounded solve's share
 //!    ([`VR_SOLVE_TURN_SHARE`]) of last frame's output (a joint that would turn further turns
 //!    that far toward it; the others
-//!    keep their analytic rotations bit for bit) and runs the full-body solver's *bounded*
+//!    keep their analytic rotations bit for bit), moves every joint of it that is outside
+//!    the full-body solver's limits onto them (the clamp the solve starts with), and runs the
+//!    full-body solver's *bounded*
 //!    tracking solve ([`FullBodySolver::solve`](crate::humanoid::FullBodySolver::solve);
 //!    also on the first frame, where the analytic pose is near the goals) from there, with the pelvis (6D, as
 //!    the analytic pose has it) and the feet on the support level, the hands below them. The
 //!    hands and feet do not pull the trunk or the pelvis
 //!    ([`FullBodySettings::pull`](crate::humanoid::FullBodySettings::pull) 0): the head, which
-//!    they carry, comes first; a controller out of reach stretches its arm (and
-//!    clavicle) as far as the limits allow and ranks below the other hand; a hand's rotation
-//!    weighs [`HAND_ROTATION_WEIGHT`] of its position. The solve turns no
-//!    joint more than its share of the bound
+//!    they carry, comes first; a hand's rotation
+//!    weighs [`HAND_ROTATION_WEIGHT`] of its position. **The goals are what the candidate can
+//!    meet**, but for the turn bound: a standing foot's is its planted place, a hand's its
+//!    controller where the analytic arm reached it within the arm's limits, the pelvis's the
+//!    analytic pose's; a controller beyond the arm's reach gives the hand's position where
+//!    the stretched arm has it, an arm that no swivel fits its clamped hand, a swinging foot
+//!    where the lagging leg has it. (The candidate starts from the analytic pose every frame,
+//!    so whatever the bounded solve adds to a goal the candidate misses is undone the next
+//!    frame: on such a goal it spent its whole budget every frame for at most its share of
+//!    the bound, `docs/benchmarks.md`, *VR body: goals the candidate can meet*.) The solve
+//!    turns no joint more than its share of the bound
 //!    ([`FullBodySettings::max_turn`](crate::humanoid::FullBodySettings::max_turn)), keeps
 //!    every joint within its limits and returns its input when every goal is met (the usual
-//!    case: a cheap check). Nothing runs after it. Hence, by construction: no joint turns
+//!    case: a cheap check); it iterates where the turn bound kept the candidate from a goal
+//!    (a planted foot, a reachable hand, the pelvis). Nothing runs after it. Hence, by construction: no joint turns
 //!    more than [`VR_MAX_TURN`] in a frame, the output is within the solver's limits, and when
 //!    the trackers (and so the analytic pose and the goals) stay still the output comes to
 //!    rest and is then returned bit for bit (the solve's fixed point, started from its own

@@ -134,12 +134,9 @@ impl VrBody {
         if let Some(r) = r {
             self.report.hand_reachable[side] =
                 r.reachable && r.target_distance <= 0.999 * self.rig.arm_length[side];
+            // Whether the controller is within the arm's reach (step 7 reads it).
+            self.state.hand_in_reach[side] = r.reachable;
         }
-        // Whether the analytic arm put the hand on its controller (step 7 reads it).
-        let [_, _, hand_b] = self.rig.arm_bones[side];
-        let at = buffer.model_transform(skeleton, hand_b).translation;
-        self.state.hand_on_target[side] =
-            at.distance(hand.position) <= self.solver.settings().position_tolerance;
         Ok(())
     }
 }

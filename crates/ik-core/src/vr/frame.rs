@@ -160,11 +160,12 @@ impl VrBody {
     }
 
     /// Step 7: the full-body solver's bounded tracking solve (also on the first frame) with
-    /// the pelvis as the analytic pose has it and the hands and feet on their targets as 6D
-    /// goals. From the second frame on, the analytic pose is first brought within the VR
-    /// body's turn bound less the solve's share of last frame's output
-    /// ([`VrBody::bound_to_last`]): the solve starts there and turns no joint more than its
-    /// share ([`VR_SOLVE_TURN_SHARE`](super::VR_SOLVE_TURN_SHARE)).
+    /// the pelvis as the analytic pose has it and the hands and feet as 6D goals that the
+    /// candidate can meet but for the turn bound (see the module docs). From the second frame
+    /// on, the analytic pose is first brought within the VR body's turn bound less the
+    /// solve's share of last frame's output ([`VrBody::bound_to_last`]), then within the
+    /// solver's limits: the solve starts there and turns no joint more than its share
+    /// ([`VR_SOLVE_TURN_SHARE`](super::VR_SOLVE_TURN_SHARE)).
     fn solve_full_body(
         &mut self,
         skeleton: &Skeleton,
@@ -193,10 +194,10 @@ impl VrBody {
                 let m = model[fb_bones[e as usize]];
                 EffectorGoal::new(m.translation, m.rotation)
             };
-            // A hand: its controller (position and rotation) where the analytic arm reached
-            // it within the arm's limits; else the position where the analytic arm did not
-            // reach it (a controller beyond the arm) and both where no swivel had the arm
-            // within its limits (the clamp moved it) are the candidate's. The bounded solve
+            // A hand: its controller (position and rotation) where it is within the arm's
+            // reach and a swivel has the arm within its limits; else the position where the
+            // controller is beyond the arm (the arm stretched toward it) and both where no
+            // swivel had the arm within its limits (the clamp moved it) are the candidate's. The bounded solve
             // could move the hand only its share of the turn bound nearer, and the next
             // frame's candidate starts from the analytic arm again: iterating for it every
             // frame bought under its share of the bound, at the cost of the whole budget.
@@ -208,7 +209,7 @@ impl VrBody {
                 let hand = &hands[side];
                 let goal = &mut g.effectors[e as usize];
                 *goal = EffectorGoal::new(
-                    if self.state.hand_on_target[side] && !self.state.arm_unfit[side] {
+                    if self.state.hand_in_reach[side] && !self.state.arm_unfit[side] {
                         hand.position
                     } else {
                         candidate.position

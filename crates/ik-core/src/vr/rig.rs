@@ -95,9 +95,9 @@ pub(super) struct State {
     /// Per arm: no swivel within last frame's turn had the arm within its joint limits (the
     /// solver fixed it); this frame tries only the wanted swivel until it fits again.
     pub(super) arm_unfit: [bool; 2],
-    /// Per arm: this frame's analytic arm has the hand on its controller (within the
-    /// solver's position tolerance).
-    pub(super) hand_on_target: [bool; 2],
+    /// Per arm: this frame's controller is within the analytic arm's reach (its flex limits
+    /// allow it).
+    pub(super) hand_in_reach: [bool; 2],
     /// How far the last two frames raised the pelvis over the standing legs (last frame's
     /// first; 0: not raised).
     pub(super) pelvis_rise: [f32; 2],
@@ -318,7 +318,7 @@ impl VrBody {
             knee_dir: [frame.forward; 2],
             leg_span: [0.0; 2],
             arm_unfit: [false; 2],
-            hand_on_target: [false; 2],
+            hand_in_reach: [false; 2],
             pelvis_rise: [0.0; 2],
         };
         let mut locomotion = Locomotion::new(frame, leg_length);
