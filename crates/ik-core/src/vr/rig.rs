@@ -129,10 +129,10 @@ impl VrBody {
         up: Option<Vec3>,
     ) -> Result<Self, VrError> {
         let mut solver = FullBodySolver::new(skeleton, map)?;
-        // The tracking budget per frame: the analytic pose is within the limits on most frames
-        // (the solver returns at once); where a controller is out of reach the solver cannot
-        // meet every goal anyway and keeps converging over the next frames. Bounds the slow
-        // frames (`benches/vr_body.rs` prints their iterations).
+        // The tracking budget per frame: the goals are what the candidate meets on most
+        // frames (the solver returns at once); it iterates where the turn bound kept the
+        // candidate from a goal (step 7). Bounds the slow frames (`benches/vr_body.rs` prints
+        // their iterations).
         solver.settings_mut().max_iterations = VR_SOLVER_ITERATIONS;
         // The bounded, prioritised solve: its turn bound, its limits and its fixed point are
         // the VR body's (see the module docs, step 7).
