@@ -203,10 +203,11 @@ const HIP_FIT_STEPS: u32 = 12;
 
 /// The bracket, as a fraction of the standing leg's slack, that the bisection of
 /// [`HIP_FIT_STEPS`] tries first around where the last two frames' rises extrapolate to
-/// (2⁻⁹: on the robustness suite's CI scripts the extrapolation missed by less than 0.4 of
-/// it on 99 % of the raised frames; a frame it misses bisects the rest of the range): 9 of
-/// the 12 halvings are saved where the rise lands within it.
-const HIP_FIT_BRACKET: f32 = 1.0 / 512.0;
+/// (2⁻¹¹: one halving left where the rise lands within it, the whole bisection of the rest of
+/// the range where it does not; on the robustness suite's CI scripts the bisection's
+/// instructions were 69.6 M at 2⁻¹¹, 82.6 M at 2⁻¹⁰, 100.7 M at 2⁻⁹ and 102.4 M at 2⁻¹²,
+/// 189 M without the bracket; `docs/benchmarks.md`, *VR body: goals the candidate can meet*).
+const HIP_FIT_BRACKET: f32 = 1.0 / 2048.0;
 
 /// A foot touching down is planted once the output has it this close to where it lands, as a
 /// fraction of the leg's length (0.09 mm on a 0.9 m leg: within the 1 mm for a
