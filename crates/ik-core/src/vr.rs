@@ -62,8 +62,8 @@
 //!    they carry, comes first; a hand's rotation
 //!    weighs [`HAND_ROTATION_WEIGHT`] of its position. **The goals are what the candidate can
 //!    meet**, but for the turn bound: a standing foot's is its planted place, a hand's its
-//!    controller where the analytic arm reached it within the arm's limits, the pelvis's the
-//!    analytic pose's; a controller beyond the arm's reach gives the hand's position where
+//!    controller where the controller is within the arm's reach and a swivel has the arm
+//!    within its limits, the pelvis's the analytic pose's; a controller beyond the arm's reach gives the hand's position where
 //!    the stretched arm has it, an arm that no swivel fits its clamped hand, a swinging foot
 //!    where the lagging leg has it. (The candidate starts from the analytic pose every frame,
 //!    so whatever the bounded solve adds to a goal the candidate misses is undone the next
@@ -83,7 +83,7 @@
 //! arm, elbow, forearm twist, wrist) when a swivel within this frame's turn allows it, so the
 //! solver's check passes and it returns at once. When none does (a wrist at the end of its
 //! range while crouching and reaching low, for seconds), the next frames try only the wanted
-//! swivel until it fits again rather than repeat a search that the solver's fix makes moot.
+//! swivel until it fits again rather than repeat a search that the clamp of step 7 makes moot.
 //! The analytic pose is not bounded itself (a limb swinging through its straight pose, a
 //! wrist clamped at the end of its range); the bounded candidate of step 7 is what bounds the
 //! output.
