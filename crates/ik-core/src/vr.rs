@@ -51,19 +51,29 @@
 //! 7. brings that analytic pose within [`VR_MAX_TURN`] less the bounded solve's share
 //!    ([`VR_SOLVE_TURN_SHARE`]) of last frame's output (a joint that would turn further turns
 //!    that far toward it; the others
-//!    keep their analytic rotations bit for bit) and runs the full-body solver's *bounded*
+//!    keep their analytic rotations bit for bit), moves every joint of it that is outside
+//!    the full-body solver's limits onto them (the clamp the solve starts with), and runs the
+//!    full-body solver's *bounded*
 //!    tracking solve ([`FullBodySolver::solve`](crate::humanoid::FullBodySolver::solve);
 //!    also on the first frame, where the analytic pose is near the goals) from there, with the pelvis (6D, as
 //!    the analytic pose has it) and the feet on the support level, the hands below them. The
 //!    hands and feet do not pull the trunk or the pelvis
 //!    ([`FullBodySettings::pull`](crate::humanoid::FullBodySettings::pull) 0): the head, which
-//!    they carry, comes first; a controller out of reach stretches its arm (and
-//!    clavicle) as far as the limits allow and ranks below the other hand; a hand's rotation
-//!    weighs [`HAND_ROTATION_WEIGHT`] of its position. The solve turns no
-//!    joint more than its share of the bound
+//!    they carry, comes first; a hand's rotation
+//!    weighs [`HAND_ROTATION_WEIGHT`] of its position. **The goals are what the candidate can
+//!    meet**, but for the turn bound: a standing foot's is its planted place, a hand's its
+//!    controller where the controller is within the arm's reach and a swivel has the arm
+//!    within its limits, the pelvis's the analytic pose's; a controller beyond the arm's reach gives the hand's position where
+//!    the stretched arm has it, an arm that no swivel fits its clamped hand, a swinging foot
+//!    where the lagging leg has it. (The candidate starts from the analytic pose every frame,
+//!    so whatever the bounded solve adds to a goal the candidate misses is undone the next
+//!    frame: on such a goal it spent its whole budget every frame for at most its share of
+//!    the bound, `docs/benchmarks.md`, *VR body: goals the candidate can meet*.) The solve
+//!    turns no joint more than its share of the bound
 //!    ([`FullBodySettings::max_turn`](crate::humanoid::FullBodySettings::max_turn)), keeps
 //!    every joint within its limits and returns its input when every goal is met (the usual
-//!    case: a cheap check). Nothing runs after it. Hence, by construction: no joint turns
+//!    case: a cheap check); it iterates where the turn bound kept the candidate from a goal
+//!    (a planted foot, a reachable hand, the pelvis). Nothing runs after it. Hence, by construction: no joint turns
 //!    more than [`VR_MAX_TURN`] in a frame, the output is within the solver's limits, and when
 //!    the trackers (and so the analytic pose and the goals) stay still the output comes to
 //!    rest and is then returned bit for bit (the solve's fixed point, started from its own
@@ -73,7 +83,7 @@
 //! arm, elbow, forearm twist, wrist) when a swivel within this frame's turn allows it, so the
 //! solver's check passes and it returns at once. When none does (a wrist at the end of its
 //! range while crouching and reaching low, for seconds), the next frames try only the wanted
-//! swivel until it fits again rather than repeat a search that the solver's fix makes moot.
+//! swivel until it fits again rather than repeat a search that the clamp of step 7 makes moot.
 //! The analytic pose is not bounded itself (a limb swinging through its straight pose, a
 //! wrist clamped at the end of its range); the bounded candidate of step 7 is what bounds the
 //! output.
@@ -190,6 +200,14 @@ pub const HAND_ROTATION_WEIGHT: f32 = 0.03;
 /// standing leg's slack (under 0.25 mm on a 0.9 m leg); the feet themselves are met exactly
 /// at every step, so this only sets how close to its target the head gets.
 const HIP_FIT_STEPS: u32 = 12;
+
+/// The bracket, as a fraction of the standing leg's slack, that the bisection of
+/// [`HIP_FIT_STEPS`] tries first around where the last two frames' rises extrapolate to
+/// (2⁻¹¹: one halving left where the rise lands within it, the whole bisection of the rest of
+/// the range where it does not; on the robustness suite's CI scripts the bisection's
+/// instructions were 69.6 M at 2⁻¹¹, 82.6 M at 2⁻¹⁰, 100.7 M at 2⁻⁹ and 102.4 M at 2⁻¹²,
+/// 189 M without the bracket; `docs/benchmarks.md`, *VR body: goals the candidate can meet*).
+const HIP_FIT_BRACKET: f32 = 1.0 / 2048.0;
 
 /// A foot touching down is planted once the output has it this close to where it lands, as a
 /// fraction of the leg's length (0.09 mm on a 0.9 m leg: within the 1 mm for a

@@ -134,6 +134,8 @@ impl VrBody {
         if let Some(r) = r {
             self.report.hand_reachable[side] =
                 r.reachable && r.target_distance <= 0.999 * self.rig.arm_length[side];
+            // Whether the controller is within the arm's reach (step 7 reads it).
+            self.state.hand_in_reach[side] = r.reachable;
         }
         Ok(())
     }

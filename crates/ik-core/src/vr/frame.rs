@@ -160,11 +160,12 @@ impl VrBody {
     }
 
     /// Step 7: the full-body solver's bounded tracking solve (also on the first frame) with
-    /// the pelvis as the analytic pose has it and the hands and feet on their targets as 6D
-    /// goals. From the second frame on, the analytic pose is first brought within the VR
-    /// body's turn bound less the solve's share of last frame's output
-    /// ([`VrBody::bound_to_last`]): the solve starts there and turns no joint more than its
-    /// share ([`VR_SOLVE_TURN_SHARE`](super::VR_SOLVE_TURN_SHARE)).
+    /// the pelvis as the analytic pose has it and the hands and feet as 6D goals that the
+    /// candidate can meet but for the turn bound (see the module docs). From the second frame
+    /// on, the analytic pose is first brought within the VR body's turn bound less the
+    /// solve's share of last frame's output ([`VrBody::bound_to_last`]), then within the
+    /// solver's limits: the solve starts there and turns no joint more than its share
+    /// ([`VR_SOLVE_TURN_SHARE`](super::VR_SOLVE_TURN_SHARE)).
     fn solve_full_body(
         &mut self,
         skeleton: &Skeleton,
@@ -174,30 +175,68 @@ impl VrBody {
         first: bool,
     ) -> Result<FullBodyReport, StackError> {
         let fb_bones = self.solver.effector_bones();
+        let pelvis = fb_bones[Effector::Pelvis as usize];
+        let pelvis = buffer.model_transform(skeleton, pelvis);
+        self.goals.effectors[Effector::Pelvis as usize] =
+            EffectorGoal::new(pelvis.translation, pelvis.rotation);
+        if !first {
+            self.bound_to_last(buffer);
+        }
+        // The candidate within the solver's limits (the clamp the solve starts with), so that
+        // the goals below read where the candidate's limbs are.
+        self.solver
+            .clamp_to_limits(skeleton, buffer.pose_unchecked_mut());
+        buffer.invalidate_from(0);
         {
             let model = buffer.model_transforms(skeleton);
             let g = &mut self.goals;
-            g.effectors[Effector::Pelvis as usize] = EffectorGoal::new(
-                model[fb_bones[Effector::Pelvis as usize]].translation,
-                model[fb_bones[Effector::Pelvis as usize]].rotation,
-            );
-            for (e, hand) in [Effector::LeftHand, Effector::RightHand]
+            let at = |e: Effector| {
+                let m = model[fb_bones[e as usize]];
+                EffectorGoal::new(m.translation, m.rotation)
+            };
+            // A hand: its controller (position and rotation) where it is within the arm's
+            // reach and a swivel has the arm within its limits; else the position where the
+            // controller is beyond the arm (the arm stretched toward it) and both where no
+            // swivel had the arm within its limits (the clamp moved it) are the candidate's. The bounded solve
+            // could move the hand only its share of the turn bound nearer, and the next
+            // frame's candidate starts from the analytic arm again: iterating for it every
+            // frame bought under its share of the bound, at the cost of the whole budget.
+            for (side, e) in [Effector::LeftHand, Effector::RightHand]
                 .into_iter()
-                .zip(hands)
+                .enumerate()
             {
+                let candidate = at(e);
+                let hand = &hands[side];
                 let goal = &mut g.effectors[e as usize];
-                *goal = EffectorGoal::new(hand.position, hand.rotation.normalize());
+                *goal = EffectorGoal::new(
+                    if self.state.hand_in_reach[side] && !self.state.arm_unfit[side] {
+                        hand.position
+                    } else {
+                        candidate.position
+                    },
+                    if self.state.arm_unfit[side] {
+                        candidate.rotation
+                    } else {
+                        hand.rotation.normalize()
+                    },
+                );
                 goal.rotation_weight = HAND_ROTATION_WEIGHT;
             }
-            g.effectors[Effector::LeftFoot as usize] =
-                EffectorGoal::new(feet[0].translation, feet[0].rotation);
-            g.effectors[Effector::RightFoot as usize] =
-                EffectorGoal::new(feet[1].translation, feet[1].rotation);
+            // A foot: its target while it stands (it must not slide); where the candidate has
+            // it while it swings (the leg lagging its arc by the turn bound).
+            let phases = self.locomotion.phases();
+            for (side, e) in [Effector::LeftFoot, Effector::RightFoot]
+                .into_iter()
+                .enumerate()
+            {
+                g.effectors[e as usize] = if phases[side].in_air() {
+                    at(e)
+                } else {
+                    EffectorGoal::new(feet[side].translation, feet[side].rotation)
+                };
+            }
             g.look_at.enabled = false;
             g.center_of_mass.enabled = false;
-        }
-        if !first {
-            self.bound_to_last(buffer);
         }
         // The first frame too: the analytic pose is near the goals (a cold solve would lean
         // the trunk toward an unreachable controller, and the next frames would bring the

@@ -6,7 +6,7 @@ use glam::{Quat, Vec3};
 
 use super::frame::turn_toward;
 use super::locomotion;
-use super::{HIP_FIT_STEPS, TrackerPose, VrBody};
+use super::{HIP_FIT_BRACKET, HIP_FIT_STEPS, TrackerPose, VrBody};
 use crate::analytic::Pole;
 use crate::pose::BoneTransform;
 use crate::skeleton::Skeleton;
@@ -337,6 +337,7 @@ impl VrBody {
     ) -> Result<(), StackError> {
         self.report.pelvis_raised = false;
         if self.standing_legs_fit(skeleton, buffer) {
+            self.state.pelvis_rise = [0.0; 2];
             return Ok(());
         }
         let up = self.rig.frame.up;
@@ -358,6 +359,7 @@ impl VrBody {
             high = high.min(if disc >= 0.0 { disc.sqrt() - b } else { 0.0 });
         }
         if !(high.is_finite() && high > 0.0) {
+            self.state.pelvis_rise = [0.0; 2];
             return Ok(());
         }
         // (The bisection solves only the standing legs; the last rise poses both.)
@@ -366,19 +368,59 @@ impl VrBody {
             me.place_legs(skeleton, buffer, feet, !both)
                 .map(|()| me.standing_legs_fit(skeleton, buffer))
         };
-        if !at(self, buffer, high, false)? {
+        // The rise to within 2^-HIP_FIT_STEPS of the legs' slack: bisected between none and
+        // the slack, or, when the last two frames raised the pelvis too, first within
+        // `HIP_FIT_BRACKET` of the slack of where their rises extrapolate to (the rise moves
+        // smoothly from frame to frame: fewer halvings for the same resolution).
+        let resolution = high * 0.5_f32.powi(HIP_FIT_STEPS as i32);
+        let (mut low, mut fits) = (0.0_f32, false);
+        let [last, before] = self.state.pelvis_rise;
+        let guess = if before > 0.0 {
+            2.0 * last - before
+        } else {
+            last
+        };
+        if self.state.started && last > 0.0 && guess > 0.0 && guess < high {
+            let step = high * HIP_FIT_BRACKET;
+            if at(self, buffer, guess, false)? {
+                (high, fits) = (guess, true);
+                let below = guess - step;
+                if below > 0.0 {
+                    if at(self, buffer, below, false)? {
+                        high = below;
+                    } else {
+                        low = below;
+                    }
+                }
+            } else {
+                low = guess;
+                let above = guess + step;
+                if above < high {
+                    if at(self, buffer, above, false)? {
+                        (high, fits) = (above, true);
+                    } else {
+                        low = above;
+                    }
+                }
+            }
+        }
+        if !fits && !at(self, buffer, high, false)? {
+            self.state.pelvis_rise = [0.0; 2];
             at(self, buffer, 0.0, true)?;
             return Ok(());
         }
-        let mut low = 0.0_f32;
-        for _ in 0..HIP_FIT_STEPS {
+        while high - low > resolution {
             let mid = 0.5 * (low + high);
+            if mid <= low || mid >= high {
+                break;
+            }
             if at(self, buffer, mid, false)? {
                 high = mid;
             } else {
                 low = mid;
             }
         }
+        self.state.pelvis_rise = [high, last];
         at(self, buffer, high, true)?;
         self.report.pelvis_raised = true;
         Ok(())

@@ -95,6 +95,12 @@ pub(super) struct State {
     /// Per arm: no swivel within last frame's turn had the arm within its joint limits (the
     /// solver fixed it); this frame tries only the wanted swivel until it fits again.
     pub(super) arm_unfit: [bool; 2],
+    /// Per arm: this frame's controller is within the analytic arm's reach (its flex limits
+    /// allow it).
+    pub(super) hand_in_reach: [bool; 2],
+    /// How far the last two frames raised the pelvis over the standing legs (last frame's
+    /// first; 0: not raised).
+    pub(super) pelvis_rise: [f32; 2],
 }
 
 /// `frame` with its up direction turned to `up` (left and forward turned with it); `frame` as
@@ -123,10 +129,10 @@ impl VrBody {
         up: Option<Vec3>,
     ) -> Result<Self, VrError> {
         let mut solver = FullBodySolver::new(skeleton, map)?;
-        // The tracking budget per frame: the analytic pose is within the limits on most frames
-        // (the solver returns at once); where a controller is out of reach the solver cannot
-        // meet every goal anyway and keeps converging over the next frames. Bounds the slow
-        // frames (`benches/vr_body.rs` prints their iterations).
+        // The tracking budget per frame: the goals are what the candidate meets on most
+        // frames (the solver returns at once); it iterates where the turn bound kept the
+        // candidate from a goal (step 7). Bounds the slow frames (`benches/vr_body.rs` prints
+        // their iterations).
         solver.settings_mut().max_iterations = VR_SOLVER_ITERATIONS;
         // The bounded, prioritised solve: its turn bound, its limits and its fixed point are
         // the VR body's (see the module docs, step 7).
@@ -312,6 +318,8 @@ impl VrBody {
             knee_dir: [frame.forward; 2],
             leg_span: [0.0; 2],
             arm_unfit: [false; 2],
+            hand_in_reach: [false; 2],
+            pelvis_rise: [0.0; 2],
         };
         let mut locomotion = Locomotion::new(frame, leg_length);
         locomotion.reach = rig.leg_reach;

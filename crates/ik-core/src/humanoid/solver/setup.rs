@@ -409,6 +409,17 @@ impl FullBodySolver {
         })
     }
 
+    /// Moves every joint of `pose` onto its limit where it is outside (the clamp a tracking
+    /// solve starts with: a joint within its limit, or already clamped, is left bit for bit).
+    /// The VR body's candidate goes through it before its goals are read from it.
+    pub(crate) fn clamp_to_limits(&self, skeleton: &Skeleton, pose: &mut Pose) {
+        for j in &self.joints {
+            let rest = &skeleton.bones()[j.bone].rest;
+            let (r, t) = (&mut pose.rotations[j.bone], &mut pose.translations[j.bone]);
+            j.limit.clamp_valid(rest.rotation, rest.translation, r, t);
+        }
+    }
+
     /// Solves `pose` in place toward `goals`, starting from the pose given: one frame of
     /// tracking (the previous frame's solution, or the animated pose, as the start).
     ///
