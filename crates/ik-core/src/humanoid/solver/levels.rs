@@ -222,7 +222,9 @@ impl Solve<'_> {
                 continue;
             }
             fixed[k] = held == Root::Fixed;
-            beyond[k] = self.rotation_beyond(skeleton, l, root, e);
+            if !self.within_range_here(skeleton, l, root, e) {
+                beyond[k] = self.rotation_beyond(skeleton, l, root, e);
+            }
         }
         self.s.beyond_range = [0.0; 5];
         for l in &self.rig.limbs {
@@ -275,6 +277,34 @@ impl Solve<'_> {
         let offset = root - hips.translation;
         let hip = pelvis.position + pelvis.rotation * (hips.rotation.inverse() * offset);
         (hip, Root::Fixed)
+    }
+
+    /// Whether the current model is one of the limb's poses `rotation_beyond` searches (its
+    /// end on goal `e`'s position, its root at `root`) and its end joint can turn to the
+    /// goal's rotation there: then the rotation is within range, without the search.
+    fn within_range_here(
+        &self,
+        skeleton: &Skeleton,
+        l: &Limb,
+        root: Vec3,
+        e: &EffectorGoal,
+    ) -> bool {
+        let ch = &l.chain;
+        let s = &self.rig.settings;
+        let m = &self.s.model;
+        let Some(parent) = skeleton.parent(ch.end) else {
+            return false;
+        };
+        if m[ch.end].translation.distance(e.position) > s.position_tolerance
+            || m[ch.upper].translation.distance(root) > s.position_tolerance
+        {
+            return false;
+        }
+        let rest = skeleton.bones()[ch.end].rest;
+        let want = (m[parent].rotation.inverse() * e.rotation).normalize();
+        let (mut q, mut t) = (want, rest.translation);
+        ch.limits[3].clamp_valid(rest.rotation, rest.translation, &mut q, &mut t);
+        quat_angle(q, want) <= s.rotation_tolerance
     }
 
     /// How far (radians) the rotation of limb `l`'s goal `e` lies beyond what the limb's end
@@ -376,17 +406,28 @@ impl Solve<'_> {
                 end_limit.clamp_valid(rest_end.rotation, rest_end.translation, &mut q, &mut t);
                 quat_angle(q, want)
             };
-            let mut best = (f32::INFINITY, 0.0f32);
-            for i in 0..n as usize {
-                let psi = i as f32 * spacing;
-                let c = clamped_off(psi);
-                if c < best.0 {
-                    best = (c, psi);
-                }
+            // The samples nearest the limb's current swivel first (where a warm frame's
+            // goal is met, so the scan usually stops at once); the samples and the least of
+            // them (ties: the first index) do not depend on the order.
+            let knee =
+                shortest_arc(dir, to).inverse() * (self.s.model[ch.lower].translation - root);
+            let (up, kp) = (u - dir * dir.dot(u), knee - dir * dir.dot(knee));
+            let now = dir.dot(up.cross(kp)).atan2(up.dot(kp));
+            let count = n as i64;
+            let start = (now / spacing).round() as i64;
+            let mut best = (f32::INFINITY, 0i64);
+            for j in 0..count {
+                let offset = if j % 2 == 0 { j / 2 } else { -(j + 1) / 2 };
+                let i = (start + offset).rem_euclid(count);
+                let c = clamped_off(i as f32 * spacing);
                 if c <= tolerance {
                     return c;
                 }
+                if (c, i) < best {
+                    best = (c, i);
+                }
             }
+            let mut best = (best.0, best.1 as f32 * spacing);
             let mut h = 0.5 * spacing;
             while h > tolerance && best.0 > tolerance {
                 for psi in [best.1 - h, best.1 + h] {
