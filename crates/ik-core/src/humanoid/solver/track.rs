@@ -136,8 +136,7 @@
 //! pelvis goal, else where the frame's input has it) and the leg's rest geometry and limits:
 //! with the knee bent for the hip–goal distance, the leg's poses with the foot on the goal are
 //! its swivel about the hip–goal axis, and the least the ankle's limit takes off the rotation
-//! over that swivel is the part beyond (for an arm, an in-line twist bone would take what
-//! twist it can). It is read once a frame, at the frame's input (a goal met there is within
+//! over that swivel is the part beyond. It is read once a frame, at the frame's input (a goal met there is within
 //! range), so every candidate of the frame is judged with the same split. Under a 6D pelvis
 //! goal the hip is fixed and that part is what no pose can meet, so only the rest counts, in
 //! the rows and the cost: the foot turns as far as its ankle allows and is then met, and it
