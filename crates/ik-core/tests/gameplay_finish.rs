@@ -8,17 +8,17 @@
 //!
 //! Every test runs the default, bounded tracking (the corrective passes these tests were
 //! written for — rescue, the trunk's finish — are deleted). The first two (hands near the
-//! edge of the shoulder, the Mixamo/+X hand) and the look-at past the head are met in every
-//! feasible goal-frame. The other two are not yet (issue 24): measured after
-//! `flip_only_misses` (the oracle of `reaching_hands_with_orientation_goals_stay_coherent`,
-//! which excuses a goal-frame no oracle meets within the per-frame bound from the tracker's
-//! previous output), the `KayKit` mannequin's look-at is off by 1.10° in frame 153 of both,
-//! and under a position-only pelvis the Vrm/+Y left foot by 1.5–10.7 mm and the look-at by
-//! 1.1–4.8° (uneven and both, frames 204–214). In both a foot's rotation goal beyond its
-//! ankle's range (the oracle drops that foot) trades within the support level with the goals
-//! the oracle meets (`docs/benchmarks.md`, *Bounded tracking: held joints slide along their
-//! bounds*). Those two tests hold the lag to what was measured, so a change that loses more
-//! fails.
+//! edge of the shoulder, the Mixamo/+X hand), the look-at past the head and the `KayKit`
+//! mannequin's look-at are met in every feasible goal-frame that is not feasible only by a
+//! flip (`flip_only_misses`, the oracle of
+//! `reaching_hands_with_orientation_goals_stay_coherent`, which excuses a goal-frame no oracle
+//! meets within the per-frame bound from the tracker's previous output). In the last two a
+//! foot's rotation goal lies beyond its ankle's range (the oracle drops that foot): it gives
+//! way on a sub-level of its own (issue 24's rule for a rotation beyond the limb's range,
+//! `docs/benchmarks.md`, *Bounded tracking: a rotation beyond the limb's range gives way*),
+//! which met the `KayKit` look-at (before: 1.10° off in frame 153 of both). Under a
+//! position-only pelvis the Vrm/+Y look-at is still 1.05° off in one goal-frame;
+//! that test holds the lag to what was measured, so a change that loses more fails.
 
 use crate::gameplay;
 
@@ -231,20 +231,21 @@ fn assert_lag_within(misses: &[(String, f32)], frames: usize, worst: f32) {
 /// spine, and along the reach and both scenarios they are at their limits too, so the aim has
 /// to slide along the limits (the warm oracle took 100–200 Jacobian iterations). With a 6D
 /// pelvis and no joint turning more than 20° in a frame, every feasible goal-frame that is not
-/// feasible only by a flip is met at 1 mm / 1° but two: the look-at 4.36° off in frame 216 of
-/// "reach" and 4.70° in frame 221 of "both" (issue 24's target, every one met, is not met yet;
-/// before held joints slid along their bounds, 1.0–3.1° over frames 126–155). Those two
-/// became feasible when `solve_cold`, the oracle, got its restarts that perturb the trunk
-/// (branch cold24b); with the oracle before it, one: 1.10° in frame 153 of "both", where a
-/// foot's rotation goal beyond its ankle's range trades within the support level
-/// (`docs/benchmarks.md`).
+/// feasible only by a flip is met at 1 mm / 1° but three: the look-at 4.35° off in frame 216
+/// of "reach" and 4.51° / 4.47° in frames 220–221 of "both", frames the oracle (`solve_cold`)
+/// finds feasible since its restarts perturb the trunk (branch cold24b; with the oracle before
+/// it every one is met). In "both" the right foot's rotation goal lies 2.6–13.3° beyond its
+/// ankle's range (frames 140–160): it gives way on its own sub-level (turned as far as the
+/// ankle allows, what is beyond not counted), so it no longer trades with the look-at (before
+/// that rule: 1.10° off in frame 153; before held joints slid along their bounds, 1.0–3.1°
+/// over frames 126–155; `docs/benchmarks.md`). Issue 24's target, every one met, is not met.
 #[test]
-fn a_look_at_along_the_limits_of_a_trunk_without_a_neck_is_met_but_two_frames() {
+fn a_look_at_along_the_limits_of_a_trunk_without_a_neck_is_met_but_three_frames() {
     let mut misses = Vec::new();
     for scenario in [Scenario::Reach, Scenario::Both] {
         misses.extend(coherent_misses("kaykit_mannequin.glb", scenario, false));
     }
-    assert_lag_within(&misses, 2, 4.8);
+    assert_lag_within(&misses, 3, 4.6);
 }
 
 /// A hand near the edge of the Mixamo-named +X test rig's shoulder range (reach scenario): the
@@ -258,12 +259,15 @@ fn a_hand_at_the_edge_of_the_shoulder_is_met_within_the_turn_bound() {
 }
 
 /// Under a position-only pelvis goal (the hips turn, so a turn for one leg moves the other)
-/// on the Vrm-named +Y test rig, uneven and both scenarios: no flips, and the feasible
-/// goal-frames missed are 10 of 1,440, over frames 204–214, the left foot by up to 10.7 mm and
-/// the look-at by up to 4.8°. A foot's rotation goal beyond its ankle's range (the oracle drops
-/// that foot) shares the support level with the other foot and drags it through the hips'
-/// turn; a give-way rule for a rotation beyond the limb's range is what issue 24 still needs
-/// here (its target: every one met). Measured with the corrective tracking of earlier
+/// on the Vrm-named +Y test rig, uneven and both scenarios: no flips, and of the 1,428
+/// feasible goal-frames one is missed, the look-at by 1.05° in frame 211 of both. Over frames
+/// 204–214 the right foot's rotation goal lies beyond its ankle's range (the oracle drops
+/// that foot): it gives way on its own sub-level, so it no longer drags the left foot through
+/// the hips' turn (before that rule: 10 goal-frames, the left foot by up to 10.7 mm and the
+/// look-at by up to 4.8°). Its whole residual still counts there (the hips' turn carries the
+/// hip, and with it the ankle's range, so how much of the rotation no pose meets is not read
+/// from the goals), and it still holds the look-at below it in that one frame (issue 24's
+/// target, every one met, is not met here). Measured with the corrective tracking of earlier
 /// releases (its rescue pass, deleted): all met.
 #[test]
 fn a_foot_under_a_position_only_pelvis_lags_within_the_measured_frames() {
@@ -271,5 +275,5 @@ fn a_foot_under_a_position_only_pelvis_lags_within_the_measured_frames() {
     for scenario in [Scenario::Uneven, Scenario::Both] {
         misses.extend(coherent_misses("Vrm/PlusY", scenario, true));
     }
-    assert_lag_within(&misses, 10, 11.0);
+    assert_lag_within(&misses, 1, 1.1);
 }

@@ -299,6 +299,9 @@ pub struct FullBodyScratch {
     /// Bounded tracking: the reach split (`Solve::reach_split`) of the kept pose (`best`),
     /// which a candidate is judged with (see `Solve::accept`).
     kept_reach: [levels::Reach; 5],
+    /// Bounded tracking: per effector, how far its rotation goal lies beyond its limb's
+    /// range this frame (radians; 0 within it), see `Solve::rank_goals`.
+    beyond_range: [f32; 5],
     /// The fixed point the last solve returned, if it did (see `Solve::at_rest`).
     rest: Option<AtRest>,
 }

@@ -127,6 +127,27 @@
 //! (or a hand of its number that is only on its way into reach) where it is; a hand that the
 //! trunk could still bring within reach stays with its group.
 //!
+//! **A rotation beyond the limb's range gives way the same way.** A foot goal in model space
+//! with a position and a rotation, under a pelvis position goal on its level or above, whose
+//! rotation the ankle cannot turn to with the foot on the goal's position, has its rotation
+//! rows and cost one sub-level below its level's goals (the one farther beyond its range below
+//! the other when both feet have one; the position stays where it is). How far beyond the
+//! range it lies is read from the goal, the hip (where the reach rule reads it: from a 6D
+//! pelvis goal, else where the frame's input has it) and the leg's rest geometry and limits:
+//! with the knee bent for the hip–goal distance, the leg's poses with the foot on the goal are
+//! its swivel about the hip–goal axis, and the least the ankle's limit takes off the rotation
+//! over that swivel is the part beyond. It is read once a frame, at the frame's input (a goal met there is within
+//! range), so every candidate of the frame is judged with the same split. Under a 6D pelvis
+//! goal the hip is fixed and that part is what no pose can meet, so only the rest counts, in
+//! the rows and the cost: the foot turns as far as its ankle allows and is then met, and it
+//! neither trades with the other foot nor blocks the levels below. Under a position-only
+//! pelvis goal the hips' turn carries the hip, and with it the ankle's range, so part of it
+//! may still be met from elsewhere: the whole residual counts on the sub-level (it no longer
+//! drags the other foot through the hips' turn; it still comes before the levels below). A
+//! hand's rotation keeps its level: the trunk and the clavicle carry the shoulder within a
+//! frame, and a range read from where the frame starts held feasible hand rotations back
+//! (`docs/benchmarks.md`, *Bounded tracking: a rotation beyond the limb's range gives way*).
+//!
 //! A goal beyond reach then moves only what the level's other goals leave free (the step
 //! solves its rows in their null space, and the acceptance rule will not let it raise the
 //! cost of a level above its own), so a hand held out of reach does not drag the other hand
@@ -331,9 +352,11 @@ impl Solve<'_> {
         let reach = self.reach_split(g, goals);
         for (k, r) in reach.iter().enumerate() {
             let below = r.gives_way();
-            report.giving_way[k] = below;
+            // (A rotation beyond its limb's range gives way on its own: `rank_goals`.)
+            let turn = self.s.rank[channel(k, true)] != self.s.rank[channel(k, false)];
+            report.giving_way[k] = below || turn;
             self.s.demoted[channel(k, false)] = below;
-            self.s.demoted[channel(k, true)] = below;
+            self.s.demoted[channel(k, true)] = below || turn;
         }
         report
     }
@@ -548,11 +571,10 @@ impl Solve<'_> {
                 continue;
             }
             let m = self.s.model[self.rig.effector_bones[k]];
-            let level = reach[k].level(self.s.rank[channel(k, false)]);
-            if level > cap {
-                continue;
-            }
-            if g.wants_position() {
+            let first = self.s.rank[channel(k, false)];
+            let level = reach[k].level(first);
+            let rotation_level = reach[k].rotation_level(first, self.s.rank[channel(k, true)]);
+            if g.wants_position() && level <= cap {
                 wp[k] = g.position_weight.sqrt();
                 let err = clamp_len(g.position - m.translation, s.max_position_step) * wp[k];
                 self.s.dls.e[rows..rows + 3].copy_from_slice(&err.to_array());
@@ -560,13 +582,19 @@ impl Solve<'_> {
                 row_level[rows..rows + 3].fill(level as u8);
                 rows += 3;
             }
-            if g.wants_rotation() {
+            if g.wants_rotation() && rotation_level <= cap {
                 wr[k] = g.rotation_weight.sqrt();
-                let err = to_rotation_vector(g.rotation * m.rotation.inverse());
+                let mut err = to_rotation_vector(g.rotation * m.rotation.inverse());
+                if rotation_level != level {
+                    // A rotation beyond the limb's range: only the part its range lets it
+                    // meet (see `Solve::costs`).
+                    let r = err.length();
+                    err *= (r - self.s.beyond_range[k]).max(0.0) / r.max(f32::MIN_POSITIVE);
+                }
                 let err = clamp_len(err, s.max_rotation_step) * wr[k];
                 self.s.dls.e[rows..rows + 3].copy_from_slice(&err.to_array());
                 row_of[k][1] = rows;
-                row_level[rows..rows + 3].fill(level as u8);
+                row_level[rows..rows + 3].fill(rotation_level as u8);
                 rows += 3;
             }
         }
