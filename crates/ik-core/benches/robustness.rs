@@ -39,6 +39,17 @@ fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
     )
 }
 
+/// The runs' output hashes folded in order: equal on two builds when every output is
+/// bit-identical (a check that an optimisation changed no result).
+fn combined(hashes: impl Iterator<Item = OutputHash>) -> u64 {
+    let mut all = OutputHash::default();
+    for h in hashes {
+        all.word(h.0 as u32);
+        all.word((h.0 >> 32) as u32);
+    }
+    all.0
+}
+
 fn still(rigs: &[Rig], size: Size) {
     eprintln!(
         "\nstill goals: {} goal sets per kind ({} per rig), {} frames each; settled = bit-identical by frame {SETTLE_FRAMES} (issue: 100 %); stationary = every joint within {STATIONARY_DEG}° of the previous frame",
@@ -86,6 +97,10 @@ fn still(rigs: &[Rig], size: Size) {
             others,
             pct(s.final_met),
             s.failures
+        );
+        eprintln!(
+            "    output hash (every pose and report, in order): {:016x}",
+            combined(runs.iter().map(|(_, r)| r.output_hash))
         );
         let worst: Vec<String> = runs
             .iter()
@@ -135,6 +150,10 @@ fn moving(rigs: &[Rig], cc0_from: usize, size: Size) {
     eprintln!(
         "  other goals next to an infeasible one: worst {:.2} mm|° over {} frames (issue: ≤ {UNTOUCHED})",
         s.others_error, s.infeasible_frames
+    );
+    eprintln!(
+        "  output hash (every pose and report, in order): {:016x}",
+        combined(runs.iter().map(|r| r.output_hash))
     );
     eprintln!(
         "  warm solve, fastest of {REPEATS}: median {median:.1} µs, p99 {p99:.1} µs (issue: ≤ {WARM_P99_US}), max {max:.1} µs (issue: ≤ {WARM_MAX_US}); solver errors / non-finite {}",
@@ -213,6 +232,10 @@ fn vr(rigs: &[Rig], cc0_from: usize, size: Size) {
         sum(&|r| r.head_frames),
         sum(&|r| r.frames),
         sum(&|r| r.failures)
+    );
+    eprintln!(
+        "  output hash (every pose, in order): {:016x}",
+        combined(runs.iter().map(|(_, r)| r.output_hash))
     );
     eprintln!(
         "  per frame, fastest of {REPEATS} passes: median {median:.1} µs, p99 {p99:.1} µs (issue: ≤ {VR_P99_US}), max {tmax:.1} µs"
