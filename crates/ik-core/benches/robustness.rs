@@ -12,7 +12,7 @@
 //!
 //! The measuring passes run on every core; the timed passes one at a time on one thread.
 //! `IK_ROBUSTNESS_SIZE=ci` runs the tests' sizes; `IK_ROBUSTNESS_ONLY=still|moving|vr|cold`
-//! one scenario. Then criterion times one still sequence (a hand 10–40 % beyond reach, 120
+//! one scenario, `IK_ROBUSTNESS_ONLY=warm` the moving scenario's solves alone (to profile). Then criterion times one still sequence (a hand 10–40 % beyond reach, 120
 //! frames, on the Mixamo-named test rig).
 
 use core::hint::black_box;
@@ -158,6 +158,31 @@ fn moving(rigs: &[Rig], cc0_from: usize, size: Size) {
     eprintln!(
         "  warm solve, fastest of {REPEATS}: median {median:.1} µs, p99 {p99:.1} µs (issue: ≤ {WARM_P99_US}), max {max:.1} µs (issue: ≤ {WARM_MAX_US}); solver errors / non-finite {}",
         s.failures
+    );
+}
+
+/// `IK_ROBUSTNESS_ONLY=warm`: the moving sequences' solves alone, once, untimed and without
+/// the oracle (the frames `moving` times; the same outputs, so the same output hash): what to
+/// profile the warm solve on (`valgrind --tool=callgrind`).
+fn warm(rigs: &[Rig], cc0_from: usize, size: Size) {
+    let mut hashes = Vec::new();
+    let mut solves = 0;
+    for (r, rig) in rigs.iter().enumerate() {
+        if !(size.moving_all_rigs || sampled(r, cc0_from)) {
+            continue;
+        }
+        for k in 0..size.moving_seeds {
+            let frames = moving_frames(rig, size.moving_frames, (r * 7 + k + 1) as u32);
+            let feasible = vec![GoalMask::default(); frames.len()];
+            let mut solver = measured_solver(rig);
+            let run = gameplay::run(rig, &mut solver, &frames, &feasible, false, track);
+            solves += run.frames;
+            hashes.push(run.output_hash);
+        }
+    }
+    eprintln!(
+        "\nwarm solves of the moving sequences (untimed, no oracle): {solves} solves (the first of each sequence cold); output hash {:016x}",
+        combined(hashes.into_iter())
     );
 }
 
@@ -316,6 +341,9 @@ fn bench(c: &mut Criterion) {
     }
     if run("moving") {
         moving(&rigs, cc0_from, size);
+    }
+    if only.as_deref() == Some("warm") {
+        warm(&rigs, cc0_from, size);
     }
     if run("vr") {
         vr(&rigs, cc0_from, size);

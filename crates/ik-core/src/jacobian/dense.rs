@@ -548,17 +548,47 @@ fn project_out(jh: &[f32], factor: &[f32], col: &mut [f32], x: &mut [f32]) {
 }
 
 pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 4];
     let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
     let (ta, tb) = (ca.remainder(), cb.remainder());
+    let mut sum = lanes(ca, cb);
+    for (x, y) in ta.iter().zip(tb) {
+        sum += x * y;
+    }
+    sum
+}
+
+/// The four-lane part of [`dot`]: each lane's products summed in order, then the lanes.
+#[inline]
+fn lanes(ca: core::slice::ChunksExact<'_, f32>, cb: core::slice::ChunksExact<'_, f32>) -> f32 {
+    let mut acc = [0.0f32; 4];
     for (x, y) in ca.zip(cb) {
         for i in 0..4 {
             acc[i] += x[i] * y[i];
         }
     }
-    let mut sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    for (x, y) in ta.iter().zip(tb) {
-        sum += x * y;
+    (acc[0] + acc[1]) + (acc[2] + acc[3])
+}
+
+/// [`dot`] of two equally long slices whose products vanish outside `lo..hi` (a zero in `a` or
+/// `b` there): the same bits, summing only the four-lane chunks and tail entries that meet
+/// `lo..hi`. Each lane and the tail add the same nonzero products in the same order; the
+/// products left out are ±0, and adding ±0 changes neither a nonzero sum nor a `+0.0` one
+/// (every sum starts at `+0.0`, and `x − x` rounds to `+0.0`), so no sum differs, not even in
+/// the sign of a zero. The full-body solver's Jacobian rows are zero outside the columns of
+/// the joints that move their effector.
+pub(crate) fn dot_within(a: &[f32], b: &[f32], lo: usize, hi: usize) -> f32 {
+    let n = a.len().min(b.len());
+    let whole = n - n % 4;
+    let hi = hi.min(n);
+    if lo >= hi {
+        return 0.0;
+    }
+    // The chunks that meet lo..hi (within the whole chunks).
+    let c0 = (lo / 4 * 4).min(whole);
+    let c1 = hi.next_multiple_of(4).min(whole).max(c0);
+    let mut sum = lanes(a[c0..c1].chunks_exact(4), b[c0..c1].chunks_exact(4));
+    for k in lo.max(whole)..hi {
+        sum += a[k] * b[k];
     }
     sum
 }
@@ -672,6 +702,44 @@ mod tests {
                             assert!((got - want).abs() < 1e-4, "{:?} vs {want:?}", &d.dq[..n]);
                         }
                     }
+                }
+            }
+        }
+    }
+
+    /// `dot_within` is `dot` bit for bit where the products outside its range vanish: rows
+    /// with zeros outside a span (and signed zeros inside), every span and length.
+    #[test]
+    fn dot_within_is_dot_bit_for_bit() {
+        let mut seed = 0x9e37_79b9_u32;
+        let mut rand = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            seed as f32 / u32::MAX as f32 * 2.0 - 1.0
+        };
+        for n in [1usize, 3, 4, 7, 8, 13, 57] {
+            for lo in 0..n {
+                for hi in lo..=n {
+                    let (mut a, mut b) = (vec![0.0f32; n], vec![0.0f32; n]);
+                    for k in 0..n {
+                        // Zeros of both signs and cancelling pairs, nonzero only in lo..hi
+                        // for one factor.
+                        let (x, y) = (rand(), rand());
+                        a[k] = if k % 5 == 0 { -0.0 } else { x };
+                        b[k] = if (lo..hi).contains(&k) {
+                            if k % 3 == 0 { -a[k] } else { y }
+                        } else if k % 2 == 0 {
+                            -0.0
+                        } else {
+                            0.0
+                        };
+                    }
+                    assert_eq!(
+                        dot(&a, &b).to_bits(),
+                        dot_within(&a, &b, lo, hi).to_bits(),
+                        "n {n}, {lo}..{hi}"
+                    );
                 }
             }
         }

@@ -156,6 +156,7 @@ use super::{
     clamp_len, com_column, effector_column, joint_axes, set3,
 };
 use crate::analytic::finish::quat_angle;
+use crate::jacobian::dense::dot_within;
 use crate::pose::Pose;
 use crate::rotation::to_rotation_vector;
 use crate::skeleton::Skeleton;
@@ -690,13 +691,42 @@ impl Solve<'_> {
         if posture {
             self.posture(skeleton, pose);
         }
-        merge_disjoint_levels(&self.s.dls.jac[..rows * cols], cols, &mut row_level[..rows]);
+        let mut masks = [ALL_COLUMNS; MAX_ROWS];
+        row_masks(&self.s.dls.jac[..rows * cols], cols, &mut masks[..rows]);
+        merge_disjoint_levels(&masks[..rows], &mut row_level[..rows]);
+        // The first level's `J Jᵀ` from the rows' columns: a pair of rows that share none
+        // gives 0, the others the dot product over the columns they share (bit for bit the
+        // kernel's own, see `dot_within`).
+        let gram = |jac: &[f32], level: u8, a: &mut [f32], m: usize| {
+            let mut sel = [0usize; MAX_ROWS];
+            let mut k = 0;
+            for (r, &l) in row_level[..rows].iter().enumerate() {
+                if l == level {
+                    sel[k] = r;
+                    k += 1;
+                }
+            }
+            for p in 0..m {
+                let (rp, jp) = (sel[p], &jac[sel[p] * cols..(sel[p] + 1) * cols]);
+                for q in 0..=p {
+                    let rq = sel[q];
+                    let shared = masks[rp] & masks[rq];
+                    a[p * m + q] = if shared == 0 {
+                        0.0
+                    } else {
+                        let lo = shared.trailing_zeros() as usize;
+                        let hi = (u128::BITS - shared.leading_zeros()) as usize;
+                        dot_within(jp, &jac[rq * cols..(rq + 1) * cols], lo, hi)
+                    };
+                }
+            }
+        };
         let ok = self.s.dls.prioritized_step(
             rows,
             cols,
             &row_level[..rows],
             |_| Some(lambda2),
-            None,
+            Some(&gram),
             posture,
         );
         if !ok {
@@ -731,26 +761,37 @@ fn tangent(v: Vec3, (normals, n): ([Vec3; 2], usize)) -> Vec3 {
     normals[..n].iter().fold(v, |v, &u| v - u * u.dot(v))
 }
 
+/// A row's column mask ([`row_masks`]) when it may use any column (more than 128 columns).
+const ALL_COLUMNS: u128 = u128::MAX;
+
+/// Each row's nonzero columns of `jac` (row-major, `cols` columns) as a bit mask, bit `c` for
+/// column `c`; with more than 128 columns every mask is [`ALL_COLUMNS`].
+fn row_masks(jac: &[f32], cols: usize, masks: &mut [u128]) {
+    if cols > 128 {
+        masks.fill(ALL_COLUMNS);
+        return;
+    }
+    for (mask, row) in masks.iter_mut().zip(jac.chunks_exact(cols)) {
+        // Two 64-column halves, no branch per entry.
+        let (mut lo, mut hi) = (0u64, 0u64);
+        for (c, &v) in row.iter().enumerate().take(64) {
+            lo |= u64::from(v != 0.0) << c;
+        }
+        for (c, &v) in row.iter().enumerate().skip(64) {
+            hi |= u64::from(v != 0.0) << (c - 64);
+        }
+        *mask = u128::from(hi) << 64 | u128::from(lo);
+    }
+}
+
 /// Relabels every level whose rows share no column with any level before it onto the first
-/// level (`row_level`, rows of `jac`, row-major with `cols` columns): its prioritised solution
+/// level (`row_level`; `masks` the rows' columns, [`row_masks`]): its prioritised solution
 /// is its own least-squares solution (the earlier levels' null-space projector is the identity
 /// on its columns), which the first level's block-diagonal normal equations give as well — the
 /// same step with fewer levels to project (the feet and the hands when the hips are held).
-/// Leaves `row_level` as it is with more than 128 columns.
-fn merge_disjoint_levels(jac: &[f32], cols: usize, row_level: &mut [u8]) {
-    if cols > 128 || row_level.is_empty() {
-        return;
-    }
+/// Changes nothing with more than 128 columns (every mask [`ALL_COLUMNS`]).
+fn merge_disjoint_levels(masks: &[u128], row_level: &mut [u8]) {
     let rows = row_level.len();
-    // Each row's columns, once.
-    let mut masks = [0u128; MAX_ROWS];
-    for (r, mask) in masks[..rows].iter_mut().enumerate() {
-        for (c, &v) in jac[r * cols..(r + 1) * cols].iter().enumerate() {
-            if v != 0.0 {
-                *mask |= 1 << c;
-            }
-        }
-    }
     let first = row_level.iter().copied().min().unwrap_or(0);
     let mut union = 0u128;
     let mut level = first;
