@@ -139,6 +139,8 @@ pub(crate) struct DlsBuffers {
     levels: Vec<(usize, usize, usize)>,
     /// Row selection of the current level.
     sel: Vec<usize>,
+    /// Row selection of the first solved level ([`DlsBuffers::prioritized_step_masked`]).
+    sel0: Vec<usize>,
     /// Column work vector (`max_rows`).
     col: Vec<f32>,
 }
@@ -164,6 +166,7 @@ impl DlsBuffers {
             proj: vec![0.0; max_rows * max_rows],
             levels: vec![(0, 0, 0); max_rows],
             sel: vec![0; max_rows],
+            sel0: vec![0; max_rows],
             col: vec![0.0; max_rows],
         }
     }
@@ -192,6 +195,25 @@ impl DlsBuffers {
         first_gram: Option<&dyn Fn(&[f32], L, &mut [f32], usize)>,
         posture: bool,
     ) -> bool {
+        self.prioritized_step_masked(rows, n, row_level, damping, first_gram, posture, None)
+    }
+
+    /// [`DlsBuffers::prioritized_step`] bit for bit, told each row's nonzero columns
+    /// (`masks[r]`, bit `c` for column `c`; a set bit may also mark a zero): the rows of a
+    /// later level are projected out of the first solved level's rows (which are rows of
+    /// `jac`) only over the columns the two share (see [`dot_within`]; what the full
+    /// products would add there are zeros).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn prioritized_step_masked<L: Copy + Ord>(
+        &mut self,
+        rows: usize,
+        n: usize,
+        row_level: &[L],
+        damping: impl Fn(L) -> Option<f32>,
+        first_gram: Option<&dyn Fn(&[f32], L, &mut [f32], usize)>,
+        posture: bool,
+        masks: Option<&[u128]>,
+    ) -> bool {
         let row_level = &row_level[..rows];
         let jac = &self.jac[..rows * n];
         self.dq[..n].fill(0.0);
@@ -212,6 +234,10 @@ impl DlsBuffers {
             // Ĵ = J_L N (the earlier levels projected out of each row), r = e_L − J_L dq.
             let (prev, cur) = self.jhat.split_at_mut(row0 * n);
             let jh = &mut cur[..m * n];
+            if first {
+                // The first level's rows (rows of `jac`): their masks for the later levels.
+                self.sel0[..m].copy_from_slice(&self.sel[..m]);
+            }
             for (i, &r) in self.sel[..m].iter().enumerate() {
                 let jr = &jac[r * n..(r + 1) * n];
                 let row = &mut jh[i * n..(i + 1) * n];
@@ -221,13 +247,20 @@ impl DlsBuffers {
                     continue;
                 }
                 self.y[i] = self.e[r] - dot(jr, &self.dq[..n]);
-                for &(p0, mp, fp) in &self.levels[..done] {
-                    project_out(
-                        &prev[p0 * n..(p0 + mp) * n],
-                        &self.proj[fp..fp + mp * mp],
-                        &mut self.col[..mp],
-                        row,
-                    );
+                for (l, &(p0, mp, fp)) in self.levels[..done].iter().enumerate() {
+                    let (jp, factor) = (&prev[p0 * n..(p0 + mp) * n], &self.proj[fp..fp + mp * mp]);
+                    match masks {
+                        // The row is still a row of `jac` (nothing projected out of it yet),
+                        // and so are the first level's.
+                        Some(masks) if l == 0 => project_out_masked(
+                            jp,
+                            (&self.sel0[..mp], masks, masks[r]),
+                            factor,
+                            &mut self.col[..mp],
+                            row,
+                        ),
+                        _ => project_out(jp, factor, &mut self.col[..mp], row),
+                    }
                 }
             }
             let a = &mut self.a[..m * m];
@@ -545,6 +578,45 @@ fn project_out(jh: &[f32], factor: &[f32], col: &mut [f32], x: &mut [f32]) {
             *v -= c * j;
         }
     }
+}
+
+/// [`project_out`] bit for bit, of a row `x` of the Jacobian (its nonzero columns within
+/// `x_mask`) out of rows of the Jacobian (`jh`; `rows[i]` is row `i`'s index into `masks`, its
+/// nonzero columns): each product over the columns the two share, each row subtracted over its
+/// own columns (see [`dot_within`]). What is left out adds or subtracts zeros: no value
+/// changes but, at most, the sign of a zero in `x`, which no later sum or product of the step
+/// can see (every sum starts at `+0.0`).
+fn project_out_masked(
+    jh: &[f32],
+    (rows, masks, x_mask): (&[usize], &[u128], u128),
+    factor: &[f32],
+    col: &mut [f32],
+    x: &mut [f32],
+) {
+    let (m, n) = (col.len(), x.len());
+    for (i, c) in col.iter_mut().enumerate() {
+        let (lo, hi) = span(masks[rows[i]] & x_mask);
+        *c = dot_within(&jh[i * n..(i + 1) * n], x, lo, hi);
+    }
+    cholesky_solve(factor, m, col);
+    for (i, &c) in col.iter().enumerate() {
+        let (lo, hi) = span(masks[rows[i]]);
+        let (lo, hi) = (lo.min(n), hi.min(n));
+        for (v, &j) in x[lo..hi].iter_mut().zip(&jh[i * n + lo..i * n + hi]) {
+            *v -= c * j;
+        }
+    }
+}
+
+/// The columns from the first to the last set bit of `mask` (`lo..hi`; empty for 0).
+pub(crate) fn span(mask: u128) -> (usize, usize) {
+    if mask == 0 {
+        return (0, 0);
+    }
+    (
+        mask.trailing_zeros() as usize,
+        (u128::BITS - mask.leading_zeros()) as usize,
+    )
 }
 
 pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {

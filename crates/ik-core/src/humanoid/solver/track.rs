@@ -156,7 +156,7 @@ use super::{
     clamp_len, com_column, effector_column, joint_axes, set3,
 };
 use crate::analytic::finish::quat_angle;
-use crate::jacobian::dense::dot_within;
+use crate::jacobian::dense::{dot_within, span};
 use crate::pose::Pose;
 use crate::rotation::to_rotation_vector;
 use crate::skeleton::Skeleton;
@@ -711,23 +711,19 @@ impl Solve<'_> {
                 for q in 0..=p {
                     let rq = sel[q];
                     let shared = masks[rp] & masks[rq];
-                    a[p * m + q] = if shared == 0 {
-                        0.0
-                    } else {
-                        let lo = shared.trailing_zeros() as usize;
-                        let hi = (u128::BITS - shared.leading_zeros()) as usize;
-                        dot_within(jp, &jac[rq * cols..(rq + 1) * cols], lo, hi)
-                    };
+                    let (lo, hi) = span(shared);
+                    a[p * m + q] = dot_within(jp, &jac[rq * cols..(rq + 1) * cols], lo, hi);
                 }
             }
         };
-        let ok = self.s.dls.prioritized_step(
+        let ok = self.s.dls.prioritized_step_masked(
             rows,
             cols,
             &row_level[..rows],
             |_| Some(lambda2),
             Some(&gram),
             posture,
+            Some(&masks[..rows]),
         );
         if !ok {
             self.s.dls.dq.fill(0.0);
