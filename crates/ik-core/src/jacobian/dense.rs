@@ -139,7 +139,7 @@ pub(crate) struct DlsBuffers {
     levels: Vec<(usize, usize, usize)>,
     /// Row selection of the current level.
     sel: Vec<usize>,
-    /// Row selection of the first solved level ([`DlsBuffers::prioritized_step_masked`]).
+    /// Row selection of the first solved level (`masks` of [`DlsBuffers::prioritized_step`]).
     sel0: Vec<usize>,
     /// Column work vector (`max_rows`).
     col: Vec<f32>,
@@ -179,6 +179,10 @@ impl DlsBuffers {
     /// rows in ascending order) — it knows the sparsity. With `posture`, `z` is projected into
     /// the null space of every level into `pz` and added to `dq`. Returns `false` (with the
     /// levels solved so far in `dq`) when a level's normal matrix is not positive definite.
+    /// With `masks` (each row's nonzero columns, `masks[r]` bit `c` for column `c`; a set bit
+    /// may also mark a zero) the rows of a later level are projected out of the first solved
+    /// level's rows (rows of `jac`) only over the columns the two share: the same bits (see
+    /// [`dot_within`]; what the full products would add there are zeros).
     ///
     /// The null-space projector `N` (`cols × cols`) is never formed: each solved level keeps
     /// its projected rows `Ĵ_i` and the factor of `Ĵ_i Ĵ_iᵀ + ε I`, and a later level's rows
@@ -187,24 +191,6 @@ impl DlsBuffers {
     /// (on the 55-DOF humanoid with the look-at on a second level: a step 4–5× cheaper than
     /// with `N` formed).
     pub(crate) fn prioritized_step<L: Copy + Ord>(
-        &mut self,
-        rows: usize,
-        n: usize,
-        row_level: &[L],
-        damping: impl Fn(L) -> Option<f32>,
-        first_gram: Option<&dyn Fn(&[f32], L, &mut [f32], usize)>,
-        posture: bool,
-    ) -> bool {
-        self.prioritized_step_masked(rows, n, row_level, damping, first_gram, posture, None)
-    }
-
-    /// [`DlsBuffers::prioritized_step`] bit for bit, told each row's nonzero columns
-    /// (`masks[r]`, bit `c` for column `c`; a set bit may also mark a zero): the rows of a
-    /// later level are projected out of the first solved level's rows (which are rows of
-    /// `jac`) only over the columns the two share (see [`dot_within`]; what the full
-    /// products would add there are zeros).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn prioritized_step_masked<L: Copy + Ord>(
         &mut self,
         rows: usize,
         n: usize,
@@ -669,6 +655,16 @@ pub(crate) fn dot_within(a: &[f32], b: &[f32], lo: usize, hi: usize) -> f32 {
 mod tests {
     use super::*;
 
+    /// A seeded uniform sequence in `[−1, 1)` (a linear congruential generator).
+    fn uniform(mut seed: u64) -> impl FnMut() -> f32 {
+        move || {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        }
+    }
+
     /// The textbook recursion with the projector formed at every level, for comparison.
     fn reference_step(
         d: &DlsBuffers,
@@ -737,13 +733,7 @@ mod tests {
     #[test]
     fn the_step_matches_the_textbook_recursion() {
         let (n, rows) = (9usize, 7usize);
-        let mut seed = 12345u64;
-        let mut rnd = || {
-            seed = seed
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        };
+        let mut rnd = uniform(12345);
         let levels = [0u8, 0, 1, 1, 1, 2, 2];
         let mut d = DlsBuffers::new(rows, n);
         for v in d.jac.iter_mut().chain(&mut d.e).chain(&mut d.z) {
@@ -767,7 +757,15 @@ mod tests {
                         let ok = if formed {
                             d.prioritized_step_formed(count, n, &levels, 1e-3, posture)
                         } else {
-                            d.prioritized_step(count, n, &levels, |_| Some(1e-3), fill, posture)
+                            d.prioritized_step(
+                                count,
+                                n,
+                                &levels,
+                                |_| Some(1e-3),
+                                fill,
+                                posture,
+                                None,
+                            )
                         };
                         assert!(ok);
                         for (got, want) in d.dq[..n].iter().zip(&want) {
@@ -783,13 +781,7 @@ mod tests {
     /// with zeros outside a span (and signed zeros inside), every span and length.
     #[test]
     fn dot_within_is_dot_bit_for_bit() {
-        let mut seed = 0x9e37_79b9_u32;
-        let mut rand = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            seed as f32 / u32::MAX as f32 * 2.0 - 1.0
-        };
+        let mut rand = uniform(0x9e37_79b9);
         for n in [1usize, 3, 4, 7, 8, 13, 57] {
             for lo in 0..n {
                 for hi in lo..=n {
@@ -822,13 +814,7 @@ mod tests {
     #[test]
     fn the_masked_step_is_the_step_bit_for_bit() {
         let (n, rows) = (23usize, 12usize);
-        let mut seed = 777u64;
-        let mut rnd = || {
-            seed = seed
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        };
+        let mut rnd = uniform(777);
         let levels = [0u8, 0, 0, 1, 1, 1, 0, 0, 2, 2, 1, 2];
         for trial in 0..50 {
             let mut d = DlsBuffers::new(rows, n);
@@ -852,9 +838,11 @@ mod tests {
                 *v = rnd();
             }
             for posture in [false, true] {
-                assert!(d.prioritized_step(rows, n, &levels, |_| Some(1e-3), None, posture));
+                let step =
+                    d.prioritized_step(rows, n, &levels, |_| Some(1e-3), None, posture, None);
+                assert!(step);
                 let want: Vec<u32> = d.dq[..n].iter().map(|v| v.to_bits()).collect();
-                assert!(d.prioritized_step_masked(
+                assert!(d.prioritized_step(
                     rows,
                     n,
                     &levels,
@@ -890,7 +878,7 @@ mod tests {
         let mut d = DlsBuffers::new(2, 2);
         d.jac[..4].copy_from_slice(&[1.0, 1.0, 1.0, 0.0]);
         d.e[..2].copy_from_slice(&[1.0, 3.0]);
-        assert!(d.prioritized_step(2, 2, &[0u8, 1], |_| Some(1e-8), None, false));
+        assert!(d.prioritized_step(2, 2, &[0u8, 1], |_| Some(1e-8), None, false, None));
         let (x0, x1) = (d.dq[0], d.dq[1]);
         assert!((x0 + x1 - 1.0).abs() < 1e-3, "level 0: {x0} + {x1}");
         assert!((x0 - 3.0).abs() < 1e-2, "level 1 in the null space: {x0}");

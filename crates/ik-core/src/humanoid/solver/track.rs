@@ -716,7 +716,7 @@ impl Solve<'_> {
                 }
             }
         };
-        let ok = self.s.dls.prioritized_step_masked(
+        let ok = self.s.dls.prioritized_step(
             rows,
             cols,
             &row_level[..rows],
