@@ -18,7 +18,9 @@
 //! and end joints get when the swivel stays (the same inputs bit for bit, so they are reused,
 //! not made twice), and the path is refreshed a second time only when the swivel or the clamp
 //! turned the upper joint; the limits are valid (checked when the solver was set up), so the
-//! clamps do not validate them again.
+//! clamps do not validate them again. The swivel search scores a swivel's end joint first and
+//! clamps the upper joint only when the end's part has not already reached the best cost (the
+//! same decisions, bit for bit: both parts are non-negative and rounding is monotonic).
 
 use glam::{Quat, Vec3};
 

@@ -90,8 +90,10 @@
 //! work of a moving frame is cut the same way, never its arithmetic: a shortened retry (the
 //! line search) reuses the step it shortens instead of solving it again at the same pose, the
 //! turn bound takes the exact angle (an arc tangent) only of joints a tangent test cannot
-//! place within it, and a candidate the finishes kept current is not run through forward
-//! kinematics again.
+//! place within it, a candidate the finishes kept current is not run through forward
+//! kinematics again, and the first level's `J Jᵀ` and the projections out of it run only over
+//! the columns the rows share (each row's nonzero columns as a bit mask; the products left
+//! out are zeros, so the sums are the same bits).
 //!
 //! # Goals that cannot be met (the give-way rule)
 //!
