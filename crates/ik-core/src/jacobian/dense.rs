@@ -642,8 +642,8 @@ pub(crate) fn dot_within(a: &[f32], b: &[f32], lo: usize, hi: usize) -> f32 {
         return 0.0;
     }
     // The chunks that meet lo..hi (within the whole chunks).
-    let c0 = (lo / 4 * 4).min(whole);
-    let c1 = hi.next_multiple_of(4).min(whole).max(c0);
+    let c0 = (lo & !3).min(whole);
+    let c1 = ((hi + 3) & !3).min(whole).max(c0);
     let mut sum = lanes(a[c0..c1].chunks_exact(4), b[c0..c1].chunks_exact(4));
     for k in lo.max(whole)..hi {
         sum += a[k] * b[k];

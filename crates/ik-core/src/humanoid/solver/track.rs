@@ -700,21 +700,25 @@ impl Solve<'_> {
         // gives 0, the others the dot product over the columns they share (bit for bit the
         // kernel's own, see `dot_within`).
         let gram = |jac: &[f32], level: u8, a: &mut [f32], m: usize| {
-            let mut sel = [0usize; MAX_ROWS];
+            // The level's rows (ascending) and their masks.
+            let (mut sel, mut sm) = ([0usize; MAX_ROWS], [0u128; MAX_ROWS]);
             let mut k = 0;
             for (r, &l) in row_level[..rows].iter().enumerate() {
                 if l == level {
-                    sel[k] = r;
+                    (sel[k], sm[k]) = (r, masks[r]);
                     k += 1;
                 }
             }
             for p in 0..m {
-                let (rp, jp) = (sel[p], &jac[sel[p] * cols..(sel[p] + 1) * cols]);
+                let jp = &jac[sel[p] * cols..(sel[p] + 1) * cols];
                 for q in 0..=p {
-                    let rq = sel[q];
-                    let shared = masks[rp] & masks[rq];
-                    let (lo, hi) = span(shared);
-                    a[p * m + q] = dot_within(jp, &jac[rq * cols..(rq + 1) * cols], lo, hi);
+                    let shared = sm[p] & sm[q];
+                    a[p * m + q] = if shared == 0 {
+                        0.0
+                    } else {
+                        let (lo, hi) = span(shared);
+                        dot_within(jp, &jac[sel[q] * cols..(sel[q] + 1) * cols], lo, hi)
+                    };
                 }
             }
         };
