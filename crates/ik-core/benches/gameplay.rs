@@ -296,6 +296,8 @@ fn bench(c: &mut Criterion) {
                 }
             }
             total.frames += r.frames;
+            total.output_hash.word(r.output_hash.0 as u32);
+            total.output_hash.word((r.output_hash.0 >> 32) as u32);
             total.errors += r.errors;
             total.non_finite += r.non_finite;
             if rig.name.starts_with("Mixamo/PlusY") {
@@ -329,6 +331,10 @@ fn bench(c: &mut Criterion) {
                 classes[0], classes[1], classes[2]
             );
         }
+        eprintln!(
+            "  {scenario:?} output hash (every pose and report, in order): {:016x}",
+            total.output_hash.0
+        );
         times.sort_by(f64::total_cmp);
         cpu.sort_by(f64::total_cmp);
         let over = times.iter().filter(|&&t| t > 1000.0).count();

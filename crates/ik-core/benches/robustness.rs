@@ -12,7 +12,7 @@
 //!
 //! The measuring passes run on every core; the timed passes one at a time on one thread.
 //! `IK_ROBUSTNESS_SIZE=ci` runs the tests' sizes; `IK_ROBUSTNESS_ONLY=still|moving|vr|cold`
-//! one scenario. Then criterion times one still sequence (a hand 10–40 % beyond reach, 120
+//! one scenario, `IK_ROBUSTNESS_ONLY=warm` the moving scenario's solves alone (to profile). Then criterion times one still sequence (a hand 10–40 % beyond reach, 120
 //! frames, on the Mixamo-named test rig).
 
 use core::hint::black_box;
@@ -37,6 +37,17 @@ fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
         percentile(&v, 0.99),
         v.last().copied().unwrap_or(f64::NAN),
     )
+}
+
+/// The runs' output hashes folded in order: equal on two builds when every output is
+/// bit-identical (a check that an optimisation changed no result).
+fn combined(hashes: impl Iterator<Item = OutputHash>) -> u64 {
+    let mut all = OutputHash::default();
+    for h in hashes {
+        all.word(h.0 as u32);
+        all.word((h.0 >> 32) as u32);
+    }
+    all.0
 }
 
 fn still(rigs: &[Rig], size: Size) {
@@ -86,6 +97,10 @@ fn still(rigs: &[Rig], size: Size) {
             others,
             pct(s.final_met),
             s.failures
+        );
+        eprintln!(
+            "    output hash (every pose and report, in order): {:016x}",
+            combined(runs.iter().map(|(_, r)| r.output_hash))
         );
         let worst: Vec<String> = runs
             .iter()
@@ -137,8 +152,37 @@ fn moving(rigs: &[Rig], cc0_from: usize, size: Size) {
         s.others_error, s.infeasible_frames
     );
     eprintln!(
+        "  output hash (every pose and report, in order): {:016x}",
+        combined(runs.iter().map(|r| r.output_hash))
+    );
+    eprintln!(
         "  warm solve, fastest of {REPEATS}: median {median:.1} µs, p99 {p99:.1} µs (issue: ≤ {WARM_P99_US}), max {max:.1} µs (issue: ≤ {WARM_MAX_US}); solver errors / non-finite {}",
         s.failures
+    );
+}
+
+/// `IK_ROBUSTNESS_ONLY=warm`: the moving sequences' solves alone, once, untimed and without
+/// the oracle (the frames `moving` times; the same outputs, so the same output hash): what to
+/// profile the warm solve on (`valgrind --tool=callgrind`).
+fn warm(rigs: &[Rig], cc0_from: usize, size: Size) {
+    let mut hashes = Vec::new();
+    let mut solves = 0;
+    for (r, rig) in rigs.iter().enumerate() {
+        if !(size.moving_all_rigs || sampled(r, cc0_from)) {
+            continue;
+        }
+        for k in 0..size.moving_seeds {
+            let frames = moving_frames(rig, size.moving_frames, (r * 7 + k + 1) as u32);
+            let feasible = vec![GoalMask::default(); frames.len()];
+            let mut solver = measured_solver(rig);
+            let run = gameplay::run(rig, &mut solver, &frames, &feasible, false, track);
+            solves += run.frames;
+            hashes.push(run.output_hash);
+        }
+    }
+    eprintln!(
+        "\nwarm solves of the moving sequences (untimed, no oracle): {solves} solves (the first of each sequence cold); output hash {:016x}",
+        combined(hashes.into_iter())
     );
 }
 
@@ -213,6 +257,10 @@ fn vr(rigs: &[Rig], cc0_from: usize, size: Size) {
         sum(&|r| r.head_frames),
         sum(&|r| r.frames),
         sum(&|r| r.failures)
+    );
+    eprintln!(
+        "  output hash (every pose, in order): {:016x}",
+        combined(runs.iter().map(|(_, r)| r.output_hash))
     );
     eprintln!(
         "  per frame, fastest of {REPEATS} passes: median {median:.1} µs, p99 {p99:.1} µs (issue: ≤ {VR_P99_US}), max {tmax:.1} µs"
@@ -293,6 +341,9 @@ fn bench(c: &mut Criterion) {
     }
     if run("moving") {
         moving(&rigs, cc0_from, size);
+    }
+    if only.as_deref() == Some("warm") {
+        warm(&rigs, cc0_from, size);
     }
     if run("vr") {
         vr(&rigs, cc0_from, size);

@@ -18,7 +18,9 @@
 //! and end joints get when the swivel stays (the same inputs bit for bit, so they are reused,
 //! not made twice), and the path is refreshed a second time only when the swivel or the clamp
 //! turned the upper joint; the limits are valid (checked when the solver was set up), so the
-//! clamps do not validate them again.
+//! clamps do not validate them again. The swivel search scores a swivel's end joint first and
+//! clamps the upper joint only when the end's part has not already reached the best cost (the
+//! same decisions, bit for bit: both parts are non-negative and rounding is monotonic).
 
 use glam::{Quat, Vec3};
 
@@ -245,12 +247,14 @@ fn finish_limb_from(
                 (model[upper].rotation, model[end_parent].rotation);
             let (ul, el) = (limb.limits[0], limb.limits[3]);
             let (ur, er) = (skeleton.bones()[upper].rest, skeleton.bones()[end].rest);
-            let cost = |psi: f32| {
+            // The cost of swivel `psi` if it is below `bound`: `upper + end + |ψ|·10⁻³`
+            // (the clamps' angles), summed in that order. The end joint's part comes first:
+            // both angles are ≥ 0 and rounding is monotonic, so the sum is at least
+            // `end + |ψ|·10⁻³` as rounded, and a swivel that this already rules out skips
+            // the upper joint's clamp — the same decisions, bit for bit.
+            let cost = |psi: f32, bound: f32| {
                 let q = Quat::from_axis_angle(axis, psi);
-                let mut u = (parent_rot.inverse() * q * upper_model).normalize();
-                let u0 = u;
-                let mut t0 = ur.translation;
-                ul.clamp_valid(ur.rotation, ur.translation, &mut u, &mut t0);
+                let swivel = psi.abs() * 1e-3;
                 let end_cost = if goal.use_rotation {
                     let mut e = ((q * end_parent_model).inverse() * goal.rotation).normalize();
                     let (e0, mut t1) = (e, er.translation);
@@ -259,7 +263,15 @@ fn finish_limb_from(
                 } else {
                     0.0
                 };
-                quat_angle(u, u0) + end_cost + psi.abs() * 1e-3
+                if end_cost + swivel >= bound {
+                    return None;
+                }
+                let mut u = (parent_rot.inverse() * q * upper_model).normalize();
+                let u0 = u;
+                let mut t0 = ur.translation;
+                ul.clamp_valid(ur.rotation, ur.translation, &mut u, &mut t0);
+                let c = quat_angle(u, u0) + end_cost + swivel;
+                (c < bound).then_some(c)
             };
             // ψ = 0 on the pose itself: the rotations `cost(0.0)` rebuilds (up to rounding)
             // from the model.
@@ -279,8 +291,7 @@ fn finish_limb_from(
             let refine = |best: &mut (f32, f32), mut h: f32| {
                 for _ in 0..6 {
                     for psi in [best.1 - h, best.1 + h] {
-                        let c = cost(psi);
-                        if c < best.0 {
+                        if let Some(c) = cost(psi, best.0) {
                             *best = (c, psi);
                         }
                     }
@@ -298,8 +309,7 @@ fn finish_limb_from(
                     let steps = 24;
                     for i in 1..steps {
                         let psi = wrap(i as f32 * core::f32::consts::TAU / steps as f32);
-                        let c = cost(psi);
-                        if c < best.0 {
+                        if let Some(c) = cost(psi, best.0) {
                             best = (c, psi);
                         }
                     }

@@ -139,6 +139,8 @@ pub(crate) struct DlsBuffers {
     levels: Vec<(usize, usize, usize)>,
     /// Row selection of the current level.
     sel: Vec<usize>,
+    /// Row selection of the first solved level (`masks` of [`DlsBuffers::prioritized_step`]).
+    sel0: Vec<usize>,
     /// Column work vector (`max_rows`).
     col: Vec<f32>,
 }
@@ -164,6 +166,7 @@ impl DlsBuffers {
             proj: vec![0.0; max_rows * max_rows],
             levels: vec![(0, 0, 0); max_rows],
             sel: vec![0; max_rows],
+            sel0: vec![0; max_rows],
             col: vec![0.0; max_rows],
         }
     }
@@ -176,6 +179,10 @@ impl DlsBuffers {
     /// rows in ascending order) — it knows the sparsity. With `posture`, `z` is projected into
     /// the null space of every level into `pz` and added to `dq`. Returns `false` (with the
     /// levels solved so far in `dq`) when a level's normal matrix is not positive definite.
+    /// With `masks` (each row's nonzero columns, `masks[r]` bit `c` for column `c`; a set bit
+    /// may also mark a zero) the rows of a later level are projected out of the first solved
+    /// level's rows (rows of `jac`) only over the columns the two share: the same bits (see
+    /// [`dot_within`]; what the full products would add there are zeros).
     ///
     /// The null-space projector `N` (`cols × cols`) is never formed: each solved level keeps
     /// its projected rows `Ĵ_i` and the factor of `Ĵ_i Ĵ_iᵀ + ε I`, and a later level's rows
@@ -191,6 +198,7 @@ impl DlsBuffers {
         damping: impl Fn(L) -> Option<f32>,
         first_gram: Option<&dyn Fn(&[f32], L, &mut [f32], usize)>,
         posture: bool,
+        masks: Option<&[u128]>,
     ) -> bool {
         let row_level = &row_level[..rows];
         let jac = &self.jac[..rows * n];
@@ -212,6 +220,10 @@ impl DlsBuffers {
             // Ĵ = J_L N (the earlier levels projected out of each row), r = e_L − J_L dq.
             let (prev, cur) = self.jhat.split_at_mut(row0 * n);
             let jh = &mut cur[..m * n];
+            if first {
+                // The first level's rows (rows of `jac`): their masks for the later levels.
+                self.sel0[..m].copy_from_slice(&self.sel[..m]);
+            }
             for (i, &r) in self.sel[..m].iter().enumerate() {
                 let jr = &jac[r * n..(r + 1) * n];
                 let row = &mut jh[i * n..(i + 1) * n];
@@ -221,13 +233,20 @@ impl DlsBuffers {
                     continue;
                 }
                 self.y[i] = self.e[r] - dot(jr, &self.dq[..n]);
-                for &(p0, mp, fp) in &self.levels[..done] {
-                    project_out(
-                        &prev[p0 * n..(p0 + mp) * n],
-                        &self.proj[fp..fp + mp * mp],
-                        &mut self.col[..mp],
-                        row,
-                    );
+                for (l, &(p0, mp, fp)) in self.levels[..done].iter().enumerate() {
+                    let (jp, factor) = (&prev[p0 * n..(p0 + mp) * n], &self.proj[fp..fp + mp * mp]);
+                    match masks {
+                        // The row is still a row of `jac` (nothing projected out of it yet),
+                        // and so are the first level's.
+                        Some(masks) if l == 0 => project_out_masked(
+                            jp,
+                            (&self.sel0[..mp], masks, masks[r]),
+                            factor,
+                            &mut self.col[..mp],
+                            row,
+                        ),
+                        _ => project_out(jp, factor, &mut self.col[..mp], row),
+                    }
                 }
             }
             let a = &mut self.a[..m * m];
@@ -547,18 +566,87 @@ fn project_out(jh: &[f32], factor: &[f32], col: &mut [f32], x: &mut [f32]) {
     }
 }
 
+/// [`project_out`] bit for bit, of a row `x` of the Jacobian (its nonzero columns within
+/// `x_mask`) out of rows of the Jacobian (`jh`; `rows[i]` is row `i`'s index into `masks`, its
+/// nonzero columns): each product over the columns the two share, each row subtracted over its
+/// own columns (see [`dot_within`]). What is left out adds or subtracts zeros: no value
+/// changes but, at most, the sign of a zero in `x`, which no later sum or product of the step
+/// can see (every sum starts at `+0.0`).
+fn project_out_masked(
+    jh: &[f32],
+    (rows, masks, x_mask): (&[usize], &[u128], u128),
+    factor: &[f32],
+    col: &mut [f32],
+    x: &mut [f32],
+) {
+    let (m, n) = (col.len(), x.len());
+    for (i, c) in col.iter_mut().enumerate() {
+        let (lo, hi) = span(masks[rows[i]] & x_mask);
+        *c = dot_within(&jh[i * n..(i + 1) * n], x, lo, hi);
+    }
+    cholesky_solve(factor, m, col);
+    for (i, &c) in col.iter().enumerate() {
+        let (lo, hi) = span(masks[rows[i]]);
+        let (lo, hi) = (lo.min(n), hi.min(n));
+        for (v, &j) in x[lo..hi].iter_mut().zip(&jh[i * n + lo..i * n + hi]) {
+            *v -= c * j;
+        }
+    }
+}
+
+/// The columns from the first to the last set bit of `mask` (`lo..hi`; empty for 0).
+pub(crate) fn span(mask: u128) -> (usize, usize) {
+    if mask == 0 {
+        return (0, 0);
+    }
+    (
+        mask.trailing_zeros() as usize,
+        (u128::BITS - mask.leading_zeros()) as usize,
+    )
+}
+
 pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 4];
     let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
     let (ta, tb) = (ca.remainder(), cb.remainder());
+    let mut sum = lanes(ca, cb);
+    for (x, y) in ta.iter().zip(tb) {
+        sum += x * y;
+    }
+    sum
+}
+
+/// The four-lane part of [`dot`]: each lane's products summed in order, then the lanes.
+#[inline]
+fn lanes(ca: core::slice::ChunksExact<'_, f32>, cb: core::slice::ChunksExact<'_, f32>) -> f32 {
+    let mut acc = [0.0f32; 4];
     for (x, y) in ca.zip(cb) {
         for i in 0..4 {
             acc[i] += x[i] * y[i];
         }
     }
-    let mut sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    for (x, y) in ta.iter().zip(tb) {
-        sum += x * y;
+    (acc[0] + acc[1]) + (acc[2] + acc[3])
+}
+
+/// [`dot`] of two equally long slices whose products vanish outside `lo..hi` (a zero in `a` or
+/// `b` there): the same bits, summing only the four-lane chunks and tail entries that meet
+/// `lo..hi`. Each lane and the tail add the same nonzero products in the same order; the
+/// products left out are ±0, and adding ±0 changes neither a nonzero sum nor a `+0.0` one
+/// (every sum starts at `+0.0`, and `x − x` rounds to `+0.0`), so no sum differs, not even in
+/// the sign of a zero. The full-body solver's Jacobian rows are zero outside the columns of
+/// the joints that move their effector.
+pub(crate) fn dot_within(a: &[f32], b: &[f32], lo: usize, hi: usize) -> f32 {
+    let n = a.len().min(b.len());
+    let whole = n - n % 4;
+    let hi = hi.min(n);
+    if lo >= hi {
+        return 0.0;
+    }
+    // The chunks that meet lo..hi (within the whole chunks).
+    let c0 = (lo & !3).min(whole);
+    let c1 = ((hi + 3) & !3).min(whole).max(c0);
+    let mut sum = lanes(a[c0..c1].chunks_exact(4), b[c0..c1].chunks_exact(4));
+    for k in lo.max(whole)..hi {
+        sum += a[k] * b[k];
     }
     sum
 }
@@ -566,6 +654,16 @@ pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A seeded uniform sequence in `[−1, 1)` (a linear congruential generator).
+    fn uniform(mut seed: u64) -> impl FnMut() -> f32 {
+        move || {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        }
+    }
 
     /// The textbook recursion with the projector formed at every level, for comparison.
     fn reference_step(
@@ -635,13 +733,7 @@ mod tests {
     #[test]
     fn the_step_matches_the_textbook_recursion() {
         let (n, rows) = (9usize, 7usize);
-        let mut seed = 12345u64;
-        let mut rnd = || {
-            seed = seed
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        };
+        let mut rnd = uniform(12345);
         let levels = [0u8, 0, 1, 1, 1, 2, 2];
         let mut d = DlsBuffers::new(rows, n);
         for v in d.jac.iter_mut().chain(&mut d.e).chain(&mut d.z) {
@@ -665,7 +757,15 @@ mod tests {
                         let ok = if formed {
                             d.prioritized_step_formed(count, n, &levels, 1e-3, posture)
                         } else {
-                            d.prioritized_step(count, n, &levels, |_| Some(1e-3), fill, posture)
+                            d.prioritized_step(
+                                count,
+                                n,
+                                &levels,
+                                |_| Some(1e-3),
+                                fill,
+                                posture,
+                                None,
+                            )
                         };
                         assert!(ok);
                         for (got, want) in d.dq[..n].iter().zip(&want) {
@@ -673,6 +773,86 @@ mod tests {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// `dot_within` is `dot` bit for bit where the products outside its range vanish: rows
+    /// with zeros outside a span (and signed zeros inside), every span and length.
+    #[test]
+    fn dot_within_is_dot_bit_for_bit() {
+        let mut rand = uniform(0x9e37_79b9);
+        for n in [1usize, 3, 4, 7, 8, 13, 57] {
+            for lo in 0..n {
+                for hi in lo..=n {
+                    let (mut a, mut b) = (vec![0.0f32; n], vec![0.0f32; n]);
+                    for k in 0..n {
+                        // Zeros of both signs and cancelling pairs, nonzero only in lo..hi
+                        // for one factor.
+                        let (x, y) = (rand(), rand());
+                        a[k] = if k % 5 == 0 { -0.0 } else { x };
+                        b[k] = if (lo..hi).contains(&k) {
+                            if k % 3 == 0 { -a[k] } else { y }
+                        } else if k % 2 == 0 {
+                            -0.0
+                        } else {
+                            0.0
+                        };
+                    }
+                    assert_eq!(
+                        dot(&a, &b).to_bits(),
+                        dot_within(&a, &b, lo, hi).to_bits(),
+                        "n {n}, {lo}..{hi}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// The masked step is the step bit for bit: block-sparse rows (each row nonzero on a few
+    /// column runs, signed zeros elsewhere) on three levels, with and without posture.
+    #[test]
+    fn the_masked_step_is_the_step_bit_for_bit() {
+        let (n, rows) = (23usize, 12usize);
+        let mut rnd = uniform(777);
+        let levels = [0u8, 0, 0, 1, 1, 1, 0, 0, 2, 2, 1, 2];
+        for trial in 0..50 {
+            let mut d = DlsBuffers::new(rows, n);
+            let mut masks = [0u128; 12];
+            for (r, mask) in masks.iter_mut().enumerate() {
+                // A shared root block (columns 0..3) and a row-dependent run.
+                let start = 3 + (r * 5 + trial) % (n - 6);
+                for c in 0..n {
+                    let on = c < 3 || (start..start + 5).contains(&c);
+                    d.jac[r * n + c] = if on {
+                        *mask |= 1 << c;
+                        rnd()
+                    } else if (r + c) % 3 == 0 {
+                        -0.0
+                    } else {
+                        0.0
+                    };
+                }
+            }
+            for v in d.e.iter_mut().chain(&mut d.z) {
+                *v = rnd();
+            }
+            for posture in [false, true] {
+                let step =
+                    d.prioritized_step(rows, n, &levels, |_| Some(1e-3), None, posture, None);
+                assert!(step);
+                let want: Vec<u32> = d.dq[..n].iter().map(|v| v.to_bits()).collect();
+                assert!(d.prioritized_step(
+                    rows,
+                    n,
+                    &levels,
+                    |_| Some(1e-3),
+                    None,
+                    posture,
+                    Some(&masks)
+                ));
+                let got: Vec<u32> = d.dq[..n].iter().map(|v| v.to_bits()).collect();
+                assert_eq!(got, want, "trial {trial}, posture {posture}");
             }
         }
     }
@@ -698,7 +878,7 @@ mod tests {
         let mut d = DlsBuffers::new(2, 2);
         d.jac[..4].copy_from_slice(&[1.0, 1.0, 1.0, 0.0]);
         d.e[..2].copy_from_slice(&[1.0, 3.0]);
-        assert!(d.prioritized_step(2, 2, &[0u8, 1], |_| Some(1e-8), None, false));
+        assert!(d.prioritized_step(2, 2, &[0u8, 1], |_| Some(1e-8), None, false, None));
         let (x0, x1) = (d.dq[0], d.dq[1]);
         assert!((x0 + x1 - 1.0).abs() < 1e-3, "level 0: {x0} + {x1}");
         assert!((x0 - 3.0).abs() < 1e-2, "level 1 in the null space: {x0}");

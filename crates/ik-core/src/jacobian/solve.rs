@@ -804,6 +804,7 @@ impl JacobianSolver {
             |k| (k != INACTIVE).then(|| (mu * (min_d + err_d * energy[k])) as f32),
             Some(&gram),
             posture,
+            None,
         )
     }
 

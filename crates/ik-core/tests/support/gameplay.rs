@@ -547,7 +547,8 @@ pub fn flip_only_misses_with(
     out
 }
 
-/// A game's per-frame call: cold when the character appears (frame 0), then tracking.
+/// A game's per-frame call: cold when the character appears (frame 0), then tracking. The
+/// report is kept for [`run`]'s [`Run::output_hash`] (see [`take_last_report`]).
 pub fn track(
     s: &mut FullBodySolver,
     sk: &Skeleton,
@@ -555,10 +556,75 @@ pub fn track(
     g: &FullBodyGoals,
     frame: usize,
 ) -> bool {
-    if frame == 0 {
-        s.solve_cold(sk, p, g).is_ok()
+    let r = if frame == 0 {
+        s.solve_cold(sk, p, g)
     } else {
-        s.solve(sk, p, g).is_ok()
+        s.solve(sk, p, g)
+    };
+    LAST_REPORT.set(r.as_ref().ok().copied());
+    r.is_ok()
+}
+
+std::thread_local! {
+    /// The report of this thread's last [`track`] call.
+    static LAST_REPORT: core::cell::Cell<Option<FullBodyReport>> =
+        const { core::cell::Cell::new(None) };
+}
+
+/// The report of this thread's last [`track`] call since the last take (`None`: none, or an
+/// error).
+pub fn take_last_report() -> Option<FullBodyReport> {
+    LAST_REPORT.take()
+}
+
+/// FNV-1a (64-bit) over the bits of solver outputs: runs of two builds on the same input
+/// print the same hash when their outputs are bit-identical (a check that an optimisation
+/// changed no result; [`Run::output_hash`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutputHash(pub u64);
+
+impl Default for OutputHash {
+    fn default() -> Self {
+        Self(Self::OFFSET)
+    }
+}
+
+impl OutputHash {
+    /// FNV-1a's 64-bit offset basis.
+    pub const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    /// FNV-1a's 64-bit prime.
+    pub const PRIME: u64 = 0x0000_0100_0000_01b3;
+
+    /// Folds in one 32-bit word.
+    pub fn word(&mut self, v: u32) {
+        self.0 = (self.0 ^ u64::from(v)).wrapping_mul(Self::PRIME);
+    }
+
+    /// Folds in every rotation's, then every translation's components, bit for bit.
+    pub fn pose(&mut self, pose: &Pose) {
+        for v in pose
+            .rotations
+            .iter()
+            .flat_map(|q| q.to_array())
+            .chain(pose.translations.iter().flat_map(Vec3::to_array))
+        {
+            self.word(v.to_bits());
+        }
+    }
+
+    /// Folds in a value's `Debug` text (a report: every field, floats printed exactly).
+    pub fn debug(&mut self, v: &impl core::fmt::Debug) {
+        use core::fmt::Write as _;
+        let _ = write!(self, "{v:?}");
+    }
+}
+
+impl core::fmt::Write for OutputHash {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        for &b in s.as_bytes() {
+            self.word(u32::from(b));
+        }
+        Ok(())
     }
 }
 
@@ -595,6 +661,8 @@ pub struct Run {
     pub misses: Vec<Miss>,
     /// Frames with a non-finite output.
     pub non_finite: usize,
+    /// Every frame's output pose and, where the solve was [`track`], its report.
+    pub output_hash: OutputHash,
 }
 
 /// A feasible goal missed in one frame.
@@ -646,6 +714,7 @@ pub fn run(
             }
             out.fastest_us.push(fastest);
         }
+        LAST_REPORT.set(None);
         let start = std::time::Instant::now();
         let ok = solve(solver, &rig.skeleton, &mut pose, &frame.goals, f);
         if timed {
@@ -657,6 +726,10 @@ pub fn run(
         }
         out.errors += usize::from(!ok);
         out.frames += 1;
+        out.output_hash.pose(&pose);
+        if let Some(report) = take_last_report() {
+            out.output_hash.debug(&report);
+        }
         if !pose.is_finite() {
             out.non_finite += 1;
             pose.copy_from(&frame.input);

@@ -49,7 +49,7 @@ use ik_test_rigs::{RestAxes, RigConvention, random_pose_within_limits, test_rig}
 pub(crate) use crate::{gameplay, rng, vr_recording};
 
 use gameplay::motion;
-pub use gameplay::{FLIP_DEG, GoalMask, REPEATS, Rig, goal_error, measure, track};
+pub use gameplay::{FLIP_DEG, GoalMask, OutputHash, REPEATS, Rig, goal_error, measure, track};
 pub use rng::Rng;
 
 // ---------------------------------------------------------------------------------------------
@@ -501,6 +501,8 @@ pub struct StillRun {
     pub final_error: f32,
     /// Solver errors and frames with a non-finite output.
     pub failures: usize,
+    /// Every frame's output pose and report.
+    pub output_hash: OutputHash,
 }
 
 impl StillRun {
@@ -520,7 +522,10 @@ pub fn run_still(rig: &Rig, case: &StillCase, frames: usize) -> StillRun {
     let (mut last_moving, mut last_change) = (0, 0);
     for f in 0..frames {
         prev.copy_from(&pose);
-        let ok = solver.solve(&rig.skeleton, &mut pose, &case.goals).is_ok();
+        let result = solver.solve(&rig.skeleton, &mut pose, &case.goals);
+        out.output_hash.pose(&pose);
+        out.output_hash.debug(&result);
+        let ok = result.is_ok();
         if !ok || !pose.is_finite() {
             out.failures += 1;
             pose.copy_from(&prev);
@@ -726,6 +731,8 @@ pub struct MovingRun {
     pub others_error: f32,
     /// Solver errors and non-finite outputs.
     pub failures: usize,
+    /// Every frame's output pose and report ([`gameplay::Run::output_hash`]).
+    pub output_hash: OutputHash,
 }
 
 impl MovingRun {
@@ -781,6 +788,7 @@ pub fn run_moving(rig: &Rig, m: &Moving) -> MovingRun {
     out.met = r.feasible_met;
     out.worst_miss = r.worst_feasible_miss;
     out.failures = r.errors + r.non_finite;
+    out.output_hash = r.output_hash;
     out
 }
 
@@ -1181,7 +1189,7 @@ pub struct VrRun {
     pub flagged_by_phase: [usize; 7],
     /// FNV-1a hash of every output pose's bits, in order: equal hashes, bit-identical runs
     /// (a refactor's check).
-    pub output_hash: u64,
+    pub output_hash: OutputHash,
     /// Frames run.
     pub frames: usize,
     /// Solver errors and non-finite outputs.
@@ -1207,7 +1215,7 @@ pub fn run_vr(rig: &Rig, script: &[VrFrame], timed: bool) -> VrRun {
         buffer.set_pose(&rig.skeleton.rest_pose());
         let mut prev = rig.skeleton.rest_pose();
         let mut prev_output = rig.skeleton.rest_pose();
-        out.output_hash = FNV_OFFSET;
+        out.output_hash = OutputHash::default();
         let mut stance: [Option<Vec3>; 2] = [None, None];
         let (mut last_change, mut last_moving) = (0, 0);
         for (i, f) in script.iter().enumerate() {
@@ -1253,15 +1261,7 @@ pub fn run_vr(rig: &Rig, script: &[VrFrame], timed: bool) -> VrRun {
                     last_change = i;
                 }
             }
-            for v in pose
-                .rotations
-                .iter()
-                .flat_map(|q| q.to_array())
-                .chain(pose.translations.iter().flat_map(Vec3::to_array))
-            {
-                out.output_hash =
-                    (out.output_hash ^ u64::from(v.to_bits())).wrapping_mul(FNV_PRIME);
-            }
+            out.output_hash.pose(pose);
             prev_output.copy_from(&prev);
             prev.copy_from(pose);
             let model = buffer.model_transforms(&rig.skeleton).to_vec();
@@ -1321,11 +1321,6 @@ pub fn run_vr(rig: &Rig, script: &[VrFrame], timed: bool) -> VrRun {
     }
     out
 }
-
-/// FNV-1a's 64-bit offset basis and prime ([`VrRun::output_hash`]).
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-/// See [`FNV_OFFSET`].
-const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
 /// Every VR run of `size` on `rigs` (untimed), in parallel: (rig index, run).
 pub fn vr_runs(rigs: &[Rig], cc0_from: usize, size: Size) -> Vec<(usize, VrRun)> {
@@ -1527,7 +1522,7 @@ pub fn vr_failures(bad: impl Fn(&VrRun) -> bool) -> Vec<String> {
             r.reachable_frames,
             r.reachable_head_error * 1e3,
             r.unreported_misses,
-            r.output_hash
+            r.output_hash.0
         );
     }
     runs.iter()

@@ -90,8 +90,10 @@
 //! work of a moving frame is cut the same way, never its arithmetic: a shortened retry (the
 //! line search) reuses the step it shortens instead of solving it again at the same pose, the
 //! turn bound takes the exact angle (an arc tangent) only of joints a tangent test cannot
-//! place within it, and a candidate the finishes kept current is not run through forward
-//! kinematics again.
+//! place within it, a candidate the finishes kept current is not run through forward
+//! kinematics again, and the first level's `J Jᵀ` and the projections out of it run only over
+//! the columns the rows share (each row's nonzero columns as a bit mask; the products left
+//! out are zeros, so the sums are the same bits).
 //!
 //! # Goals that cannot be met (the give-way rule)
 //!
@@ -177,6 +179,7 @@ use super::{
     clamp_len, com_column, effector_column, joint_axes, set3,
 };
 use crate::analytic::finish::quat_angle;
+use crate::jacobian::dense::{dot_within, span};
 use crate::pose::Pose;
 use crate::rotation::to_rotation_vector;
 use crate::skeleton::Skeleton;
@@ -713,14 +716,43 @@ impl Solve<'_> {
         if posture {
             self.posture(skeleton, pose);
         }
-        merge_disjoint_levels(&self.s.dls.jac[..rows * cols], cols, &mut row_level[..rows]);
+        let mut masks = [ALL_COLUMNS; MAX_ROWS];
+        row_masks(&self.s.dls.jac[..rows * cols], cols, &mut masks[..rows]);
+        merge_disjoint_levels(&masks[..rows], &mut row_level[..rows]);
+        // The first level's `J Jᵀ` from the rows' columns: a pair of rows that share none
+        // gives 0, the others the dot product over the columns they share (bit for bit the
+        // kernel's own, see `dot_within`).
+        let gram = |jac: &[f32], level: u8, a: &mut [f32], m: usize| {
+            // The level's rows (ascending) and their masks.
+            let (mut sel, mut sm) = ([0usize; MAX_ROWS], [0u128; MAX_ROWS]);
+            let mut k = 0;
+            for (r, &l) in row_level[..rows].iter().enumerate() {
+                if l == level {
+                    (sel[k], sm[k]) = (r, masks[r]);
+                    k += 1;
+                }
+            }
+            for p in 0..m {
+                let jp = &jac[sel[p] * cols..(sel[p] + 1) * cols];
+                for q in 0..=p {
+                    let shared = sm[p] & sm[q];
+                    a[p * m + q] = if shared == 0 {
+                        0.0
+                    } else {
+                        let (lo, hi) = span(shared);
+                        dot_within(jp, &jac[sel[q] * cols..(sel[q] + 1) * cols], lo, hi)
+                    };
+                }
+            }
+        };
         let ok = self.s.dls.prioritized_step(
             rows,
             cols,
             &row_level[..rows],
             |_| Some(lambda2),
-            None,
+            Some(&gram),
             posture,
+            Some(&masks[..rows]),
         );
         if !ok {
             self.s.dls.dq.fill(0.0);
@@ -754,26 +786,43 @@ fn tangent(v: Vec3, (normals, n): ([Vec3; 2], usize)) -> Vec3 {
     normals[..n].iter().fold(v, |v, &u| v - u * u.dot(v))
 }
 
+/// A row's column mask ([`row_masks`]) when it may use any column (more than 128 columns).
+const ALL_COLUMNS: u128 = u128::MAX;
+
+/// Each row's nonzero columns of `jac` (row-major, `cols` columns) as a bit mask, bit `c` for
+/// column `c`; with more than 128 columns every mask is [`ALL_COLUMNS`].
+fn row_masks(jac: &[f32], cols: usize, masks: &mut [u128]) {
+    if cols > 128 {
+        masks.fill(ALL_COLUMNS);
+        return;
+    }
+    for (mask, row) in masks.iter_mut().zip(jac.chunks_exact(cols)) {
+        // Four columns at a time, no branch per entry (one vector compare).
+        let quads = row.chunks_exact(4);
+        let tail = quads.remainder();
+        let mut m = 0u128;
+        for (k, q) in quads.enumerate() {
+            let bits = u32::from(q[0] != 0.0)
+                | u32::from(q[1] != 0.0) << 1
+                | u32::from(q[2] != 0.0) << 2
+                | u32::from(q[3] != 0.0) << 3;
+            m |= u128::from(bits) << (4 * k);
+        }
+        for (i, &v) in tail.iter().enumerate() {
+            m |= u128::from(v != 0.0) << (cols - tail.len() + i);
+        }
+        *mask = m;
+    }
+}
+
 /// Relabels every level whose rows share no column with any level before it onto the first
-/// level (`row_level`, rows of `jac`, row-major with `cols` columns): its prioritised solution
+/// level (`row_level`; `masks` the rows' columns, [`row_masks`]): its prioritised solution
 /// is its own least-squares solution (the earlier levels' null-space projector is the identity
 /// on its columns), which the first level's block-diagonal normal equations give as well — the
 /// same step with fewer levels to project (the feet and the hands when the hips are held).
-/// Leaves `row_level` as it is with more than 128 columns.
-fn merge_disjoint_levels(jac: &[f32], cols: usize, row_level: &mut [u8]) {
-    if cols > 128 || row_level.is_empty() {
-        return;
-    }
+/// Changes nothing with more than 128 columns (every mask [`ALL_COLUMNS`]).
+fn merge_disjoint_levels(masks: &[u128], row_level: &mut [u8]) {
     let rows = row_level.len();
-    // Each row's columns, once.
-    let mut masks = [0u128; MAX_ROWS];
-    for (r, mask) in masks[..rows].iter_mut().enumerate() {
-        for (c, &v) in jac[r * cols..(r + 1) * cols].iter().enumerate() {
-            if v != 0.0 {
-                *mask |= 1 << c;
-            }
-        }
-    }
     let first = row_level.iter().copied().min().unwrap_or(0);
     let mut union = 0u128;
     let mut level = first;
