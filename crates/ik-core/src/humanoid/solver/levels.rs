@@ -247,20 +247,33 @@ impl Solve<'_> {
                 self.s.beyond_range[k] = beyond[k];
             }
             let level = self.s.rank[channel(k, false)];
-            let nearer = self
-                .rig
-                .limbs
-                .iter()
-                .filter(|o| {
-                    let j = o.effector;
-                    j != k
-                        && beyond[j] > tolerance
-                        && self.s.rank[channel(j, false)] == level
-                        && (beyond[j], j) < (beyond[k], k)
-                })
-                .count();
-            self.s.rank[channel(k, true)] = level + 1 + nearer as u8;
+            let nearer = self.nearer(
+                k,
+                |j| beyond[j] > tolerance && self.s.rank[channel(j, false)] == level,
+                |j| beyond[j],
+            );
+            self.s.rank[channel(k, true)] = level + 1 + nearer;
         }
+    }
+
+    /// How many limbs' effectors `j` other than `k` that are its peers (`peer(j)`) lie nearer
+    /// than `k` by `distance` (ties: the effector order): `k`'s place among the goals of its
+    /// level that give way, nearest first (the give-way rule's sub-levels for a position
+    /// beyond reach and for a rotation beyond the range alike).
+    fn nearer(
+        &self,
+        k: usize,
+        peer: impl Fn(usize) -> bool,
+        distance: impl Fn(usize) -> f32,
+    ) -> u8 {
+        let n = self
+            .rig
+            .limbs
+            .iter()
+            .map(|o| o.effector)
+            .filter(|&j| j != k && peer(j) && (distance(j), j) < (distance(k), k))
+            .count();
+        n as u8
     }
 
     /// Where limb `l`'s root (shoulder, hip) is for the give-way rule, and what holds it: the
@@ -580,25 +593,20 @@ impl Solve<'_> {
             let number =
                 |j: usize| usize::from(self.s.rank[channel(j, false)]) / (GROUPS * SUBLEVELS);
             let level = self.s.rank[channel(k, false)];
-            let nearer = self
-                .rig
-                .limbs
-                .iter()
-                .filter(|o| {
-                    let j = o.effector;
+            let nearer = self.nearer(
+                k,
+                |j| {
                     let peer = if far {
                         out[j].far && number(j) == number(k)
                     } else {
                         !out[j].far && self.s.rank[channel(j, false)] == level
                     };
-                    j != k
-                        && peer
-                        && g.effectors[j].wants_position()
+                    peer && g.effectors[j].wants_position()
                         && given.effectors[j].frame == GoalFrame::Model
-                        && (out[j].deficit, j) < (out[k].deficit, k)
-                })
-                .count();
-            order[k] = if far { nearer as u8 } else { 1 + nearer as u8 };
+                },
+                |j| out[j].deficit,
+            );
+            order[k] = if far { nearer } else { 1 + nearer };
         }
         for (r, o) in out.iter_mut().zip(order) {
             r.sub = o;
