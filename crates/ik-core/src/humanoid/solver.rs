@@ -163,6 +163,20 @@ struct Joint {
     limb: u8,
 }
 
+impl Joint {
+    /// Moves the joint of `pose` onto its limit where it is outside (bit for bit where it is
+    /// within).
+    fn clamp(&self, skeleton: &Skeleton, pose: &mut Pose) {
+        let rest = &skeleton.bones()[self.bone].rest;
+        let (r, t) = (
+            &mut pose.rotations[self.bone],
+            &mut pose.translations[self.bone],
+        );
+        self.limit
+            .clamp_valid(rest.rotation, rest.translation, r, t);
+    }
+}
+
 #[derive(Clone, Debug)]
 struct Limb {
     effector: usize,
@@ -275,6 +289,12 @@ pub struct FullBodyScratch {
     /// skips clamping it to the limits, which it already respects.
     last: Pose,
     last_of: u64,
+    /// The pose [`FullBodySolver::clamp_to_limits`] last returned and the id of the solver
+    /// whose limits clamped it (0: none): a joint of a solve's input bit-identical to it is
+    /// within its limit already, so the solve's own start clamp skips it (the VR body clamps
+    /// its candidate before it reads its goals from it, then solves it).
+    clamped: Pose,
+    clamped_of: u64,
     segment_pos: Vec<Vec3>,
     /// `J Jᵀ` as a packed lower triangle of 3 × 3 blocks (see `pair_base`).
     pairs: Vec<[Vec3; 3]>,
@@ -428,18 +448,18 @@ impl<'a> Solve<'a> {
         // Whether the pose passed in is the one solved (no joint clamped): then an output
         // equal to it is a fixed point (see `Solve::at_rest`).
         let mut unclamped = warm && !cold;
+        let preclamped = self.s.clamped_of == self.rig.id && self.s.clamped.len() == pose.len();
+        let same = |pose: &Pose, other: &Pose, b: usize| {
+            pose.rotations[b] == other.rotations[b] && pose.translations[b] == other.translations[b]
+        };
         for j in &self.rig.joints {
-            let b = j.bone;
-            if warm
-                && pose.rotations[b] == self.s.last.rotations[b]
-                && pose.translations[b] == self.s.last.translations[b]
-            {
+            if warm && same(pose, &self.s.last, j.bone) {
                 continue;
             }
             unclamped = false;
-            let rest = &skeleton.bones()[b].rest;
-            let (r, t) = (&mut pose.rotations[b], &mut pose.translations[b]);
-            j.limit.clamp_valid(rest.rotation, rest.translation, r, t);
+            if !(preclamped && same(pose, &self.s.clamped, j.bone)) {
+                j.clamp(skeleton, pose);
+            }
         }
         self.s.start.copy_from(pose);
         let mut initial = FullBodyReport::default();

@@ -292,6 +292,7 @@ impl FullBodySolver {
         s.best = self.rest.clone();
         s.last = self.rest.clone();
         s.last_of = 0;
+        s.clamped_of = 0;
         s.segment_pos = vec![Vec3::ZERO; self.segments.len()];
         s.pairs = vec![[Vec3::ZERO; 3]; pair_base(MAX_BLOCKS)];
         s.clipped = vec![false; self.joints.len()];
@@ -411,13 +412,15 @@ impl FullBodySolver {
 
     /// Moves every joint of `pose` onto its limit where it is outside (the clamp a tracking
     /// solve starts with: a joint within its limit, or already clamped, is left bit for bit).
-    /// The VR body's candidate goes through it before its goals are read from it.
-    pub(crate) fn clamp_to_limits(&self, skeleton: &Skeleton, pose: &mut Pose) {
+    /// The VR body's candidate goes through it before its goals are read from it; the solve
+    /// that follows (with the solver's own scratch) does not clamp the joints again that
+    /// are bit-identical to what this returned.
+    pub(crate) fn clamp_to_limits(&mut self, skeleton: &Skeleton, pose: &mut Pose) {
         for j in &self.joints {
-            let rest = &skeleton.bones()[j.bone].rest;
-            let (r, t) = (&mut pose.rotations[j.bone], &mut pose.translations[j.bone]);
-            j.limit.clamp_valid(rest.rotation, rest.translation, r, t);
+            j.clamp(skeleton, pose);
         }
+        self.scratch.clamped.copy_from(pose);
+        self.scratch.clamped_of = self.id;
     }
 
     /// Solves `pose` in place toward `goals`, starting from the pose given: one frame of
