@@ -34,7 +34,9 @@ use ik_core::humanoid::FullBodyReport;
 
 #[path = "../tests/support/gameplay.rs"]
 mod gameplay;
-use gameplay::{Frame, GoalMask, Rig, Run, Scenario, rigs, run, scenario_frames, track};
+use gameplay::{
+    Frame, GoalMask, OutputHash, Rig, Run, Scenario, rigs, run, scenario_frames, track,
+};
 
 fn percentile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
@@ -78,6 +80,9 @@ fn bench(c: &mut Criterion) {
     let mut timed: Vec<(Scenario, Prepared)> = Vec::new();
     for scenario in Scenario::ALL {
         let mut total = Run::default();
+        // What the runs are given (equal on two builds given the same goals), and what the
+        // oracle found feasible.
+        let (mut goal_hash, mut feasible_hash) = (OutputHash::default(), OutputHash::default());
         let mut times = Vec::new();
         let mut cpu = Vec::new();
         // Per iteration count (9 = 9 or more) and converged: solves and summed µs.
@@ -92,6 +97,8 @@ fn bench(c: &mut Criterion) {
             let frames = scenario_frames(&rig, scenario, n, ri as u32 + 1);
             let (feasible, oracle_poses, oracle_restarts) =
                 gameplay::feasible_goals_with_poses(&rig, &frames);
+            goal_hash.frames(&frames);
+            feasible_hash.debug(&feasible);
             let mut solver = rig.solver();
             // One untimed pass to warm caches, then the timed one from a fresh solver.
             let _ = run(&rig, &mut solver, &frames, &feasible, false, track);
@@ -332,8 +339,8 @@ fn bench(c: &mut Criterion) {
             );
         }
         eprintln!(
-            "  {scenario:?} output hash (every pose and report, in order): {:016x}",
-            total.output_hash.0
+            "  {scenario:?} output hash (every pose and report, in order): {:016x}; goal hash (every input pose and goal set): {:016x}; oracle's feasible-goal hash: {:016x}",
+            total.output_hash.0, goal_hash.0, feasible_hash.0
         );
         times.sort_by(f64::total_cmp);
         cpu.sort_by(f64::total_cmp);

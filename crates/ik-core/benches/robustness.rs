@@ -99,8 +99,9 @@ fn still(rigs: &[Rig], size: Size) {
             s.failures
         );
         eprintln!(
-            "    output hash (every pose and report, in order): {:016x}",
-            combined(runs.iter().map(|(_, r)| r.output_hash))
+            "    output hash (every pose and report, in order): {:016x}; goal hash (every start pose and goal set): {:016x}",
+            combined(runs.iter().map(|(_, r)| r.output_hash)),
+            combined(runs.iter().map(|(_, r)| r.goal_hash))
         );
         let worst: Vec<String> = runs
             .iter()
@@ -117,6 +118,25 @@ fn still(rigs: &[Rig], size: Size) {
             eprintln!("    not settled, first: {}", worst.join("; "));
         }
     }
+}
+
+/// The moving sequences' input poses and goals, folded in order (equal on two builds given the
+/// same goals).
+fn goal_hash(seqs: &[Moving]) -> u64 {
+    combined(seqs.iter().map(|m| {
+        let mut h = OutputHash::default();
+        h.frames(&m.frames);
+        h
+    }))
+}
+
+/// The oracle's feasible goals of the moving sequences, folded in order.
+fn feasible_hash(seqs: &[Moving]) -> u64 {
+    combined(seqs.iter().map(|m| {
+        let mut h = OutputHash::default();
+        h.debug(&m.feasible);
+        h
+    }))
 }
 
 fn moving(rigs: &[Rig], cc0_from: usize, size: Size) {
@@ -152,8 +172,10 @@ fn moving(rigs: &[Rig], cc0_from: usize, size: Size) {
         s.others_error, s.infeasible_frames
     );
     eprintln!(
-        "  output hash (every pose and report, in order): {:016x}",
-        combined(runs.iter().map(|r| r.output_hash))
+        "  output hash (every pose and report, in order): {:016x}; goal hash (every input pose and goal set): {:016x}; oracle's feasible-goal hash: {:016x}",
+        combined(runs.iter().map(|r| r.output_hash)),
+        goal_hash(&seqs),
+        feasible_hash(&seqs)
     );
     eprintln!(
         "  warm solve, fastest of {REPEATS}: median {median:.1} µs, p99 {p99:.1} µs (issue: ≤ {WARM_P99_US}), max {max:.1} µs (issue: ≤ {WARM_MAX_US}); solver errors / non-finite {}",
@@ -259,8 +281,9 @@ fn vr(rigs: &[Rig], cc0_from: usize, size: Size) {
         sum(&|r| r.failures)
     );
     eprintln!(
-        "  output hash (every pose, in order): {:016x}",
-        combined(runs.iter().map(|(_, r)| r.output_hash))
+        "  output hash (every pose, in order): {:016x}; goal hash (every script's trackers): {:016x}",
+        combined(runs.iter().map(|(_, r)| r.output_hash)),
+        combined(runs.iter().map(|(_, r)| r.goal_hash))
     );
     eprintln!(
         "  per frame, fastest of {REPEATS} passes: median {median:.1} µs, p99 {p99:.1} µs (issue: ≤ {VR_P99_US}), max {tmax:.1} µs"
@@ -293,7 +316,7 @@ fn cold(rigs: &[Rig], cc0_from: usize, size: Size) {
         "\ncold: solve_cold from the rest pose, goals by FK of random in-limit poses, {} per CC0 character, fastest of {REPEATS}",
         size.cold_per_rig
     );
-    let (mut ok, mut total, mut all) = (0, 0, Vec::new());
+    let (mut ok, mut total, mut all, mut hashes) = (0, 0, Vec::new(), Vec::new());
     for (i, rig) in rigs.iter().enumerate().skip(cc0_from) {
         let r = run_cold(rig, size.cold_per_rig, seed_of(i, 0, SALT_COLD), true);
         let (median, p99, max) = stats(r.fastest_us.clone());
@@ -305,10 +328,15 @@ fn cold(rigs: &[Rig], cc0_from: usize, size: Size) {
             r.success as f64 * 100.0 / r.total.max(1) as f64
         );
         ok += r.success;
+        hashes.push(r.goal_hash);
         total += r.total;
         all.extend(r.fastest_us);
     }
     let (median, p99, _) = stats(all);
+    eprintln!(
+        "  goal hash (every goal set): {:016x}",
+        combined(hashes.into_iter())
+    );
     eprintln!(
         "  all: met {ok} of {total} ({:.2} %; issue: ≥ {:.1} %), median {median:.1} µs (issue: ≤ {COLD_MEDIAN_US}), p99 {p99:.1} µs",
         ok as f64 * 100.0 / total.max(1) as f64,

@@ -406,6 +406,83 @@ pub fn feasible_goals_with_poses(
     rig: &Rig,
     frames: &[Frame],
 ) -> (Vec<GoalMask>, Vec<Pose>, Vec<u32>) {
+    // Another build's oracle (`IK_ORACLE_LOAD`, a folder `IK_ORACLE_SAVE` wrote): the same
+    // feasibility judgement for two builds compared on the same goals.
+    let file = |var: &str| {
+        std::env::var_os(var).map(|dir| {
+            let mut key = OutputHash::default();
+            key.frames(frames);
+            std::path::PathBuf::from(dir).join(format!("{:016x}.oracle", key.0))
+        })
+    };
+    if let Some(path) = file("IK_ORACLE_LOAD") {
+        let bytes = std::fs::read(&path)
+            .unwrap_or_else(|e| panic!("IK_ORACLE_LOAD: {}: {e}", path.display()));
+        return oracle_from_bytes(&bytes, &rig.skeleton.rest_pose(), frames.len());
+    }
+    let out = oracle_of(rig, frames);
+    if let Some(path) = file("IK_ORACLE_SAVE") {
+        std::fs::write(&path, oracle_to_bytes(&out))
+            .unwrap_or_else(|e| panic!("IK_ORACLE_SAVE: {}: {e}", path.display()));
+    }
+    out
+}
+
+/// [`feasible_goals_with_poses`] as bytes: per frame the mask, the restarts, then the pose's
+/// rotations and translations, little-endian `f32` bits.
+fn oracle_to_bytes((masks, poses, restarts): &(Vec<GoalMask>, Vec<Pose>, Vec<u32>)) -> Vec<u8> {
+    let mut out = Vec::new();
+    for ((mask, pose), r) in masks.iter().zip(poses).zip(restarts) {
+        out.extend(mask.iter().map(|&m| u8::from(m)));
+        out.extend(r.to_le_bytes());
+        for v in pose
+            .rotations
+            .iter()
+            .flat_map(|q| q.to_array())
+            .chain(pose.translations.iter().flat_map(Vec3::to_array))
+        {
+            out.extend(v.to_le_bytes());
+        }
+    }
+    out
+}
+
+/// Reads [`oracle_to_bytes`]' output for `frames` frames of poses shaped like `rest`.
+fn oracle_from_bytes(
+    bytes: &[u8],
+    rest: &Pose,
+    frames: usize,
+) -> (Vec<GoalMask>, Vec<Pose>, Vec<u32>) {
+    let per_frame = 6 + 4 + 4 * (4 * rest.rotations.len() + 3 * rest.translations.len());
+    assert_eq!(
+        bytes.len(),
+        frames * per_frame,
+        "oracle file of another sequence"
+    );
+    let mut out = (Vec::new(), Vec::new(), Vec::new());
+    for f in 0..frames {
+        // The 6 mask bytes break the 4-byte alignment: read each frame from its own offset.
+        let frame = &bytes[f * per_frame..(f + 1) * per_frame];
+        out.0.push(core::array::from_fn(|k| frame[k] != 0));
+        let mut words = frame[6..]
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+        out.2.push(words.next().unwrap_or(0));
+        let mut pose = rest.clone();
+        let mut next = || f32::from_bits(words.next().unwrap_or(0));
+        for q in &mut pose.rotations {
+            *q = Quat::from_xyzw(next(), next(), next(), next());
+        }
+        for t in &mut pose.translations {
+            *t = Vec3::new(next(), next(), next());
+        }
+        out.1.push(pose);
+    }
+    out
+}
+
+/// The oracle's own search ([`feasible_goals_with_poses`]).
+fn oracle_of(rig: &Rig, frames: &[Frame]) -> (Vec<GoalMask>, Vec<Pose>, Vec<u32>) {
     let mut poses = Vec::with_capacity(frames.len());
     let mut restarts = Vec::with_capacity(frames.len());
     let mut solver = rig.solver();
@@ -616,6 +693,15 @@ impl OutputHash {
     pub fn debug(&mut self, v: &impl core::fmt::Debug) {
         use core::fmt::Write as _;
         let _ = write!(self, "{v:?}");
+    }
+
+    /// Folds in a sequence's input poses and goals (what the solver is given), bit for bit:
+    /// two builds (or two releases) print the same hash when they ran the same goals.
+    pub fn frames(&mut self, frames: &[Frame]) {
+        for f in frames {
+            self.pose(&f.input);
+            self.debug(&f.goals);
+        }
     }
 }
 

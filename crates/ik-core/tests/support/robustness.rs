@@ -503,6 +503,9 @@ pub struct StillRun {
     pub failures: usize,
     /// Every frame's output pose and report.
     pub output_hash: OutputHash,
+    /// The case's start pose and goals (what the solver is given; equal on two builds that
+    /// ran the same goals).
+    pub goal_hash: OutputHash,
 }
 
 impl StillRun {
@@ -520,6 +523,8 @@ pub fn run_still(rig: &Rig, case: &StillCase, frames: usize) -> StillRun {
     let mut prev = pose.clone();
     let mut out = StillRun::default();
     let (mut last_moving, mut last_change) = (0, 0);
+    out.goal_hash.pose(&case.start);
+    out.goal_hash.debug(&case.goals);
     for f in 0..frames {
         prev.copy_from(&pose);
         let result = solver.solve(&rig.skeleton, &mut pose, &case.goals);
@@ -1190,6 +1195,9 @@ pub struct VrRun {
     /// FNV-1a hash of every output pose's bits, in order: equal hashes, bit-identical runs
     /// (a refactor's check).
     pub output_hash: OutputHash,
+    /// The script's trackers, every frame (what the VR body is given; equal on two builds
+    /// that ran the same script).
+    pub goal_hash: OutputHash,
     /// Frames run.
     pub frames: usize,
     /// Solver errors and non-finite outputs.
@@ -1216,10 +1224,12 @@ pub fn run_vr(rig: &Rig, script: &[VrFrame], timed: bool) -> VrRun {
         let mut prev = rig.skeleton.rest_pose();
         let mut prev_output = rig.skeleton.rest_pose();
         out.output_hash = OutputHash::default();
+        out.goal_hash = OutputHash::default();
         let mut stance: [Option<Vec3>; 2] = [None, None];
         let (mut last_change, mut last_moving) = (0, 0);
         for (i, f) in script.iter().enumerate() {
             body.trackers = f.trackers;
+            out.goal_hash.debug(&f.trackers);
             let start = Instant::now();
             let ok = body.solve(&rig.skeleton, &mut buffer).is_ok();
             let us = start.elapsed().as_secs_f64() * 1e6;
@@ -1348,6 +1358,8 @@ pub struct ColdRun {
     pub total: usize,
     /// Per solve, the fastest of [`REPEATS`] runs, µs (timed runs only).
     pub fastest_us: Vec<f64>,
+    /// Every solve's goals (equal on two builds that solved the same goals).
+    pub goal_hash: OutputHash,
 }
 
 /// `count` cold solves on `rig` from the rest pose to goals by FK of random in-limit poses
@@ -1363,6 +1375,7 @@ pub fn run_cold(rig: &Rig, count: usize, seed: u64, timed: bool) -> ColdRun {
                 rng.next()
             });
         let goals = solver.goals_at_pose(&rig.skeleton, &target);
+        out.goal_hash.debug(&goals);
         let mut fastest = f64::INFINITY;
         let mut pose = rest.clone();
         for _ in 0..if timed { REPEATS } else { 1 } {
