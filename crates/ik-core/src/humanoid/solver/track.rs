@@ -93,7 +93,9 @@
 //! place within it, a candidate the finishes kept current is not run through forward
 //! kinematics again, and the first level's `J Jᵀ` and the projections out of it run only over
 //! the columns the rows share (each row's nonzero columns as a bit mask; the products left
-//! out are zeros, so the sums are the same bits).
+//! out are zeros, so the sums are the same bits), and the first level is factorised and
+//! projected out of part by part where its rows fall into groups that share no column (the
+//! feet and the hands under a held pelvis: its `J Jᵀ` is block diagonal).
 //!
 //! # Goals that cannot be met (the give-way rule)
 //!
