@@ -973,49 +973,54 @@ mod tests {
 
     /// The masked step is the step bit for bit: block-sparse rows (each row nonzero on a few
     /// column runs, signed zeros elsewhere) on three levels, with and without posture.
+    /// A random `rows × n` Jacobian nonzero where `on` (elsewhere `-0.0` where
+    /// `negative_zero`, else `0.0`), random residuals and posture pull: `prioritized_step`
+    /// gives the same bits with the rows' column masks as without, posture on and off.
+    fn masked_step_matches(
+        (rows, n): (usize, usize),
+        levels: &[u8],
+        (on, negative_zero): (impl Fn(usize, usize) -> bool, impl Fn(usize, usize) -> bool),
+        rnd: &mut impl FnMut() -> f32,
+    ) {
+        let mut d = DlsBuffers::new(rows, n);
+        let mut masks = vec![0u128; rows];
+        for (r, mask) in masks.iter_mut().enumerate() {
+            for c in 0..n {
+                d.jac[r * n + c] = if on(r, c) {
+                    *mask |= 1 << c;
+                    rnd()
+                } else if negative_zero(r, c) {
+                    -0.0
+                } else {
+                    0.0
+                };
+            }
+        }
+        for v in d.e.iter_mut().chain(&mut d.z) {
+            *v = rnd();
+        }
+        for posture in [false, true] {
+            let mut bits = |masks: Option<&[u128]>| {
+                assert!(d.prioritized_step(rows, n, levels, |_| Some(1e-3), None, posture, masks));
+                d.dq[..n].iter().map(|v| v.to_bits()).collect::<Vec<u32>>()
+            };
+            let want = bits(None);
+            assert_eq!(bits(Some(&masks)), want, "posture {posture}");
+        }
+    }
+
     #[test]
     fn the_masked_step_is_the_step_bit_for_bit() {
         let (n, rows) = (23usize, 12usize);
         let mut rnd = uniform(777);
         let levels = [0u8, 0, 0, 1, 1, 1, 0, 0, 2, 2, 1, 2];
         for trial in 0..50 {
-            let mut d = DlsBuffers::new(rows, n);
-            let mut masks = [0u128; 12];
-            for (r, mask) in masks.iter_mut().enumerate() {
-                // A shared root block (columns 0..3) and a row-dependent run.
+            // A shared root block (columns 0..3) and a row-dependent run.
+            let on = |r: usize, c: usize| {
                 let start = 3 + (r * 5 + trial) % (n - 6);
-                for c in 0..n {
-                    let on = c < 3 || (start..start + 5).contains(&c);
-                    d.jac[r * n + c] = if on {
-                        *mask |= 1 << c;
-                        rnd()
-                    } else if (r + c) % 3 == 0 {
-                        -0.0
-                    } else {
-                        0.0
-                    };
-                }
-            }
-            for v in d.e.iter_mut().chain(&mut d.z) {
-                *v = rnd();
-            }
-            for posture in [false, true] {
-                let step =
-                    d.prioritized_step(rows, n, &levels, |_| Some(1e-3), None, posture, None);
-                assert!(step);
-                let want: Vec<u32> = d.dq[..n].iter().map(|v| v.to_bits()).collect();
-                assert!(d.prioritized_step(
-                    rows,
-                    n,
-                    &levels,
-                    |_| Some(1e-3),
-                    None,
-                    posture,
-                    Some(&masks)
-                ));
-                let got: Vec<u32> = d.dq[..n].iter().map(|v| v.to_bits()).collect();
-                assert_eq!(got, want, "trial {trial}, posture {posture}");
-            }
+                c < 3 || (start..start + 5).contains(&c)
+            };
+            masked_step_matches((rows, n), &levels, (on, |r, c| (r + c) % 3 == 0), &mut rnd);
         }
     }
 
@@ -1023,7 +1028,6 @@ mod tests {
     fn a_first_level_in_parts_gives_the_step_bit_for_bit() {
         // First-level rows in three parts of their own columns (the first two rows linked by
         // a shared column), later rows touching one part, two, or none.
-        let n = 30usize;
         let runs: [(usize, usize, u8); 11] = [
             (0, 4, 0),
             (3, 7, 0),
@@ -1037,43 +1041,12 @@ mod tests {
             (16, 19, 2),
             (5, 25, 2),
         ];
-        let rows = runs.len();
         let levels: Vec<u8> = runs.iter().map(|r| r.2).collect();
         let mut rnd = uniform(4242);
         for trial in 0..20 {
-            let mut d = DlsBuffers::new(rows, n);
-            let mut masks = [0u128; 11];
-            for (r, (&(lo, hi, _), mask)) in runs.iter().zip(&mut masks).enumerate() {
-                for c in 0..n {
-                    d.jac[r * n + c] = if (lo..hi).contains(&c) {
-                        *mask |= 1 << c;
-                        rnd()
-                    } else if (r + c + trial) % 3 == 0 {
-                        -0.0
-                    } else {
-                        0.0
-                    };
-                }
-            }
-            for v in d.e.iter_mut().chain(&mut d.z) {
-                *v = rnd();
-            }
-            for posture in [false, true] {
-                let step = |d: &mut DlsBuffers, masks: Option<&[u128]>| {
-                    assert!(d.prioritized_step(
-                        rows,
-                        n,
-                        &levels,
-                        |_| Some(1e-3),
-                        None,
-                        posture,
-                        masks
-                    ));
-                    d.dq[..n].iter().map(|v| v.to_bits()).collect::<Vec<u32>>()
-                };
-                let want = step(&mut d, None);
-                assert_eq!(step(&mut d, Some(&masks)), want, "trial {trial}");
-            }
+            let on = |r: usize, c: usize| (runs[r].0..runs[r].1).contains(&c);
+            let negative_zero = |r: usize, c: usize| (r + c + trial).is_multiple_of(3);
+            masked_step_matches((runs.len(), 30), &levels, (on, negative_zero), &mut rnd);
         }
     }
 
