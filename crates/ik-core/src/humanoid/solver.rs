@@ -62,6 +62,7 @@
 //! helper bones.
 
 mod attempt;
+mod bounds;
 mod finish;
 mod goals;
 mod jacobian;
@@ -89,10 +90,10 @@ use crate::pose::{BoneTransform, Pose};
 use crate::rotation::{angle_about_axis, from_rotation_vector, shortest_arc, to_rotation_vector};
 use crate::skeleton::{Skeleton, SkeletonError};
 
+pub(crate) use bounds::onto_bound;
 use finish::*;
 pub use goals::*;
 use rest::AtRest;
-pub(crate) use track::onto_bound;
 
 #[derive(Clone, Copy, Debug)]
 enum Dof {

@@ -141,6 +141,13 @@ pub(crate) struct DlsBuffers {
     sel: Vec<usize>,
     /// Row selection of the first solved level (`masks` of [`DlsBuffers::prioritized_step`]).
     sel0: Vec<usize>,
+    /// With `masks`: the part of each row of the first solved level (its rows linked by
+    /// shared columns; the smallest row index of the part), see [`Parts`].
+    part: Vec<usize>,
+    /// With `masks`: the columns of each part of the first solved level (at its label).
+    part_mask: Vec<u128>,
+    /// Row indices of one or more parts, ascending (work list).
+    within: Vec<usize>,
     /// Column work vector (`max_rows`).
     col: Vec<f32>,
 }
@@ -167,6 +174,9 @@ impl DlsBuffers {
             levels: vec![(0, 0, 0); max_rows],
             sel: vec![0; max_rows],
             sel0: vec![0; max_rows],
+            part: vec![0; max_rows],
+            part_mask: vec![0; max_rows],
+            within: vec![0; max_rows],
             col: vec![0.0; max_rows],
         }
     }
@@ -241,6 +251,11 @@ impl DlsBuffers {
                         Some(masks) if l == 0 => project_out_masked(
                             jp,
                             (&self.sel0[..mp], masks, masks[r]),
+                            (
+                                &self.part[..mp],
+                                &self.part_mask[..mp],
+                                &mut self.within[..mp],
+                            ),
                             factor,
                             &mut self.col[..mp],
                             row,
@@ -249,6 +264,16 @@ impl DlsBuffers {
                     }
                 }
             }
+            // With masks, the first level's parts: its normal matrix is block diagonal over
+            // them (rows that share no column give exact zeros), factorised part by part.
+            let parts = match masks {
+                Some(masks) if first => find_parts(
+                    (&self.sel[..m], masks),
+                    &mut self.part[..m],
+                    &mut self.part_mask[..m],
+                ),
+                _ => 1,
+            };
             let a = &mut self.a[..m * m];
             match first_gram {
                 Some(fill) if first => fill(jac, level, a, m),
@@ -268,7 +293,7 @@ impl DlsBuffers {
             for i in 0..m {
                 a[i * m + i] += lambda2;
             }
-            if !cholesky(a, m) {
+            if !cholesky_parts(a, m, parts, &self.part[..m], &mut self.within[..m]) {
                 return false;
             }
             cholesky_solve(a, m, &mut self.y[..m]);
@@ -287,7 +312,7 @@ impl DlsBuffers {
             for i in 0..m {
                 p[i * m + i] += PROJECTOR_DAMPING;
             }
-            if !cholesky(p, m) {
+            if !cholesky_parts(p, m, parts, &self.part[..m], &mut self.within[..m]) {
                 p.copy_from_slice(a);
             }
             self.levels[done] = (row0, m, f0);
@@ -527,6 +552,132 @@ pub(crate) fn cholesky_solve(a: &[f32], n: usize, b: &mut [f32]) {
     }
 }
 
+/// The parts of a level's rows (`sel`, rows of `masks`): rows linked by a chain of rows that
+/// share a column. Each row's part into `part` (labelled by its smallest row index), each
+/// part's columns into `part_mask` (at its label); returns how many parts. Two rows of
+/// different parts share no column, so their entry of `J Jᵀ` is an exact zero (a dot
+/// product of disjoint rows sums `±0` from `+0.0`): the matrix is block diagonal over the
+/// parts, and so is its Cholesky factor.
+fn find_parts(
+    (sel, masks): (&[usize], &[u128]),
+    part: &mut [usize],
+    part_mask: &mut [u128],
+) -> usize {
+    // Row by row: a row joins every part it shares a column with (merged under the smallest
+    // label, the part's first row); `part_mask` holds each live part's columns at its label.
+    let mut parts = 0;
+    for (i, &r) in sel.iter().enumerate() {
+        let mask = masks[r];
+        let mut label = i;
+        part_mask[i] = mask;
+        for l in 0..i {
+            if part[l] != l || part_mask[l] & mask == 0 {
+                continue;
+            }
+            if label == i {
+                // The first (smallest) part it meets takes it.
+                label = l;
+                part_mask[l] |= mask;
+            } else {
+                // A later part it links to the first: merged into it.
+                part_mask[label] |= part_mask[l];
+                for p in part[..i].iter_mut().filter(|p| **p == l) {
+                    *p = label;
+                }
+                parts -= 1;
+            }
+        }
+        part[i] = label;
+        parts += usize::from(label == i);
+    }
+    parts
+}
+
+/// [`cholesky`] of an `n × n` matrix that is block diagonal over `parts` parts (`part`, see
+/// [`find_parts`]), part by part (`within`: work space for a part's rows): the same factor
+/// bit for bit — the terms left out are products with an exact zero of another part — for
+/// the cube of each part's size instead of the whole's.
+fn cholesky_parts(
+    a: &mut [f32],
+    n: usize,
+    parts: usize,
+    part: &[usize],
+    within: &mut [usize],
+) -> bool {
+    if parts <= 1 {
+        return cholesky(a, n);
+    }
+    for label in 0..n {
+        if part[label] != label {
+            continue;
+        }
+        let k = rows_of(part, |l| l == label, within);
+        if !cholesky_within(a, n, &within[..k]) {
+            return false;
+        }
+    }
+    true
+}
+
+/// The rows whose part `pick` takes into `out`, ascending; returns how many.
+fn rows_of(part: &[usize], pick: impl Fn(usize) -> bool, out: &mut [usize]) -> usize {
+    let mut k = 0;
+    for (i, &l) in part.iter().enumerate() {
+        if pick(l) {
+            out[k] = i;
+            k += 1;
+        }
+    }
+    k
+}
+
+/// [`cholesky`] of the principal submatrix of rows and columns `idx` (ascending) of the
+/// `n × n` row-major `a`, in place: every sum over the same terms in the same order as the
+/// whole matrix's factorisation adds for those rows, less the products with the exact zeros
+/// that no other row shares with them.
+fn cholesky_within(a: &mut [f32], n: usize, idx: &[usize]) -> bool {
+    for (jj, &j) in idx.iter().enumerate() {
+        let mut d = a[j * n + j];
+        for &k in &idx[..jj] {
+            let x = a[j * n + k];
+            d -= x * x;
+        }
+        if d.is_nan() || d <= 0.0 || !d.is_finite() {
+            return false;
+        }
+        let d = d.sqrt();
+        a[j * n + j] = d;
+        for &i in &idx[jj + 1..] {
+            let mut s = a[i * n + j];
+            for &k in &idx[..jj] {
+                s -= a[i * n + k] * a[j * n + k];
+            }
+            a[i * n + j] = s / d;
+        }
+    }
+    true
+}
+
+/// [`cholesky_solve`] restricted to the rows `idx` (ascending; whole parts of a block
+/// diagonal factor, [`cholesky_parts`]): the same bits on those rows; the others are not
+/// touched.
+fn cholesky_solve_within(a: &[f32], n: usize, idx: &[usize], b: &mut [f32]) {
+    for (ii, &i) in idx.iter().enumerate() {
+        let mut s = b[i];
+        for &k in &idx[..ii] {
+            s -= a[i * n + k] * b[k];
+        }
+        b[i] = s / a[i * n + i];
+    }
+    for (ii, &i) in idx.iter().enumerate().rev() {
+        let mut s = b[i];
+        for &k in &idx[ii + 1..] {
+            s -= a[k * n + i] * b[k];
+        }
+        b[i] = s / a[i * n + i];
+    }
+}
+
 /// Dot product with four accumulators (lets the compiler use SIMD lanes).
 #[inline]
 /// The rows on `level` into `sel` (ascending); returns how many.
@@ -575,17 +726,28 @@ fn project_out(jh: &[f32], factor: &[f32], col: &mut [f32], x: &mut [f32]) {
 fn project_out_masked(
     jh: &[f32],
     (rows, masks, x_mask): (&[usize], &[u128], u128),
+    (part, part_mask, within): (&[usize], &[u128], &mut [usize]),
     factor: &[f32],
     col: &mut [f32],
     x: &mut [f32],
 ) {
     let (m, n) = (col.len(), x.len());
-    for (i, c) in col.iter_mut().enumerate() {
+    // Only the parts ([`find_parts`]) that share a column with `x`: the others' products
+    // with `x` are zeros, so their entries of the solve stay zeros (the factor is block
+    // diagonal over the parts) and subtract nothing.
+    let k = rows_of(part, |l| part_mask[l] & x_mask != 0, within);
+    let idx = &within[..k];
+    for &i in idx {
         let (lo, hi) = span(masks[rows[i]] & x_mask);
-        *c = dot_within(&jh[i * n..(i + 1) * n], x, lo, hi);
+        col[i] = dot_within(&jh[i * n..(i + 1) * n], x, lo, hi);
     }
-    cholesky_solve(factor, m, col);
-    for (i, &c) in col.iter().enumerate() {
+    if k == m {
+        cholesky_solve(factor, m, col);
+    } else {
+        cholesky_solve_within(factor, m, idx, col);
+    }
+    for &i in idx {
+        let c = col[i];
         let (lo, hi) = span(masks[rows[i]]);
         let (lo, hi) = (lo.min(n), hi.min(n));
         for (v, &j) in x[lo..hi].iter_mut().zip(&jh[i * n + lo..i * n + hi]) {
@@ -811,49 +973,80 @@ mod tests {
 
     /// The masked step is the step bit for bit: block-sparse rows (each row nonzero on a few
     /// column runs, signed zeros elsewhere) on three levels, with and without posture.
+    /// A random `rows × n` Jacobian nonzero where `on` (elsewhere `-0.0` where
+    /// `negative_zero`, else `0.0`), random residuals and posture pull: `prioritized_step`
+    /// gives the same bits with the rows' column masks as without, posture on and off.
+    fn masked_step_matches(
+        (rows, n): (usize, usize),
+        levels: &[u8],
+        (on, negative_zero): (impl Fn(usize, usize) -> bool, impl Fn(usize, usize) -> bool),
+        rnd: &mut impl FnMut() -> f32,
+    ) {
+        let mut d = DlsBuffers::new(rows, n);
+        let mut masks = vec![0u128; rows];
+        for (r, mask) in masks.iter_mut().enumerate() {
+            for c in 0..n {
+                d.jac[r * n + c] = if on(r, c) {
+                    *mask |= 1 << c;
+                    rnd()
+                } else if negative_zero(r, c) {
+                    -0.0
+                } else {
+                    0.0
+                };
+            }
+        }
+        for v in d.e.iter_mut().chain(&mut d.z) {
+            *v = rnd();
+        }
+        for posture in [false, true] {
+            let mut bits = |masks: Option<&[u128]>| {
+                assert!(d.prioritized_step(rows, n, levels, |_| Some(1e-3), None, posture, masks));
+                d.dq[..n].iter().map(|v| v.to_bits()).collect::<Vec<u32>>()
+            };
+            let want = bits(None);
+            assert_eq!(bits(Some(&masks)), want, "posture {posture}");
+        }
+    }
+
     #[test]
     fn the_masked_step_is_the_step_bit_for_bit() {
         let (n, rows) = (23usize, 12usize);
         let mut rnd = uniform(777);
         let levels = [0u8, 0, 0, 1, 1, 1, 0, 0, 2, 2, 1, 2];
         for trial in 0..50 {
-            let mut d = DlsBuffers::new(rows, n);
-            let mut masks = [0u128; 12];
-            for (r, mask) in masks.iter_mut().enumerate() {
-                // A shared root block (columns 0..3) and a row-dependent run.
+            // A shared root block (columns 0..3) and a row-dependent run.
+            let on = |r: usize, c: usize| {
                 let start = 3 + (r * 5 + trial) % (n - 6);
-                for c in 0..n {
-                    let on = c < 3 || (start..start + 5).contains(&c);
-                    d.jac[r * n + c] = if on {
-                        *mask |= 1 << c;
-                        rnd()
-                    } else if (r + c) % 3 == 0 {
-                        -0.0
-                    } else {
-                        0.0
-                    };
-                }
-            }
-            for v in d.e.iter_mut().chain(&mut d.z) {
-                *v = rnd();
-            }
-            for posture in [false, true] {
-                let step =
-                    d.prioritized_step(rows, n, &levels, |_| Some(1e-3), None, posture, None);
-                assert!(step);
-                let want: Vec<u32> = d.dq[..n].iter().map(|v| v.to_bits()).collect();
-                assert!(d.prioritized_step(
-                    rows,
-                    n,
-                    &levels,
-                    |_| Some(1e-3),
-                    None,
-                    posture,
-                    Some(&masks)
-                ));
-                let got: Vec<u32> = d.dq[..n].iter().map(|v| v.to_bits()).collect();
-                assert_eq!(got, want, "trial {trial}, posture {posture}");
-            }
+                c < 3 || (start..start + 5).contains(&c)
+            };
+            masked_step_matches((rows, n), &levels, (on, |r, c| (r + c) % 3 == 0), &mut rnd);
+        }
+    }
+
+    #[test]
+    fn a_first_level_in_parts_gives_the_step_bit_for_bit() {
+        // First-level rows in three parts of their own columns (the first two rows linked by
+        // a shared column), later rows touching one part, two, or none.
+        let runs: [(usize, usize, u8); 11] = [
+            (0, 4, 0),
+            (3, 7, 0),
+            (8, 14, 0),
+            (9, 13, 0),
+            (15, 20, 0),
+            (1, 6, 1),
+            (10, 18, 1),
+            (22, 28, 1),
+            (2, 12, 2),
+            (16, 19, 2),
+            (5, 25, 2),
+        ];
+        let levels: Vec<u8> = runs.iter().map(|r| r.2).collect();
+        let mut rnd = uniform(4242);
+        for trial in 0..20 {
+            let on = |r: usize, c: usize| (runs[r].0..runs[r].1).contains(&c);
+            let negative_zero = |r: usize, c: usize| (r + c + trial).is_multiple_of(3);
+            masked_step_matches((runs.len(), 30), &levels, (on, negative_zero), &mut rnd);
         }
     }
 
