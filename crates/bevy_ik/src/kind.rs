@@ -410,7 +410,7 @@ pub struct IkStageSummary<'a> {
     /// [`IkStatus::center_of_mass_residual`].
     pub center_of_mass_residual: f32,
     /// A balanced body's centre of mass, support point and up (model space), for
-    /// [`IkCenterOfMass`](crate::IkCenterOfMass).
+    /// [`IkCenterOfMass`].
     pub center_of_mass: Option<(bevy::math::Vec3, bevy::math::Vec3, bevy::math::Vec3)>,
 }
 
