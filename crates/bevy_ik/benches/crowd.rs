@@ -35,7 +35,8 @@
 //! (a comma-separated list of the modes to run, e.g. `limbs,limbs_batched`: instruction counts
 //! of one mode without the others), `IK_TASK_TIMES` (each character's own task time, see
 //! `print_task_times`: quantiles that a loaded machine does not move much), `IK_FRAMES` (no
-//! criterion: build each mode's crowd and run this many frames, for instruction counts — the
+//! criterion: build each mode's crowd and run this many frames, then print a hash of every
+//! `Transform`, for instruction counts and to compare two builds' output — the
 //! difference between two counts, e.g. `IK_FRAMES=0` and `IK_FRAMES=100` under callgrind, over
 //! the frames, is one frame's).
 
@@ -297,6 +298,27 @@ fn crowd(n: usize, humanoid: &IkHumanoid, batched: Option<bool>) -> App {
     app
 }
 
+/// `IK_FRAMES`: a hash of every entity's `Transform` (translation and rotation bits, in query
+/// order: the same crowd every run), so two builds can be shown to pose the crowd identically.
+fn pose_hash(app: &mut App) -> u64 {
+    let mut q = app.world_mut().query::<(Entity, &Transform)>();
+    let mut items: Vec<(Entity, [u32; 7])> = q
+        .iter(app.world())
+        .map(|(e, t)| {
+            let (v, r) = (t.translation, t.rotation);
+            (e, [v.x, v.y, v.z, r.x, r.y, r.z, r.w].map(f32::to_bits))
+        })
+        .collect();
+    items.sort_unstable_by_key(|(e, _)| e.to_bits());
+    // FNV-1a over the bits.
+    items
+        .iter()
+        .flat_map(|(_, bits)| bits.iter())
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
+}
+
 /// `IK_PHASES`: when the last phase boundary was passed, and each frame's phase times.
 #[derive(Resource, Default)]
 struct Phases {
@@ -487,7 +509,10 @@ fn bench_crowd(c: &mut Criterion) {
             for _ in 0..frames as u32 {
                 app.update();
             }
-            println!("frames {label}/{n}: {frames}");
+            println!(
+                "frames {label}/{n}: {frames}, pose hash {:016x}",
+                pose_hash(&mut app)
+            );
             continue;
         }
         group.bench_function(format!("{label}/{n}"), |b| {

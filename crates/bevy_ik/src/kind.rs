@@ -42,6 +42,7 @@ use ik_core::humanoid::{HumanoidBone, HumanoidMap};
 use ik_core::stack::{AnyStage, PoseBuffer, StageReport};
 use ik_core::{BoneTransform, Skeleton};
 
+use crate::balance::IkCenterOfMass;
 use crate::character::{Hierarchy, IkCharacter, Resolver};
 use crate::components::{BoneRef, IkDisabled, IkKeepGoals, IkSolveTime, IkStatus};
 use crate::error::IkError;
@@ -213,9 +214,10 @@ fn note_stage_changes<T: Component>(
 }
 
 /// A stage entity as set-up and the pipeline read it: every component but the ones they
-/// write.
+/// write (the character's task publishes the status and centre of mass of a stage on the
+/// character's own entity).
 pub(crate) type StageEntityRef<'w, 's> =
-    EntityRefExcept<'w, 's, (IkCharacter, IkStatus, IkSolveTime)>;
+    EntityRefExcept<'w, 's, (IkCharacter, IkStatus, IkSolveTime, IkCenterOfMass)>;
 
 /// The query of stage entities (resources, which are entities too, left out: the systems
 /// write some).
@@ -240,7 +242,7 @@ impl<'w> IkStageEntity<'_, 'w, '_> {
     }
 
     /// Component `T` of the stage entity (`None` for the plugin's runtime components
-    /// [`IkCharacter`], [`IkStatus`] and [`IkSolveTime`]).
+    /// [`IkCharacter`], [`IkStatus`], [`IkSolveTime`] and [`IkCenterOfMass`]).
     #[must_use]
     pub fn get<T: Component>(&self) -> Option<&'w T> {
         self.0.get::<T>()
@@ -408,7 +410,7 @@ pub struct IkStageSummary<'a> {
     /// [`IkStatus::center_of_mass_residual`].
     pub center_of_mass_residual: f32,
     /// A balanced body's centre of mass, support point and up (model space), for
-    /// [`IkCenterOfMass`](crate::IkCenterOfMass).
+    /// [`IkCenterOfMass`].
     pub center_of_mass: Option<(bevy::math::Vec3, bevy::math::Vec3, bevy::math::Vec3)>,
 }
 

@@ -144,11 +144,14 @@ pub enum IkSystems {
 ///                               by its weight (a crowd's leading analytic limbs four per
 ///                               SIMD vector, see `IkPlugin::with_batched_limbs`); which
 ///                               bones to write is decided here; a character with
-///                               `IkSolveTime` gets this task's time
+///                               `IkSolveTime` gets this task's time; the IkStatus /
+///                               IkCenterOfMass of a stage on the character's own entity
+///                               (a humanoid's full body), only where a value changed
 /// IkSystems::Writeback          (the two side by side: both only read the characters)
 ///   write_bone_transforms       the only Transform writer: each character's changed bones
 ///                               (set_if_neq), input restored where IK stopped writing
-///   publish_ik_status           IkStatus / IkCenterOfMass, only where a value changed
+///   publish_ik_status           IkStatus / IkCenterOfMass of the stages on entities of
+///                               their own (IkStageOf), only where a value changed
 /// TransformSystems::Propagate   Bevy computes GlobalTransform from the written locals
 /// draw_ik_gizmos                (feature `debug-draw`) gizmos from the propagated transforms
 /// ```

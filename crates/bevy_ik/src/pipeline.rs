@@ -1,8 +1,9 @@
 //! The one per-frame pipeline every character goes through: gather its input pose and its
 //! stages' goals once and solve its stack in order, characters in parallel
 //! (`solve_characters`), write the bones once (`write_bone_transforms`, the only
-//! system that writes `Transform`s) and publish each stage's status where it changed
-//! (`publish_ik_status`).
+//! system that writes `Transform`s) and publish each stage's status where it changed (a stage
+//! on the character's own entity in the character's task, the others in
+//! `publish_ik_status`).
 //!
 //! # The input pose
 //!
@@ -41,12 +42,15 @@
 //! against its 1.86 ms. The pass is about half the gap, not worth giving up
 //! `forbid(unsafe_code)`; the rest is the character pose buffer's memory traffic (callgrind:
 //! the stack runs fewer instructions per character than those limbs, about 10.7 k against
-//! 13.9 k, but touches more cache lines).
+//! 13.9 k, but touches more cache lines). Without `unsafe`, the character's task does
+//! publish the status of a stage on the character's own entity (the query that hands it the
+//! character hands it that entity's `IkStatus` too): a humanoid's full body, whose status
+//! the separate pass found cold in cache again (docs/benchmarks.md has the figures).
 
 use bevy::ecs::batching::BatchingStrategy;
 use bevy::ecs::change_detection::{DetectChangesMut, Mut};
 use bevy::ecs::entity::Entity;
-use bevy::ecs::query::{Has, With, Without};
+use bevy::ecs::query::{Has, Without};
 use bevy::ecs::resource::Resource;
 use bevy::ecs::system::{Query, Res};
 use bevy::log::warn;
@@ -216,6 +220,7 @@ pub(crate) fn solve_characters(
             &mut IkCharacter,
             Has<IkDisabled>,
             Option<&mut IkSolveTime>,
+            Option<(&mut IkStatus, Option<&mut IkCenterOfMass>)>,
         ),
         Without<IkStageOf>,
     >,
@@ -231,7 +236,7 @@ pub(crate) fn solve_characters(
     characters
         .par_iter_mut()
         .batching_strategy(balanced())
-        .for_each(|(entity, mut character, disabled, timing)| {
+        .for_each(|(entity, mut character, disabled, timing, own)| {
             // A character switched off whose last pass left nothing to undo costs nothing (a
             // crowd's far characters, say): not even a change tick.
             if disabled && character.rt.as_ref().is_some_and(|rt| rt.idle) {
@@ -246,6 +251,14 @@ pub(crate) fn solve_characters(
             rt.idle = disabled && rt.to_write.is_empty();
             if let (Some(started), Some(mut timing)) = (started, timing) {
                 timing.last = started.elapsed();
+            }
+            // The status of a stage on the character's own entity (a humanoid's full body) is
+            // published here, while the character is in cache; `publish_ik_status` does the
+            // stages on other entities.
+            if let Some((mut status, mut com)) = own
+                && !disabled
+            {
+                publish_stage(entity, rt, &mut status, com.as_mut());
             }
         });
 }
@@ -404,70 +417,80 @@ pub(crate) fn write_bone_transforms(
     }
 }
 
-/// Writes each stage's [`IkStatus`] (and a balanced humanoid's [`IkCenterOfMass`]) from its
-/// character's last solve, touching them only when a value changed.
+/// Writes the [`IkStatus`] (and a balanced humanoid's [`IkCenterOfMass`]) of each stage on
+/// an entity of its own ([`IkStageOf`]) from its character's last solve, touching them only
+/// when a value changed. A stage on the character's entity is published by
+/// [`solve_characters`] in the character's task (a second pass over a crowd's characters
+/// would find each of them cold in cache again).
 #[allow(clippy::type_complexity, reason = "system parameters")]
 pub(crate) fn publish_ik_status(
-    mut stages: Query<
-        (
-            Entity,
-            &mut IkStatus,
-            Option<&IkStageOf>,
-            Option<&mut IkCenterOfMass>,
-        ),
-        With<IkStatus>,
-    >,
+    mut stages: Query<(
+        Entity,
+        &mut IkStatus,
+        &IkStageOf,
+        Option<&mut IkCenterOfMass>,
+    )>,
     characters: Query<(&IkCharacter, Has<IkDisabled>)>,
 ) {
     stages
         .par_iter_mut()
         .batching_strategy(balanced())
-        .for_each(|(entity, mut status, of, com)| {
-            let character = of.map_or(entity, |o| o.0);
-            let Ok((ch, disabled)) = characters.get(character) else {
+        .for_each(|(entity, mut status, of, mut com)| {
+            let Ok((ch, disabled)) = characters.get(of.0) else {
                 return;
             };
             let Some(rt) = ch.rt.as_ref().filter(|_| !disabled) else {
                 return;
             };
-            let Some(st) = rt.stages.iter().find(|s| s.entity == entity) else {
-                return;
-            };
-            if st.setup_error.is_some() {
-                return;
-            }
-            let frame_error = rt.frame_error.as_ref().or(st.frame_error.as_ref());
-            match (&st.summary, frame_error) {
-                (Some(summary), None) => {
-                    publish_summary(&mut status, summary, &st.residuals);
-                    if let Some(mut com) = com {
-                        publish_com(&mut com, st.center_of_mass);
-                    }
-                }
-                (_, Some(err)) => {
-                    publish_problem(&mut status, err);
-                    if let Some(mut com) = com
-                        && com.active
-                    {
-                        com.active = false;
-                    }
-                }
-                // Faded out (weight 0): not solved this frame, nothing written; the rest of
-                // its status (the last solve's) stays.
-                (None, None)
-                    if st
-                        .slot
-                        .and_then(|i| rt.stack.slots().get(i))
-                        .is_some_and(|slot| slot.outcome == StageOutcome::Faded) =>
-                {
-                    if status.solved {
-                        status.solved = false;
-                    }
-                }
-                // Disabled stage: its status stays as it was.
-                (None, None) => {}
-            }
+            publish_stage(entity, rt, &mut status, com.as_mut());
         });
+}
+
+/// Writes the status (and centre of mass) of `rt`'s stage on `entity`, if it has one, from
+/// the last solve.
+fn publish_stage(
+    entity: Entity,
+    rt: &Runtime,
+    status: &mut Mut<IkStatus>,
+    com: Option<&mut Mut<IkCenterOfMass>>,
+) {
+    let Some(st) = rt.stages.iter().find(|s| s.entity == entity) else {
+        return;
+    };
+    if st.setup_error.is_some() {
+        return;
+    }
+    let frame_error = rt.frame_error.as_ref().or(st.frame_error.as_ref());
+    match (&st.summary, frame_error) {
+        (Some(summary), None) => {
+            publish_summary(status, summary, &st.residuals);
+            if let Some(com) = com {
+                publish_com(com, st.center_of_mass);
+            }
+        }
+        (_, Some(err)) => {
+            publish_problem(status, err);
+            if let Some(com) = com
+                && com.active
+            {
+                com.active = false;
+            }
+        }
+        // Faded out (weight 0): not solved this frame, nothing written; the rest of its
+        // status (the last solve's) stays.
+        (None, None)
+            if st
+                .slot
+                .and_then(|i| rt.stack.slots().get(i))
+                .is_some_and(|slot| slot.outcome == StageOutcome::Faded) =>
+        {
+            if status.solved {
+                status.solved = false;
+            }
+        }
+        // Disabled stage: its status stays as it was.
+        (None, None) => {}
+    }
 }
 
 fn publish_summary(status: &mut Mut<IkStatus>, s: &Summary, residuals: &[f32]) {
