@@ -67,6 +67,7 @@ mod goals;
 mod jacobian;
 mod levels;
 mod model;
+mod range;
 mod rest;
 mod setup;
 mod track;
