@@ -189,13 +189,12 @@ impl Solve<'_> {
             let rank = (level * GROUPS + group(c)) * SUBLEVELS + support_sublevel(c);
             self.s.rank[c] = rank as u8;
         }
-        // A leg's rotation goal beyond what its ankle can turn to (see `rotation_beyond`),
-        // its hip held by a pelvis goal: its rotation channel gives way, one sub-level below
-        // its level's goals, the one nearer the limb's range first (see "Goals that cannot
-        // be met" in the `track` module docs). Read once a frame from the goals, the limbs'
-        // limits and where the hips are; a goal met as the frame starts is within range.
-        // (Not a hand's: the trunk and the clavicle carry its shoulder, and a range read
-        // from where the frame starts held feasible hand rotations back; `docs/benchmarks.md`.)
+        // A limb's rotation goal beyond what its end joint can turn to (see the `range`
+        // module: a leg's with its hip held by a pelvis goal, a hand's beyond what the
+        // shoulder's swing this frame can change): its rotation channel gives way, one
+        // sub-level below its level's goals, the one nearer the limb's range first (see
+        // "Goals that cannot be met" in the `track` module docs). Read once a frame; a goal
+        // met as the frame starts is within range.
         let tolerance = self.rig.settings.rotation_tolerance;
         let (beyond, fixed) = self.rotations_beyond_range(skeleton, g, goals);
         self.s.beyond_range = [0.0; 5];

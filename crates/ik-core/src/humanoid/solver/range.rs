@@ -1,8 +1,23 @@
 //! The range read of the give-way rule (see [`Solve::rank_goals`] and "Goals that cannot be
-//! met" in the `track` module docs): where a limb's root is held ([`Solve::limb_root`]), and
-//! how far a limb's rotation goal lies beyond what its end joint can turn to with the limb's
-//! end on the goal's position ([`Solve::rotation_beyond`]), read once a frame from the goals,
-//! the root and the limb's rest geometry and limits.
+//! met" in the `track` module docs): how far a limb's rotation goal lies beyond what its end
+//! joint (wrist, ankle) can turn to with the limb's end on the goal's position
+//! ([`Solve::rotation_beyond`]), read once a frame from the goal, the limb's root and the
+//! limb's rest geometry and limits; where the root is for that read ([`Solve::limb_root`]).
+//!
+//! * **A leg** under a pelvis goal on its level or above: the hip where a 6D pelvis goal puts
+//!   it ([`Root::Fixed`]: the part beyond is what no pose meets, so only the rest counts), or
+//!   where the frame starts under a position-only one ([`Root::Turning`]: the hips' turn
+//!   carries the hip, so the whole residual counts on the sub-level below).
+//! * **A hand**: the shoulder where the frame starts. The trunk and the clavicle carry the
+//!   shoulder within the frame, so a rotation read beyond the range there may yet be met; it
+//!   gives way only when it lies beyond by more than one frame's turn of the joint that
+//!   carries the shoulder can change (see [`Solve::shoulder_swing`]), and its whole residual
+//!   counts on the sub-level below (as a [`Root::Turning`] leg's). Measured in
+//!   `docs/benchmarks.md`, *A hand's rotation beyond its arm's range gives way*.
+//!
+//! The read of [`Solve::rotation_beyond`] is kept per limb in the scratch ([`RangeCache`])
+//! and reused while its inputs are bit-identical: the goal's position and rotation, the root,
+//! the upper bone's scale, the settings it reads and the solver.
 
 use super::{Effector, EffectorGoal, FullBodyGoals, GoalFrame, Limb, Solve, channel};
 use crate::analytic::finish::quat_angle;
@@ -27,14 +42,28 @@ pub(super) enum Root {
     Free,
 }
 
+/// Inputs of one [`Solve::rotation_beyond`] read, bit for bit: the goal's position and
+/// rotation, the root, the upper bone's scale, the rotation tolerance and the per-frame turn
+/// bound (the settings the read uses).
+type RangeKey = [u32; 15];
+
+/// The last [`Solve::rotation_beyond`] read per effector (see the module docs): reused while
+/// its inputs ([`RangeKey`]) and the solver (its id: the rig's geometry and limits) are the
+/// same.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct RangeCache {
+    /// Per effector: the solver's id, the inputs and the read (`None`: no read yet).
+    reads: [Option<(u64, RangeKey, f32)>; 5],
+}
+
 impl Solve<'_> {
     /// Per limb effector, how far (radians) its rotation goal lies beyond the limb's range
-    /// (see [`Solve::rotation_beyond`]; 0 within it, or where nothing holds the limb's root)
-    /// and whether the goals fix the root ([`Root::Fixed`]): the goals `g` (resolved; `goals`
-    /// as passed in) whose position and rotation are both wanted, in model space, and not
-    /// met as the frame starts.
+    /// (see [`Solve::rotation_beyond`] and the module docs; 0 within it, or where nothing
+    /// holds a leg's hip) and whether the goals fix the root ([`Root::Fixed`]): the goals `g`
+    /// (resolved; `goals` as passed in) whose position and rotation are both wanted, in model
+    /// space, and not met as the frame starts.
     pub(super) fn rotations_beyond_range(
-        &self,
+        &mut self,
         skeleton: &Skeleton,
         g: &FullBodyGoals,
         goals: &FullBodyGoals,
@@ -52,15 +81,90 @@ impl Solve<'_> {
                 continue;
             }
             let (root, held) = self.limb_root(l, g, goals);
-            if held == Root::Free {
+            if held == Root::Free && l.on_hips {
+                // A leg without a pelvis goal above it: nothing holds its hip.
                 continue;
             }
             fixed[k] = held == Root::Fixed;
-            if !self.within_range_here(skeleton, l, root, e) {
-                beyond[k] = self.rotation_beyond(skeleton, l, root, e);
+            if self.within_range_here(skeleton, l, root, e) {
+                continue;
+            }
+            let read = self.cached_rotation_beyond(skeleton, l, root, e);
+            // A hand: beyond only by more than the shoulder may yet swing this frame.
+            if held != Root::Free || read > self.shoulder_swing(skeleton, l, root, e) {
+                beyond[k] = read;
             }
         }
         (beyond, fixed)
+    }
+
+    /// [`Solve::rotation_beyond`], reused from the scratch's [`RangeCache`] while its inputs
+    /// are bit-identical. (Where its search starts, from the limb's current swivel, decides
+    /// only which read within the rotation tolerance it returns when the rotation is within
+    /// range, and every such read counts as within range.)
+    fn cached_rotation_beyond(
+        &mut self,
+        skeleton: &Skeleton,
+        l: &Limb,
+        root: Vec3,
+        e: &EffectorGoal,
+    ) -> f32 {
+        let s = &self.rig.settings;
+        let scale = self.s.model[l.chain.upper].scale;
+        let (p, q) = (e.position, e.rotation);
+        let key: RangeKey = [
+            p.x,
+            p.y,
+            p.z,
+            q.x,
+            q.y,
+            q.z,
+            q.w,
+            root.x,
+            root.y,
+            root.z,
+            scale.x,
+            scale.y,
+            scale.z,
+            s.rotation_tolerance,
+            s.max_turn,
+        ]
+        .map(f32::to_bits);
+        let id = self.rig.id;
+        if let Some((of, at, read)) = self.s.range_cache.reads[l.effector]
+            && of == id
+            && at == key
+        {
+            return read;
+        }
+        let read = self.rotation_beyond(skeleton, l, root, e);
+        self.s.range_cache.reads[l.effector] = Some((id, key, read));
+        read
+    }
+
+    /// How far (radians) one frame may turn the direction from hand goal `e`'s position to
+    /// limb `l`'s root (the shoulder, at `root` as the frame starts): the joint that carries
+    /// the shoulder (the upper arm's parent: the clavicle, or the chest on a rig without one)
+    /// turns at most the per-frame bound ([`FullBodySettings::max_turn`]), which moves the
+    /// shoulder by at most the chord `δ = 2c·sin(max_turn / 2)` (`c`: the shoulder's distance
+    /// from that joint), and a shoulder moved by `δ` turns the direction from a goal `d` away
+    /// by at most `asin(δ / d)`. A range read at the frame's shoulder that the rotation lies
+    /// beyond by no more than this may be met once the shoulder moves (the joints below the
+    /// carrier, whose turns move the shoulder further, are left out: measured in
+    /// `docs/benchmarks.md`, *A hand's rotation beyond its arm's range gives way*).
+    ///
+    /// [`FullBodySettings::max_turn`]: super::FullBodySettings::max_turn
+    fn shoulder_swing(&self, skeleton: &Skeleton, l: &Limb, root: Vec3, e: &EffectorGoal) -> f32 {
+        let Some(carrier) = skeleton.parent(l.chain.upper) else {
+            return 0.0;
+        };
+        let c = self.s.model[carrier].translation.distance(root);
+        let chord = 2.0 * c * (0.5 * self.rig.settings.max_turn.min(core::f32::consts::PI)).sin();
+        let d = e.position.distance(root);
+        if d <= chord {
+            return core::f32::consts::FRAC_PI_2;
+        }
+        (chord / d).asin()
     }
 
     /// Where limb `l`'s root (shoulder, hip) is for the give-way rule, and what holds it: the
