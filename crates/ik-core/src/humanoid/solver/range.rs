@@ -44,8 +44,8 @@ pub(super) enum Root {
 
 /// Inputs of one [`Solve::rotation_beyond`] read, bit for bit: the goal's position and
 /// rotation, the root, the upper bone's scale, the rotation tolerance and the per-frame turn
-/// bound (the settings the read uses).
-type RangeKey = [u32; 15];
+/// bound (the settings the read uses), and what is within range enough.
+type RangeKey = [u32; 16];
 
 /// The last [`Solve::rotation_beyond`] read per effector (see the module docs): reused while
 /// its inputs ([`RangeKey`]) and the solver (its id: the rig's geometry and limits) are the
@@ -89,9 +89,15 @@ impl Solve<'_> {
             if self.within_range_here(skeleton, l, root, e) {
                 continue;
             }
-            let read = self.cached_rotation_beyond(skeleton, l, root, e);
-            // A hand: beyond only by more than the shoulder may yet swing this frame.
-            if held != Root::Free || read > self.shoulder_swing(skeleton, l, root, e) {
+            // A hand: beyond only by more than the shoulder may yet swing this frame (a read
+            // that finds it within that is enough).
+            let enough = if held == Root::Free {
+                self.shoulder_swing(skeleton, l, root, e).max(tolerance)
+            } else {
+                tolerance
+            };
+            let read = self.cached_rotation_beyond(skeleton, l, root, e, enough);
+            if read > enough {
                 beyond[k] = read;
             }
         }
@@ -100,14 +106,15 @@ impl Solve<'_> {
 
     /// [`Solve::rotation_beyond`], reused from the scratch's [`RangeCache`] while its inputs
     /// are bit-identical. (Where its search starts, from the limb's current swivel, decides
-    /// only which read within the rotation tolerance it returns when the rotation is within
-    /// range, and every such read counts as within range.)
+    /// only which read within `enough` it returns, and every such read counts as within
+    /// range.)
     fn cached_rotation_beyond(
         &mut self,
         skeleton: &Skeleton,
         l: &Limb,
         root: Vec3,
         e: &EffectorGoal,
+        enough: f32,
     ) -> f32 {
         let s = &self.rig.settings;
         let scale = self.s.model[l.chain.upper].scale;
@@ -128,6 +135,7 @@ impl Solve<'_> {
             scale.z,
             s.rotation_tolerance,
             s.max_turn,
+            enough,
         ]
         .map(f32::to_bits);
         let id = self.rig.id;
@@ -137,7 +145,7 @@ impl Solve<'_> {
         {
             return read;
         }
-        let read = self.rotation_beyond(skeleton, l, root, e);
+        let read = self.rotation_beyond(skeleton, l, root, e, enough);
         self.s.range_cache.reads[l.effector] = Some((id, key, read));
         read
     }
@@ -235,8 +243,18 @@ impl Solve<'_> {
     /// a full turn at the end joint's narrowest half-range (a band of swivels within its range
     /// is about that wide; the per-frame turn bound for a limit without one), then refined by
     /// halving down to the rotation tolerance; 0 when the end joint has no limit or the limb
-    /// no hinge.
-    fn rotation_beyond(&self, skeleton: &Skeleton, l: &Limb, root: Vec3, e: &EffectorGoal) -> f32 {
+    /// no hinge. The search stops at the first read within `enough` (at least the rotation
+    /// tolerance; a hand's [`Solve::shoulder_swing`]): the caller needs to know no more than
+    /// that the rotation is within range by that much, and a read beyond `enough` is the same
+    /// with or without it (no sample or refinement on the way came within it).
+    fn rotation_beyond(
+        &self,
+        skeleton: &Skeleton,
+        l: &Limb,
+        root: Vec3,
+        e: &EffectorGoal,
+        enough: f32,
+    ) -> f32 {
         let ch = &l.chain;
         let s = &self.rig.settings;
         let tolerance = s.rotation_tolerance;
@@ -337,7 +355,7 @@ impl Solve<'_> {
                 let offset = if j % 2 == 0 { j / 2 } else { -(j + 1) / 2 };
                 let i = (start + offset).rem_euclid(count);
                 let c = clamped_off(i as f32 * spacing);
-                if c <= tolerance {
+                if c <= enough {
                     return c;
                 }
                 if (c, i) < best {
@@ -346,7 +364,7 @@ impl Solve<'_> {
             }
             let mut best = (best.0, best.1 as f32 * spacing);
             let mut h = 0.5 * spacing;
-            while h > tolerance && best.0 > tolerance {
+            while h > tolerance && best.0 > enough {
                 for psi in [best.1 - h, best.1 + h] {
                     let c = clamped_off(psi);
                     if c < best.0 {
