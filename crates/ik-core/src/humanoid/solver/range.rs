@@ -96,7 +96,18 @@ impl Solve<'_> {
             } else {
                 tolerance
             };
-            let read = self.cached_rotation_beyond(skeleton, l, root, e, enough);
+            // The read, reused from the scratch while its inputs are bit-identical. (Where
+            // its search starts, from the limb's current swivel, decides only which read
+            // within `enough` it returns, and every such read counts as within range.)
+            let (id, key) = (self.rig.id, self.range_key(l, root, e, enough));
+            let read = match self.s.range_cache.reads[k] {
+                Some((of, at, read)) if of == id && at == key => read,
+                _ => {
+                    let read = self.rotation_beyond(skeleton, l, root, e, enough);
+                    self.s.range_cache.reads[k] = Some((id, key, read));
+                    read
+                }
+            };
             if read > enough {
                 beyond[k] = read;
             }
@@ -104,22 +115,12 @@ impl Solve<'_> {
         (beyond, fixed)
     }
 
-    /// [`Solve::rotation_beyond`], reused from the scratch's [`RangeCache`] while its inputs
-    /// are bit-identical. (Where its search starts, from the limb's current swivel, decides
-    /// only which read within `enough` it returns, and every such read counts as within
-    /// range.)
-    fn cached_rotation_beyond(
-        &mut self,
-        skeleton: &Skeleton,
-        l: &Limb,
-        root: Vec3,
-        e: &EffectorGoal,
-        enough: f32,
-    ) -> f32 {
+    /// The inputs of a [`Solve::rotation_beyond`] read (see [`RangeKey`]).
+    fn range_key(&self, l: &Limb, root: Vec3, e: &EffectorGoal, enough: f32) -> RangeKey {
         let s = &self.rig.settings;
         let scale = self.s.model[l.chain.upper].scale;
         let (p, q) = (e.position, e.rotation);
-        let key: RangeKey = [
+        [
             p.x,
             p.y,
             p.z,
@@ -137,17 +138,7 @@ impl Solve<'_> {
             s.max_turn,
             enough,
         ]
-        .map(f32::to_bits);
-        let id = self.rig.id;
-        if let Some((of, at, read)) = self.s.range_cache.reads[l.effector]
-            && of == id
-            && at == key
-        {
-            return read;
-        }
-        let read = self.rotation_beyond(skeleton, l, root, e, enough);
-        self.s.range_cache.reads[l.effector] = Some((id, key, read));
-        read
+        .map(f32::to_bits)
     }
 
     /// How far (radians) one frame may turn the direction from hand goal `e`'s position to
