@@ -71,6 +71,26 @@ fn moving_6d_goals_never_flip() {
     );
 }
 
+/// What the moving 6D scenario meets at CI size today (issue 24's target, 100 %, is in
+/// `docs/robustness_targets.rs`): 97.60 % measured with a hand's rotation beyond its arm's
+/// range giving way (`docs/benchmarks.md`, *A hand's rotation beyond its arm's range gives
+/// way*; 95.91 % before), less a tenth of a percent so a change of one goal-frame does not
+/// trip it.
+const MOVING_MET_FLOOR_PERCENT: f64 = 97.5;
+
+#[test]
+fn moving_6d_feasible_goal_frames_are_mostly_met() {
+    let s = moving_summary();
+    assert!(
+        s.met_percent() >= MOVING_MET_FLOOR_PERCENT,
+        "feasible goal-frames met {:.2} % ({} of {}; floor {MOVING_MET_FLOOR_PERCENT} %), worst miss {:.1} mm|°",
+        s.met_percent(),
+        s.met,
+        s.feasible(),
+        s.worst_miss
+    );
+}
+
 #[test]
 fn still_infeasible_hand_leaves_the_other_goals_met() {
     for kind in [StillKind::HandBeyond, StillKind::HandFar] {

@@ -2,13 +2,11 @@
 //! the goal channels, the give-way rule's sub-levels for limb goals beyond reach and for limb
 //! rotation goals beyond the limb's range, and the acceptance rule ([`better`]).
 
-use super::{Effector, EffectorGoal, FullBodyGoals, GoalFrame, Limb, Solve, channel, vec_angle};
+use super::{Effector, FullBodyGoals, GoalFrame, Solve, channel, vec_angle};
 use crate::analytic::finish::quat_angle;
-use crate::limits::JointLimit;
-use crate::pose::{BoneTransform, Pose};
-use crate::rotation::{shortest_arc, wrap_angle};
+use crate::pose::Pose;
 use crate::skeleton::Skeleton;
-use glam::{Quat, Vec3};
+use glam::Vec3;
 
 /// A candidate must lower the deciding level's cost by at least this fraction of it: a
 /// step that gains less is not kept, so a goal that can only be crept toward (a hand's
@@ -105,21 +103,6 @@ pub(super) fn better(old: &Costs, new: &Costs) -> bool {
     false
 }
 
-/// What holds a limb's root (see `Solve::limb_root`), for the rule on a rotation beyond the
-/// limb's range (see [`Solve::rank_goals`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Root {
-    /// A hip where a 6D pelvis goal on the leg's level or above puts it: the limb's range is
-    /// read from the goals.
-    Fixed,
-    /// A hip that a position-only pelvis goal on the leg's level or above lets turn about the
-    /// goal, at its offset from the hips.
-    Turning,
-    /// A shoulder (the trunk and the clavicle carry it), or a hip without a pelvis goal above
-    /// it.
-    Free,
-}
-
 /// Where a limb's position goal lies from the limb's root at one pose (see
 /// [`Solve::reach_split`]).
 #[derive(Clone, Copy, Debug, Default)]
@@ -206,34 +189,14 @@ impl Solve<'_> {
             let rank = (level * GROUPS + group(c)) * SUBLEVELS + support_sublevel(c);
             self.s.rank[c] = rank as u8;
         }
-        // A leg's rotation goal beyond what its ankle can turn to (see `rotation_beyond`),
-        // its hip held by a pelvis goal: its rotation channel gives way, one sub-level below
-        // its level's goals, the one nearer the limb's range first (see "Goals that cannot
-        // be met" in the `track` module docs). Read once a frame from the goals, the limbs'
-        // limits and where the hips are; a goal met as the frame starts is within range.
-        // (Not a hand's: the trunk and the clavicle carry its shoulder, and a range read
-        // from where the frame starts held feasible hand rotations back; `docs/benchmarks.md`.)
+        // A limb's rotation goal beyond what its end joint can turn to (see the `range`
+        // module: a leg's with its hip held by a pelvis goal, a hand's beyond what the
+        // shoulder's swing this frame can change): its rotation channel gives way, one
+        // sub-level below its level's goals, the one nearer the limb's range first (see
+        // "Goals that cannot be met" in the `track` module docs). Read once a frame; a goal
+        // met as the frame starts is within range.
         let tolerance = self.rig.settings.rotation_tolerance;
-        let (mut beyond, mut fixed) = ([0.0f32; 5], [false; 5]);
-        for l in &self.rig.limbs {
-            let k = l.effector;
-            let e = &g.effectors[k];
-            let now = quat_angle(self.s.model[l.chain.end].rotation, e.rotation);
-            if !(e.wants_position() && e.wants_rotation())
-                || goals.effectors[k].frame != GoalFrame::Model
-                || now <= tolerance
-            {
-                continue;
-            }
-            let (root, held) = self.limb_root(l, g, goals);
-            if held == Root::Free {
-                continue;
-            }
-            fixed[k] = held == Root::Fixed;
-            if !self.within_range_here(skeleton, l, root, e) {
-                beyond[k] = self.rotation_beyond(skeleton, l, root, e);
-            }
-        }
+        let (beyond, fixed) = self.rotations_beyond_range(skeleton, g, goals);
         self.s.beyond_range = [0.0; 5];
         for l in &self.rig.limbs {
             let k = l.effector;
@@ -274,194 +237,6 @@ impl Solve<'_> {
             .filter(|&j| j != k && peer(j) && (distance(j), j) < (distance(k), k))
             .count();
         n as u8
-    }
-
-    /// Where limb `l`'s root (shoulder, hip) is for the give-way rule, and what holds it: the
-    /// hip of a leg on a level with a 6D pelvis goal in model space (`g` resolved, `given` as
-    /// passed in) or below it where that goal puts it (the hip's offset turned by the goal's
-    /// rotation; [`Root::Fixed`]); else the root where the current model has it.
-    fn limb_root(&self, l: &Limb, g: &FullBodyGoals, given: &FullBodyGoals) -> (Vec3, Root) {
-        let p = Effector::Pelvis as usize;
-        let pelvis = &g.effectors[p];
-        let root = self.s.model[l.chain.upper].translation;
-        let anchored = l.on_hips
-            && pelvis.wants_position()
-            && given.effectors[p].frame == GoalFrame::Model
-            && self.s.rank[channel(p, false)] <= self.s.rank[channel(l.effector, false)];
-        if !anchored {
-            return (root, Root::Free);
-        }
-        if !pelvis.wants_rotation() {
-            return (root, Root::Turning);
-        }
-        let hips = self.s.model[self.rig.effector_bones[p]];
-        let offset = root - hips.translation;
-        let hip = pelvis.position + pelvis.rotation * (hips.rotation.inverse() * offset);
-        (hip, Root::Fixed)
-    }
-
-    /// Whether the current model is one of the limb's poses `rotation_beyond` searches (its
-    /// end on goal `e`'s position, its root at `root`) and its end joint can turn to the
-    /// goal's rotation there: then the rotation is within range, without the search.
-    fn within_range_here(
-        &self,
-        skeleton: &Skeleton,
-        l: &Limb,
-        root: Vec3,
-        e: &EffectorGoal,
-    ) -> bool {
-        let ch = &l.chain;
-        let s = &self.rig.settings;
-        let m = &self.s.model;
-        let Some(parent) = skeleton.parent(ch.end) else {
-            return false;
-        };
-        if m[ch.end].translation.distance(e.position) > s.position_tolerance
-            || m[ch.upper].translation.distance(root) > s.position_tolerance
-        {
-            return false;
-        }
-        let rest = skeleton.bones()[ch.end].rest;
-        let want = (m[parent].rotation.inverse() * e.rotation).normalize();
-        let (mut q, mut t) = (want, rest.translation);
-        ch.limits[3].clamp_valid(rest.rotation, rest.translation, &mut q, &mut t);
-        quat_angle(q, want) <= s.rotation_tolerance
-    }
-
-    /// How far (radians) the rotation of limb `l`'s goal `e` lies beyond what the limb's end
-    /// joint (the ankle) can turn to with the limb's end on the goal's position and its root
-    /// at `root`: the least angle the end joint's limit takes off the rotation it needs, over
-    /// every pose of the limb that puts its end there. With the hinge (the knee) bent for the
-    /// root–goal distance (from its rest geometry, within its range), such poses are the
-    /// limb's swivel about the root–goal axis (the one freedom left: the limb is then a rigid
-    /// body turning about two fixed points). Read from the goal, the root and the limb's rest
-    /// geometry and limits alone, not from how the pose turns the limb. The swivel is sampled
-    /// a full turn at the end joint's narrowest half-range (a band of swivels within its range
-    /// is about that wide; the per-frame turn bound for a limit without one), then refined by
-    /// halving down to the rotation tolerance; 0 when the end joint has no limit or the limb
-    /// no hinge.
-    fn rotation_beyond(&self, skeleton: &Skeleton, l: &Limb, root: Vec3, e: &EffectorGoal) -> f32 {
-        let ch = &l.chain;
-        let s = &self.rig.settings;
-        let tolerance = s.rotation_tolerance;
-        let end_limit = ch.limits[3];
-        let narrowest = match end_limit {
-            JointLimit::SwingTwist(t) => [
-                t.swing_half_angles.x,
-                t.swing_half_angles.y,
-                0.5 * (t.twist_max - t.twist_min),
-            ]
-            .into_iter()
-            .filter(|&a| a > 0.0)
-            .fold(f32::INFINITY, f32::min),
-            JointLimit::Hinge { min, max, .. } => 0.5 * (max - min),
-            _ => return 0.0,
-        };
-        let (JointLimit::Hinge { axis: h, min, max }, None) = (ch.limits[1], ch.twist) else {
-            return 0.0;
-        };
-        let to = e.position - root;
-        let d = to.length();
-        let step = if narrowest.is_finite() && narrowest > 0.0 {
-            narrowest
-        } else {
-            s.max_turn
-        }
-        .max(tolerance);
-        if !(d > 0.0 && step.is_finite() && step > 0.0) {
-            return 0.0;
-        }
-        // The limb at rest in its upper bone's frame (model units: the upper's scale kept,
-        // its rotation taken out).
-        let bones = skeleton.bones();
-        let mut m = BoneTransform {
-            translation: Vec3::ZERO,
-            rotation: Quat::IDENTITY,
-            scale: self.s.model[ch.upper].scale,
-        };
-        let (mut lower, mut end_parent) = (m, m);
-        for &b in &ch.path[1..] {
-            if b == ch.end {
-                end_parent = m;
-            }
-            m = m.mul_transform(&bones[b].rest);
-            if b == ch.lower {
-                lower = m;
-            }
-        }
-        // The hinge angles (from rest) that put the end `d` from the root: the end turns
-        // about the hinge's axis `a` through the lower bone's origin (as the limb finish's).
-        let a = (lower.rotation * h).normalize();
-        let (u, v) = (lower.translation, m.translation - lower.translation);
-        let v_par = a * a.dot(v);
-        let v_perp = v - v_par;
-        let (ca, cb, cc) = (u.dot(v_par), u.dot(v_perp), u.dot(a.cross(v_perp)));
-        let k = 0.5 * (d * d - u.length_squared() - v.length_squared()) - ca;
-        let r = cb.hypot(cc);
-        let (phi, off) = if r > 0.0 {
-            (cc.atan2(cb), (k / r).clamp(-1.0, 1.0).acos())
-        } else {
-            (0.0, 0.0)
-        };
-        let outside = |t: f32| (t - t.clamp(min, max)).abs();
-        let roots = [wrap_angle(phi + off), wrap_angle(phi - off)];
-        let nearest = outside(roots[0]).min(outside(roots[1]));
-        let rest_end = bones[ch.end].rest;
-        let n = (core::f32::consts::TAU / step).ceil();
-        let spacing = core::f32::consts::TAU / n;
-        let mut least = f32::INFINITY;
-        // Both roots when both are within the hinge's range (two families of poses).
-        for theta in roots.into_iter().filter(|&t| outside(t) <= nearest) {
-            let bent = Quat::from_axis_angle(a, theta.clamp(min, max));
-            let Some(dir) = (u + bent * v).try_normalize() else {
-                continue;
-            };
-            let parent = bent * end_parent.rotation;
-            // The goal's rotation in the upper bone's frame once the limb points at it; the
-            // swivel `psi` turns the limb about `dir`.
-            let aligned = shortest_arc(dir, to).inverse() * e.rotation;
-            let clamped_off = |psi: f32| {
-                let want = parent.inverse() * Quat::from_axis_angle(dir, -psi) * aligned;
-                let want = want.normalize();
-                let (mut q, mut t) = (want, rest_end.translation);
-                end_limit.clamp_valid(rest_end.rotation, rest_end.translation, &mut q, &mut t);
-                quat_angle(q, want)
-            };
-            // The samples nearest the limb's current swivel first (where a warm frame's
-            // goal is met, so the scan usually stops at once); the samples and the least of
-            // them (ties: the first index) do not depend on the order.
-            let knee =
-                shortest_arc(dir, to).inverse() * (self.s.model[ch.lower].translation - root);
-            let (up, kp) = (u - dir * dir.dot(u), knee - dir * dir.dot(knee));
-            let now = dir.dot(up.cross(kp)).atan2(up.dot(kp));
-            let count = n as i64;
-            let start = (now / spacing).round() as i64;
-            let mut best = (f32::INFINITY, 0i64);
-            for j in 0..count {
-                let offset = if j % 2 == 0 { j / 2 } else { -(j + 1) / 2 };
-                let i = (start + offset).rem_euclid(count);
-                let c = clamped_off(i as f32 * spacing);
-                if c <= tolerance {
-                    return c;
-                }
-                if (c, i) < best {
-                    best = (c, i);
-                }
-            }
-            let mut best = (best.0, best.1 as f32 * spacing);
-            let mut h = 0.5 * spacing;
-            while h > tolerance && best.0 > tolerance {
-                for psi in [best.1 - h, best.1 + h] {
-                    let c = clamped_off(psi);
-                    if c < best.0 {
-                        best = (c, psi);
-                    }
-                }
-                h *= 0.5;
-            }
-            least = least.min(best.0);
-        }
-        if least.is_finite() { least } else { 0.0 }
     }
 
     /// The lexicographic cost of `pose` (the model must be fresh), its limb goals ranked by

@@ -148,9 +148,11 @@
 //! pelvis goal the hips' turn carries the hip, and with it the ankle's range, so part of it
 //! may still be met from elsewhere: the whole residual counts on the sub-level (it no longer
 //! drags the other foot through the hips' turn; it still comes before the levels below). A
-//! hand's rotation keeps its level: the trunk and the clavicle carry the shoulder within a
-//! frame, and a range read from where the frame starts held feasible hand rotations back
-//! (`docs/benchmarks.md`, *Bounded tracking: a rotation beyond the limb's range gives way*).
+//! hand's rotation is read at the frame's shoulder and gives way the same way (the whole
+//! residual on the sub-level) only when it lies beyond the range there by more than one
+//! frame's turn of the joint carrying the shoulder can change: the trunk and the clavicle
+//! carry the shoulder within a frame (module `range`; `docs/benchmarks.md`, *A hand's rotation
+//! beyond its arm's range gives way*).
 //!
 //! A goal beyond reach then moves only what the level's other goals leave free (the step
 //! solves its rows in their null space, and the acceptance rule will not let it raise the
