@@ -252,6 +252,9 @@ fn bench(c: &mut Criterion) {
     let mut all = Tally::default();
     let mut per_kind: Vec<Tally> = Kind::ALL.iter().map(|_| Tally::default()).collect();
     let mut reachable_sets = Vec::new();
+    // Every goal set solved, in order (the robustness bench's cold goal hash): two builds print
+    // the same hash when they were given the same goals.
+    let mut goal_hash = OutputHash::default();
     for (i, rig) in rigs.iter().enumerate() {
         for (k, kind) in Kind::ALL.into_iter().enumerate() {
             if only.as_deref().is_some_and(|o| o != kind.name()) {
@@ -266,6 +269,9 @@ fn bench(c: &mut Criterion) {
             if std::env::var_os("IK_COLD_TYPICAL").is_some() {
                 // Profiling aid: only the goal sets the first attempt meets.
                 sets.retain(|c| first_attempt_meets(rig, c));
+            }
+            for case in &sets {
+                goal_hash.debug(&case.goals);
             }
             let t = run(rig, &sets, kind == Kind::Edge);
             let (median, p99) = median_p99(t.times.clone());
@@ -308,6 +314,10 @@ fn bench(c: &mut Criterion) {
         all.counted,
         percent(all.met, all.counted),
         COLD_SUCCESS * 100.0
+    );
+    eprintln!(
+        "  [{label}] goal hash (every goal set solved, in order): {:016x}",
+        goal_hash.0
     );
 
     let mut group = c.benchmark_group("cold");

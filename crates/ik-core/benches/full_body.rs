@@ -40,6 +40,17 @@ fn as_grip(g: &FullBodyGoals) -> FullBodyGoals {
     out
 }
 
+/// FNV-1a (64-bit, the robustness and gameplay benches' goal hash) over the `Debug` text of
+/// every goal set, in order (floats print exactly): two builds (or two releases) print the same
+/// hash when they were given the same goals.
+fn goal_hash(sets: &[FullBodyGoals]) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    format!("{sets:?}")
+        .bytes()
+        .fold(OFFSET, |h, b| (h ^ u64::from(b)).wrapping_mul(PRIME))
+}
+
 fn setup(analytic: bool) -> Setup {
     let skeleton = test_rig(RigConvention::Mixamo, RestAxes::PlusY);
     let (map, _) = HumanoidMap::from_skeleton(&skeleton);
@@ -49,7 +60,7 @@ fn setup(analytic: bool) -> Setup {
     let mut sample = |solver: &FullBodySolver| {
         random_pose_within_limits(&skeleton, &map, solver.limits(), 1.0, &mut || rng.next())
     };
-    let cold = (0..256)
+    let cold: Vec<FullBodyGoals> = (0..256)
         .map(|_| solver.goals_at_pose(&skeleton, &sample(&solver)))
         .collect();
     // Warm: a smooth trajectory through 8 random key poses (at 70 % of the ranges), 60 frames
@@ -75,7 +86,13 @@ fn setup(analytic: bool) -> Setup {
         "warm trajectory: {} of 480 blended frames are within the limits",
         warm.len()
     );
-    let grip = warm.iter().map(as_grip).collect();
+    let grip: Vec<FullBodyGoals> = warm.iter().map(as_grip).collect();
+    eprintln!(
+        "goal hash (every goal set) cold {:016x}, warm {:016x}, warm_grip {:016x}",
+        goal_hash(&cold),
+        goal_hash(&warm),
+        goal_hash(&grip)
+    );
     Setup {
         skeleton,
         solver,
@@ -85,12 +102,15 @@ fn setup(analytic: bool) -> Setup {
     }
 }
 
-/// Per-solve statistics over one pass: success rate, median and 90th-percentile time
-/// (microseconds) and mean Jacobian iterations.
+/// Per-solve statistics over one pass: success rate, mean, median, 90th- and 99th-percentile
+/// and largest time (microseconds) and mean Jacobian iterations.
 struct Stats {
     success: f32,
+    mean_us: f64,
     median_us: f64,
     p90_us: f64,
+    p99_us: f64,
+    max_us: f64,
     iterations: f32,
     restarted: f32,
 }
@@ -125,8 +145,11 @@ fn stats(setup: &mut Setup, warm: bool, grip: bool) -> Stats {
     times.sort_by(f64::total_cmp);
     Stats {
         success: ok as f32 / goals.len() as f32,
+        mean_us: times.iter().sum::<f64>() / times.len() as f64,
         median_us: times[times.len() / 2],
         p90_us: times[times.len() * 9 / 10],
+        p99_us: times[times.len() * 99 / 100],
+        max_us: times[times.len() - 1],
         iterations: iterations as f32 / goals.len() as f32,
         restarted: restarted as f32 / goals.len() as f32,
     }
@@ -149,7 +172,7 @@ fn bench(c: &mut Criterion) {
             medians[k.min(1)] = st.median_us;
             eprintln!(
                 "{name}/{}: {} DOF, success {:.1} %, per-solve median {:.1} µs, p90 {:.1} µs, \
-                 mean iterations {:.1}, restarted {:.1} %",
+                 mean iterations {:.1}, restarted {:.1} % (mean {:.1} µs, p99 {:.1} µs, max {:.1} µs)",
                 match (warm, grip) {
                     (true, true) => "warm_grip",
                     (true, false) => "warm",
@@ -160,7 +183,10 @@ fn bench(c: &mut Criterion) {
                 st.median_us,
                 st.p90_us,
                 st.iterations,
-                st.restarted * 100.0
+                st.restarted * 100.0,
+                st.mean_us,
+                st.p99_us,
+                st.max_us
             );
         }
         let _ = medians;

@@ -128,13 +128,20 @@ fn bench(c: &mut Criterion) {
             .map(|k| iterations[k])
             .collect();
         let iters_max = iterations.iter().max().copied().unwrap_or(0);
+        // What the body is given (the robustness bench's VR goal hash: every frame's trackers),
+        // so that two builds' runs can be shown to have solved the same frames.
+        let mut goal_hash = gameplay::OutputHash::default();
+        for f in &p.frames {
+            goal_hash.debug(&f.trackers);
+        }
         println!(
-            "vr_body {:<24} {n} frames, best of {passes}: median {:.1} µs, p99 {p99:.1} µs, max {:.1} µs (one pass: median {:.1}, p99 {:.1}); full-body iterations per frame: max {iters_max}, on the frames above p99 {slow:?}",
+            "vr_body {:<24} {n} frames, best of {passes}: median {:.1} µs, p99 {p99:.1} µs, max {:.1} µs (one pass: median {:.1}, p99 {:.1}); full-body iterations per frame: max {iters_max}, on the frames above p99 {slow:?}; goal hash (every frame's trackers) {:016x}",
             p.name,
             percentile(&sorted, 0.5),
             percentile(&sorted, 1.0),
             percentile(&first, 0.5),
             percentile(&first, 0.99),
+            goal_hash.0,
         );
     }
     let mut group = c.benchmark_group("vr_body");
