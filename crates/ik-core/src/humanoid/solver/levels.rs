@@ -89,20 +89,43 @@ impl Costs {
     }
 }
 
-/// Whether `new` is better than `old` by the acceptance rule (see the module docs): the first
-/// level that changes by more than its threshold decreased, and no level before it increased
-/// at all. Within the deciding level goals trade by weight (the step is that level's weighted
-/// least squares); what a goal may not do to the others is decided by the levels.
-pub(super) fn better(old: &Costs, new: &Costs) -> bool {
-    for (&o, &n) in old.level.iter().zip(&new.level) {
+/// The acceptance rule's verdict on a candidate (see [`better`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Verdict {
+    /// Kept.
+    Better,
+    /// Not kept: no level fell by its threshold, or a level above the deciding one rose.
+    Worse,
+    /// Not kept: the deciding level (given) fell and none above it rose, but a level below it
+    /// within the candidate's parts rose; the same candidate without the parts below the
+    /// deciding level is to be judged instead.
+    LowerRose(usize),
+}
+
+/// The acceptance rule (see the `track` module docs) on a candidate built from the parts of
+/// the levels down to `cap` (its steps' rows and limb finishes): the first level that changes
+/// by more than its threshold (the deciding one) decreased, no level before it increased at
+/// all, and no level after it down to `cap` increased — a level's own part of the step may not
+/// worsen it; the levels below `cap` change only as the parts above force. Within a level
+/// goals trade by weight (the step is that level's weighted least squares).
+pub(super) fn better(old: &Costs, new: &Costs, cap: usize) -> Verdict {
+    let mut levels = old.level.iter().zip(&new.level).enumerate();
+    for (d, (&o, &n)) in levels.by_ref() {
         if n.is_nan() || n > o {
-            return false;
+            return Verdict::Worse;
         }
         if n < o - (ACCEPT_RATIO * o).max(ACCEPT_FLOOR) {
-            return true;
+            let rose = levels
+                .take(cap.saturating_sub(d))
+                .any(|(_, (&o, &n))| n > o);
+            return if rose {
+                Verdict::LowerRose(d)
+            } else {
+                Verdict::Better
+            };
         }
     }
-    false
+    Verdict::Worse
 }
 
 /// What holds a limb's root (see `Solve::limb_root`), for the rule on a rotation beyond the

@@ -173,7 +173,7 @@
 
 use glam::{Quat, Vec3};
 
-use super::levels::{Costs, LEVELS, better};
+use super::levels::{Costs, LEVELS, Reach, Verdict, better};
 use super::{
     Dof, Effector, FullBodyGoals, FullBodyReport, GoalFrame, MAX_ROWS, PelvisPin, Solve, channel,
     clamp_len, com_column, effector_column, joint_axes, set3,
@@ -257,7 +257,9 @@ impl Solve<'_> {
         // The line search: the length of the next Gauss–Newton step, shortened after a
         // rejection, back to a full step after a kept one.
         let mut scale = 1.0f32;
-        let mut capped = false;
+        // The last level whose parts the next Gauss–Newton step carries (its rows and its
+        // limbs' finishes): all after a kept step; after a rejected one, see below.
+        let mut cap = LEVELS;
         // Whether the next step is the last one again (a shortened retry at the same pose,
         // with the same joints held and the same levels: `step` would compute it to the bit).
         let mut same_step = false;
@@ -266,22 +268,10 @@ impl Solve<'_> {
             // The analytic candidates: the hips onto the pelvis goal (within the turn bound),
             // then each limb's own joints onto its goal (the finish never moves another
             // effector); else the limb finish alone.
-            let pelvis = goals.get(Effector::Pelvis);
-            let mut kept = false;
-            if pelvis.frame == GoalFrame::Model
-                && self.pin_pelvis(skeleton, pose, pelvis, self.s.balancing) != PelvisPin::Free
-            {
-                self.s.model_fresh = false;
-                report.limits_hit += self.finish_limbs(skeleton, pose, goals);
-                report.limits_hit += self.finish_look_at(skeleton, pose, goals);
-                self.bound_turns(skeleton, pose);
-                kept = self.accept(skeleton, pose, goals, &mut cost);
-            }
-            if !kept {
-                report.limits_hit += self.finish_limbs(skeleton, pose, goals);
-                report.limits_hit += self.finish_look_at(skeleton, pose, goals);
-                self.bound_turns(skeleton, pose);
-                self.accept(skeleton, pose, goals, &mut cost);
+            let pinned = goals.get(Effector::Pelvis).frame == GoalFrame::Model
+                && self.analytic(skeleton, pose, goals, true, &mut cost, &mut report);
+            if !pinned {
+                self.analytic(skeleton, pose, goals, false, &mut cost, &mut report);
             }
         }
         while report.iterations < s.max_iterations.max(1) {
@@ -289,46 +279,55 @@ impl Solve<'_> {
                 // Every goal within tolerance (and no posture to follow): no step can be kept.
                 break;
             }
-            // After a rejected full step, the step of the first level with a cost alone
-            // (the lower levels' second-order drift can spoil it).
-            let cap = if capped {
-                cost.level.iter().position(|&c| c > 0.0).unwrap_or(LEVELS)
-            } else {
-                LEVELS
-            };
             let cols = self.rig.cols;
-            if same_step {
-                self.s.dls.dq[..cols].copy_from_slice(&self.s.step_dq[..cols]);
-            } else if self.step(skeleton, pose, goals, cap) == 0 {
-                break;
-            } else {
+            if !same_step {
+                if self.step(skeleton, pose, goals, cap) == 0 {
+                    break;
+                }
                 self.s.step_dq[..cols].copy_from_slice(&self.s.dls.dq[..cols]);
             }
             same_step = false;
-            if scale < 1.0 {
-                for v in &mut self.s.dls.dq[..cols] {
-                    *v *= scale;
-                }
-            }
             report.iterations += 1;
-            report.limits_hit = self.apply(skeleton, pose);
-            if s.analytic_limbs {
-                // The step's second-order drift of each limb closed analytically: part of
-                // the candidate, judged with it.
-                report.limits_hit += self.finish_limbs(skeleton, pose, goals);
-            }
-            self.bound_turns(skeleton, pose);
-            if self.accept(skeleton, pose, goals, &mut cost) {
+            let first = cost.level.iter().position(|&c| c > 0.0);
+            // The candidate of the levels' parts down to `c`: the step of the levels down to
+            // `c` and `cap` (`step_dq` holds the one down to `solved`), shortened by `scale`,
+            // the limbs of the levels down to `c` closed, within the turn bound.
+            let mut solved = cap;
+            let build = |this: &mut Self, pose: &mut Pose, c: usize| {
+                if c.min(cap) != solved {
+                    solved = c.min(cap);
+                    this.step(skeleton, pose, goals, solved);
+                    this.s.step_dq[..cols].copy_from_slice(&this.s.dls.dq[..cols]);
+                }
+                for (v, &d) in this.s.dls.dq[..cols]
+                    .iter_mut()
+                    .zip(&this.s.step_dq[..cols])
+                {
+                    *v = if scale < 1.0 { d * scale } else { d };
+                }
+                report.limits_hit = this.apply(skeleton, pose);
+                if s.analytic_limbs {
+                    // The step's second-order drift of each limb closed analytically: part
+                    // of the candidate, judged with it.
+                    let skip = this.below_cap(goals, c);
+                    report.limits_hit += this.finish_limbs(skeleton, pose, goals, skip);
+                }
+                this.bound_turns(skeleton, pose);
+                true
+            };
+            let (kept, judged) = self.candidate(skeleton, pose, goals, &mut cost, (LEVELS, build));
+            if kept {
                 scale = 1.0;
-                capped = false;
+                cap = LEVELS;
                 continue;
             }
-            // (Only when a level below the deciding one has a cost: else the capped step is
-            // the full step again.)
-            let first = cost.level.iter().position(|&c| c > 0.0);
+            cap = cap.min(judged);
+            // After a rejected full step, the step of the first level with a cost alone
+            // (the lower levels' second-order drift can spoil it; only when a level below
+            // it has a cost: else the capped step is the full step again).
             let last = cost.level.iter().rposition(|&c| c > 0.0);
-            if !capped && first != last {
-                capped = true;
+            if cap == LEVELS && first != last {
+                cap = first.unwrap_or(LEVELS);
                 continue;
             }
             // The active set: joints this step pushed onto a bound or limit are held in the
@@ -364,44 +363,165 @@ impl Solve<'_> {
         report
     }
 
-    /// Keeps `pose` (a candidate) if it is [`better`] than the last kept pose (`self.s.best`,
-    /// whose lexicographic cost is `cost`); else restores that pose and its model bit for bit.
-    fn accept(
+    /// Builds a candidate from the kept pose (`self.s.best`, whose lexicographic cost is
+    /// `cost`) with `build` (the parts of the levels down to its argument, see the module
+    /// docs) and keeps it if the acceptance rule does; else restores the kept pose and its
+    /// model bit for bit. When a level after the deciding one `d` rose, the same candidate
+    /// without the parts after `d` is built as well: the first is kept if none of those
+    /// levels lies above both its kept cost and where the second leaves it (the change the
+    /// parts down to `d` force), else the second is judged in its place (down to `d`).
+    /// Whether one was kept (none when `build` builds none: it returns false), and the cap of
+    /// the last candidate judged.
+    fn candidate(
         &mut self,
         skeleton: &Skeleton,
         pose: &mut Pose,
         goals: &FullBodyGoals,
         cost: &mut Costs,
-    ) -> bool {
+        (mut cap, mut build): (usize, impl FnMut(&mut Self, &mut Pose, usize) -> bool),
+    ) -> (bool, usize) {
+        if !build(self, pose, cap) {
+            self.restore(pose);
+            return (false, cap);
+        }
+        loop {
+            let (judged, own) = self.judge(skeleton, pose, goals);
+            let verdict = if pose.is_finite() {
+                better(cost, &judged, cap)
+            } else {
+                Verdict::Worse
+            };
+            let d = match verdict {
+                Verdict::LowerRose(d) => d,
+                Verdict::Better => {
+                    self.keep(skeleton, pose, goals, cost, (judged, own));
+                    return (true, cap);
+                }
+                Verdict::Worse => {
+                    self.restore(pose);
+                    return (false, cap);
+                }
+            };
+            self.restore(pose);
+            build(self, pose, d);
+            let (forced, _) = self.judge(skeleton, pose, goals);
+            let within = |l: usize| judged.level[l] <= cost.level[l].max(forced.level[l]);
+            if (d + 1..=cap.min(LEVELS - 1)).all(within) {
+                self.restore(pose);
+                build(self, pose, cap);
+                let judged = self.judge(skeleton, pose, goals);
+                self.keep(skeleton, pose, goals, cost, judged);
+                return (true, cap);
+            }
+            cap = d;
+        }
+    }
+
+    /// A candidate's lexicographic cost, judged with the kept pose's reach split (a step that
+    /// moves a limb's root until its goal counts as beyond, or within, reach is not kept for
+    /// the reclassification alone: the goal's cost stays where the kept pose ranks it), and
+    /// its own split.
+    fn judge(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &Pose,
+        goals: &FullBodyGoals,
+    ) -> (Costs, [Reach; 5]) {
         // (The finishes keep the model current; a step or a turn-bound move does not.)
         self.fk_stale(skeleton, pose);
-        // Judged with the kept pose's reach split: a step that moves a limb's root until its
-        // goal counts as beyond (or within) reach is not kept for the reclassification
-        // alone (the goal's cost stays where the kept pose ranks it).
         let kept = self.s.kept_reach;
-        let (judged, own) = self.costs(skeleton, pose, goals, Some(&kept));
-        if pose.is_finite() && better(cost, &judged) {
-            self.s.held = false;
-            // Scored again with its own split only where that split ranks a goal elsewhere.
-            *cost = if own.iter().zip(&kept).all(|(a, b)| a.ranks_as(b)) {
-                judged
-            } else {
-                self.costs(skeleton, pose, goals, Some(&own)).0
-            };
-            self.s.kept_reach = own;
-            self.s.best.copy_from(pose);
-            self.s.model_best.clone_from(&self.s.model);
-            // Joints the kept candidate held on a bound stay held for the frame.
-            for ji in 0..self.rig.joints.len() {
-                self.s.frozen[ji] |= self.s.saturated[ji] || self.s.clipped[ji];
-            }
-            true
+        self.costs(skeleton, pose, goals, Some(&kept))
+    }
+
+    /// Keeps `pose`, a candidate judged `judged` (see [`Solve::judge`]): its cost into `cost`.
+    fn keep(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &Pose,
+        goals: &FullBodyGoals,
+        cost: &mut Costs,
+        (judged, own): (Costs, [Reach; 5]),
+    ) {
+        self.s.held = false;
+        // Scored again with its own split only where that split ranks a goal elsewhere.
+        *cost = if own
+            .iter()
+            .zip(&self.s.kept_reach)
+            .all(|(a, b)| a.ranks_as(b))
+        {
+            judged
         } else {
-            pose.copy_from(&self.s.best);
-            self.s.model.clone_from(&self.s.model_best);
-            self.s.model_fresh = true;
-            false
+            self.costs(skeleton, pose, goals, Some(&own)).0
+        };
+        self.s.kept_reach = own;
+        self.s.best.copy_from(pose);
+        self.s.model_best.clone_from(&self.s.model);
+        // Joints the kept candidate held on a bound stay held for the frame.
+        for ji in 0..self.rig.joints.len() {
+            self.s.frozen[ji] |= self.s.saturated[ji] || self.s.clipped[ji];
         }
+    }
+
+    /// Restores the kept pose and its model bit for bit.
+    fn restore(&mut self, pose: &mut Pose) {
+        pose.copy_from(&self.s.best);
+        self.s.model.clone_from(&self.s.model_best);
+        self.s.model_fresh = true;
+    }
+
+    /// One analytic candidate (the hips onto the pelvis goal first when `pin`; see the
+    /// module docs), built from the parts of the levels down to its cap. Whether it was kept.
+    fn analytic(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goals: &FullBodyGoals,
+        pin: bool,
+        cost: &mut Costs,
+        report: &mut FullBodyReport,
+    ) -> bool {
+        let build = |this: &mut Self, pose: &mut Pose, cap: usize| {
+            let level = usize::from(this.s.rank[channel(Effector::Pelvis as usize, false)]);
+            if pin && level <= cap {
+                let pelvis = goals.get(Effector::Pelvis);
+                if this.pin_pelvis(skeleton, pose, pelvis, this.s.balancing) == PelvisPin::Free {
+                    return false;
+                }
+                this.s.model_fresh = false;
+            }
+            let skip = this.below_cap(goals, cap);
+            report.limits_hit += this.finish_limbs(skeleton, pose, goals, skip);
+            if usize::from(this.s.rank[channel(5, false)]) <= cap {
+                report.limits_hit += this.finish_look_at(skeleton, pose, goals);
+            }
+            this.bound_turns(skeleton, pose);
+            true
+        };
+        self.candidate(skeleton, pose, goals, cost, (LEVELS, build))
+            .0
+    }
+
+    /// The effectors (bits) whose limb goal ranks below level `cap` under the kept pose's
+    /// split (its highest channel: the position's level, or the rotation's): the limbs whose
+    /// finish is a part of a level a candidate down to `cap` leaves out.
+    fn below_cap(&self, goals: &FullBodyGoals, cap: usize) -> u8 {
+        let mut out = 0;
+        for l in self.rig.limbs.iter().filter(|_| cap < LEVELS) {
+            let (k, g) = (l.effector, &goals.effectors[l.effector]);
+            let (r, first) = (&self.s.kept_reach[k], self.s.rank[channel(k, false)]);
+            let position = g.wants_position().then(|| r.level(first));
+            let rotation = g
+                .wants_rotation()
+                .then(|| r.rotation_level(first, self.s.rank[channel(k, true)]));
+            if position
+                .into_iter()
+                .chain(rotation)
+                .all(|level| level > cap)
+            {
+                out |= 1 << k;
+            }
+        }
+        out
     }
 
     /// Moves every joint that turned more than the per-frame bound from the frame's input
