@@ -89,6 +89,12 @@ impl Costs {
     }
 }
 
+/// A set of levels (bit `l` for level `l`; [`LEVELS`] fits): the levels whose parts a
+/// candidate carries (their Gauss–Newton rows, their limbs' finishes).
+pub(super) type Parts = u128;
+/// Every level's parts.
+pub(super) const ALL_PARTS: Parts = Parts::MAX >> (Parts::BITS as usize - LEVELS);
+
 /// The acceptance rule's verdict on a candidate (see [`better`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Verdict {
@@ -96,32 +102,29 @@ pub(super) enum Verdict {
     Better,
     /// Not kept: no level fell by its threshold, or a level above the deciding one rose.
     Worse,
-    /// Not kept: the deciding level (given) fell and none above it rose, but a level below it
-    /// within the candidate's parts rose; the same candidate without the parts below the
-    /// deciding level is to be judged instead.
-    LowerRose(usize),
+    /// The deciding level fell and none above it rose, but these levels after it, whose
+    /// parts the candidate carries, rose: whether their parts forced that is to be judged.
+    LowerRose(Parts),
 }
 
-/// The acceptance rule (see the `track` module docs) on a candidate built from the parts of
-/// the levels down to `cap` (its steps' rows and limb finishes): the first level that changes
-/// by more than its threshold (the deciding one) decreased, no level before it increased at
-/// all, and no level after it down to `cap` increased — a level's own part of the step may not
-/// worsen it; the levels below `cap` change only as the parts above force. Within a level
-/// goals trade by weight (the step is that level's weighted least squares).
-pub(super) fn better(old: &Costs, new: &Costs, cap: usize) -> Verdict {
+/// The acceptance rule (see the `track` module docs) on a candidate carrying the `parts` of
+/// some levels: the first level that changes by more than its threshold (the deciding one)
+/// decreased, no level before it increased at all, and no level after it whose part the
+/// candidate carries increased (else [`Verdict::LowerRose`]: see `Solve::candidate`).
+pub(super) fn better(old: &Costs, new: &Costs, parts: Parts) -> Verdict {
     let mut levels = old.level.iter().zip(&new.level).enumerate();
-    for (d, (&o, &n)) in levels.by_ref() {
+    for (_, (&o, &n)) in levels.by_ref() {
         if n.is_nan() || n > o {
             return Verdict::Worse;
         }
         if n < o - (ACCEPT_RATIO * o).max(ACCEPT_FLOOR) {
             let rose = levels
-                .take(cap.saturating_sub(d))
-                .any(|(_, (&o, &n))| n > o);
-            return if rose {
-                Verdict::LowerRose(d)
-            } else {
+                .filter(|&(l, (&o, &n))| parts >> l & 1 != 0 && n > o)
+                .fold(0, |m, (l, _)| m | 1 << l);
+            return if rose == 0 {
                 Verdict::Better
+            } else {
+                Verdict::LowerRose(rose)
             };
         }
     }

@@ -173,7 +173,7 @@
 
 use glam::{Quat, Vec3};
 
-use super::levels::{Costs, LEVELS, Reach, Verdict, better};
+use super::levels::{ALL_PARTS, Costs, LEVELS, Parts, Reach, Verdict, better};
 use super::{
     Dof, Effector, FullBodyGoals, FullBodyReport, GoalFrame, MAX_ROWS, PelvisPin, Solve, channel,
     clamp_len, com_column, effector_column, joint_axes, set3,
@@ -257,9 +257,9 @@ impl Solve<'_> {
         // The line search: the length of the next Gauss–Newton step, shortened after a
         // rejection, back to a full step after a kept one.
         let mut scale = 1.0f32;
-        // The last level whose parts the next Gauss–Newton step carries (its rows and its
-        // limbs' finishes): all after a kept step; after a rejected one, see below.
-        let mut cap = LEVELS;
+        // The levels whose parts the next Gauss–Newton step carries (their rows and their
+        // limbs' finishes; all after a kept step), and the last level whose rows it solves.
+        let (mut parts, mut cap) = (ALL_PARTS, LEVELS);
         // Whether the next step is the last one again (a shortened retry at the same pose,
         // with the same joints held and the same levels: `step` would compute it to the bit).
         let mut same_step = false;
@@ -281,7 +281,7 @@ impl Solve<'_> {
             }
             let cols = self.rig.cols;
             if !same_step {
-                if self.step(skeleton, pose, goals, cap) == 0 {
+                if self.step(skeleton, pose, goals, (cap, parts)) == 0 {
                     break;
                 }
                 self.s.step_dq[..cols].copy_from_slice(&self.s.dls.dq[..cols]);
@@ -289,14 +289,14 @@ impl Solve<'_> {
             same_step = false;
             report.iterations += 1;
             let first = cost.level.iter().position(|&c| c > 0.0);
-            // The candidate of the levels' parts down to `c`: the step of the levels down to
-            // `c` and `cap` (`step_dq` holds the one down to `solved`), shortened by `scale`,
-            // the limbs of the levels down to `c` closed, within the turn bound.
-            let mut solved = cap;
-            let build = |this: &mut Self, pose: &mut Pose, c: usize| {
-                if c.min(cap) != solved {
-                    solved = c.min(cap);
-                    this.step(skeleton, pose, goals, solved);
+            // The candidate of the parts `p`: the step of their levels down to `cap`
+            // (`step_dq` holds the one of `solved`), shortened by `scale`, the limbs of `p`
+            // closed, within the turn bound.
+            let mut solved = parts;
+            let build = |this: &mut Self, pose: &mut Pose, p: Parts| {
+                if p != solved {
+                    solved = p;
+                    this.step(skeleton, pose, goals, (cap, p));
                     this.s.step_dq[..cols].copy_from_slice(&this.s.dls.dq[..cols]);
                 }
                 for (v, &d) in this.s.dls.dq[..cols]
@@ -309,19 +309,19 @@ impl Solve<'_> {
                 if s.analytic_limbs {
                     // The step's second-order drift of each limb closed analytically: part
                     // of the candidate, judged with it.
-                    let skip = this.below_cap(goals, c);
+                    let skip = this.left_out(goals, p);
                     report.limits_hit += this.finish_limbs(skeleton, pose, goals, skip);
                 }
                 this.bound_turns(skeleton, pose);
                 true
             };
-            let (kept, judged) = self.candidate(skeleton, pose, goals, &mut cost, (LEVELS, build));
+            let kept;
+            (kept, parts) = self.candidate(skeleton, pose, goals, &mut cost, (parts, build));
             if kept {
                 scale = 1.0;
-                cap = LEVELS;
+                (parts, cap) = (ALL_PARTS, LEVELS);
                 continue;
             }
-            cap = cap.min(judged);
             // After a rejected full step, the step of the first level with a cost alone
             // (the lower levels' second-order drift can spoil it; only when a level below
             // it has a cost: else the capped step is the full step again).
@@ -364,56 +364,61 @@ impl Solve<'_> {
     }
 
     /// Builds a candidate from the kept pose (`self.s.best`, whose lexicographic cost is
-    /// `cost`) with `build` (the parts of the levels down to its argument, see the module
-    /// docs) and keeps it if the acceptance rule does; else restores the kept pose and its
-    /// model bit for bit. When a level after the deciding one `d` rose, the same candidate
-    /// without the parts after `d` is built as well: the first is kept if none of those
-    /// levels lies above both its kept cost and where the second leaves it (the change the
-    /// parts down to `d` force), else the second is judged in its place (down to `d`).
-    /// Whether one was kept (none when `build` builds none: it returns false), and the cap of
-    /// the last candidate judged.
+    /// `cost`) with `build` (the parts of the levels in its argument, see the module docs)
+    /// and keeps it if the acceptance rule does; else restores the kept pose and its model
+    /// bit for bit. When levels after the deciding one rose, the same candidate without
+    /// their parts is built as well: the first is kept if none of them lies above both its
+    /// kept cost and where the second leaves it (the change the other parts force); else the
+    /// parts of those that do are left out and the rest is judged again. Whether one was
+    /// kept (none when `build` builds none: it returns false), and the parts of the last
+    /// candidate judged.
     fn candidate(
         &mut self,
         skeleton: &Skeleton,
         pose: &mut Pose,
         goals: &FullBodyGoals,
         cost: &mut Costs,
-        (mut cap, mut build): (usize, impl FnMut(&mut Self, &mut Pose, usize) -> bool),
-    ) -> (bool, usize) {
-        if !build(self, pose, cap) {
+        (mut parts, mut build): (Parts, impl FnMut(&mut Self, &mut Pose, Parts) -> bool),
+    ) -> (bool, Parts) {
+        if !build(self, pose, parts) {
             self.restore(pose);
-            return (false, cap);
+            return (false, parts);
         }
         loop {
             let (judged, own) = self.judge(skeleton, pose, goals);
             let verdict = if pose.is_finite() {
-                better(cost, &judged, cap)
+                better(cost, &judged, parts)
             } else {
                 Verdict::Worse
             };
-            let d = match verdict {
-                Verdict::LowerRose(d) => d,
+            let rose = match verdict {
+                Verdict::LowerRose(rose) => rose,
                 Verdict::Better => {
                     self.keep(skeleton, pose, goals, cost, (judged, own));
-                    return (true, cap);
+                    return (true, parts);
                 }
                 Verdict::Worse => {
                     self.restore(pose);
-                    return (false, cap);
+                    return (false, parts);
                 }
             };
             self.restore(pose);
-            build(self, pose, d);
+            build(self, pose, parts & !rose);
             let (forced, _) = self.judge(skeleton, pose, goals);
-            let within = |l: usize| judged.level[l] <= cost.level[l].max(forced.level[l]);
-            if (d + 1..=cap.min(LEVELS - 1)).all(within) {
+            let worse = (0..LEVELS)
+                .filter(|&l| rose >> l & 1 != 0)
+                .filter(|&l| judged.level[l] > cost.level[l].max(forced.level[l]))
+                .fold(0, |m: Parts, l| m | 1 << l);
+            if worse != rose {
                 self.restore(pose);
-                build(self, pose, cap);
-                let judged = self.judge(skeleton, pose, goals);
-                self.keep(skeleton, pose, goals, cost, judged);
-                return (true, cap);
+                build(self, pose, parts & !worse);
+                if worse == 0 {
+                    let judged = self.judge(skeleton, pose, goals);
+                    self.keep(skeleton, pose, goals, cost, judged);
+                    return (true, parts);
+                }
             }
-            cap = d;
+            parts &= !worse;
         }
     }
 
@@ -480,44 +485,41 @@ impl Solve<'_> {
         cost: &mut Costs,
         report: &mut FullBodyReport,
     ) -> bool {
-        let build = |this: &mut Self, pose: &mut Pose, cap: usize| {
-            let level = usize::from(this.s.rank[channel(Effector::Pelvis as usize, false)]);
-            if pin && level <= cap {
+        let build = |this: &mut Self, pose: &mut Pose, parts: Parts| {
+            let level = this.s.rank[channel(Effector::Pelvis as usize, false)];
+            if pin && parts >> level & 1 != 0 {
                 let pelvis = goals.get(Effector::Pelvis);
                 if this.pin_pelvis(skeleton, pose, pelvis, this.s.balancing) == PelvisPin::Free {
                     return false;
                 }
                 this.s.model_fresh = false;
             }
-            let skip = this.below_cap(goals, cap);
+            let skip = this.left_out(goals, parts);
             report.limits_hit += this.finish_limbs(skeleton, pose, goals, skip);
-            if usize::from(this.s.rank[channel(5, false)]) <= cap {
+            if parts >> this.s.rank[channel(5, false)] & 1 != 0 {
                 report.limits_hit += this.finish_look_at(skeleton, pose, goals);
             }
             this.bound_turns(skeleton, pose);
             true
         };
-        self.candidate(skeleton, pose, goals, cost, (LEVELS, build))
+        self.candidate(skeleton, pose, goals, cost, (ALL_PARTS, build))
             .0
     }
 
-    /// The effectors (bits) whose limb goal ranks below level `cap` under the kept pose's
-    /// split (its highest channel: the position's level, or the rotation's): the limbs whose
-    /// finish is a part of a level a candidate down to `cap` leaves out.
-    fn below_cap(&self, goals: &FullBodyGoals, cap: usize) -> u8 {
+    /// The effectors (bits) whose limb goal's first level (its position's, or its
+    /// rotation's, with the kept pose's split) is not among `parts`: the limbs whose finish
+    /// is a part a candidate of `parts` leaves out.
+    fn left_out(&self, goals: &FullBodyGoals, parts: Parts) -> u8 {
         let mut out = 0;
-        for l in self.rig.limbs.iter().filter(|_| cap < LEVELS) {
+        for l in self.rig.limbs.iter().filter(|_| parts != ALL_PARTS) {
             let (k, g) = (l.effector, &goals.effectors[l.effector]);
             let (r, first) = (&self.s.kept_reach[k], self.s.rank[channel(k, false)]);
             let position = g.wants_position().then(|| r.level(first));
             let rotation = g
                 .wants_rotation()
                 .then(|| r.rotation_level(first, self.s.rank[channel(k, true)]));
-            if position
-                .into_iter()
-                .chain(rotation)
-                .all(|level| level > cap)
-            {
+            let level = position.into_iter().chain(rotation).min();
+            if level.is_some_and(|level| parts >> level & 1 == 0) {
                 out |= 1 << k;
             }
         }
@@ -674,9 +676,11 @@ impl Solve<'_> {
         skeleton: &Skeleton,
         pose: &Pose,
         goals: &FullBodyGoals,
-        cap: usize,
+        (cap, parts): (usize, Parts),
     ) -> usize {
         let s = self.rig.settings;
+        // Whether the step solves level `l`'s rows.
+        let solves = |l: usize| l <= cap && parts >> l & 1 != 0;
         let cols = self.rig.cols;
         let given = goals;
         let resolved = self.resolved(skeleton, pose, goals);
@@ -697,7 +701,7 @@ impl Solve<'_> {
             let first = self.s.rank[channel(k, false)];
             let level = reach[k].level(first);
             let rotation_level = reach[k].rotation_level(first, self.s.rank[channel(k, true)]);
-            if g.wants_position() && level <= cap {
+            if g.wants_position() && solves(level) {
                 wp[k] = g.position_weight.sqrt();
                 let err = clamp_len(g.position - m.translation, s.max_position_step) * wp[k];
                 self.s.dls.e[rows..rows + 3].copy_from_slice(&err.to_array());
@@ -705,7 +709,7 @@ impl Solve<'_> {
                 row_level[rows..rows + 3].fill(level as u8);
                 rows += 3;
             }
-            if g.wants_rotation() && rotation_level <= cap {
+            if g.wants_rotation() && solves(rotation_level) {
                 wr[k] = g.rotation_weight.sqrt();
                 let mut err = to_rotation_vector(g.rotation * m.rotation.inverse());
                 if rotation_level != level {
@@ -723,7 +727,7 @@ impl Solve<'_> {
         }
         let look = self.look_dirs(goals);
         let look_w = goals.look_at.weight.max(0.0).sqrt();
-        let look = look.filter(|_| usize::from(self.s.rank[channel(5, false)]) <= cap);
+        let look = look.filter(|_| solves(usize::from(self.s.rank[channel(5, false)])));
         if let Some((d, t)) = look {
             // `t − d` is a chord of the unit sphere: at most 2 long, no clamp needed.
             let err = (t - d) * look_w;
@@ -732,7 +736,7 @@ impl Solve<'_> {
             row_level[rows..rows + 3].fill(self.s.rank[channel(5, false)]);
             rows += 3;
         }
-        let com = if self.s.balancing && usize::from(self.s.rank[channel(6, false)]) <= cap {
+        let com = if self.s.balancing && solves(usize::from(self.s.rank[channel(6, false)])) {
             self.com_error(goals)
         } else {
             None
@@ -832,7 +836,7 @@ impl Solve<'_> {
             }
         }
         let lambda2 = super::jacobian::damping2(&self.s.dls.e[..rows], s.damping);
-        let posture = s.posture_gain > 0.0 && cap >= LEVELS - 1;
+        let posture = s.posture_gain > 0.0 && solves(LEVELS - 1);
         if posture {
             self.posture(skeleton, pose);
         }
