@@ -117,7 +117,7 @@ pub(super) fn better(old: &Costs, new: &Costs, parts: Parts) -> Verdict {
         if n.is_nan() || n > o {
             return Verdict::Worse;
         }
-        if n < o - (ACCEPT_RATIO * o).max(ACCEPT_FLOOR) {
+        if n < o - ACCEPT_RATIO * o && (n == 0.0 || n.sqrt() <= o.sqrt() - 1.0) {
             let rose = levels
                 .filter(|&(l, (&o, &n))| parts >> l & 1 != 0 && n > o)
                 .fold(0, |m, (l, _)| m | 1 << l);
