@@ -1,6 +1,7 @@
 //! The lexicographic cost of bounded tracking (see the `track` module docs): the levels of
 //! the goal channels, the give-way rule's sub-levels for limb goals beyond reach and for limb
-//! rotation goals beyond the limb's range, and the acceptance rule ([`better`]).
+//! rotation goals beyond the limb's range (the acceptance rule on these costs: module
+//! `accept`).
 
 use super::{Effector, EffectorGoal, FullBodyGoals, GoalFrame, Limb, Solve, channel, vec_angle};
 use crate::analytic::finish::quat_angle;
@@ -10,19 +11,6 @@ use crate::rotation::{shortest_arc, wrap_angle};
 use crate::skeleton::Skeleton;
 use glam::{Quat, Vec3};
 
-/// A candidate must lower the deciding level's cost by at least this fraction of it: a
-/// step that gains less is not kept, so a goal that can only be crept toward (a hand's
-/// rotation turned in along a limit, a look-at sliding along the trunk's limits) stops
-/// within a few frames instead of creeping for hundreds (at 0.01, a still hand held 1–3
-/// arms away turned its rotation goal in by ~0.5 % a frame and one run never came to
-/// rest). Chosen on the robustness suite, full size (`docs/benchmarks.md`, *The
-/// acceptance ratio*): 0.025 settles every still hand-beyond and hand-far run by frame 30
-/// and meets more moving 6D goals; 0.05 and 0.1 settle as well but leave a `KayKit`
-/// look-at along the limits and a reachable hand next to a far one short.
-pub(super) const ACCEPT_RATIO: f32 = 0.025;
-/// ... and by at least this much (squared tolerances): residuals are tolerance-scaled, so
-/// this is a hundredth of a goal moving from twice its tolerance to within it.
-pub(super) const ACCEPT_FLOOR: f32 = 1e-2;
 /// Distinct priority numbers told apart (one per goal channel group at most); goals on
 /// larger numbers share the last.
 const PRIORITIES: usize = 7;
@@ -87,48 +75,6 @@ impl Costs {
     pub(super) fn is_zero(&self) -> bool {
         self.level.iter().all(|&c| c == 0.0)
     }
-}
-
-/// A set of levels (bit `l` for level `l`; [`LEVELS`] fits): the levels whose parts a
-/// candidate carries (their Gauss–Newton rows, their limbs' finishes).
-pub(super) type Parts = u128;
-/// Every level's parts.
-pub(super) const ALL_PARTS: Parts = Parts::MAX >> (Parts::BITS as usize - LEVELS);
-
-/// The acceptance rule's verdict on a candidate (see [`better`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Verdict {
-    /// Kept.
-    Better,
-    /// Not kept: no level fell by its threshold, or a level above the deciding one rose.
-    Worse,
-    /// The deciding level fell and none above it rose, but these levels after it, whose
-    /// parts the candidate carries, rose: whether their parts forced that is to be judged.
-    LowerRose(Parts),
-}
-
-/// The acceptance rule (see the `track` module docs) on a candidate carrying the `parts` of
-/// some levels: the first level that changes by more than its threshold (the deciding one)
-/// decreased, no level before it increased at all, and no level after it whose part the
-/// candidate carries increased (else [`Verdict::LowerRose`]: see `Solve::candidate`).
-pub(super) fn better(old: &Costs, new: &Costs, parts: Parts) -> Verdict {
-    let mut levels = old.level.iter().zip(&new.level).enumerate();
-    for (_, (&o, &n)) in levels.by_ref() {
-        if n.is_nan() || n > o {
-            return Verdict::Worse;
-        }
-        if n < o - ACCEPT_RATIO * o && (n == 0.0 || n.sqrt() <= o.sqrt() - 1.0) {
-            let rose = levels
-                .filter(|&(l, (&o, &n))| parts >> l & 1 != 0 && n > o)
-                .fold(0, |m, (l, _)| m | 1 << l);
-            return if rose == 0 {
-                Verdict::Better
-            } else {
-                Verdict::LowerRose(rose)
-            };
-        }
-    }
-    Verdict::Worse
 }
 
 /// What holds a limb's root (see `Solve::limb_root`), for the rule on a rotation beyond the

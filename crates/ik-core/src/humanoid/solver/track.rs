@@ -18,10 +18,13 @@
 //!   joint, before it is measured);
 //! * **the per-frame turn bound**: no joint turns more than
 //!   [`FullBodySettings::max_turn`](super::FullBodySettings::max_turn) from the pose passed in
-//!   (the previous frame's output when the caller warm-starts). A joint the step would turn
-//!   further is moved onto the bound (slerp from its start, then the limit projection; if the
-//!   projection left the bound, the joint keeps its start rotation).
-//!
+//!   (the previous frame's output when the caller warm-starts). A move that turns a joint
+//!   further is first shortened along its path (its joints slerped from their start by one
+//!   fraction) until its largest turn is on the bound — a Gauss–Newton step as a whole, the
+//!   analytic candidate part by part (the hips, the trunk, each limb, the neck: the joints
+//!   that move the same effectors), so a limb's long swing does not slow the pelvis's part —
+//!   and a joint still beyond it is moved onto the bound (slerp from its start, then the
+//!   limit projection; if the projection left the bound, the joint keeps its start rotation).
 //! Both are inequality constraints of the step, by an **active set**: a joint that a
 //! candidate's step pushed onto its limit or its turn bound is *held* for the rest of the
 //! frame, and each later step turns it only *along* the bounds it is held on. Its rotation
@@ -50,22 +53,35 @@
 //! kernel, `DlsBuffers::prioritized_step`: each level solved in the null space of the levels
 //! above it). A candidate is kept only if it lowers the **lexicographic cost** — the vector of
 //! per-level costs, level 0 first — in the sense of [`better`]: the first level that changes
-//! (the deciding one) drops by more than [`ACCEPT_RATIO`](super::levels::ACCEPT_RATIO) of its cost (and at least
-//! [`ACCEPT_FLOOR`](super::levels::ACCEPT_FLOOR)), and no level above it gets worse at all. Within the deciding level the
-//! goals trade by weight, as its least-squares problem does; no goal or level is an
-//! exception (what a goal that cannot be met may not do to the others is decided by the
-//! levels, below). A goal within its tolerance costs exactly 0, so a met goal
-//! never blocks the levels below it with round-off. A rejected candidate is undone bit for bit;
-//! a rejected Gauss–Newton step is retried with the joints it pushed onto a bound held
-//! (above), else shortened by [`BACKTRACK`] along the same direction (a backtracking line
-//! search: at a straight limb a full step overshoots to second order, a short one does not),
-//! until the frame's budget is spent. After a rejected full step the next one solves the
-//! levels down to the first with a cost only (the lower levels' rows left out; when no
-//! level below it has a cost, that is the full step, and the line search goes on): a large
-//! step for a far goal low in the order drifts the levels above it to second order, and a
-//! step for the deciding level alone does not carry that drift. Each
-//! Gauss–Newton candidate ends with the analytic limb finish (the step's second-order drift of
-//! every limb closed onto its goal), judged with it.
+//! by its threshold (the deciding one) drops by more than
+//! [`ACCEPT_RATIO`](super::accept::ACCEPT_RATIO) of its cost and its residual (the cost's
+//! root, in tolerances) by at least one tolerance, or to 0; no level above it gets worse at
+//! all; and **each level's own part of the step is judged on its own**. A candidate is built
+//! from the parts of a set of levels — a level's Gauss–Newton rows and the analytic finishes of
+//! its limbs (a limb's part belongs to the first level of its goal, position or rotation), the
+//! pin of the hips to the pelvis goal's level, the look-at finish to the look-at's — and a
+//! level after the deciding one whose part the candidate carries may rise only as far as the
+//! other parts force it: when some do rise, the same candidate without their parts is built
+//! and scored as well, and the first is kept only if none of them lies above both its kept
+//! cost and where the second leaves it; else the parts of those that do are left out and what
+//! remains is judged again (the set only shrinks, so this ends). A level after the deciding
+//! one without a part in the candidate may rise (the levels above move it; the step solved
+//! them in its null space). So a leg giving way below the pelvis no longer rides on the
+//! pelvis's accepted steps while its own part takes it away from its goal (`docs/benchmarks.md`,
+//! *Each level's own part of a step*). Within a level the goals trade by weight, as its
+//! least-squares problem does; no goal or level is an exception (what a goal that cannot be met
+//! may not do to the others is decided by the levels, below). A goal within its tolerance
+//! costs exactly 0, so a met goal never blocks the levels below it with round-off. A rejected
+//! candidate is undone bit for bit; a rejected Gauss–Newton step is retried with the joints it
+//! pushed onto a bound held (above), else shortened by [`BACKTRACK`] along the same direction
+//! (a backtracking line search: at a straight limb a full step overshoots to second order, a
+//! short one does not), until the frame's budget is spent. After a rejected full step the next
+//! one solves the levels down to the first with a cost only (the lower levels' rows left out;
+//! when no level below it has a cost, that is the full step, and the line search goes on): a
+//! large step for a far goal low in the order drifts the levels above it to second order, and
+//! a step for the deciding level alone does not carry that drift. Each Gauss–Newton candidate
+//! ends with the analytic limb finish (the step's second-order drift of every limb whose level's
+//! part it carries closed onto its goal), judged with it.
 //!
 //! Nothing else touches the pose. Hence, **by construction**:
 //!
@@ -173,7 +189,8 @@
 
 use glam::{Quat, Vec3};
 
-use super::levels::{ALL_PARTS, Costs, LEVELS, Parts, Reach, Verdict, better};
+use super::accept::{ALL_PARTS, Parts, Verdict, better};
+use super::levels::{Costs, LEVELS, Reach};
 use super::{
     Dof, Effector, FullBodyGoals, FullBodyReport, GoalFrame, MAX_ROWS, PelvisPin, Solve, channel,
     clamp_len, com_column, effector_column, joint_axes, set3,
@@ -548,7 +565,13 @@ impl Solve<'_> {
         // its finish would no longer reach along its line). With `by_part`, each part on its
         // own (the joints that move the same effectors: the hips, the trunk, a limb, the
         // neck), so a part of a lower level does not shorten those of the levels above.
-        let part = |j: &super::Joint| if by_part { usize::from(j.affects & PART_BITS) } else { 0 };
+        let part = |j: &super::Joint| {
+            if by_part {
+                usize::from(j.affects & PART_BITS)
+            } else {
+                0
+            }
+        };
         let mut largest = [0.0f32; PART_BITS as usize + 1];
         let mut over = false;
         for j in &self.rig.joints {
