@@ -277,9 +277,7 @@ impl Solve<'_> {
         // The line search: the length of the next Gauss–Newton step, shortened after a
         // rejection, back to a full step after a kept one.
         let mut scale = 1.0f32;
-        // The levels whose parts the next Gauss–Newton step carries (their rows and their
-        // limbs' finishes; all after a kept step), and the last level whose rows it solves.
-        let (mut parts, mut cap) = (ALL_PARTS, LEVELS);
+        let mut capped = false;
         // Whether the next step is the last one again (a shortened retry at the same pose,
         // with the same joints held and the same levels: `step` would compute it to the bit).
         let mut same_step = false;
@@ -299,55 +297,46 @@ impl Solve<'_> {
                 // Every goal within tolerance (and no posture to follow): no step can be kept.
                 break;
             }
+            // After a rejected full step, the step of the first level with a cost alone
+            // (the lower levels' second-order drift can spoil it).
+            let cap = if capped {
+                cost.level.iter().position(|&c| c > 0.0).unwrap_or(LEVELS)
+            } else {
+                LEVELS
+            };
             let cols = self.rig.cols;
-            if !same_step {
-                if self.step(skeleton, pose, goals, (cap, parts)) == 0 {
-                    break;
-                }
+            if same_step {
+                self.s.dls.dq[..cols].copy_from_slice(&self.s.step_dq[..cols]);
+            } else if self.step(skeleton, pose, goals, cap) == 0 {
+                break;
+            } else {
                 self.s.step_dq[..cols].copy_from_slice(&self.s.dls.dq[..cols]);
             }
             same_step = false;
+            if scale < 1.0 {
+                for v in &mut self.s.dls.dq[..cols] {
+                    *v *= scale;
+                }
+            }
             report.iterations += 1;
-            let first = cost.level.iter().position(|&c| c > 0.0);
-            // The candidate of the parts `p`: the step of their levels down to `cap`
-            // (`step_dq` holds the one of `solved`), shortened by `scale`, the limbs of `p`
-            // closed, within the turn bound.
-            let mut solved = parts;
-            let build = |this: &mut Self, pose: &mut Pose, p: Parts| {
-                if p != solved {
-                    solved = p;
-                    this.step(skeleton, pose, goals, (cap, p));
-                    this.s.step_dq[..cols].copy_from_slice(&this.s.dls.dq[..cols]);
-                }
-                for (v, &d) in this.s.dls.dq[..cols]
-                    .iter_mut()
-                    .zip(&this.s.step_dq[..cols])
-                {
-                    *v = if scale < 1.0 { d * scale } else { d };
-                }
-                report.limits_hit = this.apply(skeleton, pose);
-                if s.analytic_limbs {
-                    // The step's second-order drift of each limb closed analytically: part
-                    // of the candidate, judged with it.
-                    let skip = this.left_out(goals, p);
-                    report.limits_hit += this.finish_limbs(skeleton, pose, goals, skip);
-                }
-                this.bound_turns(skeleton, pose, false);
-                true
-            };
-            let kept;
-            (kept, parts) = self.candidate(skeleton, pose, goals, &mut cost, (parts, build));
-            if kept {
+            report.limits_hit = self.apply(skeleton, pose);
+            if s.analytic_limbs {
+                // The step's second-order drift of each limb closed analytically: part of
+                // the candidate, judged with it.
+                report.limits_hit += self.finish_limbs(skeleton, pose, goals, 0);
+            }
+            self.bound_turns(skeleton, pose, false);
+            if self.accept(skeleton, pose, goals, &mut cost) {
                 scale = 1.0;
-                (parts, cap) = (ALL_PARTS, LEVELS);
+                capped = false;
                 continue;
             }
-            // After a rejected full step, the step of the first level with a cost alone
-            // (the lower levels' second-order drift can spoil it; only when a level below
-            // it has a cost: else the capped step is the full step again).
+            // (Only when a level below the deciding one has a cost: else the capped step is
+            // the full step again.)
+            let first = cost.level.iter().position(|&c| c > 0.0);
             let last = cost.level.iter().rposition(|&c| c > 0.0);
-            if cap == LEVELS && first != last {
-                cap = first.unwrap_or(LEVELS);
+            if !capped && first != last {
+                capped = true;
                 continue;
             }
             // The active set: joints this step pushed onto a bound or limit are held in the
@@ -439,6 +428,29 @@ impl Solve<'_> {
                 }
             }
             parts &= !worse;
+        }
+    }
+
+    /// Keeps `pose`, a Gauss–Newton candidate, if it is [`better`] than the kept pose
+    /// (`self.s.best`, whose lexicographic cost is `cost`) as a whole; else restores the kept
+    /// pose and its model bit for bit. (A step's part of a level is that level's least-squares
+    /// step in the null space of the levels above it: to first order it moves none of them and
+    /// is its own level's descent, so the levels after the deciding one are not judged part by
+    /// part, unlike the analytic candidate's: see the module docs.)
+    fn accept(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goals: &FullBodyGoals,
+        cost: &mut Costs,
+    ) -> bool {
+        let judged = self.judge(skeleton, pose, goals);
+        if pose.is_finite() && better(cost, &judged.0, 0) == Verdict::Better {
+            self.keep(skeleton, pose, goals, cost, judged);
+            true
+        } else {
+            self.restore(pose);
+            false
         }
     }
 
@@ -704,11 +716,11 @@ impl Solve<'_> {
         skeleton: &Skeleton,
         pose: &Pose,
         goals: &FullBodyGoals,
-        (cap, parts): (usize, Parts),
+        cap: usize,
     ) -> usize {
         let s = self.rig.settings;
         // Whether the step solves level `l`'s rows.
-        let solves = |l: usize| l <= cap && parts >> l & 1 != 0;
+        let solves = |l: usize| l <= cap;
         let cols = self.rig.cols;
         let given = goals;
         let resolved = self.resolved(skeleton, pose, goals);
