@@ -1,6 +1,7 @@
 //! The acceptance rule of bounded tracking (see the `track` module docs, *Steps and the
 //! acceptance rule*): which candidate of a frame is kept, judged on the lexicographic cost
-//! (module `levels`) level by level, each level's own part of the step on its own.
+//! (module `levels`) level by level, and the analytic candidate's parts (the hips' pin, each
+//! limb's finish, the look-at finish) each on its own level.
 
 use super::levels::{Costs, LEVELS};
 
@@ -14,8 +15,8 @@ use super::levels::{Costs, LEVELS};
 /// reachable hand next to a far one short.
 pub(super) const ACCEPT_RATIO: f32 = 0.025;
 
-/// A set of levels (bit `l` for level `l`): those whose parts a candidate carries (their
-/// Gauss–Newton rows, their limbs' finishes; see `Solve::candidate`).
+/// A set of levels (bit `l` for level `l`): those whose parts an analytic candidate carries
+/// (the hips' pin, their limbs' finishes, the look-at finish; see `Solve::candidate`).
 pub(super) type Parts = u128;
 /// Every level's parts.
 pub(super) const ALL_PARTS: Parts = Parts::MAX >> (Parts::BITS as usize - LEVELS);
@@ -35,7 +36,8 @@ pub(super) enum Verdict {
 /// The acceptance rule (the `track` module docs) on a candidate carrying `parts`: the first
 /// level that falls by [`ACCEPT_RATIO`] of its cost and its residual (the cost's root, in
 /// tolerances) by one tolerance or to 0 (the deciding one), no level before it rose at all,
-/// and no level after it whose part the candidate carries rose ([`Verdict::LowerRose`]).
+/// and no level after it whose part the candidate carries rose ([`Verdict::LowerRose`]; a
+/// Gauss–Newton candidate is judged as a whole: `parts` empty).
 pub(super) fn better(old: &Costs, new: &Costs, parts: Parts) -> Verdict {
     let mut levels = old.level.iter().zip(&new.level).enumerate();
     for (_, (&o, &n)) in levels.by_ref() {

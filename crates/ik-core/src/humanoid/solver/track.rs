@@ -55,19 +55,19 @@
 //! per-level costs, level 0 first — in the sense of [`better`]: the first level that changes
 //! by its threshold (the deciding one) drops by more than
 //! [`ACCEPT_RATIO`](super::accept::ACCEPT_RATIO) of its cost and its residual (the cost's
-//! root, in tolerances) by at least one tolerance, or to 0; no level above it gets worse at
-//! all; and **each level's own part of the step is judged on its own**. A candidate is built
-//! from the parts of a set of levels — a level's Gauss–Newton rows and the analytic finishes of
-//! its limbs (a limb's part belongs to the first level of its goal, position or rotation), the
-//! pin of the hips to the pelvis goal's level, the look-at finish to the look-at's — and a
-//! level after the deciding one whose part the candidate carries may rise only as far as the
-//! other parts force it: when some do rise, the same candidate without their parts is built
-//! and scored as well, and the first is kept only if none of them lies above both its kept
-//! cost and where the second leaves it; else the parts of those that do are left out and what
-//! remains is judged again (the set only shrinks, so this ends). A level after the deciding
-//! one without a part in the candidate may rise (the levels above move it; the step solved
-//! them in its null space). So a leg giving way below the pelvis no longer rides on the
-//! pelvis's accepted steps while its own part takes it away from its goal (`docs/benchmarks.md`,
+//! root, in tolerances) by at least one tolerance, or to 0, and no level above it gets worse
+//! at all. A Gauss–Newton candidate is judged as a whole: the levels after the deciding one
+//! may change (a step's part of a level is that level's least-squares step in the null space
+//! of the levels above it, its own descent and, to first order, no move of theirs). **The
+//! analytic candidate's parts are judged each on its own**: the pin of the hips belongs to the
+//! pelvis goal's level, a limb's finish to the first level of its goal (position or rotation),
+//! the look-at finish to the look-at's, and a level after the deciding one whose part the
+//! candidate carries may rise only as far as the other parts force it. When some do rise, the
+//! same candidate without their parts is built and scored as well; the first is kept only if
+//! none of them lies above both its kept cost and where the second leaves it, else the parts
+//! of those that do are left out and what remains is judged again (the set of parts only
+//! shrinks, so this ends). So a leg giving way below the pelvis does not ride on the pelvis's
+//! accepted steps while its own finish takes it away from its goal (`docs/benchmarks.md`,
 //! *Each level's own part of a step*). Within a level the goals trade by weight, as its
 //! least-squares problem does; no goal or level is an exception (what a goal that cannot be met
 //! may not do to the others is decided by the levels, below). A goal within its tolerance
@@ -80,8 +80,8 @@
 //! when no level below it has a cost, that is the full step, and the line search goes on): a
 //! large step for a far goal low in the order drifts the levels above it to second order, and
 //! a step for the deciding level alone does not carry that drift. Each Gauss–Newton candidate
-//! ends with the analytic limb finish (the step's second-order drift of every limb whose level's
-//! part it carries closed onto its goal), judged with it.
+//! ends with the analytic limb finish (the step's second-order drift of every limb closed onto
+//! its goal), judged with it.
 //!
 //! Nothing else touches the pose. Hence, **by construction**:
 //!
@@ -379,8 +379,7 @@ impl Solve<'_> {
     /// their parts is built as well: the first is kept if none of them lies above both its
     /// kept cost and where the second leaves it (the change the other parts force); else the
     /// parts of those that do are left out and the rest is judged again. Whether one was
-    /// kept (none when `build` builds none: it returns false), and the parts of the last
-    /// candidate judged.
+    /// kept (none when `build` builds none: it returns false).
     fn candidate(
         &mut self,
         skeleton: &Skeleton,
@@ -388,10 +387,10 @@ impl Solve<'_> {
         goals: &FullBodyGoals,
         cost: &mut Costs,
         (mut parts, mut build): (Parts, impl FnMut(&mut Self, &mut Pose, Parts) -> bool),
-    ) -> (bool, Parts) {
+    ) -> bool {
         if !build(self, pose, parts) {
             self.restore(pose);
-            return (false, parts);
+            return false;
         }
         loop {
             let (judged, own) = self.judge(skeleton, pose, goals);
@@ -404,11 +403,11 @@ impl Solve<'_> {
                 Verdict::LowerRose(rose) => rose,
                 Verdict::Better => {
                     self.keep(skeleton, pose, goals, cost, (judged, own));
-                    return (true, parts);
+                    return true;
                 }
                 Verdict::Worse => {
                     self.restore(pose);
-                    return (false, parts);
+                    return false;
                 }
             };
             self.restore(pose);
@@ -424,7 +423,7 @@ impl Solve<'_> {
                 if worse == 0 {
                     let judged = self.judge(skeleton, pose, goals);
                     self.keep(skeleton, pose, goals, cost, judged);
-                    return (true, parts);
+                    return true;
                 }
             }
             parts &= !worse;
