@@ -534,7 +534,6 @@ impl Solve<'_> {
             true
         };
         self.candidate(skeleton, pose, goals, cost, (ALL_PARTS, build))
-            .0
     }
 
     /// The effectors (bits) whose limb goal's first level (its position's, or its
