@@ -25,6 +25,7 @@
 //!   that move the same effectors), so a limb's long swing does not slow the pelvis's part —
 //!   and a joint still beyond it is moved onto the bound (slerp from its start, then the
 //!   limit projection; if the projection left the bound, the joint keeps its start rotation).
+//!
 //! Both are inequality constraints of the step, by an **active set**: a joint that a
 //! candidate's step pushed onto its limit or its turn bound is *held* for the rest of the
 //! frame, and each later step turns it only *along* the bounds it is held on. Its rotation
