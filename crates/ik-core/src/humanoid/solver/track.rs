@@ -507,7 +507,8 @@ impl Solve<'_> {
     }
 
     /// One analytic candidate (the hips onto the pelvis goal first when `pin`; see the
-    /// module docs), built from the parts of the levels down to its cap. Whether it was kept.
+    /// module docs), built from the parts of a set of levels ([`Solve::candidate`]). Whether
+    /// it was kept.
     fn analytic(
         &mut self,
         skeleton: &Skeleton,
@@ -718,8 +719,6 @@ impl Solve<'_> {
         cap: usize,
     ) -> usize {
         let s = self.rig.settings;
-        // Whether the step solves level `l`'s rows.
-        let solves = |l: usize| l <= cap;
         let cols = self.rig.cols;
         let given = goals;
         let resolved = self.resolved(skeleton, pose, goals);
@@ -740,7 +739,7 @@ impl Solve<'_> {
             let first = self.s.rank[channel(k, false)];
             let level = reach[k].level(first);
             let rotation_level = reach[k].rotation_level(first, self.s.rank[channel(k, true)]);
-            if g.wants_position() && solves(level) {
+            if g.wants_position() && level <= cap {
                 wp[k] = g.position_weight.sqrt();
                 let err = clamp_len(g.position - m.translation, s.max_position_step) * wp[k];
                 self.s.dls.e[rows..rows + 3].copy_from_slice(&err.to_array());
@@ -748,7 +747,7 @@ impl Solve<'_> {
                 row_level[rows..rows + 3].fill(level as u8);
                 rows += 3;
             }
-            if g.wants_rotation() && solves(rotation_level) {
+            if g.wants_rotation() && rotation_level <= cap {
                 wr[k] = g.rotation_weight.sqrt();
                 let mut err = to_rotation_vector(g.rotation * m.rotation.inverse());
                 if rotation_level != level {
@@ -766,7 +765,7 @@ impl Solve<'_> {
         }
         let look = self.look_dirs(goals);
         let look_w = goals.look_at.weight.max(0.0).sqrt();
-        let look = look.filter(|_| solves(usize::from(self.s.rank[channel(5, false)])));
+        let look = look.filter(|_| usize::from(self.s.rank[channel(5, false)]) <= cap);
         if let Some((d, t)) = look {
             // `t − d` is a chord of the unit sphere: at most 2 long, no clamp needed.
             let err = (t - d) * look_w;
@@ -775,7 +774,7 @@ impl Solve<'_> {
             row_level[rows..rows + 3].fill(self.s.rank[channel(5, false)]);
             rows += 3;
         }
-        let com = if self.s.balancing && solves(usize::from(self.s.rank[channel(6, false)])) {
+        let com = if self.s.balancing && usize::from(self.s.rank[channel(6, false)]) <= cap {
             self.com_error(goals)
         } else {
             None
@@ -875,7 +874,7 @@ impl Solve<'_> {
             }
         }
         let lambda2 = super::jacobian::damping2(&self.s.dls.e[..rows], s.damping);
-        let posture = s.posture_gain > 0.0 && solves(LEVELS - 1);
+        let posture = s.posture_gain > 0.0 && cap >= LEVELS - 1;
         if posture {
             self.posture(skeleton, pose);
         }
