@@ -12,7 +12,8 @@
 //!
 //! The measuring passes run on every core; the timed passes one at a time on one thread.
 //! `IK_ROBUSTNESS_SIZE=ci` runs the tests' sizes; `IK_ROBUSTNESS_ONLY=still|moving|vr|cold`
-//! one scenario, `IK_ROBUSTNESS_ONLY=warm` the moving scenario's solves alone (to profile). Then criterion times one still sequence (a hand 10–40 % beyond reach, 120
+//! one scenario (`IK_ROBUSTNESS_STILL=AllRandom`, a kind's name: that still kind alone),
+//! `IK_ROBUSTNESS_ONLY=warm` the moving scenario's solves alone (to profile). Then criterion times one still sequence (a hand 10–40 % beyond reach, 120
 //! frames, on the Mixamo-named test rig).
 
 use core::hint::black_box;
@@ -72,7 +73,12 @@ fn still(rigs: &[Rig], size: Size) {
         "met at end",
         "err"
     );
+    // `IK_ROBUSTNESS_STILL=AllRandom` (a kind's name): that kind alone.
+    let only = std::env::var("IK_ROBUSTNESS_STILL").ok();
     for kind in StillKind::ALL {
+        if only.as_deref().is_some_and(|o| o != format!("{kind:?}")) {
+            continue;
+        }
         let runs = still_runs(rigs, kind, size);
         let s = summarize_still(&runs);
         let pct = |n: usize| n as f64 * 100.0 / s.runs.max(1) as f64;
@@ -105,12 +111,16 @@ fn still(rigs: &[Rig], size: Size) {
         );
         let worst: Vec<String> = runs
             .iter()
-            .filter(|(_, r)| !r.settled())
+            .enumerate()
+            .filter(|(_, (_, r))| !r.settled())
             .take(6)
-            .map(|(i, r)| {
+            .map(|(n, (i, r))| {
                 format!(
-                    "{} (stationary {:?}, late turn {:.2}°)",
-                    rigs[*i].name, r.stationary_frame, r.late_turn_deg
+                    "{} seed {} (stationary {:?}, late turn {:.2}°)",
+                    rigs[*i].name,
+                    n % size.still_seeds,
+                    r.stationary_frame,
+                    r.late_turn_deg
                 )
             })
             .collect();

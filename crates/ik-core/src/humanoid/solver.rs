@@ -61,6 +61,7 @@
 //! solver reads (ancestors of its joints, effectors, head and mass segments), not fingers and
 //! helper bones.
 
+mod accept;
 mod attempt;
 mod bounds;
 mod finish;

@@ -23,6 +23,9 @@ const BOUND_AIM: f32 = 1.0 - 1e-4;
 pub(crate) fn onto_bound(from: Quat, to: Quat, max: f32, angle: f32) -> Quat {
     from.slerp(to, BOUND_AIM * max / angle).normalize()
 }
+/// The bits of a joint's `affects` (the effectors and the head it moves) that tell the parts
+/// of an analytic candidate apart for the turn bound (see `Solve::bound_turns`).
+const PART_BITS: u8 = 0x3f;
 /// Projections onto the turn bound and the joint's limit tried (each from the last) before a
 /// joint the limit projection keeps pushing past the bound is left where it started.
 const BOUND_TRIES: usize = 2;
@@ -46,7 +49,7 @@ impl Solve<'_> {
     /// Moves every joint that turned more than the per-frame bound from the frame's input
     /// (`self.s.start`) back onto it, within its limits (see the module docs); marks them in
     /// `clipped`.
-    pub(super) fn bound_turns(&mut self, skeleton: &Skeleton, pose: &mut Pose) {
+    pub(super) fn bound_turns(&mut self, skeleton: &Skeleton, pose: &mut Pose, by_part: bool) {
         let max = self.rig.settings.max_turn;
         // A joint the cheap test passes turns less than the bound: the exact angle (an arc
         // tangent) only for the others. (Bounds of half a turn or more hold every turn.)
@@ -56,16 +59,26 @@ impl Solve<'_> {
             f32::INFINITY
         };
         let within = |q0: Quat, q: Quat| q == q0 || surely_within(q0, q, tan_half);
-        // First the whole move is shortened along its path (every joint slerped from its
-        // start by one fraction, the hips' translation with them) until the joint that turns
-        // most is on the bound: clipping each joint on its own would bend the move (a limb
-        // closed by its finish would no longer reach along its line).
-        let (mut largest, mut over) = (0.0f32, false);
+        // First the move is shortened along its path (every joint slerped from its start by
+        // one fraction, the hips' translation with them) until the joint that turns most is
+        // on the bound: clipping each joint on its own would bend the move (a limb closed by
+        // its finish would no longer reach along its line). With `by_part`, each part on its
+        // own (the joints that move the same effectors: the hips, the trunk, a limb, the
+        // neck), so a part of a lower level does not shorten those of the levels above.
+        let part = |j: &super::Joint| {
+            if by_part {
+                usize::from(j.affects & PART_BITS)
+            } else {
+                0
+            }
+        };
+        let mut largest = [0.0f32; PART_BITS as usize + 1];
+        let mut over = false;
         for j in &self.rig.joints {
             let (q0, q) = (self.s.start.rotations[j.bone], pose.rotations[j.bone]);
             if !within(q0, q) {
                 let angle = quat_angle(q0, q);
-                largest = largest.max(angle);
+                largest[part(j)] = largest[part(j)].max(angle);
                 // (A turn that is not a number is held below, as one over the bound.)
                 over |= angle.is_nan() || angle > max;
             }
@@ -75,22 +88,20 @@ impl Solve<'_> {
             self.s.clipped.fill(false);
             return;
         }
-        if largest > max {
-            self.s.model_fresh = false;
-            let t = BOUND_AIM * max / largest;
-            for j in &self.rig.joints {
-                let b = j.bone;
-                let (q0, q) = (self.s.start.rotations[b], pose.rotations[b]);
-                let t0 = self.s.start.translations[b];
-                if q != q0 || pose.translations[b] != t0 {
-                    let mut r = q0.slerp(q, t).normalize();
-                    let mut tr = t0 + (pose.translations[b] - t0) * t;
-                    let rest = &skeleton.bones()[b].rest;
-                    j.limit
-                        .clamp_valid(rest.rotation, rest.translation, &mut r, &mut tr);
-                    pose.rotations[b] = r;
-                    pose.translations[b] = tr;
-                }
+        for j in &self.rig.joints {
+            let b = j.bone;
+            let (q0, q) = (self.s.start.rotations[b], pose.rotations[b]);
+            let t0 = self.s.start.translations[b];
+            if largest[part(j)] > max && (q != q0 || pose.translations[b] != t0) {
+                self.s.model_fresh = false;
+                let t = BOUND_AIM * max / largest[part(j)];
+                let mut r = q0.slerp(q, t).normalize();
+                let mut tr = t0 + (pose.translations[b] - t0) * t;
+                let rest = &skeleton.bones()[b].rest;
+                j.limit
+                    .clamp_valid(rest.rotation, rest.translation, &mut r, &mut tr);
+                pose.rotations[b] = r;
+                pose.translations[b] = tr;
             }
         }
         for (ji, j) in self.rig.joints.iter().enumerate() {

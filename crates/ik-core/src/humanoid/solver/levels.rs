@@ -1,6 +1,7 @@
 //! The lexicographic cost of bounded tracking (see the `track` module docs): the levels of
 //! the goal channels, the give-way rule's sub-levels for limb goals beyond reach and for limb
-//! rotation goals beyond the limb's range, and the acceptance rule ([`better`]).
+//! rotation goals beyond the limb's range (the acceptance rule on these costs: module
+//! `accept`).
 
 use super::{Effector, FullBodyGoals, GoalFrame, Solve, channel, vec_angle};
 use crate::analytic::finish::quat_angle;
@@ -8,19 +9,6 @@ use crate::pose::Pose;
 use crate::skeleton::Skeleton;
 use glam::Vec3;
 
-/// A candidate must lower the deciding level's cost by at least this fraction of it: a
-/// step that gains less is not kept, so a goal that can only be crept toward (a hand's
-/// rotation turned in along a limit, a look-at sliding along the trunk's limits) stops
-/// within a few frames instead of creeping for hundreds (at 0.01, a still hand held 1–3
-/// arms away turned its rotation goal in by ~0.5 % a frame and one run never came to
-/// rest). Chosen on the robustness suite, full size (`docs/benchmarks.md`, *The
-/// acceptance ratio*): 0.025 settles every still hand-beyond and hand-far run by frame 30
-/// and meets more moving 6D goals; 0.05 and 0.1 settle as well but leave a `KayKit`
-/// look-at along the limits and a reachable hand next to a far one short.
-pub(super) const ACCEPT_RATIO: f32 = 0.025;
-/// ... and by at least this much (squared tolerances): residuals are tolerance-scaled, so
-/// this is a hundredth of a goal moving from twice its tolerance to within it.
-pub(super) const ACCEPT_FLOOR: f32 = 1e-2;
 /// Distinct priority numbers told apart (one per goal channel group at most); goals on
 /// larger numbers share the last.
 const PRIORITIES: usize = 7;
@@ -85,22 +73,6 @@ impl Costs {
     pub(super) fn is_zero(&self) -> bool {
         self.level.iter().all(|&c| c == 0.0)
     }
-}
-
-/// Whether `new` is better than `old` by the acceptance rule (see the module docs): the first
-/// level that changes by more than its threshold decreased, and no level before it increased
-/// at all. Within the deciding level goals trade by weight (the step is that level's weighted
-/// least squares); what a goal may not do to the others is decided by the levels.
-pub(super) fn better(old: &Costs, new: &Costs) -> bool {
-    for (&o, &n) in old.level.iter().zip(&new.level) {
-        if n.is_nan() || n > o {
-            return false;
-        }
-        if n < o - (ACCEPT_RATIO * o).max(ACCEPT_FLOOR) {
-            return true;
-        }
-    }
-    false
 }
 
 /// Where a limb's position goal lies from the limb's root at one pose (see

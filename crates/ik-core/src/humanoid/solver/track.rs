@@ -18,9 +18,14 @@
 //!   joint, before it is measured);
 //! * **the per-frame turn bound**: no joint turns more than
 //!   [`FullBodySettings::max_turn`](super::FullBodySettings::max_turn) from the pose passed in
-//!   (the previous frame's output when the caller warm-starts). A joint the step would turn
-//!   further is moved onto the bound (slerp from its start, then the limit projection; if the
-//!   projection left the bound, the joint keeps its start rotation; module `bounds`).
+//!   (the previous frame's output when the caller warm-starts). A move that turns a joint
+//!   further is first shortened along its path (its joints slerped from their start by one
+//!   fraction) until its largest turn is on the bound — a Gauss–Newton step as a whole, the
+//!   analytic candidate part by part (the hips, the trunk, each limb, the neck: the joints
+//!   that move the same effectors), so a limb's long swing does not slow the pelvis's part —
+//!   and a joint still beyond it is moved onto the bound (slerp from its start, then the
+//!   limit projection; if the projection left the bound, the joint keeps its start rotation;
+//!   module `bounds`).
 //!
 //! Both are inequality constraints of the step, by an **active set**: a joint that a
 //! candidate's step pushed onto its limit or its turn bound is *held* for the rest of the
@@ -50,22 +55,35 @@
 //! kernel, `DlsBuffers::prioritized_step`: each level solved in the null space of the levels
 //! above it). A candidate is kept only if it lowers the **lexicographic cost** — the vector of
 //! per-level costs, level 0 first — in the sense of [`better`]: the first level that changes
-//! (the deciding one) drops by more than [`ACCEPT_RATIO`](super::levels::ACCEPT_RATIO) of its cost (and at least
-//! [`ACCEPT_FLOOR`](super::levels::ACCEPT_FLOOR)), and no level above it gets worse at all. Within the deciding level the
-//! goals trade by weight, as its least-squares problem does; no goal or level is an
-//! exception (what a goal that cannot be met may not do to the others is decided by the
-//! levels, below). A goal within its tolerance costs exactly 0, so a met goal
-//! never blocks the levels below it with round-off. A rejected candidate is undone bit for bit;
-//! a rejected Gauss–Newton step is retried with the joints it pushed onto a bound held
-//! (above), else shortened by [`BACKTRACK`] along the same direction (a backtracking line
-//! search: at a straight limb a full step overshoots to second order, a short one does not),
-//! until the frame's budget is spent. After a rejected full step the next one solves the
-//! levels down to the first with a cost only (the lower levels' rows left out; when no
-//! level below it has a cost, that is the full step, and the line search goes on): a large
-//! step for a far goal low in the order drifts the levels above it to second order, and a
-//! step for the deciding level alone does not carry that drift. Each
-//! Gauss–Newton candidate ends with the analytic limb finish (the step's second-order drift of
-//! every limb closed onto its goal), judged with it.
+//! by its threshold (the deciding one) drops by more than
+//! [`ACCEPT_RATIO`](super::accept::ACCEPT_RATIO) of its cost and its residual (the cost's
+//! root, in tolerances) by at least one tolerance, or to 0, and no level above it gets worse
+//! at all. A Gauss–Newton candidate is judged as a whole: the levels after the deciding one
+//! may change (a step's part of a level is that level's least-squares step in the null space
+//! of the levels above it, its own descent and, to first order, no move of theirs). **The
+//! analytic candidate's parts are judged each on its own**: the pin of the hips belongs to the
+//! pelvis goal's level, a limb's finish to the first level of its goal (position or rotation),
+//! the look-at finish to the look-at's, and a level after the deciding one whose part the
+//! candidate carries may rise only as far as the other parts force it. When some do rise, the
+//! same candidate without their parts is built and scored as well; the first is kept only if
+//! none of them lies above both its kept cost and where the second leaves it, else the parts
+//! of those that do are left out and what remains is judged again (the set of parts only
+//! shrinks, so this ends). So a leg giving way below the pelvis does not ride on the pelvis's
+//! accepted steps while its own finish takes it away from its goal (`docs/benchmarks.md`,
+//! *Each level's own part of a step*). Within a level the goals trade by weight, as its
+//! least-squares problem does; no goal or level is an exception (what a goal that cannot be met
+//! may not do to the others is decided by the levels, below). A goal within its tolerance
+//! costs exactly 0, so a met goal never blocks the levels below it with round-off. A rejected
+//! candidate is undone bit for bit; a rejected Gauss–Newton step is retried with the joints it
+//! pushed onto a bound held (above), else shortened by [`BACKTRACK`] along the same direction
+//! (a backtracking line search: at a straight limb a full step overshoots to second order, a
+//! short one does not), until the frame's budget is spent. After a rejected full step the next
+//! one solves the levels down to the first with a cost only (the lower levels' rows left out;
+//! when no level below it has a cost, that is the full step, and the line search goes on): a
+//! large step for a far goal low in the order drifts the levels above it to second order, and
+//! a step for the deciding level alone does not carry that drift. Each Gauss–Newton candidate
+//! ends with the analytic limb finish (the step's second-order drift of every limb closed onto
+//! its goal), judged with it.
 //!
 //! Nothing else touches the pose. Hence, **by construction**:
 //!
@@ -177,8 +195,9 @@
 
 use glam::Vec3;
 
+use super::accept::{ALL_PARTS, Parts, Verdict, better};
 use super::bounds::tangent;
-use super::levels::{Costs, LEVELS, better};
+use super::levels::{Costs, LEVELS, Reach};
 use super::{
     Dof, Effector, FullBodyGoals, FullBodyReport, GoalFrame, MAX_ROWS, PelvisPin, Solve, channel,
     clamp_len, com_column, effector_column, joint_axes, set3,
@@ -195,7 +214,6 @@ use crate::skeleton::Skeleton;
 /// the square of its length and its first-order gain with the length, so a short enough step
 /// is always kept where the direction is one of descent.
 const BACKTRACK: f32 = 0.5;
-
 /// The scale of a joint's Gauss–Newton columns for its
 /// [`FullBodySettings::stiffness`](super::FullBodySettings::stiffness): `1 − stiffness`,
 /// within 0..=1 (a stiffness that is not a number counts as 0).
@@ -242,22 +260,10 @@ impl Solve<'_> {
             // The analytic candidates: the hips onto the pelvis goal (within the turn bound),
             // then each limb's own joints onto its goal (the finish never moves another
             // effector); else the limb finish alone.
-            let pelvis = goals.get(Effector::Pelvis);
-            let mut kept = false;
-            if pelvis.frame == GoalFrame::Model
-                && self.pin_pelvis(skeleton, pose, pelvis, self.s.balancing) != PelvisPin::Free
-            {
-                self.s.model_fresh = false;
-                report.limits_hit += self.finish_limbs(skeleton, pose, goals);
-                report.limits_hit += self.finish_look_at(skeleton, pose, goals);
-                self.bound_turns(skeleton, pose);
-                kept = self.accept(skeleton, pose, goals, &mut cost);
-            }
-            if !kept {
-                report.limits_hit += self.finish_limbs(skeleton, pose, goals);
-                report.limits_hit += self.finish_look_at(skeleton, pose, goals);
-                self.bound_turns(skeleton, pose);
-                self.accept(skeleton, pose, goals, &mut cost);
+            let pinned = goals.get(Effector::Pelvis).frame == GoalFrame::Model
+                && self.analytic(skeleton, pose, goals, true, &mut cost, &mut report);
+            if !pinned {
+                self.analytic(skeleton, pose, goals, false, &mut cost, &mut report);
             }
         }
         while report.iterations < s.max_iterations.max(1) {
@@ -291,9 +297,9 @@ impl Solve<'_> {
             if s.analytic_limbs {
                 // The step's second-order drift of each limb closed analytically: part of
                 // the candidate, judged with it.
-                report.limits_hit += self.finish_limbs(skeleton, pose, goals);
+                report.limits_hit += self.finish_limbs(skeleton, pose, goals, 0);
             }
-            self.bound_turns(skeleton, pose);
+            self.bound_turns(skeleton, pose, false);
             if self.accept(skeleton, pose, goals, &mut cost) {
                 scale = 1.0;
                 capped = false;
@@ -340,8 +346,70 @@ impl Solve<'_> {
         report
     }
 
-    /// Keeps `pose` (a candidate) if it is [`better`] than the last kept pose (`self.s.best`,
-    /// whose lexicographic cost is `cost`); else restores that pose and its model bit for bit.
+    /// Builds a candidate from the kept pose (`self.s.best`, whose lexicographic cost is
+    /// `cost`) with `build` (the parts of the levels in its argument, see the module docs)
+    /// and keeps it if the acceptance rule does; else restores the kept pose and its model
+    /// bit for bit. When levels after the deciding one rose, the same candidate without
+    /// their parts is built as well: the first is kept if none of them lies above both its
+    /// kept cost and where the second leaves it (the change the other parts force); else the
+    /// parts of those that do are left out and the rest is judged again. Whether one was
+    /// kept (none when `build` builds none: it returns false).
+    fn candidate(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goals: &FullBodyGoals,
+        cost: &mut Costs,
+        (mut parts, mut build): (Parts, impl FnMut(&mut Self, &mut Pose, Parts) -> bool),
+    ) -> bool {
+        if !build(self, pose, parts) {
+            self.restore(pose);
+            return false;
+        }
+        loop {
+            let (judged, own) = self.judge(skeleton, pose, goals);
+            let verdict = if pose.is_finite() {
+                better(cost, &judged, parts)
+            } else {
+                Verdict::Worse
+            };
+            let rose = match verdict {
+                Verdict::LowerRose(rose) => rose,
+                Verdict::Better => {
+                    self.keep(skeleton, pose, goals, cost, (judged, own));
+                    return true;
+                }
+                Verdict::Worse => {
+                    self.restore(pose);
+                    return false;
+                }
+            };
+            self.restore(pose);
+            build(self, pose, parts & !rose);
+            let (forced, _) = self.judge(skeleton, pose, goals);
+            let worse = (0..LEVELS)
+                .filter(|&l| rose >> l & 1 != 0)
+                .filter(|&l| judged.level[l] > cost.level[l].max(forced.level[l]))
+                .fold(0, |m: Parts, l| m | 1 << l);
+            if worse != rose {
+                self.restore(pose);
+                build(self, pose, parts & !worse);
+                if worse == 0 {
+                    let judged = self.judge(skeleton, pose, goals);
+                    self.keep(skeleton, pose, goals, cost, judged);
+                    return true;
+                }
+            }
+            parts &= !worse;
+        }
+    }
+
+    /// Keeps `pose`, a Gauss–Newton candidate, if it is [`better`] than the kept pose
+    /// (`self.s.best`, whose lexicographic cost is `cost`) as a whole; else restores the kept
+    /// pose and its model bit for bit. (A step's part of a level is that level's least-squares
+    /// step in the null space of the levels above it: to first order it moves none of them and
+    /// is its own level's descent, so the levels after the deciding one are not judged part by
+    /// part, unlike the analytic candidate's: see the module docs.)
     fn accept(
         &mut self,
         skeleton: &Skeleton,
@@ -349,35 +417,118 @@ impl Solve<'_> {
         goals: &FullBodyGoals,
         cost: &mut Costs,
     ) -> bool {
-        // (The finishes keep the model current; a step or a turn-bound move does not.)
-        self.fk_stale(skeleton, pose);
-        // Judged with the kept pose's reach split: a step that moves a limb's root until its
-        // goal counts as beyond (or within) reach is not kept for the reclassification
-        // alone (the goal's cost stays where the kept pose ranks it).
-        let kept = self.s.kept_reach;
-        let (judged, own) = self.costs(skeleton, pose, goals, Some(&kept));
-        if pose.is_finite() && better(cost, &judged) {
-            self.s.held = false;
-            // Scored again with its own split only where that split ranks a goal elsewhere.
-            *cost = if own.iter().zip(&kept).all(|(a, b)| a.ranks_as(b)) {
-                judged
-            } else {
-                self.costs(skeleton, pose, goals, Some(&own)).0
-            };
-            self.s.kept_reach = own;
-            self.s.best.copy_from(pose);
-            self.s.model_best.clone_from(&self.s.model);
-            // Joints the kept candidate held on a bound stay held for the frame.
-            for ji in 0..self.rig.joints.len() {
-                self.s.frozen[ji] |= self.s.saturated[ji] || self.s.clipped[ji];
-            }
+        let judged = self.judge(skeleton, pose, goals);
+        if pose.is_finite() && better(cost, &judged.0, 0) == Verdict::Better {
+            self.keep(skeleton, pose, goals, cost, judged);
             true
         } else {
-            pose.copy_from(&self.s.best);
-            self.s.model.clone_from(&self.s.model_best);
-            self.s.model_fresh = true;
+            self.restore(pose);
             false
         }
+    }
+
+    /// A candidate's lexicographic cost, judged with the kept pose's reach split (a step that
+    /// moves a limb's root until its goal counts as beyond, or within, reach is not kept for
+    /// the reclassification alone: the goal's cost stays where the kept pose ranks it), and
+    /// its own split.
+    fn judge(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &Pose,
+        goals: &FullBodyGoals,
+    ) -> (Costs, [Reach; 5]) {
+        // (The finishes keep the model current; a step or a turn-bound move does not.)
+        self.fk_stale(skeleton, pose);
+        let kept = self.s.kept_reach;
+        self.costs(skeleton, pose, goals, Some(&kept))
+    }
+
+    /// Keeps `pose`, a candidate judged `judged` (see [`Solve::judge`]): its cost into `cost`.
+    fn keep(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &Pose,
+        goals: &FullBodyGoals,
+        cost: &mut Costs,
+        (judged, own): (Costs, [Reach; 5]),
+    ) {
+        self.s.held = false;
+        // Scored again with its own split only where that split ranks a goal elsewhere.
+        *cost = if own
+            .iter()
+            .zip(&self.s.kept_reach)
+            .all(|(a, b)| a.ranks_as(b))
+        {
+            judged
+        } else {
+            self.costs(skeleton, pose, goals, Some(&own)).0
+        };
+        self.s.kept_reach = own;
+        self.s.best.copy_from(pose);
+        self.s.model_best.clone_from(&self.s.model);
+        // Joints the kept candidate held on a bound stay held for the frame.
+        for ji in 0..self.rig.joints.len() {
+            self.s.frozen[ji] |= self.s.saturated[ji] || self.s.clipped[ji];
+        }
+    }
+
+    /// Restores the kept pose and its model bit for bit.
+    fn restore(&mut self, pose: &mut Pose) {
+        pose.copy_from(&self.s.best);
+        self.s.model.clone_from(&self.s.model_best);
+        self.s.model_fresh = true;
+    }
+
+    /// One analytic candidate (the hips onto the pelvis goal first when `pin`; see the
+    /// module docs), built from the parts of a set of levels ([`Solve::candidate`]). Whether
+    /// it was kept.
+    fn analytic(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goals: &FullBodyGoals,
+        pin: bool,
+        cost: &mut Costs,
+        report: &mut FullBodyReport,
+    ) -> bool {
+        let build = |this: &mut Self, pose: &mut Pose, parts: Parts| {
+            let level = this.s.rank[channel(Effector::Pelvis as usize, false)];
+            if pin && parts >> level & 1 != 0 {
+                let pelvis = goals.get(Effector::Pelvis);
+                if this.pin_pelvis(skeleton, pose, pelvis, this.s.balancing) == PelvisPin::Free {
+                    return false;
+                }
+                this.s.model_fresh = false;
+            }
+            let skip = this.left_out(goals, parts);
+            report.limits_hit += this.finish_limbs(skeleton, pose, goals, skip);
+            if parts >> this.s.rank[channel(5, false)] & 1 != 0 {
+                report.limits_hit += this.finish_look_at(skeleton, pose, goals);
+            }
+            this.bound_turns(skeleton, pose, true);
+            true
+        };
+        self.candidate(skeleton, pose, goals, cost, (ALL_PARTS, build))
+    }
+
+    /// The effectors (bits) whose limb goal's first level (its position's, or its
+    /// rotation's, with the kept pose's split) is not among `parts`: the limbs whose finish
+    /// is a part a candidate of `parts` leaves out.
+    fn left_out(&self, goals: &FullBodyGoals, parts: Parts) -> u8 {
+        let mut out = 0;
+        for l in self.rig.limbs.iter().filter(|_| parts != ALL_PARTS) {
+            let (k, g) = (l.effector, &goals.effectors[l.effector]);
+            let (r, first) = (&self.s.kept_reach[k], self.s.rank[channel(k, false)]);
+            let position = g.wants_position().then(|| r.level(first));
+            let rotation = g
+                .wants_rotation()
+                .then(|| r.rotation_level(first, self.s.rank[channel(k, true)]));
+            let level = position.into_iter().chain(rotation).min();
+            if level.is_some_and(|level| parts >> level & 1 == 0) {
+                out |= 1 << k;
+            }
+        }
+        out
     }
 
     /// Whether a 6D pelvis goal in model space on the first level is met: the hips are then
