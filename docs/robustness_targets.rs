@@ -7,9 +7,9 @@
 //! CI size, `docs/benchmarks.md`, *Each level's own part of a step* and *A hand's rotation
 //! beyond its arm's range gives way*). Still goals at full size: every kind bit-identical by
 //! frame 30 (1,008 of 1,008 each), but one hand-beyond and one hand-far run still move at frame
-//! 30 (up to 11.2°), and other goals next to an infeasible hand are off by more than 1 mm in 1
-//! and 2 runs (up to 162.9 mm: two hands the solver can each reach, not together, trade on one
-//! level); moving 6D goals (CI size): 97.50 % of feasible goal-frames met, other goals next to
+//! 30 (up to 11.2°), and other goals next to a hand beyond reach are off by more than 1 mm in
+//! 1 run (1.8 mm: two hands the solver can each reach, not together, trade on one level);
+//! moving 6D goals (CI size): 97.54 % of feasible goal-frames met, other goals next to
 //! an infeasible one off by up to 121.6 mm (on a cold first frame), with the stronger oracle of
 //! branch cold24b. It is
 //! kept here, outside the test targets, because CI runs every test and these fail today: a

@@ -231,39 +231,36 @@ fn assert_lag_within(misses: &[(String, f32)], frames: usize, worst: f32) {
 /// spine, and along the reach and both scenarios they are at their limits too, so the aim has
 /// to slide along the limits (the warm oracle took 100–200 Jacobian iterations). With a 6D
 /// pelvis and no joint turning more than 20° in a frame, every feasible goal-frame that is not
-/// feasible only by a flip is met at 1 mm / 1° but four: the look-at 4.16° off in frame 216
-/// of "reach" and 4.00–4.10° in frames 219–221 of "both", frames the oracle (`solve_cold`)
+/// feasible only by a flip is met at 1 mm / 1° but three: the look-at 4.57° off in frame 216
+/// of "reach" and 4.63–4.67° in frames 220–221 of "both", frames the oracle (`solve_cold`)
 /// finds feasible since its restarts perturb the trunk (branch cold24b; with the oracle before
-/// it every one is met). Since the analytic candidate's parts are judged each on its own
-/// (branch allrand24) one frame more, each nearer (before: three, up to 4.51°). In "both" the right foot's rotation goal lies 2.6–13.3° beyond its
+/// it every one is met). Since the analytic candidate is shortened onto the turn bound part by
+/// part and the deciding level must fall by a tolerance (branch allrand24): three, up to
+/// 4.67° (before: three, up to 4.51°; with that branch's parts judged each on its own, not
+/// kept: four, up to 4.16°). In "both" the right foot's rotation goal lies 2.6–13.3° beyond its
 /// ankle's range (frames 140–160): it gives way on its own sub-level (turned as far as the
 /// ankle allows, what is beyond not counted), so it no longer trades with the look-at (before
 /// that rule: 1.10° off in frame 153; before held joints slid along their bounds, 1.0–3.1°
 /// over frames 126–155; `docs/benchmarks.md`). Issue 24's target, every one met, is not met.
 #[test]
-fn a_look_at_along_the_limits_of_a_trunk_without_a_neck_is_met_but_four_frames() {
+fn a_look_at_along_the_limits_of_a_trunk_without_a_neck_is_met_but_three_frames() {
     let mut misses = Vec::new();
     for scenario in [Scenario::Reach, Scenario::Both] {
         misses.extend(coherent_misses("kaykit_mannequin.glb", scenario, false));
     }
-    assert_lag_within(&misses, 4, 4.2);
+    assert_lag_within(&misses, 3, 4.7);
 }
 
 /// A hand near the edge of the Mixamo-named +X test rig's shoulder range (reach scenario): the
 /// oracle meets it with a joint turning 16.7° in frame 31, and bounded tracking once left it
-/// 4.9–19.6 mm off in frames 41–53 (held joints left the step whole). The hand's goal-frames
-/// are met, no flips; the look-at lags 1.04–1.45° over frames 50–58 since the analytic
-/// candidate's parts are judged each on its own (branch allrand24; before, every feasible
-/// goal-frame not feasible only by a flip was met: issue 24's target, not met here now;
-/// `docs/benchmarks.md`, *Each level's own part of a step*).
+/// 4.9–19.6 mm off in frames 41–53 (held joints left the step whole). Every feasible
+/// goal-frame that is not feasible only by a flip is met, no flips (while the analytic
+/// candidate's parts were judged each on its own, branch allrand24, the look-at lagged
+/// 1.04–1.45° over frames 50–58: `docs/benchmarks.md`, *Each level's own part of a step*).
 #[test]
 fn a_hand_at_the_edge_of_the_shoulder_is_met_within_the_turn_bound() {
     let misses = coherent_misses("Mixamo/PlusX", Scenario::Reach, false);
-    assert!(
-        misses.iter().all(|(l, _)| l.contains("goal 5")),
-        "a goal other than the look-at missed: {misses:?}"
-    );
-    assert_lag_within(&misses, 9, 1.5);
+    assert_lag_within(&misses, 0, 0.0);
 }
 
 /// Under a position-only pelvis goal (the hips turn, so a turn for one leg moves the other)

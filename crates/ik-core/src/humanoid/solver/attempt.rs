@@ -224,7 +224,7 @@ impl Solve<'_> {
             // the Jacobian rounds search the whole turn (measured: the median cold solve on
             // the CC0 characters 1.6× faster, as many goal sets met; `docs/benchmarks.md`).
             self.s.global_swivel = false;
-            report.limits_hit += self.finish_limbs(skeleton, pose, goals, 0);
+            report.limits_hit += self.finish_limbs(skeleton, pose, goals);
         }
         self.s.global_swivel = true;
         self.s.saturated.fill(false);
@@ -251,7 +251,7 @@ impl Solve<'_> {
             // Right after the limb pre-pass with no Jacobian step, the limbs are finished.
             if s.analytic_limbs {
                 if !(round == 0 && iters == 0) {
-                    report.limits_hit += self.finish_limbs(skeleton, pose, goals, 0);
+                    report.limits_hit += self.finish_limbs(skeleton, pose, goals);
                 }
                 report.limits_hit += self.finish_look_at(skeleton, pose, goals);
             }
@@ -278,7 +278,7 @@ impl Solve<'_> {
             report.iterations += iters;
             report.limits_hit = hits;
             if s.analytic_limbs {
-                report.limits_hit += self.finish_limbs(skeleton, pose, goals, 0);
+                report.limits_hit += self.finish_limbs(skeleton, pose, goals);
                 report.limits_hit += self.finish_look_at(skeleton, pose, goals);
             }
             self.fk_stale(skeleton, pose);

@@ -79,14 +79,12 @@ impl Solve<'_> {
         hits
     }
 
-    /// The analytic limb finish (see the module docs), leaving out the limbs of the effectors
-    /// in `skip` (bits). Returns the clamp count.
+    /// The analytic limb finish (see the module docs). Returns the clamp count.
     pub(super) fn finish_limbs(
         &mut self,
         skeleton: &Skeleton,
         pose: &mut Pose,
         goals: &FullBodyGoals,
-        skip: u8,
     ) -> u32 {
         self.fk_stale(skeleton, pose);
         let mut hits = 0;
@@ -99,8 +97,7 @@ impl Solve<'_> {
             let mut goal = goals.effectors[limb.effector];
             let frame = self.anchor_bone(&goal);
             let bit = 1u8 << limb.effector;
-            if !goal.enabled || frame.is_some() != (i >= n) || (self.s.exact_met | skip) & bit != 0
-            {
+            if !goal.enabled || frame.is_some() != (i >= n) || self.s.exact_met & bit != 0 {
                 // (A limb the finish holds alone that met its goal has not moved since: see
                 // `exact_limbs`.)
                 continue;

@@ -58,19 +58,15 @@
 //! by its threshold (the deciding one) drops by more than
 //! [`ACCEPT_RATIO`](super::accept::ACCEPT_RATIO) of its cost and its residual (the cost's
 //! root, in tolerances) by at least one tolerance, or to 0, and no level above it gets worse
-//! at all. A Gauss–Newton candidate is judged as a whole: the levels after the deciding one
-//! may change (a step's part of a level is that level's least-squares step in the null space
-//! of the levels above it, its own descent and, to first order, no move of theirs). **The
-//! analytic candidate's parts are judged each on its own**: the pin of the hips belongs to the
-//! pelvis goal's level, a limb's finish to the first level of its goal (position or rotation),
-//! the look-at finish to the look-at's, and a level after the deciding one whose part the
-//! candidate carries may rise only as far as the other parts force it. When some do rise, the
-//! same candidate without their parts is built and scored as well; the first is kept only if
-//! none of them lies above both its kept cost and where the second leaves it, else the parts
-//! of those that do are left out and what remains is judged again (the set of parts only
-//! shrinks, so this ends). So a leg giving way below the pelvis does not ride on the pelvis's
-//! accepted steps while its own finish takes it away from its goal (`docs/benchmarks.md`,
-//! *Each level's own part of a step*). Within a level the goals trade by weight, as its
+//! at all. Every candidate is judged as a whole: the levels after the deciding one may change
+//! (a Gauss–Newton step's part of a level is that level's least-squares step in the null space
+//! of the levels above it, its own descent and, to first order, no move of theirs). The
+//! analytic candidate is shortened onto the turn bound **part by part** (the hips, the trunk,
+//! each limb, the neck: module `bounds`), so a limb's long swing toward a goal beyond reach
+//! does not slow the pelvis's part and the pelvis converges at its own pace, and the deciding
+//! level must fall by a tolerance, so a lower level cannot ride for long on a deciding level
+//! that creeps (`docs/benchmarks.md`, *Each level's own part of a step*, where judging the
+//! analytic candidate's parts each on its own was measured as well and not kept). Within a level the goals trade by weight, as its
 //! least-squares problem does; no goal or level is an exception (what a goal that cannot be met
 //! may not do to the others is decided by the levels, below). A goal within its tolerance
 //! costs exactly 0, so a met goal never blocks the levels below it with round-off. A rejected
@@ -296,7 +292,7 @@ impl Solve<'_> {
             if s.analytic_limbs {
                 // The step's second-order drift of each limb closed analytically: part of
                 // the candidate, judged with it.
-                report.limits_hit += self.finish_limbs(skeleton, pose, goals, 0);
+                report.limits_hit += self.finish_limbs(skeleton, pose, goals);
             }
             self.bound_turns(skeleton, pose, false);
             if self.accept(skeleton, pose, goals, &mut cost) {
