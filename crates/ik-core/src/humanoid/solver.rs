@@ -325,9 +325,6 @@ pub struct FullBodyScratch {
     /// Bounded tracking: per effector, how far its rotation goal lies beyond its limb's
     /// range this frame (radians; 0 within it), see `Solve::rank_goals`.
     beyond_range: [f32; 5],
-    /// The last range read per limb, reused while its inputs are bit-identical (see
-    /// `range::RangeCache`).
-    range_cache: range::RangeCache,
     /// The fixed point the last solve returned, if it did (see `Solve::at_rest`).
     rest: Option<AtRest>,
 }

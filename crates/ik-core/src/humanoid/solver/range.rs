@@ -15,9 +15,9 @@
 //!   counts on the sub-level below (as a [`Root::Turning`] leg's). Measured in
 //!   `docs/benchmarks.md`, *A hand's rotation beyond its arm's range gives way*.
 //!
-//! The read of [`Solve::rotation_beyond`] is kept per limb in the scratch ([`RangeCache`])
-//! and reused while its inputs are bit-identical: the goal's position and rotation, the root,
-//! the upper bone's scale, the settings it reads and the solver.
+//! (A cache of the read keyed on its inputs was tried: it never hit on moving goals — 0 of
+//! 241,144 reads on `--bench gameplay` — and 203 of 3,012 on the still CI runs, which the
+//! fixed point already returns without ranking; removed.)
 
 use super::{Effector, EffectorGoal, FullBodyGoals, GoalFrame, Limb, Solve, channel};
 use crate::analytic::finish::quat_angle;
@@ -42,20 +42,6 @@ pub(super) enum Root {
     Free,
 }
 
-/// Inputs of one [`Solve::rotation_beyond`] read, bit for bit: the goal's position and
-/// rotation, the root, the upper bone's scale, the rotation tolerance and the per-frame turn
-/// bound (the settings the read uses), and what is within range enough.
-type RangeKey = [u32; 16];
-
-/// The last [`Solve::rotation_beyond`] read per effector (see the module docs): reused while
-/// its inputs ([`RangeKey`]) and the solver (its id: the rig's geometry and limits) are the
-/// same.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct RangeCache {
-    /// Per effector: the solver's id, the inputs and the read (`None`: no read yet).
-    reads: [Option<(u64, RangeKey, f32)>; 5],
-}
-
 impl Solve<'_> {
     /// Per limb effector, how far (radians) its rotation goal lies beyond the limb's range
     /// (see [`Solve::rotation_beyond`] and the module docs; 0 within it, or where nothing
@@ -63,7 +49,7 @@ impl Solve<'_> {
     /// (resolved; `goals` as passed in) whose position and rotation are both wanted, in model
     /// space, and not met as the frame starts.
     pub(super) fn rotations_beyond_range(
-        &mut self,
+        &self,
         skeleton: &Skeleton,
         g: &FullBodyGoals,
         goals: &FullBodyGoals,
@@ -96,49 +82,12 @@ impl Solve<'_> {
             } else {
                 tolerance
             };
-            // The read, reused from the scratch while its inputs are bit-identical. (Where
-            // its search starts, from the limb's current swivel, decides only which read
-            // within `enough` it returns, and every such read counts as within range.)
-            let (id, key) = (self.rig.id, self.range_key(l, root, e, enough));
-            let read = match self.s.range_cache.reads[k] {
-                Some((of, at, read)) if of == id && at == key => read,
-                _ => {
-                    let read = self.rotation_beyond(skeleton, l, root, e, enough);
-                    self.s.range_cache.reads[k] = Some((id, key, read));
-                    read
-                }
-            };
+            let read = self.rotation_beyond(skeleton, l, root, e, enough);
             if read > enough {
                 beyond[k] = read;
             }
         }
         (beyond, fixed)
-    }
-
-    /// The inputs of a [`Solve::rotation_beyond`] read (see [`RangeKey`]).
-    fn range_key(&self, l: &Limb, root: Vec3, e: &EffectorGoal, enough: f32) -> RangeKey {
-        let s = &self.rig.settings;
-        let scale = self.s.model[l.chain.upper].scale;
-        let (p, q) = (e.position, e.rotation);
-        [
-            p.x,
-            p.y,
-            p.z,
-            q.x,
-            q.y,
-            q.z,
-            q.w,
-            root.x,
-            root.y,
-            root.z,
-            scale.x,
-            scale.y,
-            scale.z,
-            s.rotation_tolerance,
-            s.max_turn,
-            enough,
-        ]
-        .map(f32::to_bits)
     }
 
     /// How far (radians) one frame may turn the direction from hand goal `e`'s position to
