@@ -9,7 +9,11 @@
 //!
 //! A bone's input is what animation left in its `Transform` this frame. When nothing rewrote
 //! the bone since the plugin wrote it (its `Transform` still equals what was written last
-//! frame), the input is the one remembered from before the plugin's write — so a character
+//! frame), the input is the one remembered from before the plugin's write. Rotation and
+//! translation are judged each on its own: a clip that keys only a bone's translation (the
+//! CC0 robot's `Idle` keys its body's, whose rotation the full body writes) leaves in the
+//! rotation what the plugin wrote, which is not input — read as input, the body's last
+//! rotation became the next frame's input and the body kept it with IK faded out. So a character
 //! without animation solves from the same input every frame, and an IK/FK weight of 0.5 stays
 //! 0.5 instead of creeping toward 1 by reading its own output back (Godot restores the
 //! pre-modifier pose every frame for the same reason). A bone whose output equals its input is
@@ -91,11 +95,13 @@ fn gather(
         st.frame_error = None;
         st.summary = None;
     }
-    if disabled {
-        return;
-    }
+    // Read even when switched off: the bones the plugin wrote get back this frame's input
+    // (what animation wrote just now), not last frame's.
     if let Err(err) = read_input(rt, &current.transforms) {
         rt.frame_error = Some(err);
+        return;
+    }
+    if disabled {
         return;
     }
     let reader = TargetReader {
@@ -198,13 +204,19 @@ fn read_input(rt: &mut Runtime, transforms: &Query<&Transform>) -> Result<(), Ik
         if !(t.translation.is_finite() && t.rotation.is_finite()) {
             return Err(IkError::NonFinitePose);
         }
-        if written[i] && last.rotations[i] == t.rotation && last.translations[i] == t.translation {
-            // Nothing rewrote the bone since the plugin did: keep the remembered input.
-            continue;
+        // Each channel on its own: a clip may key only a bone's translation (or only its
+        // rotation), and the channel it leaves still holds what the plugin wrote.
+        let rotation_kept = written[i] && last.rotations[i] == t.rotation;
+        let translation_kept = written[i] && last.translations[i] == t.translation;
+        if !rotation_kept {
+            input.rotations[i] = t.rotation;
         }
-        written[i] = false;
-        input.rotations[i] = t.rotation;
-        input.translations[i] = t.translation;
+        if !translation_kept {
+            input.translations[i] = t.translation;
+        }
+        // A bone still holding part of the plugin's write stays written, so that it gets its
+        // input back when the plugin stops writing it.
+        written[i] = rotation_kept || translation_kept;
     }
     Ok(())
 }

@@ -342,6 +342,50 @@ fn disabled_limb_is_left_alone() {
     assert!(status(&app, limb).solved);
 }
 
+/// A clip that keys only a bone's translation (a body bob, as the CC0 robot's `Idle` keys its
+/// body) leaves in the rotation what the plugin wrote: that rotation is not input. Switched
+/// off, the bone gets its own rotation back with the animated translation — before, the
+/// last IK rotation was read back as input and stayed.
+#[test]
+fn a_translation_only_clip_does_not_make_the_ik_rotation_input() {
+    let mut app = app();
+    let arm = spawn_arm(app.world_mut(), Transform::default());
+    let target = spawn_target(&mut app, Vec3::new(0.5, 1.0, 0.5));
+    let limb = app
+        .world_mut()
+        .spawn(IkLimb::new(arm.upper, arm.lower, arm.hand).with_target(target))
+        .id();
+    let bob = |frame: u32| rest_upper().translation + Vec3::Y * (0.01 * frame as f32);
+    let mut solved = Quat::IDENTITY;
+    for frame in 0..5 {
+        // The "animation" keys the upper arm's translation only, every frame.
+        app.world_mut()
+            .get_mut::<Transform>(arm.upper)
+            .unwrap()
+            .translation = bob(frame);
+        app.update();
+        solved = app.world().get::<Transform>(arm.upper).unwrap().rotation;
+        assert!(status(&app, limb).solved);
+    }
+    assert!(
+        solved.angle_between(rest_upper().rotation) > 0.1,
+        "the limb turned the upper arm"
+    );
+    app.world_mut().entity_mut(limb).insert(IkDisabled);
+    app.world_mut()
+        .get_mut::<Transform>(arm.upper)
+        .unwrap()
+        .translation = bob(5);
+    app.update();
+    let upper = *app.world().get::<Transform>(arm.upper).unwrap();
+    assert_eq!(
+        upper.rotation,
+        rest_upper().rotation,
+        "the rotation the plugin wrote is not input"
+    );
+    assert_eq!(upper.translation, bob(5), "the animated translation stays");
+}
+
 /// Switching a limb off gives its bones their input back once, then the plugin leaves the
 /// character alone (no write, no change tick) until it is switched on again.
 #[test]
