@@ -5,6 +5,7 @@
 //! The targets are children of the character's root, which stays at the origin:
 //! transform-gizmo-bevy edits an entity's local `Transform` as if it were global.
 
+use bevy::gizmos::config::{GizmoConfig, GizmoConfigGroup};
 use bevy::mesh::skinning::SkinnedMesh;
 use bevy::prelude::*;
 use bevy::window::PrimaryWindow;
@@ -28,7 +29,15 @@ pub struct HandlesPlugin;
 
 impl Plugin for HandlesPlugin {
     fn build(&self, app: &mut App) {
-        app.add_systems(
+        app.insert_gizmo_config(
+            HandleOutlines,
+            GizmoConfig {
+                // In front of everything: a handle inside the character's mesh stays seen.
+                depth_bias: -1.0,
+                ..default()
+            },
+        )
+        .add_systems(
             Update,
             (
                 decorate_targets,
@@ -37,7 +46,47 @@ impl Plugin for HandlesPlugin {
                 scripted_motion,
                 highlight_selection,
                 draw_overlay,
+                draw_handle_outlines,
             ),
+        );
+    }
+}
+
+/// The handles' outlines, drawn over everything: a target sits on its bone, so on a bulky
+/// character (the CC0 robot's hands and feet, say) the handle's mesh is inside the
+/// character's and only its outline shows where to click.
+#[derive(Default, Reflect, GizmoConfigGroup)]
+struct HandleOutlines;
+
+/// One circle a handle, facing the camera, of the handle's pick radius (where a click selects
+/// it) in the handle's colour (white when selected).
+fn draw_handle_outlines(
+    mut gizmos: Gizmos<HandleOutlines>,
+    camera: Query<&GlobalTransform, With<Orbit>>,
+    handles: Query<(
+        &TargetHandle,
+        &GlobalTransform,
+        &ViewVisibility,
+        Has<GizmoTarget>,
+    )>,
+) {
+    let Ok(camera) = camera.single() else {
+        return;
+    };
+    let facing = camera.rotation();
+    for (handle, at, visible, selected) in &handles {
+        if !visible.get() {
+            continue;
+        }
+        let color = if selected {
+            Color::WHITE
+        } else {
+            handle.base_color
+        };
+        gizmos.circle(
+            Isometry3d::new(at.translation(), facing),
+            handle.radius,
+            color,
         );
     }
 }

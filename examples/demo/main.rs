@@ -17,7 +17,8 @@
 //!   bones by a VRM file's own humanoid table, else by name; the panel shows what it mapped
 //!   and what is missing. The camera, handles and
 //!   scripted motion are sized to the character's measured bounds.
-//! * Click a coloured handle to select it; `T` translate, `R` rotate, `L` local/global axes,
+//! * Click a coloured handle to select it (its outline is drawn over the character, so a
+//!   handle inside a bulky mesh is still found); `T` translate, `R` rotate, `L` local/global axes,
 //!   `Esc` deselect. Right mouse drag orbits, middle drag pans, the wheel zooms. `F12` saves a
 //!   screenshot (`bevy_ik_demo_N.png`), `Ctrl+Q` quits.
 //! * Three solvers: the humanoid's hybrid full-body solver (default), a general Jacobian
