@@ -34,16 +34,65 @@ pub(super) fn better(old: &Costs, new: &Costs) -> bool {
     false
 }
 
+/// Whether a step shorter than the last two rejected candidates along one line-search
+/// direction may still be kept (see [`better`]), read from the kept cost `old`, the longer
+/// candidate's cost `far` (at scale `t`) and the shorter one's `near` (at `backtrack · t`).
+///
+/// The deciding level — the first level `near` changes — is taken as a quadratic in the
+/// step's length through the three (`old` at 0): `f(τ) = f₀ + aτ + bτ²`, with `τ` in units
+/// of `t`. That is the line search's own model (a Gauss–Newton step's first-order gain and
+/// its second-order error), exact where the cost is quadratic along the step. A shorter step
+/// is tried at `τ ≤ backtrack²`; the least the quadratic reaches there is at `backtrack²` or
+/// at its vertex, and when that least value would not be kept by [`better`] (the level
+/// rises, or falls by less than the rule asks while no level below it moves), no shorter
+/// step along this direction is predicted to be kept either: `false`, and the frame's
+/// remaining budget is not spent on it. `true` whenever the model cannot say (a level below
+/// the deciding one moved, or nothing moved at all but round-off).
+pub(super) fn shorter_may_pass(old: &Costs, far: &Costs, near: &Costs, backtrack: f32) -> bool {
+    let Some(l) = (0..old.level.len()).find(|&l| near.level[l] != old.level[l]) else {
+        // The shorter candidate changed no level: a shorter one changes none either.
+        return false;
+    };
+    if (l + 1..old.level.len())
+        .any(|m| near.level[m] != old.level[m] || far.level[m] != old.level[m])
+    {
+        return true;
+    }
+    let (o, r1, r2) = (
+        old.level[l],
+        far.level[l] - old.level[l],
+        near.level[l] - old.level[l],
+    );
+    let b2 = backtrack * backtrack;
+    let a = (r2 - b2 * r1) / (backtrack - b2);
+    let b = r1 - a;
+    let at = |t: f32| o + a * t + b * t * t;
+    let mut least = at(b2);
+    if b > 0.0 {
+        let vertex = -a / (2.0 * b);
+        if vertex > 0.0 && vertex < b2 {
+            least = least.min(at(vertex));
+        }
+    }
+    if !least.is_finite() {
+        return true;
+    }
+    let mut predicted = *old;
+    predicted.level[l] = least.max(0.0);
+    better(old, &predicted)
+}
+
 impl Solve<'_> {
     /// Keeps `pose`, a candidate, if it is [`better`] than the kept pose (`self.s.best`,
     /// whose lexicographic cost is `cost`); else restores the kept pose and its model bit for
-    /// bit. Whether it was kept.
+    /// bit, and the candidate's cost into `rejected` when given. Whether it was kept.
     pub(super) fn accept(
         &mut self,
         skeleton: &Skeleton,
         pose: &mut Pose,
         goals: &FullBodyGoals,
         cost: &mut Costs,
+        rejected: Option<&mut Costs>,
     ) -> bool {
         let judged = self.judge(skeleton, pose, goals);
         if pose.is_finite() && better(cost, &judged.0) {
@@ -51,6 +100,9 @@ impl Solve<'_> {
             true
         } else {
             self.restore(pose);
+            if let Some(r) = rejected {
+                *r = judged.0;
+            }
             false
         }
     }
@@ -129,6 +181,6 @@ impl Solve<'_> {
         report.limits_hit += self.finish_limbs(skeleton, pose, goals);
         report.limits_hit += self.finish_look_at(skeleton, pose, goals);
         self.bound_turns(skeleton, pose, true);
-        self.accept(skeleton, pose, goals, cost)
+        self.accept(skeleton, pose, goals, cost, None)
     }
 }
