@@ -34,35 +34,33 @@ pub(super) fn better(old: &Costs, new: &Costs) -> bool {
     false
 }
 
-/// Whether a step shorter than the last two rejected candidates along one line-search
-/// direction may still be kept (see [`better`]), read from the kept cost `old`, the longer
-/// candidate's cost `far` (at scale `t`) and the shorter one's `near` (at `backtrack · t`).
+/// Whether a shorter step along one line-search direction may still be kept (see
+/// [`better`]), read from the kept cost `old` and the last two rejected candidates along
+/// the direction: the longer one's cost `far` (at length `t`) and the shorter one's `near`
+/// (at `backtrack · t`).
 ///
-/// The deciding level — the first level `near` changes — is taken as a quadratic in the
-/// step's length through the three (`old` at 0): `f(τ) = f₀ + aτ + bτ²`, with `τ` in units
-/// of `t`. That is the line search's own model (a Gauss–Newton step's first-order gain and
-/// its second-order error), exact where the cost is quadratic along the step. A shorter step
-/// is tried at `τ ≤ backtrack²`; the least the quadratic reaches there is at `backtrack²` or
-/// at its vertex, and when that least value would not be kept by [`better`] (the level
-/// rises, or falls by less than the rule asks while no level below it moves), no shorter
-/// step along this direction is predicted to be kept either: `false`, and the frame's
-/// remaining budget is not spent on it. `true` whenever the model cannot say (a level below
-/// the deciding one moved, or nothing moved at all but round-off).
+/// The deciding level — the first level `near` changes; the levels above it it leaves where
+/// they are — is taken as a quadratic in the step's length through the three (`old` at 0):
+/// `f(τ) = f₀ + aτ + bτ²`, `τ` in units of `t` — the line search's own model (a Gauss–Newton
+/// step's first-order gain and its second-order error), exact where the level is quadratic
+/// along the step. A shorter step is tried at `τ ≤ backtrack²`, where the least the
+/// quadratic reaches is at `backtrack²` or at its vertex. Predicted to rise there, the level
+/// rejects every shorter step — unless it has no cost at the kept pose while a level below
+/// it moved: its goals within their tolerances cost nothing until a residual leaves them,
+/// which the quadratic does not see, so a short enough step may leave it at 0 and let the
+/// level below decide (`true`). Predicted to fall by what the rule asks, one may be kept
+/// (`true`); predicted to fall by less or to stay, the levels below it decide, which the
+/// model does not predict: `true` when either candidate moved one of them, else rejected.
+/// Rejected: no shorter step along this direction is predicted to be kept (a direction that
+/// does not descend, or descends by less than the rule asks), and the frame's remaining
+/// budget is not spent on it (`false`).
 pub(super) fn shorter_may_pass(old: &Costs, far: &Costs, near: &Costs, backtrack: f32) -> bool {
     let Some(l) = (0..old.level.len()).find(|&l| near.level[l] != old.level[l]) else {
         // The shorter candidate changed no level: a shorter one changes none either.
         return false;
     };
-    if (l + 1..old.level.len())
-        .any(|m| near.level[m] != old.level[m] || far.level[m] != old.level[m])
-    {
-        return true;
-    }
-    let (o, r1, r2) = (
-        old.level[l],
-        far.level[l] - old.level[l],
-        near.level[l] - old.level[l],
-    );
+    let o = old.level[l];
+    let (r1, r2) = (far.level[l] - o, near.level[l] - o);
     let b2 = backtrack * backtrack;
     let a = (r2 - b2 * r1) / (backtrack - b2);
     let b = r1 - a;
@@ -77,9 +75,15 @@ pub(super) fn shorter_may_pass(old: &Costs, far: &Costs, near: &Costs, backtrack
     if !least.is_finite() {
         return true;
     }
+    let least = least.max(0.0);
+    let below_moved = (l + 1..old.level.len())
+        .any(|m| near.level[m] != old.level[m] || far.level[m] != old.level[m]);
+    if least > o && (o > 0.0 || !below_moved) {
+        return false;
+    }
     let mut predicted = *old;
-    predicted.level[l] = least.max(0.0);
-    better(old, &predicted)
+    predicted.level[l] = least;
+    better(old, &predicted) || below_moved
 }
 
 impl Solve<'_> {

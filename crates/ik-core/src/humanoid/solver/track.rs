@@ -79,9 +79,9 @@
 //! and the two (a Gauss–Newton step's first-order gain and second-order error) reaches at no
 //! shorter length what [`better`] would keep — a direction that does not descend, or one that
 //! descends by less than the rule asks — and the frame ends there
-//! ([`shorter_may_pass`]; exact where the level is quadratic along the step, and the outputs
-//! of the gameplay and robustness benches are bit-identical with it, `docs/benchmarks.md`,
-//! *tail24*). After a rejected full step the next
+//! ([`shorter_may_pass`]; exact where the level is quadratic along the step: the outputs of
+//! the gameplay, moving and VR benches are bit-identical with it, and the still ones' figures
+//! unchanged, `docs/benchmarks.md`, *tail24*). After a rejected full step the next
 //! one solves the levels down to the first with a cost only (the lower levels' rows left out;
 //! when no level below it has a cost, that is the full step, and the line search goes on): a
 //! large step for a far goal low in the order drifts the levels above it to second order, and
