@@ -188,3 +188,54 @@ impl Solve<'_> {
         self.accept(skeleton, pose, goals, cost, None)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::levels::{Costs, LEVELS};
+    use super::{ACCEPT_RATIO, shorter_may_pass};
+
+    /// The kept cost and two rejected candidates along one direction (at lengths 1 and ½),
+    /// level 3 along `f(τ) = f₀ + aτ + bτ²`, level 7 moved by `below` in both.
+    fn samples(f0: f32, a: f32, b: f32, below: f32) -> (Costs, Costs, Costs) {
+        let mut old = Costs {
+            level: [0.0; LEVELS],
+        };
+        old.level[3] = f0;
+        old.level[7] = 10.0;
+        let (mut far, mut near) = (old, old);
+        far.level[3] = f0 + a + b;
+        near.level[3] = f0 + 0.5 * a + 0.25 * b;
+        far.level[7] += below;
+        near.level[7] += below;
+        (old, far, near)
+    }
+
+    #[test]
+    fn a_direction_that_does_not_descend_ends_the_line_search() {
+        // Rising at every length (the rise halves with the length).
+        let (old, far, near) = samples(100.0, 80.0, 5.0, 0.0);
+        assert!(!shorter_may_pass(&old, &far, &near, 0.5));
+        // Even while a level below it moves: a level with a cost that rises rejects.
+        let (old, far, near) = samples(100.0, 80.0, 5.0, -5.0);
+        assert!(!shorter_may_pass(&old, &far, &near, 0.5));
+        // Falling, but by less than the acceptance ratio at every shorter length.
+        let (old, far, near) = samples(100.0, -ACCEPT_RATIO * 40.0, 0.0, 0.0);
+        assert!(!shorter_may_pass(&old, &far, &near, 0.5));
+    }
+
+    #[test]
+    fn a_step_that_overshoots_is_shortened_on() {
+        // Overshooting (second order): the full and half steps rise, a quarter falls by a
+        // fifth of the cost.
+        let (old, far, near) = samples(100.0, -200.0, 480.0, 0.0);
+        assert!(near.level[3] > old.level[3]);
+        assert!(shorter_may_pass(&old, &far, &near, 0.5));
+        // A met level drifting off its goals while a level below it moves: the quadratic
+        // cannot see the goals' tolerances, so the line search goes on.
+        let (old, far, near) = samples(0.0, 0.0, 16.0, -5.0);
+        assert!(shorter_may_pass(&old, &far, &near, 0.5));
+        // Falling by less than the rule asks while a level below moves: that level decides.
+        let (old, far, near) = samples(100.0, -ACCEPT_RATIO * 40.0, 0.0, -5.0);
+        assert!(shorter_may_pass(&old, &far, &near, 0.5));
+    }
+}
