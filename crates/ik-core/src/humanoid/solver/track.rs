@@ -73,7 +73,15 @@
 //! candidate is undone bit for bit; a rejected Gauss–Newton step is retried with the joints it
 //! pushed onto a bound held (above), else shortened by [`BACKTRACK`] along the same direction
 //! (a backtracking line search: at a straight limb a full step overshoots to second order, a
-//! short one does not), until the frame's budget is spent. After a rejected full step the next
+//! short one does not), until the frame's budget is spent or the line search's own model
+//! says no shorter step along that direction can be kept: after two rejected lengths of one
+//! direction, the deciding level as a quadratic in the step's length through the kept cost
+//! and the two (a Gauss–Newton step's first-order gain and second-order error) reaches at no
+//! shorter length what [`better`] would keep — a direction that does not descend, or one that
+//! descends by less than the rule asks — and the frame ends there
+//! ([`shorter_may_pass`]; exact where the level is quadratic along the step: the outputs of
+//! the gameplay, moving and VR benches are bit-identical with it, and the still ones' figures
+//! unchanged, `docs/benchmarks.md`, *tail24*). After a rejected full step the next
 //! one solves the levels down to the first with a cost only (the lower levels' rows left out;
 //! when no level below it has a cost, that is the full step, and the line search goes on): a
 //! large step for a far goal low in the order drifts the levels above it to second order, and
@@ -191,8 +199,9 @@
 
 use glam::Vec3;
 
+use super::accept::shorter_may_pass;
 use super::bounds::tangent;
-use super::levels::LEVELS;
+use super::levels::{Costs, LEVELS};
 use super::{
     Dof, Effector, FullBodyGoals, FullBodyReport, GoalFrame, MAX_ROWS, PelvisPin, Solve, channel,
     clamp_len, com_column, effector_column, joint_axes, set3,
@@ -250,6 +259,8 @@ impl Solve<'_> {
         // Whether the next step is the last one again (a shortened retry at the same pose,
         // with the same joints held and the same levels: `step` would compute it to the bit).
         let mut same_step = false;
+        // The cost of the last rejected candidate, when the next one is its shortened retry.
+        let mut ray: Option<Costs> = None;
         self.s.held = true;
         if s.analytic_limbs {
             // The analytic candidates: the hips onto the pelvis goal (within the turn bound),
@@ -281,6 +292,7 @@ impl Solve<'_> {
             } else {
                 self.s.step_dq[..cols].copy_from_slice(&self.s.dls.dq[..cols]);
             }
+            let retry = same_step;
             same_step = false;
             if scale < 1.0 {
                 for v in &mut self.s.dls.dq[..cols] {
@@ -295,7 +307,8 @@ impl Solve<'_> {
                 report.limits_hit += self.finish_limbs(skeleton, pose, goals);
             }
             self.bound_turns(skeleton, pose, false);
-            if self.accept(skeleton, pose, goals, &mut cost) {
+            let mut judged = cost;
+            if self.accept(skeleton, pose, goals, &mut cost, Some(&mut judged)) {
                 scale = 1.0;
                 capped = false;
                 continue;
@@ -319,6 +332,13 @@ impl Solve<'_> {
                 }
             }
             if !freed {
+                // The line search ends where its own model says no shorter step is kept.
+                if let (true, Some(far)) = (retry, &ray)
+                    && !shorter_may_pass(&cost, far, &judged, BACKTRACK)
+                {
+                    break;
+                }
+                ray = Some(judged);
                 scale *= BACKTRACK;
                 same_step = true;
             }
