@@ -13,8 +13,10 @@
 //! The measuring passes run on every core; the timed passes one at a time on one thread.
 //! `IK_ROBUSTNESS_SIZE=ci` runs the tests' sizes; `IK_ROBUSTNESS_ONLY=still|moving|vr|cold`
 //! one scenario (`IK_ROBUSTNESS_STILL=AllRandom`, a kind's name: that still kind alone),
-//! `IK_ROBUSTNESS_ONLY=warm` the moving scenario's solves alone (to profile). Then criterion times one still sequence (a hand 10–40 % beyond reach, 120
-//! frames, on the Mixamo-named test rig).
+//! `IK_ROBUSTNESS_ONLY=warm` the moving scenario's solves alone (to profile),
+//! `IK_STILL_TRACE=<kind>,<rig>,<seed>` one still run frame by frame (see `trace_still`).
+//! Then criterion times one still sequence (a hand 10–40 % beyond reach, 120 frames, on the
+//! Mixamo-named test rig).
 
 use core::hint::black_box;
 
@@ -126,6 +128,29 @@ fn still(rigs: &[Rig], size: Size) {
             .collect();
         if !worst.is_empty() {
             eprintln!("    not settled, first: {}", worst.join("; "));
+        }
+        // The runs that miss the figures without failing `settled`: stationary after
+        // frame SETTLE_FRAMES (moved at it), others moved by an infeasible hand.
+        let late: Vec<String> = runs
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, r))| {
+                r.stationary_frame.is_none_or(|f| f > SETTLE_FRAMES) || r.others_error > UNTOUCHED
+            })
+            .take(6)
+            .map(|(n, (i, r))| {
+                format!(
+                    "{} seed {} (stationary {:?}, late turn {:.2}°, others {:.2})",
+                    rigs[*i].name,
+                    n % size.still_seeds,
+                    r.stationary_frame,
+                    r.late_turn_deg,
+                    r.others_error
+                )
+            })
+            .collect();
+        if !late.is_empty() {
+            eprintln!("    late or others moved, first: {}", late.join("; "));
         }
     }
 }
@@ -354,6 +379,55 @@ fn cold(rigs: &[Rig], cc0_from: usize, size: Size) {
     );
 }
 
+/// `IK_STILL_TRACE=HandBeyond,Mixamo/Identity,35[,frames]` (a still kind, a rig's name, the
+/// seed's index within the rig as the still table's lists print it, optionally the frames,
+/// 40 by default): one still run, frame by frame — iterations, the largest joint turn, the
+/// goals giving way, and every effector's and the look-at's error by FK (mm of a 0.9 m leg,
+/// degrees). Then nothing else runs.
+fn trace_still(rigs: &[Rig], t: &str) {
+    let parts: Vec<&str> = t.split(',').collect();
+    let kind = StillKind::ALL
+        .into_iter()
+        .find(|k| format!("{k:?}") == parts[0])
+        .expect("kind");
+    let r = rigs.iter().position(|r| r.name == parts[1]).expect("rig");
+    let k: usize = parts[2].parse().expect("seed");
+    let frames: usize = parts.get(3).map_or(40, |f| f.parse().expect("frames"));
+    let rig = &rigs[r];
+    let case = still_case(rig, &Body::of(rig), kind, seed_of(r, k, SALT_STILL));
+    eprintln!(
+        "infeasible {:?} hand_rotation {} scale {}",
+        case.infeasible_hand, case.hand_rotation, rig.scale
+    );
+    let mut solver = measured_solver(rig);
+    let mut pose = case.start.clone();
+    let mut prev = pose.clone();
+    for f in 0..frames {
+        prev.copy_from(&pose);
+        let rep = solver
+            .solve(&rig.skeleton, &mut pose, &case.goals)
+            .expect("ok");
+        let m = measure(rig, &solver, &pose, &case.goals);
+        let err: Vec<String> = (0..5)
+            .map(|e| {
+                format!(
+                    "{:.2}mm/{:.2}°",
+                    m.residuals[e].position / rig.scale * 1000.0,
+                    m.residuals[e].rotation.to_degrees()
+                )
+            })
+            .collect();
+        eprintln!(
+            "f{f:3} it {} turn {:.3}° gw {:?} look {:.2}° err [{}]",
+            rep.iterations,
+            turn_deg(&prev, &pose),
+            rep.giving_way.map(u8::from),
+            m.look_at.to_degrees(),
+            err.join(" ")
+        );
+    }
+}
+
 fn bench(c: &mut Criterion) {
     let size = if std::env::var("IK_ROBUSTNESS_SIZE").is_ok_and(|v| v == "ci") {
         Size::CI
@@ -374,6 +448,10 @@ fn bench(c: &mut Criterion) {
             .join(", "),
         std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
     );
+    if let Ok(t) = std::env::var("IK_STILL_TRACE") {
+        trace_still(&rigs, &t);
+        return;
+    }
     if run("still") {
         still(&rigs, size);
     }
