@@ -85,7 +85,10 @@
 //! one solves the levels down to the first with a cost only (the lower levels' rows left out;
 //! when no level below it has a cost, that is the full step, and the line search goes on): a
 //! large step for a far goal low in the order drifts the levels above it to second order, and
-//! a step for the deciding level alone does not carry that drift. Each Gauss–Newton candidate
+//! a step for the deciding level alone does not carry that drift. So do the frame's later
+//! steps, kept or not, while that level is still the first with a cost (the rows that spoiled
+//! the full step are still there, and so is the level they drifted); once it is met, the next
+//! step is a full one again (`docs/benchmarks.md`, *alt24*). Each Gauss–Newton candidate
 //! ends with the analytic limb finish (the step's second-order drift of every limb closed onto
 //! its goal), judged with it.
 //!
@@ -255,7 +258,10 @@ impl Solve<'_> {
         // The line search: the length of the next Gauss–Newton step, shortened after a
         // rejection, back to a full step after a kept one.
         let mut scale = 1.0f32;
-        let mut capped = false;
+        // After a rejected full step: the first level with a cost then. The steps solve down
+        // to it (capped) while it is still the first level with a cost: the lower levels' rows
+        // that spoiled the full step are still there, and so is the level they drifted.
+        let mut capped: Option<usize> = None;
         // Whether the next step is the last one again (a shortened retry at the same pose,
         // with the same joints held and the same levels: `step` would compute it to the bit).
         let mut same_step = false;
@@ -278,12 +284,12 @@ impl Solve<'_> {
                 break;
             }
             // After a rejected full step, the step of the first level with a cost alone
-            // (the lower levels' second-order drift can spoil it).
-            let cap = if capped {
-                cost.level.iter().position(|&c| c > 0.0).unwrap_or(LEVELS)
-            } else {
-                LEVELS
-            };
+            // (the lower levels' second-order drift can spoil it), until that level is met.
+            let first = cost.level.iter().position(|&c| c > 0.0).unwrap_or(LEVELS);
+            if capped.is_some_and(|l| l != first) {
+                capped = None;
+            }
+            let cap = if capped.is_some() { first } else { LEVELS };
             let cols = self.rig.cols;
             if same_step {
                 self.s.dls.dq[..cols].copy_from_slice(&self.s.step_dq[..cols]);
@@ -310,15 +316,14 @@ impl Solve<'_> {
             let mut judged = cost;
             if self.accept(skeleton, pose, goals, &mut cost, Some(&mut judged)) {
                 scale = 1.0;
-                capped = false;
                 continue;
             }
             // (Only when a level below the deciding one has a cost: else the capped step is
             // the full step again.)
             let first = cost.level.iter().position(|&c| c > 0.0);
             let last = cost.level.iter().rposition(|&c| c > 0.0);
-            if !capped && first != last {
-                capped = true;
+            if capped.is_none() && first != last {
+                capped = first;
                 continue;
             }
             // The active set: joints this step pushed onto a bound or limit are held in the
