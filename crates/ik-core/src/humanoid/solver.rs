@@ -73,6 +73,7 @@ mod range;
 mod rest;
 mod setup;
 mod track;
+mod work;
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -96,6 +97,7 @@ pub(crate) use bounds::onto_bound;
 use finish::*;
 pub use goals::*;
 use rest::AtRest;
+use work::Work;
 
 #[derive(Clone, Copy, Debug)]
 enum Dof {
@@ -180,6 +182,15 @@ impl Joint {
     }
 }
 
+/// A forward-kinematics bone of the solver's skeleton: its parent and rest scale, copied
+/// when the solver is built (see `FullBodySolver::fk_links`).
+#[derive(Clone, Copy, Debug)]
+struct FkLink {
+    bone: usize,
+    parent: Option<usize>,
+    scale: Vec3,
+}
+
 #[derive(Clone, Debug)]
 struct Limb {
     effector: usize,
@@ -203,7 +214,7 @@ struct Limb {
 ///
 /// The solver is the immutable set-up (joints, limbs, limits, masses, settings);
 /// [`FullBodySolver::solve_with`] / [`FullBodySolver::solve_cold_with`] take `&self` and a
-/// [`FullBodyScratch`] (one per character: it also carries the last output, the warm start),
+/// [`FullBodyScratch`] (one per character: it carries the frame-to-frame state, the warm start),
 /// so one solver serves any number of characters of the same rig. [`FullBodySolver::solve`] /
 /// [`FullBodySolver::solve_cold`] are the one-character convenience: they use a scratch the
 /// solver keeps for them.
@@ -227,12 +238,16 @@ pub struct FullBodySolver {
     body_height: f32,
     bone_count: usize,
     /// The bones whose model transforms the solver reads (ancestors of its joints, effectors,
-    /// head and mass segments), parents first: forward kinematics skips the rest (fingers,
-    /// end bones, helpers).
-    fk_bones: Vec<usize>,
-    /// Per bone: whether it is in `fk_bones`.
+    /// head and mass segments), parents first, each with its parent and rest scale: forward
+    /// kinematics skips the rest (fingers, end bones, helpers) and reads this table alone
+    /// (a crowd's solve finds it in a few cache lines; the skeleton's bones, names and rest
+    /// transforms beside them, take a line or two a bone).
+    fk_links: Vec<FkLink>,
+    /// Each joint's bone, in `joints` order (the start clamp's check reads these alone).
+    joint_bones: Vec<usize>,
+    /// Per bone: whether it is in `fk_links`.
     in_fk: Vec<bool>,
-    /// The bones of `fk_bones` from the root to the hips, parents first.
+    /// The bones of `fk_links` from the root to the hips, parents first.
     pelvis_fk: Vec<usize>,
     /// The forward-kinematics bones the look-at finish moves (the highest bone it turns and
     /// everything below it), parents first: refreshed after each turn.
@@ -246,10 +261,13 @@ pub struct FullBodySolver {
     scratch: FullBodyScratch,
 }
 
-/// Work buffers and frame-to-frame state of one character's full-body solves (see
-/// [`FullBodySolver::solve_with`]); make one with [`FullBodySolver::scratch`]. A scratch made
-/// for another solver (or [`FullBodyScratch::default`]) is resized on its first solve (the
-/// only allocation); after that solving does not allocate.
+/// Frame-to-frame state of one character's full-body solves (see
+/// [`FullBodySolver::solve_with`]: which goals give way, the fixed point, the last output);
+/// make one with [`FullBodySolver::scratch`]. A scratch made for another solver (or
+/// [`FullBodyScratch::default`]) is resized on its first solve; the per-solve work buffers
+/// (the dense kernel's, forward kinematics, the start and best poses) are not a character's:
+/// one set per thread and rig shape, made on the thread's first solve of that shape, serves
+/// every character. After that solving does not allocate.
 #[derive(Clone, Debug, Default)]
 pub struct FullBodyScratch {
     pelvis_pin: PelvisPin,
@@ -269,8 +287,9 @@ pub struct FullBodyScratch {
     /// The limbs of `exact` whose last finish met their goal: out of the Jacobian, and not
     /// finished again in the attempt.
     exact_met: u8,
-    /// The solver's column count this scratch is sized for (0: not sized yet).
+    /// The solver's column and bone counts this scratch is sized for (0: not sized yet).
     cols: usize,
+    bones: usize,
     model: Vec<BoneTransform>,
     /// Whether `model` is the forward kinematics of the pose being solved (see
     /// `Solve::fk_stale`): set by `Solve::fk`, cleared when an attempt starts and by every
@@ -287,11 +306,17 @@ pub struct FullBodyScratch {
     reference: Pose,
     start: Pose,
     best: Pose,
-    /// The pose the last solve with this scratch returned, and the id of the solver that
-    /// returned it (0: none): a tracking solve handed that pose back (the game's warm start)
-    /// skips clamping it to the limits, which it already respects.
+    /// The pose the last solve with this scratch returned, when the caller keeps no copy of
+    /// its own ([`FullBodySolver::solve_with`]; in a stack the stack's warm-start store is
+    /// that copy, see [`Last`]), and the id of the solver that returned it (0: none): a
+    /// tracking solve handed that pose back (the game's warm start) skips clamping it to the
+    /// limits, which it already respects, and may be at its fixed point (`Solve::at_rest`).
     last: Pose,
     last_of: u64,
+    /// Whether the last solve kept its output in `last` ([`Last::Own`]); false when its
+    /// caller keeps it ([`Last::Given`]). A solve finds a last output only where the last
+    /// solve left it (a scratch used both ways never compares with a stale copy).
+    last_kept: bool,
     /// The pose [`FullBodySolver::clamp_to_limits`] last returned and the id of the solver
     /// whose limits clamped it (0: none): a joint of a solve's input bit-identical to it is
     /// within its limit already, so the solve's own start clamp skips it (the VR body clamps
@@ -330,10 +355,6 @@ pub struct FullBodyScratch {
 }
 
 impl FullBodyScratch {
-    fn rest_len(&self) -> usize {
-        self.start.rotations.len()
-    }
-
     /// Forgets the frame-to-frame state (which goals gave way, the fixed point): call before a
     /// solve unrelated to the previous one with this scratch. [`FullBodySolver::solve_cold_with`] does it.
     pub fn reset(&mut self) {
@@ -342,10 +363,21 @@ impl FullBodyScratch {
     }
 }
 
-/// One solve: the immutable solver and a character's scratch.
+/// Where a solve finds the pose the last solve returned (the frame-to-frame warm start).
+#[derive(Clone, Copy, Debug)]
+enum Last<'a> {
+    /// In the scratch (`FullBodyScratch::last`): the solver's own entry points.
+    Own,
+    /// Kept by the caller: a stack's warm-start store, bone by bone (`None`: it vouches for
+    /// none; see [`FullBodySolver::solve_in_stack`]). The scratch keeps no copy.
+    Given(Option<&'a [(Quat, Vec3)]>),
+}
+
+/// One solve: the immutable solver, a character's scratch, and where its last output is.
 struct Solve<'a> {
     rig: &'a FullBodySolver,
     s: &'a mut FullBodyScratch,
+    last: Last<'a>,
 }
 
 const MAX_ROWS: usize = 5 * 6 + 3 + 3;
@@ -400,8 +432,32 @@ static NEXT_SOLVER_ID: AtomicU64 = AtomicU64::new(1);
 const SATURATED_MOBILITY: f32 = 0.2;
 
 impl<'a> Solve<'a> {
-    fn new(rig: &'a FullBodySolver, s: &'a mut FullBodyScratch) -> Self {
-        Self { rig, s }
+    fn new(rig: &'a FullBodySolver, s: &'a mut FullBodyScratch, last: Last<'a>) -> Self {
+        Self { rig, s, last }
+    }
+
+    /// Whether the last output of this solver is known, for a pose of `pose`'s length.
+    fn knows_last(&self, pose: &Pose) -> bool {
+        self.s.last_of == self.rig.id
+            && match self.last {
+                Last::Own => self.s.last_kept && self.s.last.len() == pose.len(),
+                Last::Given(last) => {
+                    !self.s.last_kept && last.is_some_and(|l| l.len() == pose.len())
+                }
+            }
+    }
+
+    /// Whether bone `b` of `pose` is, to the bit of `==`, where the last output left it
+    /// (call when [`Solve::knows_last`]).
+    fn same_as_last(&self, pose: &Pose, b: usize) -> bool {
+        match self.last {
+            Last::Own => {
+                pose.rotations[b] == self.s.last.rotations[b]
+                    && pose.translations[b] == self.s.last.translations[b]
+            }
+            Last::Given(Some(last)) => (pose.rotations[b], pose.translations[b]) == last[b],
+            Last::Given(None) => false,
+        }
     }
 
     fn solve_mode(
@@ -447,16 +503,16 @@ impl<'a> Solve<'a> {
         // A joint of the previous output handed back unchanged (a warm start; the joints
         // the animation or an earlier stage did not touch) is within its limit already:
         // clamping it would cost a swing-twist decomposition for nothing.
-        let warm = self.s.last_of == self.rig.id && self.s.last.len() == pose.len();
         // Whether the pose passed in is the one solved (no joint clamped): then an output
         // equal to it is a fixed point (see `Solve::at_rest`).
+        let warm = self.knows_last(pose);
         let mut unclamped = warm && !cold;
         let preclamped = self.s.clamped_of == self.rig.id && self.s.clamped.len() == pose.len();
         let same = |pose: &Pose, other: &Pose, b: usize| {
             pose.rotations[b] == other.rotations[b] && pose.translations[b] == other.translations[b]
         };
-        for j in &self.rig.joints {
-            if warm && same(pose, &self.s.last, j.bone) {
+        for (j, &bone) in self.rig.joints.iter().zip(&self.rig.joint_bones) {
+            if warm && self.same_as_last(pose, bone) {
                 continue;
             }
             unclamped = false;

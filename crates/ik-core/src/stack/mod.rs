@@ -30,6 +30,9 @@
 //! frame. The first solve, and the first after a failure or [`StageSlot::reset_warm_start`],
 //! is cold ([`crate::humanoid::FullBodySolver::solve_cold`]; a Jacobian stage's scratch is
 //! reset). The blend still runs against this frame's input, so weights stay stationary.
+//! This store is the only record of a stage's last output: a warm solve hands it to the stage
+//! ([`Stage::solve_warm`]), and the full-body stage's solver reads it there (joints known to
+//! be within their limits, its fixed point) instead of keeping a copy.
 //!
 //! **Crowds:** [`LimbBatch`] solves a stack's leading independent two-bone stages (a
 //! humanoid's four limbs) together, four per SIMD vector, with the same per-stage semantics;
@@ -715,8 +718,8 @@ impl IkStack {
     pub fn solve_from(&mut self, first: usize) -> StackReport {
         let mut report = StackReport::default();
         for index in first..self.slots.len() {
-            self.run_slot(index, &mut report, |stage, skeleton, buffer, cold| {
-                stage.run(skeleton, buffer, cold)
+            self.run_slot(index, &mut report, |stage, skeleton, buffer, cold, last| {
+                stage.run(skeleton, buffer, cold, last)
             });
         }
         self.measure_final(&mut report);
@@ -759,8 +762,8 @@ impl IkStack {
                 if moved && keep {
                     let mut again = StackReport::default();
                     self.resolving = true;
-                    self.run_slot(index, &mut again, |stage, skeleton, buffer, cold| {
-                        stage.run(skeleton, buffer, cold)
+                    self.run_slot(index, &mut again, |stage, skeleton, buffer, cold, last| {
+                        stage.run(skeleton, buffer, cold, last)
                     });
                     self.resolving = false;
                     report.first_changed = match (report.first_changed, again.first_changed) {
@@ -838,15 +841,16 @@ impl IkStack {
     ) -> StackReport {
         let mut report = StackReport::default();
         if index < self.slots.len() {
-            self.run_slot(index, &mut report, |stage, skeleton, buffer, _| {
+            self.run_slot(index, &mut report, |stage, skeleton, buffer, _, _| {
                 solve(stage, skeleton, buffer)
             });
         }
         report
     }
 
-    /// Runs stage `index` (in range) with `solve(stage, skeleton, buffer, cold)`: weight,
-    /// warm start, blend and outcome (see the module docs).
+    /// Runs stage `index` (in range) with `solve(stage, skeleton, buffer, cold, last)`:
+    /// weight, warm start, blend and outcome (see the module docs); `last` is the store's
+    /// last output when the solve starts warm from it ([`Stage::solve_warm`]).
     fn run_slot(
         &mut self,
         index: usize,
@@ -856,6 +860,7 @@ impl IkStack {
             &Skeleton,
             &mut PoseBuffer,
             bool,
+            Option<&[(Quat, Vec3)]>,
         ) -> Result<StageReport, StackError>,
     ) {
         let Self {
@@ -892,24 +897,31 @@ impl IkStack {
         if !plan.planned(index, slot) {
             plan.valid = false;
         }
-        saved.clear();
-        let pose = buffer.pose();
-        saved.extend(
-            slot.stage
-                .bones()
-                .iter()
-                .map(|&b| (pose.rotations[b], pose.translations[b])),
-        );
+        let n = slot.stage.bones().len();
         // A re-solve on the final pose ([`StageSlot::keep_goals`]) starts from that pose and
         // leaves the warm start to this frame's first solve, which tracks from frame to frame.
-        let warm =
-            !resolving && slot.warm_start && slot.warm_valid && slot.warm.len() == 2 * saved.len();
+        let warm = !resolving && slot.warm_start && slot.warm_valid && slot.warm.len() == 2 * n;
+        // Unchanged input (nothing animated the stage's bones): the store's input half is this
+        // frame's input, and serves as the saved copy (a crowd's character standing on its
+        // solved pose copies nothing).
+        let pose = buffer.pose();
+        let exact = warm
+            && (slot.stage.bones().iter().zip(&slot.warm[n..]))
+                .all(|(&b, &w)| (pose.rotations[b], pose.translations[b]) == w);
+        saved.clear();
+        if !exact {
+            saved.extend(
+                slot.stage
+                    .bones()
+                    .iter()
+                    .map(|&b| (pose.rotations[b], pose.translations[b])),
+            );
+        }
         if warm {
             // Unchanged input: the last output itself. Animated input: the last frame's IK
             // correction (output relative to its input, per bone) carried onto this frame's
             // input, so tracking goes on over animation instead of starting over.
-            let (warm_output, warm_input) = slot.warm.split_at(saved.len());
-            let exact = warm_input == &saved[..];
+            let (warm_output, warm_input) = slot.warm.split_at(n);
             let pose = buffer.pose_unchecked_mut();
             for (i, &b) in slot.stage.bones().iter().enumerate() {
                 let (q, t) = warm_output[i];
@@ -933,11 +945,17 @@ impl IkStack {
             skeleton,
             buffer,
             slot.warm_start && !warm && !resolving,
+            warm.then(|| &slot.warm[..n]),
         );
         let pose = buffer.pose_unchecked_mut();
         if slot.warm_start && !resolving {
             slot.warm_valid = result.is_ok();
-            if slot.warm_valid {
+            if slot.warm_valid && exact {
+                // The input half holds this frame's input already.
+                for (w, &b) in slot.warm[..n].iter_mut().zip(slot.stage.bones()) {
+                    *w = (pose.rotations[b], pose.translations[b]);
+                }
+            } else if slot.warm_valid {
                 slot.warm.clear();
                 slot.warm.extend(
                     slot.stage
@@ -948,6 +966,8 @@ impl IkStack {
                 slot.warm.extend_from_slice(saved);
             }
         }
+        // This frame's input over the stage's bones, for the blend and the restore.
+        let saved: &[(Quat, Vec3)] = if exact { &slot.warm[n..] } else { saved };
         let kept = result.is_ok() && weight > 0.0;
         let mut touched = usize::MAX;
         for (&b, &(q0, t0)) in slot.stage.bones().iter().zip(saved.iter()) {

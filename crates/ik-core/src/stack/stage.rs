@@ -7,7 +7,7 @@
 use core::any::Any;
 use core::fmt::Debug;
 
-use glam::Vec3;
+use glam::{Quat, Vec3};
 
 use crate::analytic::{LimbGoal, LimbReport, TwoBoneIk};
 use crate::humanoid::{FullBodyGoals, FullBodyReport, FullBodySolver, GoalFrame};
@@ -58,6 +58,24 @@ pub trait Stage: Any + Debug + Send + Sync {
         skeleton: &Skeleton,
         buffer: &mut PoseBuffer,
     ) -> Result<StageReport, StackError>;
+
+    /// [`Stage::solve`] with the stack's warm-start store: `last` is this stage's last
+    /// unblended output over [`Stage::bones`] (in that order) as the stack kept it, given
+    /// when the stack warm-starts this solve from it (see the [module docs](super)), `None`
+    /// otherwise. A stage with frame-to-frame memory of its own output (the full body's fixed
+    /// point, its joints known to be within their limits) reads it here instead of keeping a
+    /// copy. The stack calls this; by default it calls [`Stage::solve`].
+    ///
+    /// # Errors
+    /// As [`Stage::solve`].
+    fn solve_warm(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+        _last: Option<&[(Quat, Vec3)]>,
+    ) -> Result<StageReport, StackError> {
+        self.solve(skeleton, buffer)
+    }
 
     /// This stage's goals measured on `buffer`'s pose, which after
     /// [`IkStack::solve`](super::IkStack::solve) is the character's final pose, after every later stage. `None`
@@ -280,13 +298,15 @@ impl AnyStage {
         self.get_mut()
     }
 
-    /// Runs the stage on `buffer` (in place); `cold`: it starts cold ([`Stage::start_cold`]).
+    /// Runs the stage on `buffer` (in place); `cold`: it starts cold ([`Stage::start_cold`]);
+    /// `last`: the stack's warm-start store ([`Stage::solve_warm`]).
     #[inline]
     pub(crate) fn run(
         &mut self,
         skeleton: &Skeleton,
         buffer: &mut PoseBuffer,
         cold: bool,
+        last: Option<&[(Quat, Vec3)]>,
     ) -> Result<StageReport, StackError> {
         match &mut self.0 {
             Inner::TwoBone(s) => s.solve(skeleton, buffer),
@@ -294,7 +314,7 @@ impl AnyStage {
                 if cold {
                     s.start_cold();
                 }
-                s.solve(skeleton, buffer)
+                s.solve_warm(skeleton, buffer, last)
             }
         }
     }
@@ -625,12 +645,22 @@ impl Stage for FullBodyStage {
         skeleton: &Skeleton,
         buffer: &mut PoseBuffer,
     ) -> Result<StageReport, StackError> {
+        self.solve_warm(skeleton, buffer, None)
+    }
+
+    /// The solver's record of its last output is the stack's store (`last`, over every
+    /// bone): its scratch keeps no copy (issue 26's one warm-start store).
+    fn solve_warm(
+        &mut self,
+        skeleton: &Skeleton,
+        buffer: &mut PoseBuffer,
+        last: Option<&[(Quat, Vec3)]>,
+    ) -> Result<StageReport, StackError> {
         let pose = buffer.pose_unchecked_mut();
-        let report = if core::mem::take(&mut self.cold) {
-            self.solver.solve_cold(skeleton, pose, &self.goals)
-        } else {
-            self.solver.solve(skeleton, pose, &self.goals)
-        };
+        let cold = core::mem::take(&mut self.cold);
+        let report = self
+            .solver
+            .solve_in_stack(skeleton, pose, &self.goals, cold, last);
         // A failed solve leaves the next one cold.
         self.cold = report.is_err();
         Ok(StageReport::FullBody(report?))

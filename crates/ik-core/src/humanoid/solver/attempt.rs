@@ -5,9 +5,13 @@
 use super::*;
 
 impl Solve<'_> {
-    /// Records `pose` (this solve's output, within the limits) as the scratch's last output.
+    /// Records `pose` (this solve's output, within the limits) as the last output: in the
+    /// scratch, unless the caller keeps it ([`Last::Given`]: a stack's warm-start store).
     pub(super) fn remember(&mut self, pose: &Pose) {
-        self.s.last.copy_from(pose);
+        self.s.last_kept = matches!(self.last, Last::Own);
+        if self.s.last_kept {
+            self.s.last.copy_from(pose);
+        }
         self.s.last_of = self.rig.id;
     }
 

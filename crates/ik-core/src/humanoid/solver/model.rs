@@ -5,15 +5,17 @@
 use super::*;
 
 impl Solve<'_> {
-    /// Forward kinematics of the bones the solver reads into `self.s.model`.
-    pub(super) fn fk(&mut self, skeleton: &Skeleton, pose: &Pose) {
+    /// Forward kinematics of the bones the solver reads into `self.s.model`, from the rig's
+    /// own parents and rest scales (`fk_links`: the skeleton it was built for, the one every
+    /// solve is checked against by bone count).
+    pub(super) fn fk(&mut self, _skeleton: &Skeleton, pose: &Pose) {
         self.s
             .model
             .resize(self.rig.bone_count, BoneTransform::IDENTITY);
-        for i in 0..self.rig.fk_bones.len() {
-            let b = self.rig.fk_bones[i];
-            let local = pose.local_transform(skeleton, b);
-            self.s.model[b] = match skeleton.parent(b) {
+        for link in &self.rig.fk_links {
+            let b = link.bone;
+            let local = pose.local_scaled(b, link.scale);
+            self.s.model[b] = match link.parent {
                 Some(p) => self.s.model[p].mul_transform(&local),
                 None => local,
             };

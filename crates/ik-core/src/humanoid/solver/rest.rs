@@ -2,7 +2,9 @@
 //! pose the last solve returned unchanged, with the same goals, settings and masses, returns
 //! that pose and report again without solving.
 
-use super::{FullBodyGoals, FullBodyReport, FullBodySettings, Solve};
+use glam::{Quat, Vec3};
+
+use super::{FullBodyGoals, FullBodyReport, FullBodySettings, Last, Solve};
 use crate::pose::Pose;
 #[cfg(test)]
 use crate::skeleton::Skeleton;
@@ -15,16 +17,26 @@ pub(super) struct AtRest {
     report: FullBodyReport,
 }
 
+fn bits<const N: usize>(x: [f32; N], y: [f32; N]) -> bool {
+    x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
+}
+
 /// Whether `a` and `b` are the same pose to the bit (a signed zero or a NaN payload counts).
 fn same_bits(a: &Pose, b: &Pose) -> bool {
-    fn bits<const N: usize>(x: [f32; N], y: [f32; N]) -> bool {
-        x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
-    }
     a.rotations.len() == b.rotations.len()
         && a.translations.len() == b.translations.len()
         && (a.rotations.iter().zip(&b.rotations)).all(|(p, q)| bits(p.to_array(), q.to_array()))
         && (a.translations.iter().zip(&b.translations))
             .all(|(p, q)| bits(p.to_array(), q.to_array()))
+}
+
+/// [`same_bits`] against a pose kept bone by bone (a stack's warm-start store).
+fn same_bits_as(a: &Pose, b: &[(Quat, Vec3)]) -> bool {
+    a.rotations.len() == b.len()
+        && a.translations.len() == b.len()
+        && (a.rotations.iter().zip(&a.translations).zip(b)).all(|((p, t), (q, u))| {
+            bits(p.to_array(), q.to_array()) && bits(t.to_array(), u.to_array())
+        })
 }
 
 impl Solve<'_> {
@@ -39,11 +51,15 @@ impl Solve<'_> {
     /// (a new solver id).
     pub(super) fn at_rest(&self, pose: &Pose, goals: &FullBodyGoals) -> Option<FullBodyReport> {
         let r = self.s.rest.as_ref()?;
+        let same = match self.last {
+            Last::Own => self.s.last_kept && same_bits(pose, &self.s.last),
+            Last::Given(last) => !self.s.last_kept && last.is_some_and(|l| same_bits_as(pose, l)),
+        };
         (self.s.last_of == self.rig.id
             && r.goals == *goals
             && r.settings == self.rig.settings
-            && same_bits(pose, &self.s.last))
-        .then_some(r.report)
+            && same)
+            .then_some(r.report)
     }
 
     /// Records that this solve returned its input bit for bit with `goals` (see
@@ -130,7 +146,7 @@ mod tests {
     fn fixed_point_shortcut_needs_the_same_inputs() {
         let (skeleton, mut solver, mut scratch, pose, goals) = settled();
         let at_rest = |solver: &FullBodySolver, s: &mut FullBodyScratch, p: &Pose, g| {
-            Solve::new(solver, s).at_rest(p, g).is_some()
+            Solve::new(solver, s, Last::Own).at_rest(p, g).is_some()
         };
         assert!(at_rest(&solver, &mut scratch, &pose, &goals));
         let mut moved = goals;

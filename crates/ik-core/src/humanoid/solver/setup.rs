@@ -240,9 +240,19 @@ impl FullBodySolver {
             .collect();
         let look_top = look_chain[1].or(look_chain[0]).unwrap_or(head);
         let look_subtree = below(look_top, &[]);
+        let fk_links = fk_bones
+            .iter()
+            .map(|&b| FkLink {
+                bone: b,
+                parent: skeleton.parent(b),
+                scale: skeleton.bones()[b].rest.scale,
+            })
+            .collect();
+        let joint_bones = joints.iter().map(|j| j.bone).collect();
         let mut solver = Self {
             settings: FullBodySettings::default(),
-            fk_bones,
+            fk_links,
+            joint_bones,
             in_fk,
             look_subtree,
             pelvis_fk,
@@ -276,30 +286,24 @@ impl FullBodySolver {
         s
     }
 
-    /// Sizes `s` for this solver (allocates only when it was made for another one).
+    /// Sizes `s` for this solver (allocates only when it was made for another one). The
+    /// per-solve buffers are not the scratch's: a solve borrows its thread's (see `work`).
     pub(super) fn fit(&self, s: &mut FullBodyScratch) {
         let (n, cols) = (self.bone_count, self.cols);
-        if s.cols == cols && s.model.capacity() >= n && s.rest_len() == n {
+        if s.cols == cols && s.bones == n {
             return;
         }
         s.cols = cols;
-        s.model = Vec::with_capacity(n);
-        s.dls = DlsBuffers::new(MAX_ROWS, cols);
+        s.bones = n;
         s.saturated = vec![false; self.joints.len()];
         s.anchor_affects = vec![0; self.joints.len()];
-        s.reference = self.rest.clone();
-        s.start = self.rest.clone();
-        s.best = self.rest.clone();
         s.last = self.rest.clone();
         s.last_of = 0;
         s.clamped_of = 0;
         s.segment_pos = vec![Vec3::ZERO; self.segments.len()];
-        s.pairs = vec![[Vec3::ZERO; 3]; pair_base(MAX_BLOCKS)];
         s.clipped = vec![false; self.joints.len()];
         s.frozen = vec![false; self.joints.len()];
         s.limit_normal = vec![Vec3::ZERO; self.joints.len()];
-        s.model_best = Vec::with_capacity(n);
-        s.step_dq = vec![0.0; cols];
         s.reset();
     }
 
@@ -474,6 +478,26 @@ impl FullBodySolver {
         self.with_own_scratch(|rig, s| rig.solve_cold_with(skeleton, pose, goals, s))
     }
 
+    /// [`FullBodySolver::solve`] (`cold`: [`FullBodySolver::solve_cold`]) as a stack's
+    /// stage: the stack's warm-start store is the record of the last output (`last`, over
+    /// every bone; `None` when the stack vouches for none), so the scratch keeps no copy of
+    /// its own (see `Last`).
+    pub(crate) fn solve_in_stack(
+        &mut self,
+        skeleton: &Skeleton,
+        pose: &mut Pose,
+        goals: &FullBodyGoals,
+        cold: bool,
+        last: Option<&[(Quat, Vec3)]>,
+    ) -> Result<FullBodyReport, HumanoidError> {
+        self.with_own_scratch(|rig, scratch| {
+            rig.fit(scratch);
+            Work::lend(rig, scratch, |s| {
+                Solve::new(rig, s, Last::Given(last)).solve_mode(skeleton, pose, goals, cold)
+            })
+        })
+    }
+
     /// [`FullBodySolver::solve`] with a caller-owned scratch (one per character; see
     /// [`FullBodySolver::scratch`]): the solver itself is not modified, so one solver serves
     /// every character of its rig.
@@ -488,7 +512,9 @@ impl FullBodySolver {
         scratch: &mut FullBodyScratch,
     ) -> Result<FullBodyReport, HumanoidError> {
         self.fit(scratch);
-        Solve::new(self, scratch).solve_mode(skeleton, pose, goals, false)
+        Work::lend(self, scratch, |s| {
+            Solve::new(self, s, Last::Own).solve_mode(skeleton, pose, goals, false)
+        })
     }
 
     /// [`FullBodySolver::solve_cold`] with a caller-owned scratch.
@@ -503,7 +529,9 @@ impl FullBodySolver {
         scratch: &mut FullBodyScratch,
     ) -> Result<FullBodyReport, HumanoidError> {
         self.fit(scratch);
-        Solve::new(self, scratch).solve_mode(skeleton, pose, goals, true)
+        Work::lend(self, scratch, |s| {
+            Solve::new(self, s, Last::Own).solve_mode(skeleton, pose, goals, true)
+        })
     }
 
     /// The centre of mass of `pose` (model space) from the segment masses; `None` when the
@@ -513,14 +541,16 @@ impl FullBodySolver {
     /// If `pose` does not match `skeleton` (see [`Pose::validate`]).
     #[must_use]
     pub fn center_of_mass(&mut self, skeleton: &Skeleton, pose: &Pose) -> Option<Vec3> {
-        skeleton.model_transforms_into(pose, &mut self.scratch.model);
-        let s = &mut self.scratch;
-        let (mut total, mut sum) = (0.0f32, Vec3::ZERO);
-        for seg in &self.segments {
-            let m = self.masses.get(seg.role);
-            total += m;
-            sum += s.model[seg.bone].transform_point(seg.local_point) * m;
-        }
-        (total > 0.0).then(|| sum / total)
+        Work::with(self, |work| {
+            let model = work.model();
+            skeleton.model_transforms_into(pose, model);
+            let (mut total, mut sum) = (0.0f32, Vec3::ZERO);
+            for seg in &self.segments {
+                let m = self.masses.get(seg.role);
+                total += m;
+                sum += model[seg.bone].transform_point(seg.local_point) * m;
+            }
+            (total > 0.0).then(|| sum / total)
+        })
     }
 }
