@@ -523,7 +523,7 @@ impl<'a> Solve<'a> {
         self.s.start.copy_from(pose);
         let mut initial = FullBodyReport::default();
         if cold || !self.pelvis_missed(skeleton, pose, goals) {
-            self.fk(skeleton, pose);
+            self.fk(pose);
             initial.converged = self.measure(skeleton, pose, goals, &mut initial);
         }
         initial.cost = self.score(&initial, goals);
@@ -615,7 +615,7 @@ impl<'a> Solve<'a> {
         if !pose.is_finite() {
             // Never hand back NaN: fall back to the (limit-clamped) incoming pose.
             pose.copy_from(&self.s.start);
-            self.fk(skeleton, pose);
+            self.fk(pose);
             report.converged = self.measure(skeleton, pose, goals, &mut report);
             report.cost = self.score(&report, goals);
         }

@@ -122,7 +122,7 @@ impl Solve<'_> {
         goals: &FullBodyGoals,
     ) -> (Costs, [Reach; 5]) {
         // (The finishes keep the model current; a step or a turn-bound move does not.)
-        self.fk_stale(skeleton, pose);
+        self.fk_stale(pose);
         let kept = self.s.kept_reach;
         self.costs(skeleton, pose, goals, Some(&kept))
     }

@@ -104,7 +104,7 @@ impl Solve<'_> {
             .iter()
             .any(|l| missed[channel(l.effector, false)] > GIVE_WAY_MIN)
         {
-            self.fk(skeleton, pose);
+            self.fk(pose);
         }
         let resolved = self.resolved(skeleton, pose, goals);
         let resolved = resolved.as_ref().unwrap_or(goals);
@@ -259,7 +259,7 @@ impl Solve<'_> {
                 }
                 report.limits_hit += self.finish_look_at(skeleton, pose, goals);
             }
-            self.fk_stale(skeleton, pose);
+            self.fk_stale(pose);
             report.converged = self.measure(skeleton, pose, goals, &mut report);
             // With goals giving way, once the others are met the polish pass takes over.
             if report.converged
@@ -285,7 +285,7 @@ impl Solve<'_> {
                 report.limits_hit += self.finish_limbs(skeleton, pose, goals);
                 report.limits_hit += self.finish_look_at(skeleton, pose, goals);
             }
-            self.fk_stale(skeleton, pose);
+            self.fk_stale(pose);
             report.converged = self.measure(skeleton, pose, goals, &mut report);
         }
         report

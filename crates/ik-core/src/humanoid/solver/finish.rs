@@ -48,7 +48,7 @@ impl Solve<'_> {
         if !g.enabled || g.weight <= 0.0 {
             return 0;
         }
-        self.fk_stale(skeleton, pose);
+        self.fk_stale(pose);
         let mut hits = 0;
         let order = [
             Some(self.rig.head),
@@ -86,7 +86,7 @@ impl Solve<'_> {
         pose: &mut Pose,
         goals: &FullBodyGoals,
     ) -> u32 {
-        self.fk_stale(skeleton, pose);
+        self.fk_stale(pose);
         let mut hits = 0;
         // Goals in model space first, then the relative ones (see `GoalFrame`), each read
         // where its frame bone is once the other limbs are finished: a hand on a prop the

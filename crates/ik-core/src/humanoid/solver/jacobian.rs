@@ -37,7 +37,7 @@ impl Solve<'_> {
         let look_weight = goals.look_at.weight * factor(channel(5, false));
         let com_weight = goals.center_of_mass.weight * factor(channel(6, false));
         for it in 0..budget {
-            self.fk_stale(skeleton, pose);
+            self.fk_stale(pose);
             // Relative goals (see `GoalFrame`) at where their frame bones are now.
             let resolved = self.resolved(skeleton, pose, goals);
             let goals = resolved.as_ref().unwrap_or(goals);

@@ -8,7 +8,7 @@ impl Solve<'_> {
     /// Forward kinematics of the bones the solver reads into `self.s.model`, from the rig's
     /// own parents and rest scales (`fk_links`: the skeleton it was built for, the one every
     /// solve is checked against by bone count).
-    pub(super) fn fk(&mut self, _skeleton: &Skeleton, pose: &Pose) {
+    pub(super) fn fk(&mut self, pose: &Pose) {
         self.s
             .model
             .resize(self.rig.bone_count, BoneTransform::IDENTITY);
@@ -58,9 +58,9 @@ impl Solve<'_> {
     /// [`Solve::fk`] unless the model is current already (`model_fresh`: the limb and look-at
     /// finishes refresh what they move with the same arithmetic, parents first, so the model
     /// they leave is bit for bit what a full pass would compute).
-    pub(super) fn fk_stale(&mut self, skeleton: &Skeleton, pose: &Pose) {
+    pub(super) fn fk_stale(&mut self, pose: &Pose) {
         if !self.s.model_fresh {
-            self.fk(skeleton, pose);
+            self.fk(pose);
         }
     }
 

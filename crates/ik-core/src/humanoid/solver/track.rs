@@ -249,7 +249,7 @@ impl Solve<'_> {
         self.s.clipped.fill(false);
         self.s.frozen.fill(false);
         self.s.limit_normal.fill(Vec3::ZERO);
-        self.fk(skeleton, pose);
+        self.fk(pose);
         self.rank_goals(skeleton, pose, goals);
         let (mut cost, split) = self.costs(skeleton, pose, goals, None);
         self.s.kept_reach = split;
@@ -349,7 +349,7 @@ impl Solve<'_> {
             }
         }
         // (The model is that of the kept pose: `accept` computed or restored it.)
-        self.fk_stale(skeleton, pose);
+        self.fk_stale(pose);
         report.converged = self.measure(skeleton, pose, goals, &mut report);
         report.cost = self.score(&report, goals);
         let resolved = self.resolved(skeleton, pose, goals);
