@@ -78,11 +78,7 @@ fn draw_handle_outlines(
         if !visible.get() {
             continue;
         }
-        let color = if selected {
-            Color::WHITE
-        } else {
-            handle.base_color
-        };
+        let color = handle.color(selected);
         gizmos.circle(
             Isometry3d::new(at.translation(), facing),
             handle.radius,
@@ -211,6 +207,17 @@ pub struct TargetHandle {
     pub rest_dir: Vec3,
     /// Colour when not selected.
     pub base_color: Color,
+}
+
+impl TargetHandle {
+    /// The colour it is drawn in: white when selected.
+    fn color(&self, selected: bool) -> Color {
+        if selected {
+            Color::WHITE
+        } else {
+            self.base_color
+        }
+    }
 }
 
 /// The head's aiming axis in its own frame (the character's forward at set-up), for the rig's
@@ -537,11 +544,7 @@ fn highlight_selection(
     mut materials: ResMut<Assets<StandardMaterial>>,
 ) {
     for (handle, material, selected) in &handles {
-        let color = if selected {
-            Color::WHITE
-        } else {
-            handle.base_color
-        };
+        let color = handle.color(selected);
         if let Some(m) = materials.get(&material.0)
             && m.base_color != color
             && let Some(mut m) = materials.get_mut(&material.0)
